@@ -1,0 +1,227 @@
+"""Pydantic schemas of catalog records. Human units live in field names; to_domain() converts once.
+
+Unknown keys are errors. Every record carries `sources` and `as_of`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, StringConstraints
+
+from rigplan.domain.hardware import Gpu, Link
+from rigplan.domain.model import MLA, Architecture, MoE
+from rigplan.units import GiB, MiB
+
+RecordId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9.\-]*$")]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(Record):
+    title: str
+    url: str | None = None
+    accessed: dt.date | None = None
+    locator: str | None = None
+    """Table, section or field of the source where the figure stands."""
+
+
+Sources = Annotated[list[Source], Field(min_length=1)]
+
+
+class DenseTflops(Record):
+    """Dense (no 2:4 sparsity) peak tensor TFLOP/s; bf16/fp16 with fp32 accumulate."""
+
+    fp32: PositiveFloat | None = None
+    tf32: PositiveFloat | None = None
+    bf16: PositiveFloat
+    fp16: PositiveFloat | None = None
+    fp8: PositiveFloat | None = None
+    fp4: PositiveFloat | None = None
+
+
+class LinkRecord(Record):
+    kind: Literal["nvlink", "nvlink-bridge", "nvlink-c2c", "infinity-fabric", "pcie", "roce"]
+    bandwidth_gb_per_s_bidirectional: PositiveFloat
+    """Per GPU, both directions added (the datasheet convention: H100 SXM 900)."""
+    domain_size: PositiveInt
+    """GPUs reachable at that bandwidth."""
+
+
+class EccRecord(Record):
+    default_on: bool
+    capacity_loss_fraction: Annotated[float, Field(ge=0, lt=0.2)]
+    """1/16 = 0.0625 for GDDR; 0 for HBM (dedicated ECC bits)."""
+    note: str | None = None
+
+
+class NodeRecord(Record):
+    """Default scale-up node for this GPU (overridable on the command line)."""
+
+    gpus_per_node: PositiveInt
+    nic_gbit_per_s_per_gpu: Annotated[float, Field(ge=0)]
+    """Scale-out NIC bandwidth per GPU, one direction (400 for an HGX H100 with CX-7)."""
+    note: str | None = None
+
+
+class PriceRecord(Record):
+    usd: PositiveFloat
+    kind: Literal["msrp", "street", "estimate"]
+    as_of: dt.date
+    source: str
+
+
+class CloudPriceRecord(Record):
+    provider: str
+    pricing: Literal["on-demand", "reserved", "spot", "community", "serverless"]
+    usd_per_gpu_hour: PositiveFloat
+    as_of: dt.date
+    source: str
+
+
+class GpuRecord(Record):
+    id: RecordId
+    name: str
+    vendor: Literal["nvidia", "amd", "intel"]
+    architecture: str
+    launch: str | None = None
+    memory_gib: PositiveFloat
+    """Nominal capacity from the datasheet ("80 GB" is 80 GiB in practice)."""
+    usable_memory_mib: PositiveFloat | None = None
+    """Capacity the driver reports in the default ECC state (nvidia-smi), where known."""
+    memory_kind: Literal["HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7"]
+    memory_bandwidth_gb_per_s: PositiveFloat
+    dense_tflops: DenseTflops
+    tdp_w: PositiveFloat
+    form_factor: Literal["sxm", "pcie", "oam", "superchip", "mezzanine"]
+    link: LinkRecord
+    pcie_gen: Annotated[int, Field(ge=3, le=6)]
+    ecc: EccRecord
+    node: NodeRecord
+    price: PriceRecord | None = None
+    cloud_prices: list[CloudPriceRecord] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    sources: Sources
+    as_of: dt.date
+
+    def to_domain(self) -> Gpu:
+        pcie_x16_gb_per_s = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}[self.pcie_gen]
+        memory_bytes = int(self.usable_memory_mib * MiB) if self.usable_memory_mib else int(self.memory_gib * GiB)
+        peaks = {k: v * 1e12 for k, v in self.dense_tflops.model_dump().items() if v}
+        peaks.setdefault("fp16", peaks["bf16"])
+        return Gpu(
+            id=self.id,
+            name=self.name,
+            vendor=self.vendor,
+            memory_bytes=memory_bytes,
+            memory_kind=self.memory_kind,
+            memory_bandwidth_bytes_per_s=self.memory_bandwidth_gb_per_s * 1e9,
+            peak_flop_per_s=peaks,
+            tdp_w=self.tdp_w,
+            form_factor=self.form_factor,
+            link=Link(
+                kind=self.link.kind,
+                bandwidth_bytes_per_s=self.link.bandwidth_gb_per_s_bidirectional / 2 * 1e9,
+                domain_size=self.link.domain_size,
+            ),
+            host_bus_bytes_per_s=pcie_x16_gb_per_s * 1e9,
+            ecc_capacity_loss_fraction=self.ecc.capacity_loss_fraction,
+            ecc_default_on=self.ecc.default_on,
+            gpus_per_node=self.node.gpus_per_node,
+            nic_bits_per_s=self.node.nic_gbit_per_s_per_gpu * 1e9,
+            price_usd=self.price.usd if self.price else None,
+            notes=tuple(self.notes),
+        )
+
+
+class MoERecord(Record):
+    num_experts: PositiveInt
+    top_k: PositiveInt
+    expert_ffn: PositiveInt
+    num_shared_experts: Annotated[int, Field(ge=0)] = 0
+    shared_expert_ffn: Annotated[int, Field(ge=0)] = 0
+    first_dense_layers: Annotated[int, Field(ge=0)] = 0
+    expert_bias: bool = False
+    router_bias: bool = False
+    shared_expert_gate: bool = False
+
+
+class MLARecord(Record):
+    q_lora_rank: Annotated[int, Field(ge=0)]
+    kv_lora_rank: PositiveInt
+    qk_nope_head_dim: PositiveInt
+    qk_rope_head_dim: PositiveInt
+    v_head_dim: PositiveInt
+
+
+class ModelRecord(Record):
+    id: RecordId
+    name: str
+    family: str
+    """Hugging Face model_type or the paper family (gpt-3)."""
+    num_layers: PositiveInt
+    hidden: PositiveInt
+    num_heads: PositiveInt
+    num_kv_heads: Annotated[int, Field(ge=0)] = 0
+    head_dim: Annotated[int, Field(ge=0)] = 0
+    ffn: PositiveInt
+    vocab: PositiveInt
+    mlp: Literal["gated", "plain"] = "gated"
+    positions: Literal["rope", "learned", "alibi"] = "rope"
+    max_positions: Annotated[int, Field(ge=0)] = 0
+    context_length: PositiveInt
+    """Longest sequence the model was trained or extended to."""
+    tied_embeddings: bool = False
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    norm_bias: bool = False
+    qkv_bias: bool = False
+    attn_out_bias: bool = False
+    mlp_bias: bool = False
+    norms_per_layer: Annotated[int, Field(ge=1, le=4)] = 2
+    qk_norm: bool = False
+    embedding_norm: bool = False
+    attention_sinks: bool = False
+    moe: MoERecord | None = None
+    mla: MLARecord | None = None
+    official_params: PositiveFloat
+    """Published total parameter count."""
+    official_active_params: PositiveFloat | None = None
+    """Published parameters active per token (MoE)."""
+    notes: list[str] = Field(default_factory=list)
+    sources: Sources
+    as_of: dt.date
+
+    def to_domain(self) -> Architecture:
+        return Architecture(
+            id=self.id,
+            name=self.name,
+            num_layers=self.num_layers,
+            hidden=self.hidden,
+            num_heads=self.num_heads,
+            num_kv_heads=self.num_kv_heads,
+            head_dim=self.head_dim,
+            ffn=self.ffn,
+            vocab=self.vocab,
+            mlp=self.mlp,
+            positions=self.positions,
+            max_positions=self.max_positions,
+            tied_embeddings=self.tied_embeddings,
+            norm=self.norm,
+            norm_bias=self.norm_bias,
+            qkv_bias=self.qkv_bias,
+            attn_out_bias=self.attn_out_bias,
+            mlp_bias=self.mlp_bias,
+            norms_per_layer=self.norms_per_layer,
+            qk_norm=self.qk_norm,
+            embedding_norm=self.embedding_norm,
+            attention_sinks=self.attention_sinks,
+            moe=MoE(**self.moe.model_dump()) if self.moe else None,
+            mla=MLA(**self.mla.model_dump()) if self.mla else None,
+            context_length=self.context_length,
+            official_params=self.official_params,
+            official_active_params=self.official_active_params or 0.0,
+            notes=tuple(self.notes),
+        )

@@ -1,0 +1,124 @@
+"""`rigplan models`, `rigplan gpus`: list and show catalog records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from rigplan.catalog.load import load_catalog
+from rigplan.cli.common import echo_json, guarded
+from rigplan.estimate.params import count_params
+from rigplan.units import format_count
+
+
+def _catalog_option(func: Any) -> Any:
+    return click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(),
+                        help="Folder with gpus/ and models/ overlays (repeatable).")(func)
+
+
+@click.group("models", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_catalog_option
+@click.pass_context
+@guarded
+def models_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...]) -> None:
+    """List the model catalog (or `rigplan models show ID`)."""
+    if ctx.invoked_subcommand:
+        ctx.obj = catalog_dirs
+        return
+    catalog = load_catalog(catalog_dirs)
+    rows = []
+    for record in catalog.models.values():
+        counts = count_params(record.to_domain())
+        rows.append({"id": record.id, "name": record.name, "family": record.family,
+                     "params_total": counts.total, "params_active": counts.active,
+                     "official_params": record.official_params, "layers": record.num_layers,
+                     "hidden": record.hidden, "context_length": record.context_length, "moe": record.moe is not None})
+    if as_json:
+        echo_json(rows)
+        return
+    table = Table(title="Models")
+    for col in ("id", "params", "active", "layers", "hidden", "context", "family"):
+        table.add_column(col, justify="left" if col in ("id", "family") else "right")
+    for row in rows:
+        table.add_row(row["id"], format_count(row["params_total"]), format_count(row["params_active"]),
+                      str(row["layers"]), str(row["hidden"]), str(row["context_length"]), row["family"])
+    Console().print(table)
+
+
+@models_group.command("show")
+@click.argument("model_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+@guarded
+def models_show(catalog_dirs: tuple[str, ...], model_id: str, as_json: bool) -> None:
+    """Show one model record with its parameter count and sources."""
+    record = load_catalog(catalog_dirs or ()).model(model_id)
+    counts = count_params(record.to_domain())
+    data = {**record.model_dump(mode="json"), "params_total": counts.total, "params_active": counts.active}
+    if as_json:
+        echo_json(data)
+        return
+    _print_record(data)
+
+
+@click.group("gpus", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_catalog_option
+@click.pass_context
+@guarded
+def gpus_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...]) -> None:
+    """List the GPU catalog (dense peak figures) or `rigplan gpus show ID`."""
+    if ctx.invoked_subcommand:
+        ctx.obj = catalog_dirs
+        return
+    catalog = load_catalog(catalog_dirs)
+    records = list(catalog.gpus.values())
+    if as_json:
+        echo_json([r.model_dump(mode="json") for r in records])
+        return
+    table = Table(title="GPUs (dense peak TFLOP/s; sparsity figures are 2x and not used)")
+    for col in ("id", "memory", "kind", "HBM/GDDR GB/s", "bf16", "fp8", "TDP W", "link", "GB/s"):
+        table.add_column(col, justify="left" if col in ("id", "kind", "link") else "right")
+    for r in records:
+        fp8 = r.dense_tflops.fp8
+        table.add_row(r.id, f"{r.memory_gib:g} GiB", r.memory_kind, f"{r.memory_bandwidth_gb_per_s:g}",
+                      f"{r.dense_tflops.bf16:g}", f"{fp8:g}" if fp8 else "-", f"{r.tdp_w:g}", r.link.kind,
+                      f"{r.link.bandwidth_gb_per_s_bidirectional:g}")
+    Console().print(table)
+
+
+@gpus_group.command("show")
+@click.argument("gpu_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+@guarded
+def gpus_show(catalog_dirs: tuple[str, ...], gpu_id: str, as_json: bool) -> None:
+    """Show one GPU record with its sources."""
+    record = load_catalog(catalog_dirs or ()).gpu(gpu_id)
+    data = record.model_dump(mode="json")
+    if as_json:
+        echo_json(data)
+        return
+    _print_record(data)
+
+
+def _print_record(data: dict[str, Any]) -> None:
+    console = Console()
+    for key, value in data.items():
+        if key == "sources":
+            console.print("sources:")
+            for src in value:
+                console.print(f"  - {src['title']}" + (f" <{src['url']}>" if src.get("url") else ""))
+        elif isinstance(value, dict):
+            inner = ", ".join(f"{k}={v}" for k, v in value.items() if v is not None)
+            console.print(f"{key}: {inner}")
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            console.print(f"{key}:")
+            for item in value:
+                console.print("  - " + ", ".join(f"{k}={v}" for k, v in item.items()))
+        elif value not in (None, [], ""):
+            console.print(f"{key}: {value}")

@@ -1,0 +1,142 @@
+"""Options shared by several commands, and the one place errors become exit status 2."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from pydantic import BaseModel, ValidationError
+
+from rigplan.errors import RigplanError
+
+F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound=BaseModel)
+
+
+def fail(message: str) -> None:
+    """Print one line to stderr and exit with status 2."""
+    click.echo(f"rigplan: error: {message}", err=True)
+    sys.exit(2)
+
+
+def pydantic_message(err: ValidationError) -> str:
+    first = err.errors()[0]
+    field = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "input"
+    value = first.get("input")
+    shown = f" (got {value!r})" if value is not None and not isinstance(value, dict) else ""
+    return f"{field}: {first['msg']}{shown}"
+
+
+def build_request(model_cls: type[M], **values: Any) -> M:
+    try:
+        return model_cls.model_validate({k: v for k, v in values.items() if v is not None})
+    except ValidationError as err:
+        fail(pydantic_message(err))
+        raise AssertionError("unreachable") from err
+
+
+def guarded(func: F) -> F:
+    """Turn rigplan's input errors into one line and exit status 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except RigplanError as err:
+            fail(str(err))
+        except ValidationError as err:
+            fail(pydantic_message(err))
+        return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def model_options(func: F) -> F:
+    """MODEL shape flags (they build a model without MODEL, or override fields of one)."""
+    options = [
+        click.option("--layers", type=int, help="Transformer layers."),
+        click.option("--hidden", type=int, help="Hidden size (d_model)."),
+        click.option("--heads", type=int, help="Attention heads."),
+        click.option("--kv-heads", type=int, help="Key/value heads (GQA; 1 = MQA). Default: heads."),
+        click.option("--head-dim", type=int, help="Head dimension. Default: hidden / heads."),
+        click.option("--ffn", type=int, help="MLP intermediate size. Default: 4 x hidden."),
+        click.option("--vocab", type=int, help="Vocabulary size."),
+        click.option("--mlp", type=click.Choice(["gated", "plain"]), help="Gated (SwiGLU) or plain MLP."),
+        click.option("--positions", type=click.Choice(["rope", "learned", "alibi"]), help="Position encoding."),
+        click.option("--tied-embeddings/--untied-embeddings", default=None, help="Share input and output embeddings."),
+        click.option("--experts", type=int, help="MoE: routed experts per layer."),
+        click.option("--top-k", type=int, help="MoE: experts per token."),
+        click.option("--expert-ffn", type=int, help="MoE: intermediate size of one expert."),
+        click.option("--shared-experts", type=int, help="MoE: shared experts per layer."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def job_options(func: F) -> F:
+    """Training recipe, parallel layout and GPU options shared by memory, estimate and plan."""
+    options = [
+        click.option("--method", type=click.Choice(["full", "lora", "qlora"]), default="full", show_default=True,
+                     help="Full training/fine-tune, LoRA, or QLoRA (NF4 base)."),
+        click.option("--lora-rank", type=int, default=16, show_default=True, help="LoRA rank r."),
+        click.option("--lora-targets", default="q,v", show_default=True,
+                     help="Comma list of q,k,v,o,gate,up,down, or 'all'."),
+        click.option("--no-double-quant", "single_quant", is_flag=True, help="QLoRA without double quantization."),
+        click.option("--seq", type=int, help="Sequence length in tokens. Default: min(4096, model context)."),
+        click.option("--micro-batch", type=int, default=1, show_default=True, help="Sequences per micro-batch per GPU."),
+        click.option("--global-batch", type=int, default=0, help="Sequences per optimizer step (all GPUs)."),
+        click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
+                                                       "bf16", "fp16"]),
+                     default="bf16-mixed", show_default=True, help="Precision recipe (bf16 = bf16-mixed)."),
+        click.option("--optimizer", type=click.Choice(["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd",
+                                                       "sgd-momentum", "adafactor"]),
+                     default="adamw", show_default=True),
+        click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
+                     help="ZeRO stage over the data-parallel group."),
+        click.option("--fsdp", is_flag=True, help="FSDP full sharding (same as --zero 3)."),
+        click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel degree."),
+        click.option("--pp", type=int, default=1, show_default=True, help="Pipeline stages."),
+        click.option("--vpp", type=int, default=1, show_default=True, help="Virtual stages per rank (interleaved)."),
+        click.option("--dp", type=int, help="Data-parallel degree. Default: gpus / (tp*pp*cp)."),
+        click.option("--cp", type=int, default=1, show_default=True, help="Context-parallel degree."),
+        click.option("--ep", type=int, default=1, show_default=True, help="Expert-parallel degree (MoE)."),
+        click.option("--sequence-parallel", is_flag=True, help="Megatron sequence parallelism (needs tp > 1)."),
+        click.option("--recompute", type=click.Choice(["none", "selective", "full"]), default="none",
+                     show_default=True, help="Activation recomputation."),
+        click.option("--attention", type=click.Choice(["flash", "eager"]), default="flash", show_default=True),
+        click.option("--offload", type=click.Choice(["none", "optimizer", "all"]), default="none",
+                     show_default=True, help="CPU offload of optimizer states, or of parameters too."),
+        click.option("--optimizer-in-backward", is_flag=True, help="Fuse the optimizer step into backward."),
+        click.option("--activation-offload", is_flag=True, help="Offload checkpointed activations to host."),
+        click.option("--loss", type=click.Choice(["unfused", "fused", "chunked"]), default="unfused",
+                     show_default=True, help="Cross-entropy implementation (logit buffers)."),
+        click.option("--dropout", is_flag=True, help="Dropout active (1-byte masks saved)."),
+        click.option("--gpu", default="h100-sxm", show_default=True, envvar="RIGPLAN_GPU",
+                     help="GPU id (rigplan gpus)."),
+        click.option("--gpus", type=int, help="Total GPUs; dp is derived when not given."),
+        click.option("--ecc/--no-ecc", default=None, help="Force ECC on/off (GDDR cards lose 1/16 with ECC on)."),
+        click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(),
+                     help="Folder with gpus/ and models/ overlays (repeatable; also RIGPLAN_CATALOG)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def job_values(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Map the CLI's option names onto request fields."""
+    values = dict(kwargs)
+    if values.pop("fsdp", False):
+        values["zero"] = 3
+    values["qlora_double_quant"] = not values.pop("single_quant", False)
+    values["catalog"] = list(values.pop("catalog_dirs", ()) or ())
+    return values

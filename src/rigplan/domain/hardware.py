@@ -1,0 +1,66 @@
+"""Accelerators and their links, in base units (bytes, bytes/s, FLOP/s, watts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp4"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Link:
+    """A GPU's intra-node link (NVLink, Infinity Fabric, PCIe, on-die RoCE)."""
+
+    kind: str
+    """'nvlink', 'nvlink-bridge', 'infinity-fabric', 'pcie', 'roce'."""
+    bandwidth_bytes_per_s: float
+    """Per GPU, one direction."""
+    domain_size: int
+    """GPUs that reach each other at this bandwidth (8 on HGX, 72 on NVL72, 2 with a bridge)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Gpu:
+    """One accelerator model with dense peak rates."""
+
+    id: str
+    name: str
+    vendor: str
+    memory_bytes: int
+    """Usable capacity as the driver reports it with ECC in its default state for HBM."""
+    memory_kind: str
+    memory_bandwidth_bytes_per_s: float
+    peak_flop_per_s: dict[str, float]
+    """Dense tensor peak per precision; bf16/fp16 are with fp32 accumulate."""
+    tdp_w: float
+    form_factor: str
+    link: Link
+    host_bus_bytes_per_s: float
+    """PCIe x16 bandwidth to the host, one direction."""
+    ecc_capacity_loss_fraction: float
+    """Fraction of capacity lost when ECC is turned on (1/16 on GDDR, 0 on HBM)."""
+    ecc_default_on: bool
+    gpus_per_node: int = 8
+    nic_bits_per_s: float = 0.0
+    """Scale-out bandwidth per GPU (one direction), in bits/s, for the default node."""
+    price_usd: float | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def usable_bytes(self, ecc: bool | None = None) -> int:
+        """Capacity left for the job; `ecc=None` keeps the card's default ECC state."""
+        ecc_on = self.ecc_default_on if ecc is None else ecc
+        if ecc_on and not self.ecc_default_on:
+            return int(self.memory_bytes * (1 - self.ecc_capacity_loss_fraction))
+        if not ecc_on and self.ecc_default_on and self.ecc_capacity_loss_fraction:
+            return int(self.memory_bytes / (1 - self.ecc_capacity_loss_fraction))
+        return self.memory_bytes
+
+    def peak(self, precision: str) -> float:
+        """Dense peak FLOP/s for a precision, falling back to the nearest slower one."""
+        order = {"fp4": ("fp4", "fp8", "bf16"), "fp8": ("fp8", "bf16"), "bf16": ("bf16", "fp16"),
+                 "fp16": ("fp16", "bf16"), "tf32": ("tf32", "fp32"), "fp32": ("fp32",)}
+        for key in order.get(precision, (precision,)):
+            if self.peak_flop_per_s.get(key):
+                return self.peak_flop_per_s[key]
+        return 0.0

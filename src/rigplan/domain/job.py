@@ -1,0 +1,87 @@
+"""A training job: method, precision, optimizer, sequence and batch, and memory-saving switches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from rigplan.errors import InvalidSpec
+
+Method = Literal["full", "lora", "qlora"]
+PrecisionRecipe = Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8"]
+Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"]
+Recompute = Literal["none", "selective", "full"]
+AttentionImpl = Literal["flash", "eager"]
+Offload = Literal["none", "optimizer", "all"]
+LossImpl = Literal["unfused", "fused", "chunked"]
+
+LORA_TARGET_NAMES = ("q", "k", "v", "o", "gate", "up", "down")
+DEFAULT_LORA_TARGETS = ("q", "v")
+"""PEFT's default for Llama-style models (q_proj, v_proj)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Job:
+    """What is trained and how; the parallel layout is separate (domain.layout.Layout)."""
+
+    method: Method = "full"
+    precision: PrecisionRecipe = "bf16-mixed"
+    optimizer: Optimizer = "adamw"
+    seq_len: int = 4096
+    micro_batch: int = 1
+    recompute: Recompute = "none"
+    attention: AttentionImpl = "flash"
+    offload: Offload = "none"
+    lora_rank: int = 16
+    lora_targets: tuple[str, ...] = DEFAULT_LORA_TARGETS
+    optimizer_in_backward: bool = False
+    """Optimizer step fused into backward (torchtune optimizer_in_bwd): one parameter's gradient
+    lives at a time instead of all of them."""
+    activation_offload: bool = False
+    """Checkpointed layer inputs are moved to host memory (torchtune enable_activation_offloading)."""
+    qlora_double_quant: bool = True
+    """QLoRA double quantization of the NF4 block constants (bitsandbytes bnb_4bit_use_double_quant)."""
+    loss: LossImpl = "unfused"
+    """Cross-entropy implementation: 'unfused' upcasts the logits to fp32 (Hugging Face, torchtitan);
+    'fused' keeps one fp32 copy (Megatron vocab-parallel CE, Liger); 'chunked' upcasts a chunk at a
+    time (torchtune CEWithChunkedOutputLoss)."""
+    dropout: bool = False
+    """Dropout layers are active (1-byte masks saved); off for most modern LLM recipes."""
+    global_batch: int = 0
+    """Sequences per optimizer step; 0 means micro_batch x dp (no accumulation)."""
+    tokens: float = 0.0
+    """Tokens to train on (for time-to-train); 0 when not given."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.seq_len <= 16_777_216:
+            raise InvalidSpec(f"--seq must be between 1 and 16M tokens, got {self.seq_len}")
+        if not 1 <= self.micro_batch <= 65_536:
+            raise InvalidSpec(f"--micro-batch must be between 1 and 65536, got {self.micro_batch}")
+        if self.method != "full" and not 1 <= self.lora_rank <= 65_536:
+            raise InvalidSpec(f"--lora-rank must be between 1 and 65536, got {self.lora_rank}")
+        unknown = [t for t in self.lora_targets if t not in LORA_TARGET_NAMES]
+        if unknown:
+            raise InvalidSpec(
+                f"unknown LoRA target(s) {', '.join(unknown)}; choose from {', '.join(LORA_TARGET_NAMES)} or 'all'"
+            )
+        if self.method != "full" and not self.lora_targets:
+            raise InvalidSpec("LoRA needs at least one target module (--lora-targets q,v)")
+        if self.global_batch < 0 or self.tokens < 0:
+            raise InvalidSpec("--global-batch and --tokens must be >= 0")
+
+    @property
+    def is_peft(self) -> bool:
+        return self.method in ("lora", "qlora")
+
+    @property
+    def compute_dtype_bytes(self) -> int:
+        """Bytes per element of activations and of the compute copy of weights."""
+        return 4 if self.precision == "fp32" else 2
+
+    @property
+    def matmul_precision(self) -> str:
+        return {"fp32": "tf32", "fp8": "fp8", "fp16-mixed": "fp16"}.get(self.precision, "bf16")
+
+    @property
+    def tokens_per_micro_batch(self) -> int:
+        return self.seq_len * self.micro_batch

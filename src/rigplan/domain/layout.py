@@ -1,0 +1,76 @@
+"""How one training job is split across GPUs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from rigplan.errors import InvalidSpec
+
+ZeroStage = Literal[0, 1, 2, 3]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Layout:
+    """Degrees of each parallel axis. The GPU count is tp * pp * dp * cp."""
+
+    tp: int = 1
+    """Tensor-parallel degree (Megatron column/row split inside each layer)."""
+    pp: int = 1
+    """Pipeline-parallel stages."""
+    vpp: int = 1
+    """Virtual stages (model chunks) per pipeline rank for the interleaved 1F1B schedule."""
+    dp: int = 1
+    """Data-parallel replicas (or ZeRO/FSDP shards)."""
+    cp: int = 1
+    """Context-parallel degree (the sequence split across GPUs, ring attention)."""
+    ep: int = 1
+    """Expert-parallel degree for MoE layers; experts are split over ep ranks taken from dp*cp."""
+    zero: ZeroStage = 0
+    """ZeRO stage over the data-parallel group (3 = FSDP full sharding)."""
+    sequence_parallel: bool = False
+    """Megatron sequence parallelism: norms and dropout split over tp as well."""
+
+    def __post_init__(self) -> None:
+        degrees = {"tp": self.tp, "pp": self.pp, "vpp": self.vpp, "dp": self.dp, "cp": self.cp, "ep": self.ep}
+        bad = [f"{k}={v}" for k, v in degrees.items() if not isinstance(v, int) or v < 1]
+        if bad:
+            raise InvalidSpec(f"parallel degrees must be integers >= 1: {', '.join(bad)}")
+        if self.zero not in (0, 1, 2, 3):
+            raise InvalidSpec(f"--zero must be 0, 1, 2 or 3, got {self.zero}")
+        if (self.dp * self.cp) % self.ep:
+            raise InvalidSpec(f"ep={self.ep} must divide dp*cp = {self.dp}*{self.cp} = {self.dp * self.cp}")
+        if self.vpp > 1 and self.pp == 1:
+            raise InvalidSpec(f"vpp={self.vpp} needs pipeline parallelism (pp > 1)")
+        if self.sequence_parallel and self.tp == 1:
+            raise InvalidSpec("--sequence-parallel needs tp > 1")
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def sequence_shards(self) -> int:
+        """How many ways activations along the sequence are split."""
+        return self.cp * (self.tp if self.sequence_parallel else 1)
+
+
+def check_layout_for_model(layout: Layout, *, num_layers: int, num_heads: int, num_kv_heads: int,
+                           num_experts: int, seq_len: int) -> None:
+    """Raise InvalidSpec, showing every factor, when the layout cannot split this model."""
+    problems: list[str] = []
+    if num_heads % layout.tp or num_kv_heads % layout.tp:
+        problems.append(f"tp={layout.tp} must divide heads={num_heads} and kv_heads={num_kv_heads}")
+    if num_layers % (layout.pp * layout.vpp):
+        problems.append(
+            f"layers={num_layers} must divide into pp*vpp = {layout.pp}*{layout.vpp} = {layout.pp * layout.vpp} "
+            "equal stages"
+        )
+    if layout.ep > 1 and num_experts == 0:
+        problems.append(f"ep={layout.ep} needs a mixture-of-experts model")
+    elif num_experts and num_experts % layout.ep:
+        problems.append(f"ep={layout.ep} must divide experts={num_experts}")
+    if seq_len % layout.cp:
+        problems.append(f"cp={layout.cp} must divide the sequence length {seq_len}")
+    if problems:
+        raise InvalidSpec("; ".join(problems))

@@ -1,0 +1,169 @@
+"""Transformer architecture description: dense and MoE decoders, MHA/GQA/MQA and MLA attention.
+
+One frozen value covers every catalog model and every Hugging Face family rigplan reads. Fields
+are counts (no units). Validation messages show every factor involved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from rigplan.errors import InvalidSpec
+
+MlpKind = Literal["gated", "plain"]
+PositionKind = Literal["rope", "learned", "alibi"]
+NormKind = Literal["rmsnorm", "layernorm"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MoE:
+    """Mixture-of-experts feed-forward blocks."""
+
+    num_experts: int
+    """Routed experts per MoE layer."""
+    top_k: int
+    """Routed experts each token is sent to."""
+    expert_ffn: int
+    """Intermediate size of one routed expert."""
+    num_shared_experts: int = 0
+    """Experts every token passes through (DeepSeek, Qwen2-MoE)."""
+    shared_expert_ffn: int = 0
+    """Intermediate size of one shared expert; 0 means the same as expert_ffn."""
+    first_dense_layers: int = 0
+    """Leading layers with a dense MLP of size Architecture.ffn instead of experts (DeepSeek-V3: 3)."""
+    expert_bias: bool = False
+    """Biases in expert projections (gpt-oss)."""
+    router_bias: bool = False
+    """Bias in the router projection (gpt-oss)."""
+    shared_expert_gate: bool = False
+    """A scalar sigmoid gate on the shared expert output (Qwen2-MoE): hidden params."""
+
+    def __post_init__(self) -> None:
+        if self.num_experts < 1 or self.top_k < 1 or self.expert_ffn < 1:
+            raise InvalidSpec(
+                f"MoE needs experts >= 1, top-k >= 1, expert-ffn >= 1; got experts={self.num_experts}, "
+                f"top-k={self.top_k}, expert-ffn={self.expert_ffn}"
+            )
+        if self.top_k > self.num_experts:
+            raise InvalidSpec(f"top-k={self.top_k} cannot exceed experts={self.num_experts}")
+
+    @property
+    def shared_ffn(self) -> int:
+        return self.shared_expert_ffn or self.expert_ffn
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MLA:
+    """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key-value projections."""
+
+    q_lora_rank: int
+    """Rank of the query down-projection; 0 means a plain query projection."""
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Architecture:
+    """Shape of a decoder-only transformer. Defaults match a Llama-style model."""
+
+    id: str
+    name: str = ""
+    num_layers: int
+    hidden: int
+    num_heads: int
+    num_kv_heads: int = 0
+    """0 means equal to num_heads (MHA)."""
+    head_dim: int = 0
+    """0 means hidden // num_heads."""
+    ffn: int
+    """Intermediate size of the dense MLP."""
+    vocab: int
+    mlp: MlpKind = "gated"
+    positions: PositionKind = "rope"
+    max_positions: int = 0
+    """Rows of the learned position table (only counted for positions='learned')."""
+    tied_embeddings: bool = False
+    norm: NormKind = "rmsnorm"
+    norm_bias: bool = False
+    """LayerNorm with a bias vector (GPT-2, OPT, BLOOM, GPT-NeoX); MPT has none."""
+    qkv_bias: bool = False
+    attn_out_bias: bool = False
+    mlp_bias: bool = False
+    norms_per_layer: int = 2
+    """Gemma 2 uses 4 (pre and post norm around attention and MLP)."""
+    qk_norm: bool = False
+    """Per-head RMSNorm on queries and keys (Qwen3): 2 * head_dim params per layer."""
+    embedding_norm: bool = False
+    """A norm right after the token embedding (BLOOM)."""
+    attention_sinks: bool = False
+    """One learned logit per head (gpt-oss)."""
+    moe: MoE | None = None
+    mla: MLA | None = None
+    context_length: int = 0
+    """Longest trained sequence; 0 if unknown."""
+    official_params: float = 0.0
+    """Published total parameter count, for checks; 0 if unknown."""
+    official_active_params: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        positive = {
+            "layers": self.num_layers, "hidden": self.hidden, "heads": self.num_heads,
+            "ffn": self.ffn, "vocab": self.vocab,
+        }
+        bad = [f"{k}={v}" for k, v in positive.items() if v < 1]
+        if bad:
+            raise InvalidSpec(f"model shape must be positive: {', '.join(bad)}")
+        if self.num_kv_heads < 0 or self.head_dim < 0:
+            raise InvalidSpec("kv-heads and head-dim must be >= 0 (0 means derived)")
+        if self.kv_heads > self.num_heads or self.num_heads % self.kv_heads:
+            raise InvalidSpec(
+                f"kv-heads={self.kv_heads} must divide heads={self.num_heads} (MHA: equal; GQA: a divisor; MQA: 1)"
+            )
+        if self.mla is None and self.head_dim == 0 and self.hidden % self.num_heads:
+            raise InvalidSpec(
+                f"hidden={self.hidden} is not divisible by heads={self.num_heads}; give --head-dim explicitly"
+            )
+        if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
+            raise InvalidSpec(
+                f"dense layers before MoE ({self.moe.first_dense_layers}) exceed layers={self.num_layers}"
+            )
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_kv_heads or self.num_heads
+
+    @property
+    def dim_per_head(self) -> int:
+        return self.head_dim or self.hidden // self.num_heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe is not None
+
+    @property
+    def num_moe_layers(self) -> int:
+        return 0 if self.moe is None else self.num_layers - self.moe.first_dense_layers
+
+    @property
+    def num_dense_layers(self) -> int:
+        return self.num_layers - self.num_moe_layers
+
+    @property
+    def attention_kind(self) -> str:
+        if self.mla is not None:
+            return "MLA"
+        if self.kv_heads == self.num_heads:
+            return "MHA"
+        return "MQA" if self.kv_heads == 1 else "GQA"
+
+    def with_overrides(self, **changes: object) -> Architecture:
+        """A copy with some fields replaced (validation runs again)."""
+        return replace(self, **changes)  # type: ignore[arg-type]

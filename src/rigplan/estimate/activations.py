@@ -1,0 +1,157 @@
+"""Activation memory saved for the backward pass, per layer and per GPU.
+
+Generalises Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+Models" (arXiv 2205.05198, Sec. 4, Table 2) from the GPT block it analyses to the architectures
+rigplan reads. Per token and layer, in bytes, with p bytes per element (2 for bf16/fp16) and
+1-byte dropout masks:
+
+    attention  p·(h_norm_in + h_qkv_in + q_w + 2·kv_w + q_w) [+ h mask]
+               + eager core: p·a·s (softmax) [+ a·s mask + p·a·s dropout out]
+               + flash core: 4·a (fp32 log-sum-exp)
+    MLP        p·(h_norm_in + h_fc1_in + 2f (plain) | 4f (gated: gate, silu(gate), up, product)) [+ h mask]
+    MoE MLP    p·(h_norm_in + h_router_in + k·(h + 4·f_e + h) + shared·4·f_s) + 4·E (router probs)
+
+For the GPT case (q_w = kv_w = h, plain MLP f = 4h, eager, dropout) this is exactly the paper's
+s·b·h·(34 + 5·a·s/h). Tensor parallelism without sequence parallelism leaves the norm inputs, the
+inputs of the column-parallel linears and the dropout masks replicated (10·s·b·h in the GPT case)
+and splits the rest by t; with sequence parallelism everything is split by t (paper Table 2).
+Context parallelism splits every per-token tensor by cp. Selective recompute drops the
+attention-core terms; full recompute keeps only each layer's input.
+
+Left out: framework-specific extras (unfused RMSNorm fp32 copies, autocast weight caches,
+torch.compile fusions that save less), MoE routing imbalance (tokens per expert vary; rigplan
+assumes the mean) and token-dropping capacity factors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.domain.model import Architecture
+
+MASK_BYTES = 1
+"""Dropout masks are stored as uint8/bool (Korthikanti et al. 2022, Sec. 4.1)."""
+LSE_BYTES = 4
+"""Flash attention saves one fp32 log-sum-exp per query and head (Dao 2022, Alg. 2)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TokenActivation:
+    """Bytes saved per token for one layer, split by how tensor parallelism treats them."""
+
+    replicated_under_tp: float
+    """Norm inputs, column-parallel linear inputs and masks after row-parallel linears."""
+    split_by_tp: float
+    """Everything between a column-parallel and a row-parallel linear."""
+    attention_core: float
+    """Quadratic (eager) or per-head (flash) attention-core terms; split by tp (heads)."""
+
+    def per_gpu(self, tp: int, sequence_parallel: bool) -> float:
+        replicated = self.replicated_under_tp / tp if sequence_parallel else self.replicated_under_tp
+        return replicated + (self.split_by_tp + self.attention_core) / tp
+
+
+def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenActivation:
+    """Per-token saved bytes of one attention block (formula in the module docstring)."""
+    p = job.compute_dtype_bytes
+    h = arch.hidden
+    a = arch.num_heads
+    mask = MASK_BYTES * h if dropout else 0
+    if arch.mla is not None:
+        mla = arch.mla
+        q_w = a * mla.qk_head_dim
+        v_w = a * mla.v_head_dim
+        low_rank = 2 * mla.q_lora_rank + 2 * mla.kv_lora_rank + mla.qk_rope_head_dim
+        split = p * (q_w + q_w + v_w + v_w)  # Q, K, V kept for the core; out-projection input
+        replicated = p * (2 * h + low_rank) + mask
+    else:
+        q_w = a * arch.dim_per_head
+        kv_w = arch.kv_heads * arch.dim_per_head
+        split = p * (q_w + 2 * kv_w + q_w)
+        replicated = p * 2 * h + mask
+    s = job.seq_len
+    if job.attention == "eager":
+        core = p * a * s + ((MASK_BYTES + p) * a * s if dropout else 0)
+    else:
+        core = LSE_BYTES * a
+    return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
+
+
+def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool) -> TokenActivation:
+    """Per-token saved bytes of one MLP or MoE block (formula in the module docstring)."""
+    p = job.compute_dtype_bytes
+    h = arch.hidden
+    mask = MASK_BYTES * h if dropout else 0
+    inner_per_ffn = 4 if arch.mlp == "gated" else 2
+    if moe_layer and arch.moe is not None:
+        moe = arch.moe
+        routed = moe.top_k * (2 * h + inner_per_ffn * moe.expert_ffn)
+        shared = moe.num_shared_experts * inner_per_ffn * moe.shared_ffn
+        router_probs = 4 * moe.num_experts
+        return TokenActivation(
+            replicated_under_tp=p * 2 * h + mask + router_probs,
+            split_by_tp=p * (routed + shared),
+            attention_core=0.0,
+        )
+    return TokenActivation(
+        replicated_under_tp=p * 2 * h + mask,
+        split_by_tp=p * inner_per_ffn * arch.ffn,
+        attention_core=0.0,
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LayerActivations:
+    """Saved bytes of one layer for one micro-batch on one GPU."""
+
+    saved_bytes: float
+    """What stays in memory until this layer's backward (after recompute choices)."""
+    full_bytes: float
+    """What the layer holds when nothing is recomputed (the working set while recomputing)."""
+
+
+def layer_activation_bytes(
+    arch: Architecture, job: Job, layout: Layout, *, moe_layer: bool, dropout: bool = False
+) -> LayerActivations:
+    """Saved activation bytes of one layer per micro-batch per GPU.
+
+    recompute='none': attention + MLP terms; 'selective': without the attention core
+    (Korthikanti Sec. 5, 34·s·b·h/t with SP); 'full': the layer input only, p·s·b·h (split by t
+    under SP). Tokens per GPU = micro_batch · seq_len / cp.
+    """
+    tokens = job.micro_batch * job.seq_len / layout.cp
+    attention = attention_token_bytes(arch, job, dropout)
+    mlp = mlp_token_bytes(arch, job, dropout, moe_layer)
+    tp, sp = layout.tp, layout.sequence_parallel
+    full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp)
+    core_per_token = attention.attention_core / tp
+    if job.recompute == "full":
+        input_bytes = job.compute_dtype_bytes * arch.hidden
+        saved_per_token = input_bytes / tp if sp else input_bytes
+    elif job.recompute == "selective":
+        saved_per_token = full_per_token - core_per_token
+    else:
+        saved_per_token = full_per_token
+    return LayerActivations(saved_bytes=saved_per_token * tokens, full_bytes=full_per_token * tokens)
+
+
+def korthikanti_layer_bytes(
+    seq_len: int, micro_batch: int, hidden: int, heads: int, *, tp: int = 1, sequence_parallel: bool = False,
+    recompute: str = "none",
+) -> float:
+    """The paper's closed forms (Table 2) for one GPT layer, used to check the general model.
+
+    none: s·b·h·(10 + 24/t + 5·a·s/(h·t)); with SP: s·b·h/t·(34 + 5·a·s/h);
+    selective: drops the 5·a·s/h term; full: 2·s·b·h (÷t with SP).
+    """
+    sbh = seq_len * micro_batch * hidden
+    quad = 5 * heads * seq_len / hidden
+    if recompute == "full":
+        return 2 * sbh / (tp if sequence_parallel else 1)
+    if recompute == "selective":
+        quad = 0.0
+    if sequence_parallel:
+        return sbh / tp * (34 + quad)
+    return sbh * (10 + 24 / tp + quad / tp)

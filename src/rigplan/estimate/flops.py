@@ -1,0 +1,335 @@
+"""FLOPs of one training micro-batch, from the architecture (not 6·N alone).
+
+A matmul of an m×k by a k×n matrix costs 2·m·k·n FLOP. Counted: every matmul of the decoder
+(attention projections, attention scores and attention over values, MLP or experts, router,
+LM head) and of LoRA adapters. Not counted: element-wise work (norms, activations, softmax,
+rotary, residual adds, dropout, the optimizer step), the embedding lookup (a gather, 0 FLOP),
+QLoRA dequantization, and multi-token-prediction heads. See docs/methodology/flops.md.
+
+Every function takes seq_len, micro_batch and the parallel degrees as numbers or numpy arrays
+(broadcast together); the architecture is always one scalar value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.domain.model import Architecture
+from rigplan.errors import InvalidSpec
+
+Num: TypeAlias = float | npt.NDArray[np.float64]
+"""A float, or an array of them when an argument was an array."""
+NumIn: TypeAlias = int | float | npt.NDArray[Any]
+
+FLASH_CAUSAL_FRACTION = 0.5
+"""Share of the s×s score matrix computed under a causal mask by a kernel that skips fully masked
+blocks (FlashAttention; Dao 2023, arXiv 2307.08691, Sec. 3.1.1 'causal masking'). Diagonal blocks,
+computed whole, add about block/(2·s) more, which is left out."""
+EAGER_CAUSAL_FRACTION = 1.0
+"""Eager attention materializes and masks the full s×s matrix."""
+
+
+def _num(x: NumIn) -> Num:
+    return x.astype(np.float64) if isinstance(x, np.ndarray) else float(x)
+
+
+def _where(cond: Any, x: Num, y: Num) -> Num:
+    out: npt.NDArray[np.float64] = np.where(cond, x, y).astype(np.float64)
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpFlops:
+    """FLOPs split by kind of operation, so each kind can be timed at its own efficiency."""
+
+    attention_proj_flop: Num = 0.0
+    """Q, K, V and output projections (MLA: the low-rank down and up projections too)."""
+    attention_core_flop: Num = 0.0
+    """Scores Q·K^T and attention over values P·V."""
+    mlp_flop: Num = 0.0
+    """Dense MLP, or routed (top-k) plus shared experts."""
+    router_flop: Num = 0.0
+    lm_head_flop: Num = 0.0
+    adapter_flop: Num = 0.0
+    """LoRA A and B matrices (0 for full training)."""
+
+    @property
+    def total_flop(self) -> Num:
+        return (self.attention_proj_flop + self.attention_core_flop + self.mlp_flop
+                + self.router_flop + self.lm_head_flop + self.adapter_flop)
+
+    def __add__(self, other: OpFlops) -> OpFlops:
+        return OpFlops(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def times(self, factor: NumIn) -> OpFlops:
+        """Every kind multiplied by `factor`."""
+        k = _num(factor)
+        return OpFlops(**{f.name: getattr(self, f.name) * k for f in fields(self)})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepFlops:
+    """FLOPs of forward, backward and recomputation for one micro-batch (whole model or one GPU)."""
+
+    forward: OpFlops
+    backward: OpFlops
+    recompute: OpFlops
+    """Extra forward work: activation recomputation and FlashAttention's backward score recompute."""
+    tokens: Num
+    """Tokens this count covers (micro_batch·seq_len, divided by cp per GPU)."""
+
+    @property
+    def model_flop(self) -> Num:
+        """Forward + backward without recomputation: the MFU numerator."""
+        return self.forward.total_flop + self.backward.total_flop
+
+    @property
+    def hardware_flop(self) -> Num:
+        """Everything executed, recomputation included: the HFU numerator."""
+        return self.model_flop + self.recompute.total_flop
+
+
+def causal_fraction_for(attention: str) -> float:
+    """Default share of the causal score matrix computed: 0.5 for flash, 1.0 for eager.
+
+    FlashAttention skips key blocks entirely above the diagonal (Dao 2023, arXiv 2307.08691,
+    Sec. 3.1.1); eager attention computes the full matrix and masks it afterwards.
+    """
+    if attention == "flash":
+        return FLASH_CAUSAL_FRACTION
+    if attention == "eager":
+        return EAGER_CAUSAL_FRACTION
+    raise InvalidSpec(f"unknown attention implementation '{attention}'; choose flash or eager")
+
+
+def _mlp_matmuls(arch: Architecture) -> int:
+    return 3 if arch.mlp == "gated" else 2
+
+
+def _core_widths(arch: Architecture) -> tuple[int, int]:
+    """Per-head widths of the score (q·k) and value products."""
+    if arch.mla is not None:
+        return arch.mla.qk_head_dim, arch.mla.v_head_dim
+    return arch.dim_per_head, arch.dim_per_head
+
+
+def layer_forward_flops(
+    arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, moe: bool,
+    causal_fraction: NumIn = FLASH_CAUSAL_FRACTION, tp: NumIn = 1, cp: NumIn = 1,
+    sequence_parallel: bool = False,
+) -> OpFlops:
+    """Forward FLOPs of one decoder layer on one GPU, for b sequences of s tokens (T = b·s/cp).
+
+    Attention projections (GQA: g kv heads of width d; a query heads):
+      2·T·h·a·d (Q) + 2·2·T·h·g·d (K, V) + 2·T·a·d·h (out).
+    MLA (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1): 2·T·(h·r_q + r_q·a·d_qk) or 2·T·h·a·d_qk (Q),
+      2·T·h·(r_kv + d_rope) (KV down), 2·T·r_kv·a·(d_nope + d_v) (KV up), 2·T·a·d_v·h (out).
+    Core: 2·b·s²·a·d_qk (scores) + 2·b·s²·a·d_v (P·V), times causal_fraction, divided by cp.
+    MLP: gated 3·2·T·h·f, plain 2·2·T·h·f. MoE layer: top_k routed experts (expert_ffn) plus
+      shared experts, and the router 2·T·h·E.
+    Tensor parallel (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053, Sec. 3) divides heads, MLP
+    and experts by tp; K/V projections of fewer kv heads than tp are replicated (max(g/tp, 1) heads
+    per rank); MLA down-projections are replicated (Megatron-Core MLA); the router is split only with
+    sequence parallelism. Context parallel divides tokens and, causal load-balanced, the core.
+    Left out: element-wise ops, uneven head or expert splits, MoE load imbalance (routing is taken
+    as balanced, so expert parallelism does not change per-GPU FLOPs).
+    """
+    s, b, t, c, cf = _num(seq_len), _num(micro_batch), _num(tp), _num(cp), _num(causal_fraction)
+    tokens = b * s / c
+    h, a = arch.hidden, arch.num_heads
+    if arch.mla is not None:
+        m = arch.mla
+        q_rep = 2.0 * tokens * h * m.q_lora_rank if m.q_lora_rank else 0.0 * tokens
+        q_split = 2.0 * tokens * (m.q_lora_rank or h) * a * m.qk_head_dim
+        kv_rep = 2.0 * tokens * h * (m.kv_lora_rank + m.qk_rope_head_dim)
+        kv_split = 2.0 * tokens * m.kv_lora_rank * a * (m.qk_nope_head_dim + m.v_head_dim)
+        out = 2.0 * tokens * a * m.v_head_dim * h
+        proj = q_rep + kv_rep + (q_split + kv_split + out) / t
+    else:
+        d, g = arch.dim_per_head, arch.kv_heads
+        q_and_out = 2.0 * 2.0 * tokens * h * a * d / t
+        kv = 2.0 * 2.0 * tokens * h * d * np.maximum(g / t, 1.0)
+        proj = q_and_out + kv
+    d_qk, d_v = _core_widths(arch)
+    core = 2.0 * b * s * s * a * (d_qk + d_v) * cf / (c * t)
+    ffn_fwd = 2.0 * tokens * h * _mlp_matmuls(arch)
+    router: Num = 0.0
+    if moe and arch.moe is not None:
+        mo = arch.moe
+        mlp = ffn_fwd * (mo.top_k * mo.expert_ffn + mo.num_shared_experts * mo.shared_ffn) / t
+        router = 2.0 * tokens * h * mo.num_experts / (t if sequence_parallel else 1.0)
+    else:
+        mlp = ffn_fwd * arch.ffn / t
+    return OpFlops(attention_proj_flop=_num(proj), attention_core_flop=core, mlp_flop=mlp,
+                   router_flop=router)
+
+
+def lm_head_forward_flop(arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn,
+                         tp: NumIn = 1, cp: NumIn = 1) -> Num:
+    """2·T·h·V (output projection, vocab-parallel over tp); the embedding lookup is 0 FLOP."""
+    tokens = _num(micro_batch) * _num(seq_len) / _num(cp)
+    return 2.0 * tokens * arch.hidden * arch.vocab / _num(tp)
+
+
+def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool) -> list[tuple[int, int, int]]:
+    """(in, out, copies per token) of each weight matrix a LoRA target name adapts."""
+    h, a = arch.hidden, arch.num_heads
+    shapes: list[tuple[int, int, int]] = []
+    if arch.mla is not None:
+        m = arch.mla
+        if "q" in targets:
+            shapes += ([(h, m.q_lora_rank, 1), (m.q_lora_rank, a * m.qk_head_dim, 1)] if m.q_lora_rank
+                       else [(h, a * m.qk_head_dim, 1)])
+        if "k" in targets or "v" in targets:
+            shapes += [(h, m.kv_lora_rank + m.qk_rope_head_dim, 1),
+                       (m.kv_lora_rank, a * (m.qk_nope_head_dim + m.v_head_dim), 1)]
+        if "o" in targets:
+            shapes.append((a * m.v_head_dim, h, 1))
+    else:
+        d, g = arch.dim_per_head, arch.kv_heads
+        widths = {"q": (h, a * d), "k": (h, g * d), "v": (h, g * d), "o": (a * d, h)}
+        shapes += [(*widths[n], 1) for n in ("q", "k", "v", "o") if n in targets]
+    ffns: list[tuple[int, int]] = [(arch.ffn, 1)]
+    if moe and arch.moe is not None:
+        ffns = [(arch.moe.expert_ffn, arch.moe.top_k)]
+        if arch.moe.num_shared_experts:
+            ffns.append((arch.moe.shared_ffn, arch.moe.num_shared_experts))
+    for f, copies in ffns:
+        if "gate" in targets and arch.mlp == "gated":
+            shapes.append((h, f, copies))
+        if "up" in targets:
+            shapes.append((h, f, copies))
+        if "down" in targets:
+            shapes.append((f, h, copies))
+    return shapes
+
+
+def adapter_forward_flop(
+    arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, rank: int, targets: tuple[str, ...],
+    moe: bool, tp: NumIn = 1, cp: NumIn = 1,
+) -> Num:
+    """LoRA adapters of one layer, forward: Σ over adapted k×n weights of 2·T·r·(k + n).
+
+    LoRA (Hu et al. 2021, arXiv 2106.09685, Sec. 4.1): y = W·x + B·A·x with A r×k, B n×r. In MoE
+    layers gate/up/down adapt the top_k routed and the shared experts a token passes through; MLA:
+    'q' adapts the query path, 'k' or 'v' the KV down and up projections. Divided by tp (the
+    adapters are taken as split with their base layer). Left out: dropout and scaling (element-wise).
+    """
+    tokens = _num(micro_batch) * _num(seq_len) / _num(cp)
+    per_token = sum(2 * rank * (k + n) * copies for k, n, copies in _adapted_shapes(arch, targets, moe))
+    return tokens * float(per_token) / _num(tp)
+
+
+def _stage_flops(
+    arch: Architecture, job: Job, *, seq_len: Num, micro_batch: Num, causal_fraction: Num,
+    flash_backward_recompute: bool, n_dense: Num, n_moe: Num, lm_head: Num,
+    tp: Num, cp: Num, sequence_parallel: bool,
+) -> StepFlops:
+    kw: dict[str, Any] = {"seq_len": seq_len, "micro_batch": micro_batch, "tp": tp, "cp": cp}
+    core_kw = {**kw, "causal_fraction": causal_fraction, "sequence_parallel": sequence_parallel}
+    dense = layer_forward_flops(arch, moe=False, **core_kw)
+    layers = dense.times(n_dense)
+    if arch.moe is not None:
+        layers = layers + layer_forward_flops(arch, moe=True, **core_kw).times(n_moe)
+    if job.is_peft:
+        ad_dense = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=False, **kw)
+        ad_moe = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=True, **kw)
+        layers = layers + OpFlops(adapter_flop=ad_dense * n_dense + ad_moe * n_moe)
+    head = OpFlops(lm_head_flop=lm_head_forward_flop(arch, **kw) * lm_head)
+    forward = layers + head
+    if job.is_peft:
+        # Frozen base weights: input gradient only (1× forward); adapters and the core: 2×.
+        backward = forward.times(1.0) + OpFlops(attention_core_flop=forward.attention_core_flop,
+                                                adapter_flop=forward.adapter_flop)
+    else:
+        backward = forward.times(2.0)
+    if job.recompute == "full":
+        recompute = layers
+    elif job.recompute == "selective":
+        recompute = OpFlops(attention_core_flop=layers.attention_core_flop)
+    else:
+        recompute = OpFlops()
+    if flash_backward_recompute and job.attention == "flash":
+        d_qk, d_v = _core_widths(arch)
+        scores = layers.attention_core_flop * d_qk / (d_qk + d_v)
+        recompute = recompute + OpFlops(attention_core_flop=scores)
+    return StepFlops(forward=forward, backward=backward, recompute=recompute,
+                     tokens=micro_batch * seq_len / cp)
+
+
+def micro_batch_flops(
+    arch: Architecture, job: Job, *, seq_len: NumIn | None = None, micro_batch: NumIn | None = None,
+    causal_fraction: NumIn | None = None, flash_backward_recompute: bool = True,
+) -> StepFlops:
+    """FLOPs of one micro-batch through the whole model (all layers, LM head), no parallelism.
+
+    Forward: Σ layers of layer_forward_flops + LM head (+ adapters). Backward: 2× forward for every
+    matmul (input and weight gradients; Narayanan et al. 2021, arXiv 2104.04473, Sec. 5.1); LoRA and
+    QLoRA: frozen base matmuls 1× (input gradient only), attention core and adapters 2×.
+    Recompute (hardware only): full = one more forward of every layer, LM head excluded; selective
+    = the attention core again (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 5, "Selective Activation Recomputation"); with
+    flash attention the backward kernel recomputes the scores Q·K^T (FlashAttention benchmark
+    convention: backward = 2.5× forward, flash-attention benchmarks/benchmark_flash_attention.py).
+    For a GPT-style model with eager attention this reproduces Narayanan et al. Sec. 5.1:
+    model = 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)); full recompute: 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)).
+    seq_len and micro_batch default to the job's; pass arrays to sweep them.
+    """
+    s = _num(job.seq_len if seq_len is None else seq_len)
+    b = _num(job.micro_batch if micro_batch is None else micro_batch)
+    cf = _num(causal_fraction_for(job.attention) if causal_fraction is None else causal_fraction)
+    return _stage_flops(
+        arch, job, seq_len=s, micro_batch=b, causal_fraction=cf,
+        flash_backward_recompute=flash_backward_recompute,
+        n_dense=float(arch.num_dense_layers), n_moe=float(arch.num_moe_layers), lm_head=1.0,
+        tp=1.0, cp=1.0, sequence_parallel=False,
+    )
+
+
+def _pick(cond: Any, x: StepFlops, y: StepFlops) -> StepFlops:
+    def op(p: OpFlops, q: OpFlops) -> OpFlops:
+        return OpFlops(**{f.name: _where(cond, getattr(p, f.name), getattr(q, f.name)) for f in fields(p)})
+    return StepFlops(forward=op(x.forward, y.forward), backward=op(x.backward, y.backward),
+                     recompute=op(x.recompute, y.recompute), tokens=_where(cond, x.tokens, y.tokens))
+
+
+def gpu_micro_batch_flops(
+    arch: Architecture, job: Job, layout: Layout, *, seq_len: NumIn | None = None,
+    micro_batch: NumIn | None = None, tp: NumIn | None = None, pp: NumIn | None = None,
+    cp: NumIn | None = None, causal_fraction: NumIn | None = None, flash_backward_recompute: bool = True,
+) -> StepFlops:
+    """FLOPs one GPU executes for one micro-batch, on the busiest pipeline stage.
+
+    tp and cp divide the work inside each layer (see layer_forward_flops); pp gives each stage
+    ceil(l/pp) layers: the first stage holds the leading (dense) layers and the embedding (0 FLOP),
+    the last stage the trailing (MoE) layers and the LM head; the stage with more hardware FLOPs is
+    reported. dp does not divide a micro-batch: each replica runs its own. Interleaved schedules
+    (vpp) hold the same layers per rank and are not modelled separately; uneven custom stage
+    splits are left out. Degrees default to the layout's; pass arrays to sweep them.
+    """
+    s = _num(job.seq_len if seq_len is None else seq_len)
+    b = _num(job.micro_batch if micro_batch is None else micro_batch)
+    t = _num(layout.tp if tp is None else tp)
+    p = _num(layout.pp if pp is None else pp)
+    c = _num(layout.cp if cp is None else cp)
+    cf = _num(causal_fraction_for(job.attention) if causal_fraction is None else causal_fraction)
+    per_stage = np.ceil(np.asarray(arch.num_layers / p))
+    n_stage: Num = float(per_stage) if per_stage.ndim == 0 else per_stage.astype(np.float64)
+    n_moe_total, n_dense_total = float(arch.num_moe_layers), float(arch.num_dense_layers)
+    common: dict[str, Any] = {
+        "seq_len": s, "micro_batch": b, "causal_fraction": cf, "tp": t, "cp": c,
+        "flash_backward_recompute": flash_backward_recompute,
+        "sequence_parallel": layout.sequence_parallel,
+    }
+    last_moe = np.minimum(n_stage, n_moe_total)
+    last = _stage_flops(arch, job, n_moe=_num(last_moe), n_dense=_num(n_stage - last_moe),
+                        lm_head=1.0, **common)
+    first_dense = np.minimum(n_stage, n_dense_total)
+    first = _stage_flops(arch, job, n_dense=_num(first_dense), n_moe=_num(n_stage - first_dense),
+                         lm_head=_where(p <= 1, 1.0, 0.0), **common)
+    return _pick(last.hardware_flop >= first.hardware_flop, last, first)

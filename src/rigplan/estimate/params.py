@@ -1,0 +1,162 @@
+"""Parameter counts of a transformer, by component, from its architecture.
+
+Every weight matrix and vector of the decoder is counted exactly (projections, biases, norms,
+embeddings, position tables, routers, attention sinks), so that the totals match the published
+counts of the catalog models within 0.5%. Not counted: buffers that are not trained (rotary
+frequency tables, causal masks), multi-token-prediction heads (DeepSeek-V3's MTP module is left
+out, as in its published 671B total).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rigplan.domain.model import Architecture
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LayerParams:
+    """Parameters of one decoder layer, split the way parallelism splits them."""
+
+    attention: int
+    """Attention projections, their biases, q/k norms and sinks."""
+    mlp_dense: int
+    """Dense MLP, or the non-expert part of an MoE layer (router, shared experts, gate)."""
+    experts: int
+    """All routed experts of the layer (0 for a dense layer)."""
+    expert_one: int
+    """One routed expert (0 for a dense layer)."""
+    norms: int
+
+    @property
+    def total(self) -> int:
+        return self.attention + self.mlp_dense + self.experts + self.norms
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ParamCounts:
+    """Whole-model parameter counts."""
+
+    embedding: int
+    """Token embedding, learned position table and embedding norm."""
+    lm_head: int
+    """Output projection; 0 when tied to the embedding."""
+    final_norm: int
+    dense_layer: LayerParams
+    moe_layer: LayerParams | None
+    num_dense_layers: int
+    num_moe_layers: int
+    top_k: int
+
+    @property
+    def layers_total(self) -> int:
+        moe = self.moe_layer.total * self.num_moe_layers if self.moe_layer else 0
+        return self.dense_layer.total * self.num_dense_layers + moe
+
+    @property
+    def total(self) -> int:
+        return self.embedding + self.lm_head + self.final_norm + self.layers_total
+
+    @property
+    def routed_experts_total(self) -> int:
+        return self.moe_layer.experts * self.num_moe_layers if self.moe_layer else 0
+
+    @property
+    def active(self) -> int:
+        """Parameters one token passes through: routed experts counted at top-k."""
+        if self.moe_layer is None:
+            return self.total
+        inactive_per_layer = self.moe_layer.experts - self.top_k * self.moe_layer.expert_one
+        return self.total - inactive_per_layer * self.num_moe_layers
+
+    @property
+    def non_embedding(self) -> int:
+        return self.total - self.embedding - self.lm_head
+
+
+def norm_params(arch: Architecture, width: int) -> int:
+    """One norm over `width` features: a scale, plus a bias for LayerNorm with bias."""
+    return width * (2 if arch.norm == "layernorm" and arch.norm_bias else 1)
+
+
+def attention_params(arch: Architecture) -> int:
+    """Q, K, V and output projections (with GQA/MQA sharing, or MLA low-rank factors).
+
+    Standard: h·(a·d) + 2·h·(g·d) + (a·d)·h, plus biases; g = kv heads, d = head dim.
+    MLA (DeepSeek-V2 paper, Sec. 2.1): W_DQ h×r_q, W_UQ r_q×a·(d_nope+d_rope), W_DKV h×(r_kv+d_rope),
+    W_UKV r_kv×a·(d_nope+d_v), W_O a·d_v×h, plus the two latent RMSNorms.
+    """
+    h = arch.hidden
+    a = arch.num_heads
+    if arch.mla is not None:
+        mla = arch.mla
+        if mla.q_lora_rank:
+            q = h * mla.q_lora_rank + mla.q_lora_rank + mla.q_lora_rank * a * mla.qk_head_dim
+        else:
+            q = h * a * mla.qk_head_dim
+        kv = h * (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank
+        kv += mla.kv_lora_rank * a * (mla.qk_nope_head_dim + mla.v_head_dim)
+        out = a * mla.v_head_dim * h
+        return q + kv + out + (h if arch.attn_out_bias else 0)
+    d = arch.dim_per_head
+    g = arch.kv_heads
+    q_width = a * d
+    kv_width = g * d
+    params = h * (q_width + 2 * kv_width) + q_width * h
+    if arch.qkv_bias:
+        params += q_width + 2 * kv_width
+    if arch.attn_out_bias:
+        params += h
+    if arch.qk_norm:
+        params += 2 * d
+    if arch.attention_sinks:
+        params += a
+    return params
+
+
+def mlp_params(arch: Architecture, ffn: int, bias: bool) -> int:
+    """Gated (SwiGLU/GeGLU): 3·h·f; plain: 2·h·f; biases f (+f for the gate) + h."""
+    h = arch.hidden
+    if arch.mlp == "gated":
+        return 3 * h * ffn + ((2 * ffn + h) if bias else 0)
+    return 2 * h * ffn + ((ffn + h) if bias else 0)
+
+
+def count_params(arch: Architecture) -> ParamCounts:
+    """Parameter counts by component for one architecture."""
+    h = arch.hidden
+    attention = attention_params(arch)
+    norms = arch.norms_per_layer * norm_params(arch, h)
+    dense = LayerParams(
+        attention=attention, mlp_dense=mlp_params(arch, arch.ffn, arch.mlp_bias),
+        experts=0, expert_one=0, norms=norms,
+    )
+    moe_layer = None
+    top_k = 0
+    if arch.moe is not None:
+        moe = arch.moe
+        top_k = moe.top_k
+        router = h * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
+        shared = moe.num_shared_experts * mlp_params(arch, moe.shared_ffn, moe.expert_bias)
+        if moe.shared_expert_gate and moe.num_shared_experts:
+            shared += h
+        one = mlp_params(arch, moe.expert_ffn, moe.expert_bias)
+        moe_layer = LayerParams(
+            attention=attention, mlp_dense=router + shared,
+            experts=one * moe.num_experts, expert_one=one, norms=norms,
+        )
+    embedding = arch.vocab * h
+    if arch.positions == "learned":
+        embedding += arch.max_positions * h
+    if arch.embedding_norm:
+        embedding += norm_params(arch, h)
+    return ParamCounts(
+        embedding=embedding,
+        lm_head=0 if arch.tied_embeddings else arch.vocab * h,
+        final_norm=norm_params(arch, h),
+        dense_layer=dense,
+        moe_layer=moe_layer,
+        num_dense_layers=arch.num_dense_layers,
+        num_moe_layers=arch.num_moe_layers,
+        top_k=top_k,
+    )

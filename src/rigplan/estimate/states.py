@@ -1,0 +1,232 @@
+"""Model states per GPU: weights, gradients and optimizer states, with ZeRO/FSDP, TP, PP and EP.
+
+Bytes per parameter (Rajbhandari et al. 2020, ZeRO, Sec. 3.1; EleutherAI "Transformer Math 101"):
+
+    recipe        weights  grads  master  AdamW moments
+    fp32             4       4      0        8
+    bf16/fp16-mixed  2       2      4        8      -> 16 B/param ("K = 12")
+    bf16-true        2       2      0        4      (moments kept in bf16, as torch AdamW does
+                                                      for bf16 parameters)
+    fp8              2+1     2      4        8      (TransformerEngine keeps an fp8 weight copy)
+
+Optimizers: 8-bit AdamW (bitsandbytes, Dettmers et al. 2022) 2 B/param of moments plus one fp32
+absmax per 256-value block; SGD none; SGD with momentum one buffer; Adafactor a factored second
+moment (rows + columns per matrix, Shazeer & Stern 2018), about 4·2/hidden B/param.
+
+Sharding: weights and the non-expert states are split by tp and by pipeline stage; routed experts
+by ep·tp (Megatron-Core's default expert tensor parallel size is tp). ZeRO-1 splits optimizer
+states, ZeRO-2 also gradients, ZeRO-3 (FSDP) also weights, over the data-parallel group dp·cp
+(dp·cp/ep for expert parameters).
+
+LoRA (Hu et al. 2021): frozen base weights in the compute dtype, no gradients or optimizer states
+for them; adapters A (r×d_in) and B (d_out×r) per target module are trained with the recipe's
+bytes. QLoRA (Dettmers et al. 2023): base linear layers in NF4, 0.5 B/param plus one fp32 absmax
+per 64 weights (0.0625 B/param), or with double quantization 8-bit absmax per 64 and one fp32
+constant per 256 blocks (about 0.127 bits/param, Sec. 3 of the paper); embeddings, norms and the
+LM head stay in bf16.
+
+Left out: DDP/DeepSpeed gradient bucket copies, framework-specific fp32 gradient accumulation
+buffers (Megatron keeps fp32 main grads: +2 B/param over this table), fp8 transpose caches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.domain.model import Architecture
+from rigplan.estimate.params import ParamCounts, count_params
+
+NF4_BYTES_PER_PARAM = 0.5 + 4 / 64
+NF4_DOUBLE_QUANT_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
+BNB_8BIT_STATE_BYTES = 2 + 2 * 4 / 256
+
+
+def weight_bytes_per_param(job: Job) -> float:
+    return {"fp32": 4.0, "fp8": 3.0}.get(job.precision, 2.0)
+
+
+def grad_bytes_per_param(job: Job) -> float:
+    return 4.0 if job.precision == "fp32" else 2.0
+
+
+def master_bytes_per_param(job: Job) -> float:
+    return 4.0 if job.precision in ("bf16-mixed", "fp16-mixed", "fp8") else 0.0
+
+
+def optimizer_state_bytes_per_param(job: Job, arch: Architecture) -> float:
+    """Optimizer moments per trainable parameter (master weights not included)."""
+    moment = 2.0 if job.precision == "bf16-true" else 4.0
+    if job.optimizer == "adamw":
+        return 2 * moment
+    if job.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
+        return BNB_8BIT_STATE_BYTES
+    if job.optimizer == "sgd-momentum":
+        return moment
+    if job.optimizer == "adafactor":
+        return 4 * 2 / arch.hidden
+    return 0.0
+
+
+def lora_module_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
+    """(d_in, d_out) of each LoRA-targetable linear in a dense layer."""
+    h = arch.hidden
+    if arch.mla is not None:
+        a = arch.num_heads
+        q_out = a * arch.mla.qk_head_dim
+        kv_out = arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim
+        return {"q": (h, q_out), "k": (h, kv_out), "v": (arch.mla.kv_lora_rank, a * (arch.mla.qk_nope_head_dim
+                + arch.mla.v_head_dim)), "o": (a * arch.mla.v_head_dim, h),
+                "gate": (h, arch.ffn), "up": (h, arch.ffn), "down": (arch.ffn, h)}
+    q_w = arch.num_heads * arch.dim_per_head
+    kv_w = arch.kv_heads * arch.dim_per_head
+    shapes = {"q": (h, q_w), "k": (h, kv_w), "v": (h, kv_w), "o": (q_w, h), "up": (h, arch.ffn), "down": (arch.ffn, h)}
+    if arch.mlp == "gated":
+        shapes["gate"] = (h, arch.ffn)
+    return shapes
+
+
+def lora_params_per_layer(arch: Architecture, job: Job) -> int:
+    """Adapter parameters of one layer: r·(d_in + d_out) per targeted module.
+
+    MLP targets on MoE layers apply to every routed and shared expert (PEFT's behaviour when the
+    expert linears are targeted); on dense layers to the dense MLP.
+    """
+    shapes = lora_module_shapes(arch)
+    total = 0
+    for target in job.lora_targets:
+        if target not in shapes:
+            continue
+        d_in, d_out = shapes[target]
+        total += job.lora_rank * (d_in + d_out)
+    return total
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StageParams:
+    """Parameters held by one pipeline rank before tp/ep/ZeRO division."""
+
+    dense_weights: float
+    """Non-expert parameters (attention, dense MLP, router, shared experts, norms, embeddings)."""
+    expert_weights: float
+    """Routed-expert parameters."""
+    quantizable: float
+    """Linear-layer weights of the transformer blocks (what QLoRA stores in NF4)."""
+    layers: int
+    dense_layers: int
+    has_embedding: bool
+    has_lm_head: bool
+
+
+def stage_layer_indices(num_layers: int, layout: Layout, rank: int) -> list[int]:
+    """Layer indices on pipeline rank `rank`; with vpp, chunk c holds block c·pp + rank."""
+    chunk = num_layers // (layout.pp * layout.vpp)
+    indices: list[int] = []
+    for c in range(layout.vpp):
+        start = (c * layout.pp + rank) * chunk
+        indices.extend(range(start, start + chunk))
+    return indices
+
+
+def stage_params(arch: Architecture, counts: ParamCounts, layout: Layout, rank: int) -> StageParams:
+    layers = stage_layer_indices(arch.num_layers, layout, rank)
+    first_dense = arch.moe.first_dense_layers if arch.moe else arch.num_layers
+    dense_layers = sum(1 for i in layers if i < first_dense)
+    moe_layers = len(layers) - dense_layers
+    dense = counts.dense_layer.total * dense_layers
+    expert = 0.0
+    quantizable = (counts.dense_layer.attention + counts.dense_layer.mlp_dense) * dense_layers
+    if counts.moe_layer is not None:
+        dense += (counts.moe_layer.total - counts.moe_layer.experts) * moe_layers
+        expert = counts.moe_layer.experts * moe_layers
+        quantizable += (counts.moe_layer.attention + counts.moe_layer.mlp_dense) * moe_layers + expert
+    has_embedding = rank == 0
+    has_lm_head = rank == layout.pp - 1
+    if has_embedding:
+        dense += counts.embedding
+    if has_lm_head:
+        dense += counts.final_norm
+        # A tied head is a second copy on the last stage when the pipeline separates them.
+        dense += counts.lm_head or (arch.vocab * arch.hidden if layout.pp > 1 else 0)
+    return StageParams(
+        dense_weights=dense, expert_weights=expert, quantizable=quantizable, layers=len(layers),
+        dense_layers=dense_layers, has_embedding=has_embedding, has_lm_head=has_lm_head,
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelStates:
+    """Bytes of model states on one GPU, and what was moved to host memory."""
+
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    host_bytes: float
+    trainable_params: float
+    """Trainable parameters held (after tp/pp/ep division, before ZeRO sharding)."""
+    local_params: float
+    """All parameters held by this GPU (after tp/pp/ep division, before ZeRO sharding)."""
+    largest_unit_params: float
+    """Largest all-gather unit (a layer or the embedding/head) for ZeRO-3 buffers."""
+
+
+def model_states(arch: Architecture, job: Job, layout: Layout, rank: int) -> ModelStates:
+    """Weights, gradients and optimizer bytes on one GPU of pipeline rank `rank`."""
+    counts = count_params(arch)
+    stage = stage_params(arch, counts, layout, rank)
+    tp, ep = layout.tp, layout.ep
+    dense_local = stage.dense_weights / tp
+    expert_local = stage.expert_weights / (ep * tp)
+    local = dense_local + expert_local
+    dp_group = layout.dp * layout.cp
+    expert_group = max(dp_group // ep, 1)
+
+    def shard(dense_part: float, expert_part: float, sharded: bool) -> float:
+        if not sharded:
+            return dense_part + expert_part
+        return dense_part / dp_group + expert_part / expert_group
+
+    zero = layout.zero
+    host = 0.0
+    if job.is_peft:
+        adapters = lora_params_per_layer(arch, job) * stage.layers / tp
+        quant_local = (stage.quantizable - stage.expert_weights) / tp + stage.expert_weights / (ep * tp)
+        base_bytes = local * job.compute_dtype_bytes
+        if job.method == "qlora":
+            nf4 = NF4_DOUBLE_QUANT_BYTES_PER_PARAM if job.qlora_double_quant else NF4_BYTES_PER_PARAM
+            base_bytes -= quant_local * (job.compute_dtype_bytes - nf4)
+        base_bytes = base_bytes / dp_group if zero == 3 else base_bytes
+        trainable = adapters
+        weights = base_bytes + shard(adapters, 0.0, zero == 3) * weight_bytes_per_param(job)
+        grads = shard(adapters, 0.0, zero >= 2) * grad_bytes_per_param(job)
+        per_param_opt = master_bytes_per_param(job) + optimizer_state_bytes_per_param(job, arch)
+        optimizer = shard(adapters, 0.0, zero >= 1) * per_param_opt
+        trainable_expert = 0.0
+    else:
+        trainable = local
+        trainable_expert = expert_local
+        weights = shard(dense_local, expert_local, zero == 3) * weight_bytes_per_param(job)
+        grads = shard(dense_local, expert_local, zero >= 2) * grad_bytes_per_param(job)
+        per_param_opt = master_bytes_per_param(job) + optimizer_state_bytes_per_param(job, arch)
+        optimizer = shard(dense_local, expert_local, zero >= 1) * per_param_opt
+    if job.optimizer_in_backward:
+        largest_tensor = max(arch.vocab * arch.hidden / tp, (arch.ffn * arch.hidden) / tp)
+        largest_trainable = min(largest_tensor, trainable)
+        grads = min(grads, largest_trainable * grad_bytes_per_param(job))
+    if job.offload in ("optimizer", "all"):
+        host += optimizer + shard(trainable - trainable_expert, trainable_expert, zero >= 2) * 4
+        optimizer = 0.0
+    if job.offload == "all":
+        host += weights + grads
+        weights = 0.0
+        grads = 0.0
+    layer_units = counts.dense_layer.total / tp
+    if counts.moe_layer is not None:
+        layer_units = max(layer_units, (counts.moe_layer.total - counts.moe_layer.experts) / tp
+                          + counts.moe_layer.experts / (ep * tp))
+    head_unit = max(counts.embedding, counts.lm_head) / tp
+    return ModelStates(
+        weights_bytes=weights, gradients_bytes=grads, optimizer_bytes=optimizer, host_bytes=host,
+        trainable_params=trainable, local_params=local, largest_unit_params=max(layer_units, head_unit),
+    )

@@ -1,0 +1,70 @@
+"""Terminal rendering with rich: tables and one-line verdicts. No estimation here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from rigplan.units import format_bytes, format_count
+
+MEMORY_ROWS = (
+    ("weights_bytes", "weights"),
+    ("gradients_bytes", "gradients"),
+    ("optimizer_bytes", "optimizer states"),
+    ("activations_bytes", "activations"),
+    ("logits_bytes", "logits + loss"),
+    ("transient_bytes", "transient working set"),
+    ("cuda_context_bytes", "CUDA context + workspaces"),
+    ("nccl_bytes", "NCCL buffers"),
+    ("fragmentation_bytes", "allocator fragmentation"),
+)
+
+
+def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    model, gpu, job, layout, per_gpu = data["model"], data["gpu"], data["job"], data["layout"], data["per_gpu"]
+    active = ""
+    if model["params_active"] != model["params_total"]:
+        active = f", {format_count(model['params_active'])} active"
+    console.print(
+        f"[bold]{model['id']}[/bold] ({format_count(model['params_total'])} params{active}, {model['attention']}) "
+        f"on [bold]{gpu['name']}[/bold] ({format_bytes(gpu['usable_bytes'])} usable)"
+    )
+    lora = f" r={job['lora_rank']} on {','.join(job['lora_targets'])}" if job["lora_rank"] else ""
+    console.print(
+        f"{job['method']}{lora}, {job['precision']}, {job['optimizer']}, seq {job['seq_len']} x micro-batch "
+        f"{job['micro_batch']}, recompute {job['recompute']}, {job['attention']} attention; "
+        f"tp={layout['tp']} pp={layout['pp']} dp={layout['dp']} cp={layout['cp']} ep={layout['ep']} "
+        f"zero={layout['zero']}" + (" +SP" if layout["sequence_parallel"] else "")
+    )
+    table = Table(title=f"Peak memory per GPU (pipeline stage {per_gpu['stage']})", title_justify="left")
+    table.add_column("part")
+    table.add_column("size", justify="right")
+    table.add_column("share", justify="right")
+    total = per_gpu["total_bytes"] or 1.0
+    for key, label in MEMORY_ROWS:
+        value = per_gpu[key]
+        if value:
+            table.add_row(label, format_bytes(value), f"{100 * value / total:.0f}%")
+    table.add_section()
+    table.add_row("allocated (torch max_memory_allocated)", format_bytes(per_gpu["allocated_bytes"]), "")
+    table.add_row("reserved (torch max_memory_reserved)", format_bytes(per_gpu["reserved_bytes"]), "")
+    table.add_row("[bold]total on device[/bold]", f"[bold]{format_bytes(per_gpu['total_bytes'])}[/bold]", "100%")
+    console.print(table)
+    if data["host_bytes"]:
+        console.print(f"host RAM: {format_bytes(data['host_bytes'])} per GPU, "
+                      f"{format_bytes(data['host_bytes_per_node'])} per node")
+    if data["max_micro_batch"] is not None:
+        console.print(f"largest micro-batch that fits at seq {job['seq_len']}: {data['max_micro_batch']}")
+    if data["max_seq_len"] is not None:
+        console.print(f"longest sequence that fits at micro-batch {job['micro_batch']}: {data['max_seq_len']}")
+    for note in data["assumptions"]:
+        console.print(f"[dim]assumed: {note}[/dim]")
+    headroom = data["headroom_bytes"]
+    if data["fits"]:
+        console.print(f"[green]FITS[/green]: {format_bytes(headroom)} headroom of {format_bytes(gpu['usable_bytes'])}")
+    else:
+        console.print(f"[red]DOES NOT FIT[/red]: over by {format_bytes(-headroom)}; "
+                      "try --recompute full, --zero 3, more --tp/--pp, a smaller --micro-batch, or a larger GPU")

@@ -1,0 +1,90 @@
+"""Request models: what the CLI flags and the HTTP API accept, validated once by pydantic."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rigplan.domain.job import LORA_TARGET_NAMES
+
+PositiveDegree = Annotated[int, Field(ge=1, le=65_536)]
+
+
+class ModelSpec(BaseModel):
+    """MODEL and the shape flags that build or override it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(None, description="Catalog id, path to a config.json (or its folder), or a size like 7b")
+    layers: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    hidden: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    heads: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    kv_heads: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    head_dim: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    ffn: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
+    vocab: Annotated[int, Field(ge=1, le=100_000_000)] | None = None
+    mlp: Literal["gated", "plain"] | None = None
+    positions: Literal["rope", "learned", "alibi"] | None = None
+    tied_embeddings: bool | None = None
+    experts: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    top_k: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    expert_ffn: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
+    shared_experts: Annotated[int, Field(ge=0, le=1_000)] | None = None
+
+    def shape_flags(self) -> dict[str, object]:
+        shape_fields = set(ModelSpec.model_fields) - {"model"}
+        return self.model_dump(include=shape_fields, exclude_none=True)
+
+
+class JobSpec(ModelSpec):
+    """Model, training recipe, parallel layout and GPU: the inputs of `rigplan memory`."""
+
+    method: Literal["full", "lora", "qlora"] = "full"
+    lora_rank: Annotated[int, Field(ge=1, le=65_536)] = 16
+    lora_targets: list[str] = Field(default_factory=lambda: ["q", "v"])
+    qlora_double_quant: bool = True
+    seq: Annotated[int, Field(ge=1, le=16_777_216)] | None = None
+    micro_batch: Annotated[int, Field(ge=1, le=65_536)] = 1
+    global_batch: Annotated[int, Field(ge=0, le=100_000_000)] = 0
+    precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] = "bf16-mixed"
+    optimizer: Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"] = "adamw"
+    zero: Literal[0, 1, 2, 3] = 0
+    tp: PositiveDegree = 1
+    pp: PositiveDegree = 1
+    vpp: PositiveDegree = 1
+    dp: PositiveDegree | None = None
+    cp: PositiveDegree = 1
+    ep: PositiveDegree = 1
+    sequence_parallel: bool = False
+    recompute: Literal["none", "selective", "full"] = "none"
+    attention: Literal["flash", "eager"] = "flash"
+    offload: Literal["none", "optimizer", "all"] = "none"
+    optimizer_in_backward: bool = False
+    activation_offload: bool = False
+    loss: Literal["unfused", "fused", "chunked"] = "unfused"
+    dropout: bool = False
+    gpu: str = "h100-sxm"
+    gpus: PositiveDegree | None = None
+    ecc: bool | None = None
+    catalog: list[str] = Field(default_factory=list)
+
+    @field_validator("lora_targets", mode="before")
+    @classmethod
+    def _split_targets(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [t.strip() for t in value.split(",") if t.strip()]
+        if isinstance(value, list) and [t.lower() for t in value] == ["all"]:
+            return list(LORA_TARGET_NAMES)
+        return value
+
+    @field_validator("precision")
+    @classmethod
+    def _alias_precision(cls, value: str) -> str:
+        return {"bf16": "bf16-mixed", "fp16": "fp16-mixed"}.get(value, value)
+
+
+class MemoryRequest(JobSpec):
+    """`rigplan memory`: the job, plus whether to search the largest micro-batch and sequence."""
+
+    find_max: bool = False

@@ -1,0 +1,135 @@
+"""Turn what the user typed (a catalog id, a config.json path, a size, shape flags) into domain values."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from rigplan.catalog.load import Catalog
+from rigplan.domain.model import Architecture, MoE
+from rigplan.errors import InvalidSpec
+from rigplan.estimate.params import count_params
+from rigplan.units import parse_count
+
+# Llama-family shapes by size (Touvron et al. 2023, Llama 2 Table 1; Llama 3 herd paper Table 3):
+# (params, layers, hidden, heads, kv_heads). A generic size is fitted to the nearest row.
+GENERIC_SHAPES = (
+    (0.125e9, 12, 768, 12, 12),
+    (0.35e9, 24, 1024, 16, 16),
+    (1.0e9, 16, 2048, 32, 8),
+    (3.0e9, 28, 3072, 24, 8),
+    (7.0e9, 32, 4096, 32, 8),
+    (13e9, 40, 5120, 40, 8),
+    (34e9, 48, 8192, 64, 8),
+    (70e9, 80, 8192, 64, 8),
+    (175e9, 96, 12288, 96, 8),
+    (405e9, 126, 16384, 128, 8),
+    (1000e9, 128, 25600, 160, 8),
+)
+GENERIC_VOCAB = 128_256
+
+SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "mlp", "positions",
+               "tied_embeddings", "experts", "top_k", "expert_ffn", "shared_experts")
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    arch: Architecture
+    source: str
+    """'catalog', 'hf-config', 'generic-size' or 'flags'."""
+    assumptions: list[str] = field(default_factory=list)
+
+
+def generic_architecture(size_text: str) -> ResolvedModel:
+    """A Llama-style dense model of about the given size: nearest shape, FFN solved to hit the size."""
+    target = parse_count(size_text, "model size")
+    if not 1e6 <= target <= 1e14:
+        raise InvalidSpec(f"model size {size_text} is out of range; give between 1M and 100T parameters, e.g. 7b")
+    _, layers, hidden, heads, kv = min(GENERIC_SHAPES, key=lambda row: abs(row[0] - target) / row[0])
+    probe = Architecture(id="generic", num_layers=layers, hidden=hidden, num_heads=heads, num_kv_heads=kv,
+                         ffn=1, vocab=GENERIC_VOCAB)
+    fixed = count_params(probe).total - layers * 3 * hidden
+    ffn = max(int((target - fixed) / (3 * hidden * layers) / 256) * 256, 256)
+    arch = replace(probe, id=f"generic-{size_text.lower()}", name=f"generic {size_text} dense model", ffn=ffn)
+    note = (f"'{size_text}' is not a catalog id: assumed a generic Llama-style dense model with layers={layers}, "
+            f"hidden={hidden}, heads={heads}, kv_heads={kv}, ffn={ffn}, vocab={GENERIC_VOCAB} "
+            f"({count_params(arch).total / 1e9:.2f} B params); pass a config.json or shape flags for a real one")
+    return ResolvedModel(arch=arch, source="generic-size", assumptions=[note])
+
+
+def _is_size(text: str) -> bool:
+    return re.fullmatch(r"[0-9]*\.?[0-9]+\s*[mbt]", text.strip().lower()) is not None
+
+
+def _apply_shape_flags(arch: Architecture | None, flags: dict[str, Any]) -> Architecture:
+    given = {k: v for k, v in flags.items() if v is not None}
+    if arch is None:
+        missing = [k for k in ("layers", "hidden", "heads", "vocab") if k not in given]
+        if missing:
+            raise InvalidSpec(
+                "without MODEL, give at least --layers, --hidden, --heads and --vocab "
+                f"(missing: {', '.join('--' + m.replace('_', '-') for m in missing)})"
+            )
+        arch = Architecture(id="custom", name="custom model", num_layers=given["layers"], hidden=given["hidden"],
+                            num_heads=given["heads"], ffn=given.get("ffn") or 4 * given["hidden"],
+                            vocab=given["vocab"])
+    changes: dict[str, Any] = {}
+    simple = {"layers": "num_layers", "hidden": "hidden", "heads": "num_heads", "kv_heads": "num_kv_heads",
+              "head_dim": "head_dim", "ffn": "ffn", "vocab": "vocab", "mlp": "mlp", "positions": "positions",
+              "tied_embeddings": "tied_embeddings"}
+    for flag, attr in simple.items():
+        if flag in given:
+            changes[attr] = given[flag]
+    if changes.get("positions") == "learned" and not arch.max_positions:
+        changes["max_positions"] = arch.context_length or 2048
+    moe_flags = {k: given[k] for k in ("experts", "top_k", "expert_ffn", "shared_experts") if k in given}
+    if moe_flags:
+        base = arch.moe
+        if base is None and "experts" not in moe_flags:
+            raise InvalidSpec("--top-k/--expert-ffn/--shared-experts need --experts for a dense model")
+        changes["moe"] = MoE(
+            num_experts=moe_flags.get("experts", base.num_experts if base else 1),
+            top_k=moe_flags.get("top_k", base.top_k if base else 2),
+            expert_ffn=moe_flags.get("expert_ffn", base.expert_ffn if base else changes.get("ffn", arch.ffn)),
+            num_shared_experts=moe_flags.get("shared_experts", base.num_shared_experts if base else 0),
+            shared_expert_ffn=base.shared_expert_ffn if base else 0,
+            first_dense_layers=base.first_dense_layers if base else 0,
+            expert_bias=base.expert_bias if base else False,
+            router_bias=base.router_bias if base else False,
+            shared_expert_gate=base.shared_expert_gate if base else False,
+        )
+    if changes:
+        changes["official_params"] = 0.0
+        changes["official_active_params"] = 0.0
+    return replace(arch, **changes) if changes else arch
+
+
+def resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, Any] | None = None) -> ResolvedModel:
+    """MODEL is a catalog id, a config.json (or a folder holding one), a size like '70b', or None."""
+    flags = {k: v for k, v in (shape_flags or {}).items() if v is not None}
+    unknown_flags = set(flags) - set(SHAPE_FLAGS)
+    if unknown_flags:
+        raise InvalidSpec(f"unknown shape flag(s): {', '.join(sorted(unknown_flags))}")
+    if model is None:
+        if not flags:
+            raise InvalidSpec("give MODEL (a catalog id, a config.json path or a size like 7b) or shape flags")
+        return ResolvedModel(arch=_apply_shape_flags(None, flags), source="flags",
+                             assumptions=["model built from shape flags"])
+    path = Path(model)
+    if model.endswith(".json") or path.is_dir() or (path.exists() and path.is_file()):
+        from rigplan.hf import architecture_from_hf_config
+
+        arch = architecture_from_hf_config(path)
+        resolved = ResolvedModel(arch=arch, source="hf-config", assumptions=[f"model read from {path}"])
+    elif model.strip().lower().replace("_", "-") in catalog.models or not _is_size(model):
+        resolved = ResolvedModel(arch=catalog.model(model).to_domain(), source="catalog")
+    else:
+        resolved = generic_architecture(model)
+    if flags:
+        arch = _apply_shape_flags(resolved.arch, flags)
+        overridden = ", ".join(f"{k}={v}" for k, v in flags.items())
+        return ResolvedModel(arch=arch, source=resolved.source,
+                             assumptions=[*resolved.assumptions, f"shape overridden by flags: {overridden}"])
+    return resolved

@@ -1,0 +1,91 @@
+"""From a validated request to the domain values the estimators take (model, job, layout, GPU)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rigplan.catalog.load import Catalog, load_catalog
+from rigplan.domain.hardware import Gpu
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout, check_layout_for_model
+from rigplan.domain.model import Architecture
+from rigplan.errors import InvalidSpec
+from rigplan.requests import JobSpec
+from rigplan.resolve import ResolvedModel, resolve_model
+
+DEFAULT_SEQ_LEN = 4096
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    """Everything one estimate needs, plus the assumptions made to get there."""
+
+    arch: Architecture
+    job: Job
+    layout: Layout
+    gpu: Gpu
+    catalog: Catalog
+    model_source: str
+    assumptions: list[str] = field(default_factory=list)
+
+
+def _derive_dp(spec: JobSpec) -> tuple[int, list[str]]:
+    model_parallel = spec.tp * spec.pp * spec.cp
+    if spec.gpus is None:
+        return spec.dp or 1, []
+    if spec.gpus % model_parallel:
+        raise InvalidSpec(
+            f"--gpus {spec.gpus} is not a multiple of tp*pp*cp = {spec.tp}*{spec.pp}*{spec.cp} = {model_parallel}"
+        )
+    derived = spec.gpus // model_parallel
+    if spec.dp is not None and spec.dp != derived:
+        raise InvalidSpec(
+            f"--dp {spec.dp} disagrees with --gpus {spec.gpus}: tp*pp*cp*dp = {model_parallel}*{spec.dp} "
+            f"= {model_parallel * spec.dp}"
+        )
+    return derived, ([] if spec.dp is not None else [f"dp={derived} derived from {spec.gpus} GPUs / (tp*pp*cp)"])
+
+
+def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
+    """Resolve the catalog, model and GPU, and build a checked Job and Layout."""
+    catalog = catalog or load_catalog(spec.catalog)
+    resolved: ResolvedModel = resolve_model(spec.model, catalog, spec.shape_flags())
+    arch = resolved.arch
+    assumptions = list(resolved.assumptions)
+    gpu = catalog.gpu(spec.gpu).to_domain()
+    seq = spec.seq
+    if seq is None:
+        seq = min(DEFAULT_SEQ_LEN, arch.context_length) if arch.context_length else DEFAULT_SEQ_LEN
+        assumptions.append(f"sequence length {seq} (default; set --seq)")
+    elif arch.context_length and seq > arch.context_length:
+        assumptions.append(f"--seq {seq} exceeds the model's trained context {arch.context_length}")
+    if arch.positions == "learned" and arch.max_positions and seq > arch.max_positions:
+        raise InvalidSpec(f"--seq {seq} exceeds the learned position table ({arch.max_positions} rows) of {arch.id}")
+    dp, dp_notes = _derive_dp(spec)
+    assumptions.extend(dp_notes)
+    layout = Layout(tp=spec.tp, pp=spec.pp, vpp=spec.vpp, dp=dp, cp=spec.cp, ep=spec.ep, zero=spec.zero,
+                    sequence_parallel=spec.sequence_parallel)
+    check_layout_for_model(layout, num_layers=arch.num_layers, num_heads=arch.num_heads,
+                           num_kv_heads=arch.kv_heads, num_experts=arch.moe.num_experts if arch.moe else 0,
+                           seq_len=seq)
+    if spec.global_batch and spec.global_batch % (spec.micro_batch * dp):
+        raise InvalidSpec(
+            f"--global-batch {spec.global_batch} must be a multiple of micro-batch*dp = "
+            f"{spec.micro_batch}*{dp} = {spec.micro_batch * dp}"
+        )
+    if spec.method == "qlora" and spec.precision in ("fp32", "fp8"):
+        raise InvalidSpec(f"QLoRA computes in bf16/fp16; --precision {spec.precision} is not supported with it")
+    job = Job(
+        method=spec.method, precision=spec.precision,  # type: ignore[arg-type]
+        optimizer=spec.optimizer, seq_len=seq, micro_batch=spec.micro_batch, recompute=spec.recompute,
+        attention=spec.attention, offload=spec.offload, lora_rank=spec.lora_rank,
+        lora_targets=tuple(spec.lora_targets), optimizer_in_backward=spec.optimizer_in_backward,
+        activation_offload=spec.activation_offload, qlora_double_quant=spec.qlora_double_quant,
+        loss=spec.loss, dropout=spec.dropout, global_batch=spec.global_batch,
+    )
+    if job.precision == "fp8" and not gpu.peak_flop_per_s.get("fp8"):
+        assumptions.append(f"{gpu.name} has no fp8 tensor cores; fp8 memory is shown, speed would fall back")
+    if layout.zero == 3 and job.is_peft:
+        assumptions.append("ZeRO-3/FSDP shards the frozen base weights too")
+    return TrainingSetup(arch=arch, job=job, layout=layout, gpu=gpu, catalog=catalog,
+                         model_source=resolved.source, assumptions=assumptions)
