@@ -57,7 +57,7 @@ class JobSpec(ModelSpec):
     cp: PositiveDegree = 1
     ep: PositiveDegree = 1
     sequence_parallel: bool = False
-    recompute: Literal["none", "selective", "full"] = "none"
+    recompute: Literal["none", "selective", "op", "full"] = "none"
     attention: Literal["flash", "eager"] = "flash"
     offload: Literal["none", "optimizer", "all"] = "none"
     optimizer_in_backward: bool = False

@@ -72,10 +72,7 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
         split = p * (q_w + 2 * kv_w + q_w)
         replicated = p * 2 * h + mask
     s = job.seq_len
-    if job.attention == "eager":
-        core = p * a * s + ((MASK_BYTES + p) * a * s if dropout else 0)
-    else:
-        core = LSE_BYTES * a
+    core = p * a * s + ((MASK_BYTES + p) * a * s if dropout else 0) if job.attention == "eager" else LSE_BYTES * a
     return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
 
 
@@ -127,7 +124,9 @@ def layer_activation_bytes(
     tp, sp = layout.tp, layout.sequence_parallel
     full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp)
     core_per_token = attention.attention_core / tp
-    if job.recompute == "full":
+    if job.recompute == "op":
+        saved_per_token = op_checkpoint_token_bytes(arch, job, moe_layer).per_gpu(tp, sp)
+    elif job.recompute == "full":
         input_bytes = job.compute_dtype_bytes * arch.hidden
         saved_per_token = input_bytes / tp if sp else input_bytes
     elif job.recompute == "selective":
@@ -135,6 +134,51 @@ def layer_activation_bytes(
     else:
         saved_per_token = full_per_token
     return LayerActivations(saved_bytes=saved_per_token * tokens, full_bytes=full_per_token * tokens)
+
+
+def _layer_matmul_widths(arch: Architecture, moe_layer: bool) -> list[tuple[int, bool]]:
+    """Output width of each forward matmul of a layer, in order, and whether it is split by tp."""
+    h = arch.hidden
+    a = arch.num_heads
+    if arch.mla is not None:
+        mla = arch.mla
+        attn = [(mla.q_lora_rank, False)] if mla.q_lora_rank else []
+        attn += [(a * mla.qk_head_dim, True), (mla.kv_lora_rank + mla.qk_rope_head_dim, False),
+                 (a * (mla.qk_nope_head_dim + mla.v_head_dim), True), (h, False)]
+    else:
+        q_w = a * arch.dim_per_head
+        kv_w = arch.kv_heads * arch.dim_per_head
+        attn = [(q_w, True), (kv_w, True), (kv_w, True), (h, False)]
+    if moe_layer and arch.moe is not None:
+        k = arch.moe.top_k
+        f = arch.moe.expert_ffn
+        mlp = [(k * f, True), (k * f, True), (k * h, True)] if arch.mlp == "gated" else [(k * f, True), (k * h, True)]
+    else:
+        f = arch.ffn
+        mlp = [(f, True), (f, True), (h, False)] if arch.mlp == "gated" else [(f, True), (h, False)]
+    return attn + mlp
+
+
+def op_checkpoint_token_bytes(arch: Architecture, job: Job, moe_layer: bool) -> TokenActivation:
+    """Per-token bytes kept by torchtitan's per-op selective activation checkpointing ('op').
+
+    torchtitan (torchtitan/models/llama/parallelize_llama.py, _save_list policy, 2024-12) saves the
+    outputs of matmuls except every second one, the attention kernel's output, and the layer input;
+    elementwise ops and norms are recomputed. So: p·(h + q_w + sum of odd-numbered matmul outputs).
+    """
+    p = job.compute_dtype_bytes
+    h = arch.hidden
+    replicated = p * h
+    split = 0.0
+    for index, (width, is_split) in enumerate(_layer_matmul_widths(arch, moe_layer)):
+        if index % 2 == 0:  # 1st, 3rd, 5th ... matmul saved, every second one recomputed
+            if is_split:
+                split += p * width
+            else:
+                replicated += p * width
+    v_width = arch.num_heads * (arch.mla.v_head_dim if arch.mla else arch.dim_per_head)
+    split += p * v_width
+    return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=LSE_BYTES * arch.num_heads)
 
 
 def korthikanti_layer_bytes(

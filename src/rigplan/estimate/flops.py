@@ -273,9 +273,10 @@ def micro_batch_flops(
     matmul (input and weight gradients; Narayanan et al. 2021, arXiv 2104.04473, Sec. 5.1); LoRA and
     QLoRA: frozen base matmuls 1× (input gradient only), attention core and adapters 2×.
     Recompute (hardware only): full = one more forward of every layer, LM head excluded; selective
-    = the attention core again (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 5, "Selective Activation Recomputation"); with
-    flash attention the backward kernel recomputes the scores Q·K^T (FlashAttention benchmark
-    convention: backward = 2.5× forward, flash-attention benchmarks/benchmark_flash_attention.py).
+    = the attention core again (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 5 "Selective
+    Activation Recomputation"); with flash attention the backward kernel also recomputes the scores
+    Q·K^T (flash_backward_recompute; the FlashAttention benchmarks count backward = 2.5× forward,
+    Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py).
     For a GPT-style model with eager attention this reproduces Narayanan et al. Sec. 5.1:
     model = 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)); full recompute: 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)).
     seq_len and micro_batch default to the job's; pass arrays to sweep them.

@@ -86,11 +86,14 @@ class MemoryBreakdown:
         return self.allocated_bytes + self.overhead_bytes
 
 
+UNBOUNDED_MICRO_BATCHES = 1 << 30
+
+
 def micro_batches_per_step(job: Job, layout: Layout) -> int:
-    """m = global batch / (micro-batch · dp); a full pipeline (m = pp) when no global batch is given."""
+    """m = global batch / (micro-batch · dp); unbounded (a full pipeline) when no global batch is given."""
     if job.global_batch:
         return max(job.global_batch // (job.micro_batch * layout.dp), 1)
-    return layout.pp
+    return UNBOUNDED_MICRO_BATCHES
 
 
 def in_flight_layers_fraction(layout: Layout, rank: int, num_micro: int) -> float:
@@ -148,16 +151,30 @@ def _logits_bytes(arch: Architecture, job: Job, layout: Layout) -> float:
 
 
 def _transient_bytes(job: Job, layout: Layout, states: ModelStates, working: float, fb_live: float) -> float:
-    gathered = 0.0
-    if layout.zero == 3 or job.offload == "all":
-        # Current and prefetched unit gathered, plus the unit's unsharded gradient.
-        gathered = 3 * states.largest_unit_params * job.compute_dtype_bytes
+    """Working set at the peak beyond saved activations and logits.
+
+    ZeRO-3/FSDP gathers the current and the prefetched unit (a layer, or the embedding/head) in the
+    compute dtype (FSDP forward/backward prefetch); ZeRO-2/3 hold one unit's unsharded gradient
+    before its reduce-scatter. Neither can exceed what sharding saved, so a higher stage never needs
+    more memory than a lower one. The optimizer step's temporaries (torch AdamW foreach builds one
+    copy of sqrt(v)) count only when they outgrow the freed activations.
+    """
+    shards = layout.dp * layout.cp
+    gathered = grad_bucket = 0.0
+    unit = states.largest_unit_params
+    stored_bytes_per_param = states.unsharded_weight_bytes / max(states.local_params, 1.0)
+    two_units = 2 * unit * stored_bytes_per_param
+    if job.offload == "all":
+        gathered = min(two_units, states.unsharded_weight_bytes)
+    elif layout.zero == 3:
+        gathered = min(two_units, states.unsharded_weight_bytes * (1 - 1 / shards))
+    if layout.zero >= 2 and job.offload == "none":
+        grad_bucket = min(unit, states.trainable_params * (1 - 1 / shards)) * job.compute_dtype_bytes
     step_temp = 0.0
     if job.optimizer == "adamw" and not job.optimizer_in_backward and job.offload == "none":
-        # torch.optim.AdamW (foreach) builds one temporary the size of the local moments (sqrt(v)).
-        shards = layout.dp * layout.cp if layout.zero >= 1 else 1
-        step_temp = states.trainable_params / shards * (2 if job.precision == "bf16-true" else 4)
-    return max(working + gathered, step_temp - fb_live)
+        divisor = shards if layout.zero >= 1 else 1
+        step_temp = states.trainable_params / divisor * (2 if job.precision == "bf16-true" else 4)
+    return max(working + gathered + grad_bucket, step_temp - fb_live)
 
 
 def rank_memory(arch: Architecture, job: Job, layout: Layout, rank: int) -> MemoryBreakdown:

@@ -169,6 +169,8 @@ class ModelStates:
     """All parameters held by this GPU (after tp/pp/ep division, before ZeRO sharding)."""
     largest_unit_params: float
     """Largest all-gather unit (a layer or the embedding/head) for ZeRO-3 buffers."""
+    unsharded_weight_bytes: float
+    """Weights of this GPU's share before ZeRO-3 sharding, as stored (NF4 for QLoRA bases)."""
 
 
 def model_states(arch: Architecture, job: Job, layout: Layout, rank: int) -> ModelStates:
@@ -196,6 +198,7 @@ def model_states(arch: Architecture, job: Job, layout: Layout, rank: int) -> Mod
         if job.method == "qlora":
             nf4 = NF4_DOUBLE_QUANT_BYTES_PER_PARAM if job.qlora_double_quant else NF4_BYTES_PER_PARAM
             base_bytes -= quant_local * (job.compute_dtype_bytes - nf4)
+        unsharded = base_bytes + adapters * weight_bytes_per_param(job)
         base_bytes = base_bytes / dp_group if zero == 3 else base_bytes
         trainable = adapters
         weights = base_bytes + shard(adapters, 0.0, zero == 3) * weight_bytes_per_param(job)
@@ -206,6 +209,7 @@ def model_states(arch: Architecture, job: Job, layout: Layout, rank: int) -> Mod
     else:
         trainable = local
         trainable_expert = expert_local
+        unsharded = local * weight_bytes_per_param(job)
         weights = shard(dense_local, expert_local, zero == 3) * weight_bytes_per_param(job)
         grads = shard(dense_local, expert_local, zero >= 2) * grad_bytes_per_param(job)
         per_param_opt = master_bytes_per_param(job) + optimizer_state_bytes_per_param(job, arch)
@@ -229,4 +233,5 @@ def model_states(arch: Architecture, job: Job, layout: Layout, rank: int) -> Mod
     return ModelStates(
         weights_bytes=weights, gradients_bytes=grads, optimizer_bytes=optimizer, host_bytes=host,
         trainable_params=trainable, local_params=local, largest_unit_params=max(layer_units, head_unit),
+        unsharded_weight_bytes=unsharded,
     )

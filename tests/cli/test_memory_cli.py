@@ -1,0 +1,127 @@
+"""`rigplan memory`, `models`, `gpus`: JSON contract, text output, and bad input (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REQUIRED_KEYS = ("model.id", "model.params_total", "model.params_active", "per_gpu.weights_bytes",
+                 "per_gpu.gradients_bytes", "per_gpu.optimizer_bytes", "per_gpu.activations_bytes",
+                 "per_gpu.logits_bytes", "per_gpu.overhead_bytes", "per_gpu.total_bytes", "gpu.id",
+                 "gpu.usable_bytes", "fits", "headroom_bytes", "host_bytes", "assumptions")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from rigplan.cli.main import main; main()", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def lookup(data: dict, dotted: str) -> object:
+    for part in dotted.split("."):
+        data = data[part]
+    return data
+
+
+def test_memory_json_has_the_contract_keys() -> None:
+    out = run("memory", "llama-3.1-8b", "--gpu", "h100-sxm", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    for key in REQUIRED_KEYS:
+        lookup(data, key)
+    assert data["model"]["id"] == "llama-3.1-8b"
+    assert data["gpu"]["id"] == "h100-sxm"
+    per_gpu = data["per_gpu"]
+    parts = sum(per_gpu[k] for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes",
+                                     "logits_bytes", "transient_bytes", "overhead_bytes"))
+    assert per_gpu["total_bytes"] == pytest.approx(parts)
+    assert data["fits"] == (data["headroom_bytes"] >= 0)
+
+
+def test_memory_text_has_breakdown_and_verdict() -> None:
+    out = run("memory", "llama-3.1-8b", "--gpu", "rtx-4090", "--method", "qlora", "--seq", "2048", "--find-max")
+    assert out.returncode == 0, out.stderr
+    assert "optimizer states" in out.stdout
+    assert "FITS" in out.stdout
+    assert "largest micro-batch" in out.stdout
+
+
+def test_moe_reports_active_params() -> None:
+    data = json.loads(run("memory", "mixtral-8x7b", "--gpus", "8", "--ep", "8", "--zero", "1", "--json").stdout)
+    assert data["model"]["params_active"] < data["model"]["params_total"] / 3
+
+
+def test_generic_size_is_assumed_and_said() -> None:
+    data = json.loads(run("memory", "70b", "--gpus", "64", "--tp", "8", "--zero", "1", "--json").stdout)
+    assert 66e9 < data["model"]["params_total"] < 74e9
+    assert any("generic" in a for a in data["assumptions"])
+
+
+def test_shape_flags_without_model() -> None:
+    out = run("memory", "--layers", "2", "--hidden", "64", "--heads", "4", "--vocab", "100", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    # 2 layers x (4·64² attention + 2·64·256 plain? no: gated 3·64·256) + norms, embeddings untied
+    assert data["model"]["params_total"] == 2 * (4 * 64 * 64 + 3 * 64 * 256 + 2 * 64) + 2 * 100 * 64 + 64
+
+
+@pytest.mark.parametrize("args,expected", [
+    (("memory", "llama-3.1-8bb"), "did you mean llama-3.1-8b"),
+    (("memory", "llama-3.1-8b", "--gpu", "h100"), "unknown gpu 'h100'"),
+    (("memory", "llama-3.1-8b", "--tp", "3"), "tp=3 must divide heads=32 and kv_heads=8"),
+    (("memory", "llama-3.1-8b", "--pp", "5"), "layers=32 must divide into pp*vpp"),
+    (("memory", "llama-3.1-8b", "--micro-batch", "-1"), "--micro-batch"),
+    (("memory", "llama-3.1-8b", "--seq", "0"), "--seq"),
+    (("memory", "llama-3.1-8b", "--gpus", "12", "--tp", "8"), "not a multiple of tp*pp*cp"),
+    (("memory", "llama-3.1-8b", "--gpus", "2", "--ep", "2"), "needs a mixture-of-experts model"),
+    (("memory", "llama-3.1-8b", "--lora-targets", "qq", "--method", "lora"), "unknown LoRA target"),
+    (("memory", "--layers", "2"), "give at least --layers, --hidden, --heads and --vocab"),
+    (("memory", "llama-3.1-8b", "--precision", "int3"), "--precision"),
+    (("models", "show", "gpt-5"), "unknown model 'gpt-5'"),
+])
+def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], expected: str) -> None:
+    out = run(*args)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert expected in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_malformed_config_json(tmp_path: Path) -> None:
+    bad = tmp_path / "config.json"
+    bad.write_text("{ not json")
+    out = run("memory", str(bad))
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_catalog_listing_json() -> None:
+    models = json.loads(run("models", "--json").stdout)
+    gpus = json.loads(run("gpus", "--json").stdout)
+    assert {"llama-3.1-8b", "deepseek-v3", "gpt-3-175b"} <= {m["id"] for m in models}
+    assert {"h100-sxm", "rtx-4090", "mi300x"} <= {g["id"] for g in gpus}
+    shown = json.loads(run("gpus", "show", "h100-sxm", "--json").stdout)
+    assert shown["dense_tflops"]["bf16"] == pytest.approx(989.5, rel=0.01)
+    assert shown["sources"]
+
+
+def test_catalog_overlay_replaces_a_record(tmp_path: Path) -> None:
+    (tmp_path / "gpus").mkdir()
+    source = Path(__file__).parents[2] / "src/rigplan/catalog/data/gpus/h100-sxm.yaml"
+    text = source.read_text().replace("name: ", "name: Overlay ", 1)
+    (tmp_path / "gpus" / "h100-sxm.yaml").write_text(text)
+    data = json.loads(run("memory", "llama-3.1-8b", "--catalog", str(tmp_path), "--json").stdout)
+    assert data["gpu"]["name"].startswith("Overlay")
+
+
+def test_overlay_with_unknown_key_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "gpus").mkdir()
+    source = Path(__file__).parents[2] / "src/rigplan/catalog/data/gpus/h100-sxm.yaml"
+    (tmp_path / "gpus" / "h100-sxm.yaml").write_text(source.read_text() + "\nwarp_drive: true\n")
+    out = run("gpus", "--catalog", str(tmp_path))
+    assert out.returncode == 2
+    assert "warp_drive" in out.stderr

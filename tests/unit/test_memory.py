@@ -1,0 +1,114 @@
+"""Hand-checkable memory cases: Korthikanti et al. 2022 activations, ZeRO model states, overheads."""
+
+from __future__ import annotations
+
+import pytest
+
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.domain.model import Architecture
+from rigplan.estimate.activations import korthikanti_layer_bytes, layer_activation_bytes
+from rigplan.estimate.memory import peak_memory
+from rigplan.estimate.params import count_params
+from rigplan.estimate.states import model_states
+
+GPT_175B = Architecture(id="gpt3", num_layers=96, hidden=12288, num_heads=96, ffn=4 * 12288, vocab=51200,
+                        mlp="plain", positions="learned", max_positions=2048, tied_embeddings=True,
+                        norm="layernorm", norm_bias=True, qkv_bias=True, attn_out_bias=True, mlp_bias=True)
+
+
+@pytest.mark.parametrize("tp,sp,recompute", [
+    (1, False, "none"), (8, False, "none"), (8, True, "none"),
+    (1, False, "selective"), (8, True, "selective"), (8, False, "selective"),
+    (1, False, "full"), (8, True, "full"), (8, False, "full"),
+])
+def test_gpt_layer_activations_equal_korthikanti_table_2(tp: int, sp: bool, recompute: str) -> None:
+    """The general per-layer model reduces to the paper's closed forms for GPT, eager, with dropout."""
+    job = Job(seq_len=2048, micro_batch=1, attention="eager", dropout=True, recompute=recompute)  # type: ignore[arg-type]
+    layout = Layout(tp=tp, sequence_parallel=sp)
+    got = layer_activation_bytes(GPT_175B, job, layout, moe_layer=False, dropout=True).saved_bytes
+    expected = korthikanti_layer_bytes(2048, 1, 12288, 96, tp=tp, sequence_parallel=sp, recompute=recompute)
+    assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_korthikanti_no_recompute_closed_form() -> None:
+    """s·b·h·(34 + 5·a·s/h) for one GPT-3 layer at s=2048, b=1: 34·sbh + 5·a·s²·b."""
+    s, b, h, a = 2048, 1, 12288, 96
+    assert korthikanti_layer_bytes(s, b, h, a) == s * b * h * 34 + 5 * a * s * s * b
+
+
+def test_flash_attention_has_no_quadratic_term() -> None:
+    """With flash attention the saved bytes grow linearly with sequence length."""
+    layout = Layout()
+    short = layer_activation_bytes(GPT_175B, Job(seq_len=2048), layout, moe_layer=False).saved_bytes
+    long = layer_activation_bytes(GPT_175B, Job(seq_len=8192), layout, moe_layer=False).saved_bytes
+    assert long == pytest.approx(4 * short, rel=1e-9)
+
+
+def test_mixed_precision_adamw_is_16_bytes_per_param() -> None:
+    """ZeRO paper Sec. 3.1: 2 (fp16 weights) + 2 (grads) + 12 (fp32 master, momentum, variance) = 16 Ψ."""
+    job = Job(precision="bf16-mixed", optimizer="adamw")
+    states = model_states(GPT_175B, job, Layout(), rank=0)
+    params = count_params(GPT_175B).total
+    assert states.weights_bytes == pytest.approx(2 * params)
+    assert states.gradients_bytes == pytest.approx(2 * params)
+    assert states.optimizer_bytes == pytest.approx(12 * params)
+
+
+@pytest.mark.parametrize("zero,expected", [(0, 16.0), (1, 4 + 12 / 64), (2, 2 + 14 / 64), (3, 16 / 64)])
+def test_zero_stages_shard_model_states(zero: int, expected: float) -> None:
+    """ZeRO Fig. 1: stage 1 shards optimizer states, 2 also gradients, 3 also weights (N_d = 64)."""
+    job = Job(precision="bf16-mixed", optimizer="adamw")
+    states = model_states(GPT_175B, job, Layout(dp=64, zero=zero), rank=0)  # type: ignore[arg-type]
+    per_param = (states.weights_bytes + states.gradients_bytes + states.optimizer_bytes) / count_params(GPT_175B).total
+    assert per_param == pytest.approx(expected)
+
+
+def test_bf16_true_adamw_is_8_bytes_per_param() -> None:
+    """bf16 weights, bf16 grads, two bf16 moments (torch AdamW keeps states in the parameter dtype)."""
+    states = model_states(GPT_175B, Job(precision="bf16-true"), Layout(), rank=0)
+    per_param = (states.weights_bytes + states.gradients_bytes + states.optimizer_bytes) / count_params(GPT_175B).total
+    assert per_param == pytest.approx(8.0)
+
+
+def test_lora_trains_only_adapters() -> None:
+    """LoRA r=8 on q,v of a Llama-2-7B shape: 32 layers x 2 modules x 8 x (4096 + 4096) = 4,194,304."""
+    llama2 = Architecture(id="l2", num_layers=32, hidden=4096, num_heads=32, ffn=11008, vocab=32000)
+    job = Job(method="lora", lora_rank=8, lora_targets=("q", "v"), precision="bf16-true")
+    states = model_states(llama2, job, Layout(), rank=0)
+    assert states.trainable_params == 4_194_304
+    assert states.gradients_bytes == pytest.approx(4_194_304 * 2)
+
+
+def test_qlora_base_weights_are_nf4() -> None:
+    """QLoRA keeps block linears in NF4 (~0.516 B/param with double quant) and the rest in bf16."""
+    llama2 = Architecture(id="l2", num_layers=32, hidden=4096, num_heads=32, ffn=11008, vocab=32000)
+    qlora = model_states(llama2, Job(method="qlora", precision="bf16-true"), Layout(), rank=0)
+    lora = model_states(llama2, Job(method="lora", precision="bf16-true"), Layout(), rank=0)
+    counts = count_params(llama2)
+    embeddings = counts.embedding + counts.lm_head
+    assert qlora.weights_bytes < lora.weights_bytes / 3
+    assert qlora.weights_bytes > 2 * embeddings
+
+
+def test_first_stage_holds_pp_micro_batches() -> None:
+    """1F1B: the first stage keeps pp micro-batches of its layers, so its activations equal a whole model's."""
+    job = Job(seq_len=2048, recompute="selective")
+    whole = peak_memory(GPT_175B, job, Layout()).activations_bytes
+    first_stage = peak_memory(GPT_175B, job, Layout(pp=8)).activations_bytes
+    assert first_stage == pytest.approx(whole, rel=1e-9)
+
+
+def test_interleaving_adds_korthikanti_factor() -> None:
+    """Interleaved 1F1B: first stage holds L·(1 + (p-1)/(p·v)) layers' worth (Korthikanti Sec. 4.2.3)."""
+    job = Job(seq_len=2048, recompute="selective")
+    plain = peak_memory(GPT_175B, job, Layout(pp=8)).activations_bytes
+    interleaved = peak_memory(GPT_175B, job, Layout(pp=8, vpp=3)).activations_bytes
+    assert interleaved == pytest.approx(plain * (1 + 7 / 24), rel=1e-9)
+
+
+def test_total_is_sum_of_parts() -> None:
+    m = peak_memory(GPT_175B, Job(seq_len=2048), Layout(tp=8, pp=8, dp=4, zero=1))
+    parts = (m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.logits_bytes
+             + m.transient_bytes + m.cuda_context_bytes + m.nccl_bytes + m.fragmentation_bytes)
+    assert m.total_bytes == pytest.approx(parts)
