@@ -474,12 +474,14 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
     model_type = cfg.get("model_type")
     if model_type is None:
         raise InvalidSpec(f"{file}: missing key 'model_type'")
+    if not isinstance(model_type, str):
+        raise InvalidSpec(f"{file}: key 'model_type' must be a string, got {model_type!r}")
     if model_type not in _FAMILIES and isinstance(cfg.get("text_config"), dict):
         inner = cfg["text_config"].get("model_type")
-        if inner in _FAMILIES:
+        if isinstance(inner, str) and inner in _FAMILIES:
             notes.append(f"text model ({inner}) of a '{model_type}' config; other towers not counted")
             cfg, model_type = cfg["text_config"], inner
-    if not isinstance(model_type, str) or model_type not in _FAMILIES:
+    if model_type not in _FAMILIES:
         supported = ", ".join(SUPPORTED_MODEL_TYPES)
         raise InvalidSpec(f"{file}: model_type {model_type!r} is not supported; supported: {supported}")
     reader = _Reader(cfg, file, model_type)

@@ -1,0 +1,292 @@
+"""Hugging Face config.json reader: published configs map to the catalog shapes; bad input is one clear line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rigplan.catalog.load import BUILTIN_DIR
+from rigplan.catalog.schema import ModelRecord
+from rigplan.errors import InvalidSpec, RigplanError
+from rigplan.estimate.params import count_params
+from rigplan.hf import SUPPORTED_MODEL_TYPES, architecture_from_hf_config
+
+HF_DIR = Path(__file__).resolve().parents[1] / "data" / "hf"
+
+# fixture folder -> catalog record of the same model
+SAME_MODEL = {
+    "bloom": "bloom-176b",
+    "deepseek-v3": "deepseek-v3",
+    "gemma-2-9b": "gemma-2-9b",
+    "gpt-neox-20b": "gpt-neox-20b",
+    "gpt-oss-20b": "gpt-oss-20b",
+    "gpt2": "gpt2-124m",
+    "llama-3.1-8b": "llama-3.1-8b",
+    "mixtral-8x7b": "mixtral-8x7b",
+    "mpt-7b": "mpt-7b",
+    "phi-3-mini": "phi-3-mini",
+    "qwen2.5-7b": "qwen2.5-7b",
+    "qwen3-30b-a3b": "qwen3-30b-a3b",
+}
+
+
+def _catalog_record(model_id: str) -> ModelRecord:
+    import yaml
+
+    path = BUILTIN_DIR / "models" / f"{model_id}.yaml"
+    return ModelRecord.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def _fixture(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((HF_DIR / name / "config.json").read_text(encoding="utf-8"))
+    return data
+
+
+def _write(tmp_path: Path, cfg: Any, name: str = "config.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    return path
+
+
+def test_every_fixture_folder_is_covered() -> None:
+    folders = {p.name for p in HF_DIR.iterdir() if p.is_dir()}
+    assert folders == {*SAME_MODEL, "opt-6.7b", "malformed"}
+
+
+@pytest.mark.parametrize("folder", sorted(SAME_MODEL))
+def test_fixture_matches_catalog_record(folder: str) -> None:
+    arch = architecture_from_hf_config(HF_DIR / folder)
+    ref = _catalog_record(SAME_MODEL[folder]).to_domain()
+    counts, ref_counts = count_params(arch), count_params(ref)
+    assert counts.total == pytest.approx(ref_counts.total, rel=1e-3)
+    assert counts.active == pytest.approx(ref_counts.active, rel=1e-3)
+    for field in ("num_layers", "hidden", "num_heads", "vocab", "tied_embeddings", "positions", "mlp", "norm"):
+        assert getattr(arch, field) == getattr(ref, field), f"{folder}: {field}"
+    assert arch.kv_heads == ref.kv_heads
+    assert (arch.moe is None) == (ref.moe is None)
+    assert (arch.mla is None) == (ref.mla is None)
+
+
+def test_folder_and_file_give_the_same_architecture() -> None:
+    a = architecture_from_hf_config(HF_DIR / "llama-3.1-8b")
+    b = architecture_from_hf_config(str(HF_DIR / "llama-3.1-8b" / "config.json"))
+    assert a == b
+
+
+def test_id_defaults_to_the_folder_name_and_can_be_given() -> None:
+    assert architecture_from_hf_config(HF_DIR / "gpt2").id == "gpt2"
+    assert architecture_from_hf_config(HF_DIR / "gpt2", model_id="my-gpt2").id == "my-gpt2"
+
+
+def test_published_counts_are_unknown_for_a_config() -> None:
+    arch = architecture_from_hf_config(HF_DIR / "qwen2.5-7b")
+    assert arch.official_params == 0.0
+    assert arch.context_length == 131072
+
+
+def test_opt_fixture_hand_count() -> None:
+    """facebook/opt-6.7b: 32 layers, h 4096, ffn 16384, vocab 50272, 2048 + 2 learned positions, tied.
+
+    embedding   50272*4096 + 2050*4096                       =   214,310,912
+    per layer   attention 4*4096^2 + 4*4096 (q,k,v,o biases) =    67,125,248
+                MLP 2*4096*16384 + 16384 + 4096              =   134,238,208
+                two LayerNorms 2*(2*4096)                    =        16,384
+                                                             =   201,379,840 x 32 = 6,444,154,880
+    final LayerNorm                                          =         8,192
+    total                                                    = 6,658,473,984
+    """
+    arch = architecture_from_hf_config(HF_DIR / "opt-6.7b")
+    assert arch.max_positions == 2050
+    assert arch.context_length == 2048
+    assert count_params(arch).total == 6_658_473_984
+
+
+def test_qwen3_moe_fixture_fields() -> None:
+    arch = architecture_from_hf_config(HF_DIR / "qwen3-30b-a3b")
+    assert arch.head_dim == 128  # not hidden / heads (= 64)
+    assert arch.qk_norm
+    assert arch.moe is not None
+    assert (arch.moe.num_experts, arch.moe.top_k, arch.moe.expert_ffn) == (128, 8, 768)
+    assert arch.num_moe_layers == 48
+
+
+def test_deepseek_v3_fixture_fields() -> None:
+    arch = architecture_from_hf_config(HF_DIR / "deepseek-v3")
+    assert arch.mla is not None and arch.moe is not None
+    assert (arch.mla.q_lora_rank, arch.mla.kv_lora_rank) == (1536, 512)
+    assert (arch.moe.num_shared_experts, arch.moe.first_dense_layers, arch.moe.top_k) == (1, 3, 8)
+    assert any("multi-token-prediction" in note for note in arch.notes)
+
+
+def test_gpt_oss_fixture_fields() -> None:
+    arch = architecture_from_hf_config(HF_DIR / "gpt-oss-20b")
+    assert arch.moe is not None
+    assert arch.moe.top_k == 4 and arch.moe.expert_bias and arch.moe.router_bias
+    assert arch.attention_sinks and arch.qkv_bias and arch.attn_out_bias
+    assert arch.head_dim == 64
+
+
+def test_family_quirks() -> None:
+    bloom = architecture_from_hf_config(HF_DIR / "bloom")
+    assert (bloom.positions, bloom.embedding_norm, bloom.ffn, bloom.norm_bias) == ("alibi", True, 4 * 14336, True)
+    mpt = architecture_from_hf_config(HF_DIR / "mpt-7b")
+    assert (mpt.positions, mpt.norm, mpt.norm_bias, mpt.qkv_bias, mpt.tied_embeddings) == (
+        "alibi", "layernorm", False, False, True,
+    )
+    neox = architecture_from_hf_config(HF_DIR / "gpt-neox-20b")
+    assert not neox.tied_embeddings and neox.mlp_bias and neox.positions == "rope"
+    gemma = architecture_from_hf_config(HF_DIR / "gemma-2-9b")
+    assert (gemma.norms_per_layer, gemma.head_dim, gemma.tied_embeddings) == (4, 256, True)
+    gpt2 = architecture_from_hf_config(HF_DIR / "gpt2")
+    assert (gpt2.ffn, gpt2.max_positions, gpt2.tied_embeddings) == (3072, 1024, True)
+    qwen = architecture_from_hf_config(HF_DIR / "qwen2.5-7b")
+    assert qwen.qkv_bias and not qwen.attn_out_bias
+
+
+def test_tie_defaults_per_family(tmp_path: Path) -> None:
+    for folder, tied in (("llama-3.1-8b", False), ("gemma-2-9b", True), ("gpt2", True), ("gpt-neox-20b", False)):
+        cfg = _fixture(folder)
+        cfg.pop("tie_word_embeddings", None)
+        path = _write(tmp_path, cfg, f"{folder}.json")
+        assert architecture_from_hf_config(path).tied_embeddings is tied, folder
+
+
+def test_qwen_moe_dense_layers(tmp_path: Path) -> None:
+    base = count_params(architecture_from_hf_config(HF_DIR / "qwen3-30b-a3b"))
+    cfg = _fixture("qwen3-30b-a3b") | {"mlp_only_layers": [0, 1]}
+    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    assert arch.moe is not None and arch.moe.first_dense_layers == 2
+    # each dense layer swaps 128 experts + router for one 2048 x 6144 gated MLP
+    moe_mlp = 128 * 3 * 2048 * 768 + 2048 * 128
+    dense_mlp = 3 * 2048 * 6144
+    assert count_params(arch).total == base.total + 2 * (dense_mlp - moe_mlp)
+
+    cfg = _fixture("qwen3-30b-a3b") | {"decoder_sparse_step": 2, "mlp_only_layers": []}
+    arch = architecture_from_hf_config(_write(tmp_path, cfg, "step2.json"))
+    assert arch.num_moe_layers == 24
+    assert any("counted as leading dense layers" in note for note in arch.notes)
+
+
+def test_qwen2_moe_shared_expert(tmp_path: Path) -> None:
+    cfg = {
+        "model_type": "qwen2_moe", "num_hidden_layers": 24, "hidden_size": 2048, "num_attention_heads": 16,
+        "num_key_value_heads": 16, "intermediate_size": 5632, "vocab_size": 151936,
+        "max_position_embeddings": 8192, "num_experts": 60, "num_experts_per_tok": 4,
+        "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "tie_word_embeddings": False,
+    }
+    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    assert arch.moe is not None
+    assert (arch.moe.num_shared_experts, arch.moe.shared_ffn, arch.moe.shared_expert_gate) == (1, 5632, True)
+    assert arch.qkv_bias
+
+
+def test_deepseek_null_q_lora_rank(tmp_path: Path) -> None:
+    cfg = _fixture("deepseek-v3") | {"q_lora_rank": None}
+    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    assert arch.mla is not None and arch.mla.q_lora_rank == 0
+
+
+def test_mpt_grouped_query_attention(tmp_path: Path) -> None:
+    cfg = _fixture("mpt-7b")
+    cfg["attn_config"] = cfg["attn_config"] | {"attn_type": "grouped_query_attention", "kv_n_heads": 8}
+    assert architecture_from_hf_config(_write(tmp_path, cfg)).kv_heads == 8
+
+
+def test_text_config_of_a_multimodal_wrapper(tmp_path: Path) -> None:
+    cfg = {"model_type": "some_vlm", "text_config": _fixture("llama-3.1-8b"), "vision_config": {}}
+    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    assert count_params(arch).total == count_params(architecture_from_hf_config(HF_DIR / "llama-3.1-8b")).total
+
+
+# ---- errors: InvalidSpec, one line naming the file and the problem --------------------------------------
+
+
+def _error(path: Path) -> str:
+    with pytest.raises(InvalidSpec) as info:
+        architecture_from_hf_config(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert isinstance(info.value, RigplanError)
+    return message
+
+
+def test_malformed_json() -> None:
+    message = _error(HF_DIR / "malformed")
+    assert "malformed" in message and "config.json" in message
+    assert "not valid JSON" in message and "line 7" in message
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    message = _error(tmp_path / "nowhere" / "config.json")
+    assert "nowhere" in message and "no such file" in message
+    assert "no such file" in _error(tmp_path)  # a folder without a config.json
+
+
+def test_not_an_object(tmp_path: Path) -> None:
+    assert "JSON object" in _error(_write(tmp_path, [1, 2, 3]))
+
+
+def test_missing_model_type(tmp_path: Path) -> None:
+    cfg = _fixture("llama-3.1-8b")
+    del cfg["model_type"]
+    path = _write(tmp_path, cfg)
+    message = _error(path)
+    assert str(path) in message and "'model_type'" in message
+
+
+def test_model_type_must_be_a_string(tmp_path: Path) -> None:
+    assert "'model_type' must be a string" in _error(_write(tmp_path, {"model_type": ["llama"]}))
+
+
+def test_unknown_model_type_lists_supported(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"model_type": "rwkv5", "hidden_size": 2560})
+    message = _error(path)
+    assert str(path) in message and "'rwkv5'" in message and "not supported" in message
+    for model_type in ("llama", "deepseek_v3", "gpt_oss", "mpt"):
+        assert model_type in message
+    assert set(SUPPORTED_MODEL_TYPES) >= {
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v3", "gemma2",
+        "gpt_oss", "gpt2", "gpt_neox", "opt", "bloom", "mpt", "phi3",
+    }
+
+
+@pytest.mark.parametrize(
+    ("folder", "key"),
+    [
+        ("llama-3.1-8b", "hidden_size"),
+        ("llama-3.1-8b", "intermediate_size"),
+        ("mixtral-8x7b", "num_local_experts"),
+        ("qwen3-30b-a3b", "moe_intermediate_size"),
+        ("deepseek-v3", "kv_lora_rank"),
+        ("gpt2", "n_embd"),
+        ("opt-6.7b", "ffn_dim"),
+        ("mpt-7b", "d_model"),
+        ("bloom", "n_head"),
+    ],
+)
+def test_missing_key_is_named(tmp_path: Path, folder: str, key: str) -> None:
+    cfg = _fixture(folder)
+    del cfg[key]
+    path = _write(tmp_path, cfg)
+    message = _error(path)
+    assert str(path) in message and f"'{key}'" in message and "missing key" in message
+
+
+def test_wrong_type_is_named(tmp_path: Path) -> None:
+    path = _write(tmp_path, _fixture("llama-3.1-8b") | {"num_hidden_layers": "32"})
+    message = _error(path)
+    assert "'num_hidden_layers'" in message and "whole number" in message
+    path = _write(tmp_path, _fixture("llama-3.1-8b") | {"tie_word_embeddings": "yes"}, "tie.json")
+    assert "'tie_word_embeddings'" in _error(path)
+    cfg = _fixture("mpt-7b")
+    cfg["attn_config"]["alibi"] = "true"
+    assert "'attn_config.alibi'" in _error(_write(tmp_path, cfg, "mpt.json"))
+
+
+def test_inconsistent_shape_names_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, _fixture("llama-3.1-8b") | {"num_key_value_heads": 7})
+    message = _error(path)
+    assert str(path) in message and "kv-heads=7" in message
