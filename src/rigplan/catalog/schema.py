@@ -116,6 +116,7 @@ class GpuRecord(Record):
             id=self.id,
             name=self.name,
             vendor=self.vendor,
+            architecture=self.architecture,
             memory_bytes=memory_bytes,
             memory_kind=self.memory_kind,
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_gb_per_s * 1e9,

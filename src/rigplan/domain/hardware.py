@@ -27,6 +27,8 @@ class Gpu:
     id: str
     name: str
     vendor: str
+    architecture: str
+    """Vendor architecture name as in the datasheet (e.g. 'Hopper (GH100)'); selects efficiency data."""
     memory_bytes: int
     """Usable capacity as the driver reports it with ECC in its default state for HBM."""
     memory_kind: str

@@ -14,6 +14,7 @@ Recompute = Literal["none", "selective", "op", "full"]
 AttentionImpl = Literal["flash", "eager"]
 Offload = Literal["none", "optimizer", "all"]
 LossImpl = Literal["unfused", "fused", "chunked"]
+KernelStack = Literal["fused", "eager"]
 
 LORA_TARGET_NAMES = ("q", "k", "v", "o", "gate", "up", "down")
 DEFAULT_LORA_TARGETS = ("q", "v")
@@ -45,6 +46,10 @@ class Job:
     """Cross-entropy implementation: 'unfused' upcasts the logits to fp32 (Hugging Face, torchtitan);
     'fused' keeps one fp32 copy (Megatron vocab-parallel CE, Liger); 'chunked' upcasts a chunk at a
     time (torchtune CEWithChunkedOutputLoss)."""
+    kernels: KernelStack = "fused"
+    """'fused': Megatron-LM / NeMo / TransformerEngine kernels (fused norms, activations, softmax,
+    cuDNN or FlashAttention-3 attention); 'eager': plain PyTorch modules (torchtitan, llm-foundry,
+    Hugging Face) with FlashAttention-2 through SDPA and unfused element-wise ops."""
     dropout: bool = False
     """Dropout layers are active (1-byte masks saved); off for most modern LLM recipes."""
     global_batch: int = 0

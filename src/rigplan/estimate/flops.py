@@ -226,6 +226,29 @@ def adapter_forward_flop(
     return tokens * float(per_token) / _num(tp)
 
 
+def op_recompute_matmul_share(arch: Architecture) -> float:
+    """Share of a layer's projection and MLP FLOPs recomputed by torchtitan's per-op checkpointing.
+
+    torchtitan saves every other matmul output (the 1st, 3rd, ...) and recomputes the rest; in a
+    Llama layer the recomputed ones are K, the output projection and the MLP up projection.
+    """
+    h = arch.hidden
+    if arch.mla is not None:
+        m = arch.mla
+        weights = [h * m.q_lora_rank, m.q_lora_rank * arch.num_heads * m.qk_head_dim] if m.q_lora_rank else [
+            h * arch.num_heads * m.qk_head_dim]
+        weights += [h * (m.kv_lora_rank + m.qk_rope_head_dim),
+                    m.kv_lora_rank * arch.num_heads * (m.qk_nope_head_dim + m.v_head_dim),
+                    arch.num_heads * m.v_head_dim * h]
+    else:
+        q_w = arch.num_heads * arch.dim_per_head
+        kv_w = arch.kv_heads * arch.dim_per_head
+        weights = [h * q_w, h * kv_w, h * kv_w, q_w * h]
+    f = arch.moe.expert_ffn * arch.moe.top_k if arch.moe is not None else arch.ffn
+    weights += [h * f, h * f, f * h] if arch.mlp == "gated" else [h * f, f * h]
+    return sum(w for i, w in enumerate(weights) if i % 2 == 1) / sum(weights)
+
+
 def _stage_flops(
     arch: Architecture, job: Job, *, seq_len: Num, micro_batch: Num, causal_fraction: Num,
     flash_backward_recompute: bool, n_dense: Num, n_moe: Num, lm_head: Num,
@@ -253,6 +276,10 @@ def _stage_flops(
         recompute = layers
     elif job.recompute == "selective":
         recompute = OpFlops(attention_core_flop=layers.attention_core_flop)
+    elif job.recompute == "op":
+        share = op_recompute_matmul_share(arch)
+        recompute = OpFlops(attention_proj_flop=layers.attention_proj_flop * share,
+                            mlp_flop=layers.mlp_flop * share, router_flop=layers.router_flop * share)
     else:
         recompute = OpFlops()
     if flash_backward_recompute and job.attention == "flash":

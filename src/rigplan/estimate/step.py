@@ -1,0 +1,274 @@
+"""Step time of a training job on a cluster: compute roofline, communication and pipeline bubble.
+
+Per GPU of the busiest pipeline stage, one micro-batch takes
+
+    t_mb = compute (GEMMs at shape-dependent efficiency, attention kernels, element-wise traffic)
+         + tensor-parallel collectives (exposed) + expert all-to-all (exposed)
+         + pipeline point-to-point + the part of ring attention (cp) and of ZeRO-3/FSDP gathers
+           that the compute of the same micro-batch cannot hide
+
+and a step of m = global_batch / (micro_batch · dp) micro-batches takes
+
+    step = (m + (pp - 1)/vpp) · t_mb + exposed data-parallel gradient sync + optimizer step
+
+The bubble (pp - 1)/vpp · t_mb is the 1F1B / interleaved 1F1B bubble of Narayanan et al. 2021
+(arXiv 2104.04473, Sec. 2.2). Gradient sync overlaps with the last micro-batch's backward (PyTorch
+DDP buckets, Megatron overlap-grad-reduce); FSDP gathers overlap with the micro-batch that uses
+them (prefetch). Every term is returned so that the report shows where time goes.
+
+Left out: kernel launch gaps and host overhead (large for tiny models), stragglers, network
+congestion from other jobs, MoE load imbalance, dataloader stalls, and checkpointing (reliability
+is a separate estimate). Arguments that are counts may be numpy arrays of layouts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from rigplan.domain.hardware import Gpu
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.domain.model import Architecture
+from rigplan.estimate import comm
+from rigplan.estimate.efficiency import Efficiency, efficiency_for
+from rigplan.estimate.flops import causal_fraction_for, gpu_micro_batch_flops, micro_batch_flops
+from rigplan.estimate.params import count_params
+from rigplan.estimate.states import grad_bytes_per_param, lora_params_per_layer
+
+Num = Any
+
+OPTIMIZER_BYTES_TOUCHED = {"adamw": 16.0 + 12.0, "adamw-8bit": 6.0 + 6.0, "paged-adamw-8bit": 6.0 + 6.0,
+                           "sgd": 8.0 + 4.0, "sgd-momentum": 12.0 + 8.0, "adafactor": 10.0 + 6.0}
+"""Bytes read + written per trainable parameter by one optimizer step in mixed precision (AdamW:
+read grad, master, m, v; write master, m, v, bf16 weight copy). bf16-true halves the state terms."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepBreakdown:
+    """Seconds per optimizer step on one GPU, by cause, and the FLOPs behind them."""
+
+    step_time_s: Num
+    compute_s: Num
+    """All micro-batches' compute, bubble excluded."""
+    bubble_s: Num
+    exposed_comm_s: Num
+    tp_comm_s: Num
+    cp_comm_s: Num
+    ep_comm_s: Num
+    pp_comm_s: Num
+    dp_comm_s: Num
+    """Exposed data-parallel traffic: gradient sync, ZeRO gathers."""
+    optimizer_s: Num
+    micro_batches: Num
+    tokens_per_step: Num
+    model_flop_per_step: Num
+    hardware_flop_per_step: Num
+    peak_flop_per_s: float
+
+
+def _gemm_efficiency(eff: Efficiency, dims: Num) -> Num:
+    d = np.asarray(dims, dtype=np.float64)
+    return eff.gemm_max * d / (d + eff.gemm_half_dim)
+
+
+def _proj_dims(arch: Architecture, tp: Num, tokens: Num) -> Num:
+    """Representative smaller GEMM dimension of the attention projections after the tp split."""
+    h = arch.hidden
+    q_w = arch.num_heads * (arch.mla.qk_head_dim if arch.mla else arch.dim_per_head)
+    return np.minimum(np.minimum(h, q_w / tp), tokens)
+
+
+def _mlp_dims(arch: Architecture, tp: Num, tokens: Num, ep: Num) -> Num:
+    h = arch.hidden
+    if arch.moe is None:
+        return np.minimum(np.minimum(h, arch.ffn / tp), tokens)
+    per_expert_tokens = tokens * arch.moe.top_k * ep / arch.moe.num_experts
+    return np.minimum(np.minimum(h, arch.moe.expert_ffn / tp), np.maximum(per_expert_tokens, 1.0))
+
+
+def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, float]:
+    """HBM traffic of one layer's memory-bound ops, forward, per token: (replicated, split by tp).
+
+    Replicated under tensor parallelism without sequence parallelism: two norms (read + write h)
+    and two residual adds (read 2h, write h). Split by tp (heads and MLP columns): rotary on q and
+    k, the MLP activation (gated: read 2f, write f; plain: read f, write f), MoE token permutation
+    (k copies of h in and out) and, for eager attention, one fused scale-mask-softmax pass over the
+    a·s scores (read + write, Megatron's fused kernel), plus one more with attention dropout.
+    """
+    p = job.compute_dtype_bytes
+    h = arch.hidden
+    q_w = arch.num_heads * arch.dim_per_head
+    kv_w = arch.kv_heads * arch.dim_per_head
+    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
+    replicated = 2 * 2 * h + 2 * 3 * h + (2 * 2 * h if job.dropout else 0)
+    split = (2 * (q_w + kv_w) if arch.positions == "rope" else 0) + (3 * f if arch.mlp == "gated" else 2 * f)
+    if arch.moe is not None:
+        split += 4 * arch.moe.top_k * h
+    if job.attention == "eager":
+        split += 2 * arch.num_heads * job.seq_len * (2 if job.dropout else 1)
+    return float(replicated * p), float(split * p)
+
+
+def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency,
+                  tp: Num, pp: Num, cp: Num, ep: Num, mb: Num) -> tuple[Num, Num, Num]:
+    """(compute seconds of one micro-batch on the busiest stage, its backward share, attention core s)."""
+    flops = gpu_micro_batch_flops(arch, job, layout, micro_batch=mb, tp=tp, pp=pp, cp=cp)
+    tokens = mb * job.seq_len / cp
+    bf16_peak = gpu.peak("fp16" if job.precision == "fp16-mixed" else "bf16")
+    if job.precision == "fp32":
+        bf16_peak = gpu.peak("tf32")
+    gemm_peak = bf16_peak
+    gemm_max_scale = 1.0
+    if job.precision == "fp8" and gpu.peak_flop_per_s.get("fp8") and eff.fp8_gemm_max:
+        gemm_peak = gpu.peak("fp8")
+        gemm_max_scale = eff.fp8_gemm_max / eff.gemm_max
+    proj_eff = _gemm_efficiency(eff, _proj_dims(arch, tp, tokens)) * gemm_max_scale
+    mlp_eff = _gemm_efficiency(eff, _mlp_dims(arch, tp, tokens, ep)) * gemm_max_scale
+    head_eff = _gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens))
+    adapter_eff = _gemm_efficiency(eff, float(job.lora_rank))
+    flash_eff = eff.attention if job.kernels == "fused" else eff.attention_eager
+    attn_eff = flash_eff if job.attention == "flash" else _gemm_efficiency(eff, float(arch.dim_per_head))
+
+    def time_of(ops: Any) -> Num:
+        return (ops.attention_proj_flop / (gemm_peak * proj_eff) + ops.mlp_flop / (gemm_peak * mlp_eff)
+                + ops.router_flop / (bf16_peak * head_eff) + ops.lm_head_flop / (bf16_peak * head_eff)
+                + ops.adapter_flop / (bf16_peak * adapter_eff)
+                + ops.attention_core_flop / (bf16_peak * attn_eff))
+
+    forward_s = time_of(flops.forward)
+    backward_s = time_of(flops.backward)
+    recompute_s = time_of(flops.recompute)
+    core_s = (flops.forward.attention_core_flop + flops.backward.attention_core_flop
+              + flops.recompute.attention_core_flop) / (bf16_peak * attn_eff)
+    layers = np.ceil(arch.num_layers / pp)
+    passes = 3.0 + (1.0 if job.recompute == "full" else 0.0)
+    replicated, split = elementwise_bytes_per_token(arch, job)
+    per_token = replicated / (tp if layout.sequence_parallel else 1.0) + split / tp
+    stack_passes = eff.elementwise_passes_fused if job.kernels == "fused" else eff.elementwise_passes_eager
+    elementwise = per_token * tokens * layers * passes * stack_passes
+    elementwise_s = elementwise / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
+    compute = forward_s + backward_s + recompute_s + elementwise_s
+    return compute, backward_s, core_s
+
+
+def _domain(gpu: Gpu) -> int:
+    return min(gpu.link.domain_size, gpu.gpus_per_node) if gpu.link.domain_size <= gpu.gpus_per_node \
+        else gpu.link.domain_size
+
+
+def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_batch: Num,
+              tp: Num | None = None, pp: Num | None = None, dp: Num | None = None, cp: Num | None = None,
+              ep: Num | None = None, vpp: Num | None = None, micro_batch: Num | None = None,
+              zero: Num | None = None) -> StepBreakdown:
+    """Seconds per optimizer step (formula in the module docstring). Degrees default to the layout's
+    and may be numpy arrays; `global_batch` is in sequences and must be a multiple of micro_batch·dp."""
+    tp = np.asarray(layout.tp if tp is None else tp, dtype=np.float64)
+    pp = np.asarray(layout.pp if pp is None else pp, dtype=np.float64)
+    dp = np.asarray(layout.dp if dp is None else dp, dtype=np.float64)
+    cp = np.asarray(layout.cp if cp is None else cp, dtype=np.float64)
+    ep = np.asarray(layout.ep if ep is None else ep, dtype=np.float64)
+    vpp = np.asarray(layout.vpp if vpp is None else vpp, dtype=np.float64)
+    mb = np.asarray(job.micro_batch if micro_batch is None else micro_batch, dtype=np.float64)
+    zero = np.asarray(layout.zero if zero is None else zero, dtype=np.float64)
+    eff = efficiency_for(gpu)
+    p = job.compute_dtype_bytes
+    seq = float(job.seq_len)
+    tokens = mb * seq / cp
+    m = np.maximum(np.asarray(global_batch, dtype=np.float64) / (mb * dp), 1.0)
+
+    compute_mb, backward_mb, core_mb = _compute_time(arch, job, layout, gpu, eff, tp, pp, cp, ep, mb)
+    layers = np.ceil(arch.num_layers / pp)
+    intra = comm.link_tier(gpu.link)
+    inter = comm.nic_tier(gpu)
+    domain = _domain(gpu)
+
+    # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
+    # 2 more in a full recompute; buffer T·h·p (Shoeybi et al. 2019, Sec. 3; Korthikanti 2022 Sec. 4.2.2).
+    tp_place = comm.place_group(gpu, tp, stride=1, domain_size=domain, intra=intra, inter=inter)
+    tp_calls = layers * (4.0 + (2.0 if job.recompute == "full" else 0.0))
+    tp_mb = tp_calls * comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node,
+                                                      intra, inter)
+
+    # Context parallel: ring K/V exchange per layer, hidden behind the attention core when it can be.
+    cp_place = comm.place_group(gpu, cp, stride=tp, domain_size=domain, intra=intra, inter=inter)
+    kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
+    block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
+                                            head_dim=arch.dim_per_head, dtype_bytes=p)
+    ring = layers * (comm.ring_attention_s(block, cp, cp_place.per_node, intra, inter)
+                     + comm.ring_attention_s(block, cp, cp_place.per_node, intra, inter, backward=True))
+    cp_mb = np.maximum(ring - core_mb, 0.0)
+
+    # Expert parallel: dispatch and combine all-to-all per MoE layer, forward and backward.
+    ep_mb = np.zeros_like(tp_mb)
+    if arch.moe is not None:
+        ep_place = comm.place_group(gpu, ep, stride=tp * cp, domain_size=domain, intra=intra, inter=inter)
+        moe_layers = np.minimum(layers, arch.num_moe_layers)
+        a2a_bytes = tokens * arch.moe.top_k * arch.hidden * p / tp
+        ep_mb = moe_layers * 4.0 * comm.hierarchical_all_to_all_s(a2a_bytes, ep, ep_place.per_node, intra, inter)
+
+    # Pipeline: activations forward and gradients backward across each stage boundary, per chunk.
+    pp_place = comm.place_group(gpu, pp, stride=tp * cp * dp, domain_size=domain, intra=intra, inter=inter)
+    boundary = tokens * arch.hidden * p / (tp if layout.sequence_parallel else 1.0)
+    hop = np.where(pp_place.per_node >= pp, 1.0, 0.0)
+    p2p = hop * comm.p2p_s(boundary, pp, intra) + (1.0 - hop) * comm.p2p_s(boundary, pp, inter)
+    pp_mb = np.where(pp > 1, 2.0 * vpp * p2p, 0.0)
+
+    # Data parallel over dp·cp (stride tp): gradient sync and ZeRO traffic.
+    counts = count_params(arch)
+    non_expert = counts.total - counts.routed_experts_total
+    local_params = (non_expert / tp + counts.routed_experts_total / (tp * ep)) / pp
+    if job.is_peft:
+        trainable = lora_params_per_layer(arch, job) * layers / tp
+    else:
+        trainable = local_params
+    group = dp * cp
+    dp_place = comm.place_group(gpu, group, stride=tp, domain_size=domain, intra=intra, inter=inter)
+    grad_bytes = trainable * grad_bytes_per_param(job)
+    sync_ar = comm.hierarchical_all_reduce_s(grad_bytes, group, dp_place.per_node, intra, inter)
+    sync_rs = comm.hierarchical_reduce_scatter_s(grad_bytes, group, dp_place.per_node, intra, inter)
+    weights_bytes = local_params * p
+    gather = comm.hierarchical_all_gather_s(weights_bytes, group, dp_place.per_node, intra, inter)
+    # ZeRO-0: all-reduce; ZeRO-1/2: reduce-scatter, then the updated weights all-gathered (exposed);
+    # ZeRO-3/FSDP: per micro-batch gather forward and backward + reduce-scatter, overlapped with compute.
+    fsdp_mb = np.where(zero >= 3, np.maximum(2.0 * gather + sync_rs - compute_mb, 0.0), 0.0)
+    tail = np.where(zero >= 3, 0.0, np.where(zero >= 1, sync_rs, sync_ar))
+    dp_exposed = np.maximum(tail - backward_mb, 0.0) + np.where((zero >= 1) & (zero < 3), gather, 0.0)
+    dp_exposed = np.where(group > 1, dp_exposed, 0.0)
+    fsdp_mb = np.where(group > 1, fsdp_mb, 0.0)
+
+    t_mb = compute_mb + tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb
+    bubble = (pp - 1.0) / vpp * t_mb
+    shards = np.where(zero >= 1, group, 1.0)
+    touched = OPTIMIZER_BYTES_TOUCHED[job.optimizer] * (0.5 if job.precision == "bf16-true" else 1.0)
+    optimizer_s = trainable / shards * touched / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
+    step = m * t_mb + bubble + dp_exposed + optimizer_s
+
+    whole = micro_batch_flops(arch, job, micro_batch=mb, causal_fraction=causal_fraction_for(job.attention))
+    sequences = m * mb * dp
+    peak = gpu.peak(job.matmul_precision)
+    return StepBreakdown(
+        step_time_s=step, compute_s=m * compute_mb, bubble_s=bubble,
+        exposed_comm_s=m * (tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb) + dp_exposed,
+        tp_comm_s=m * tp_mb, cp_comm_s=m * cp_mb, ep_comm_s=m * ep_mb, pp_comm_s=m * pp_mb,
+        dp_comm_s=m * fsdp_mb + dp_exposed, optimizer_s=optimizer_s, micro_batches=m,
+        tokens_per_step=sequences * seq,
+        model_flop_per_step=whole.model_flop / mb * sequences,
+        hardware_flop_per_step=whole.hardware_flop / mb * sequences,
+        peak_flop_per_s=peak,
+    )
+
+
+def with_network(gpu: Gpu, *, gpus_per_node: int | None = None, nic_gbit_per_s: float | None = None,
+                 nics_per_node: int | None = None) -> Gpu:
+    """The GPU with its default node replaced: node size and scale-out bandwidth per GPU."""
+    per_node = gpus_per_node or gpu.gpus_per_node
+    nic_bits = gpu.nic_bits_per_s
+    if nic_gbit_per_s is not None:
+        nics = nics_per_node if nics_per_node is not None else per_node
+        nic_bits = nic_gbit_per_s * 1e9 * nics / per_node
+    elif nics_per_node is not None:
+        nic_bits = gpu.nic_bits_per_s * nics_per_node / per_node
+    return replace(gpu, gpus_per_node=per_node, nic_bits_per_s=nic_bits)
