@@ -125,11 +125,15 @@ def _largest(setup: TrainingSetup, usable: int, attr: str, step: int, limit: int
 
 def memory(request: MemoryRequest) -> MemoryResult:
     """Per-GPU peak memory of a training job, whether it fits, and optionally the largest batch/sequence."""
-    setup = build_setup(request)
-    usable = setup.gpu.usable_bytes(request.ecc)
+    return memory_of(build_setup(request), request.ecc, find_max=request.find_max)
+
+
+def memory_of(setup: TrainingSetup, ecc: bool | None, *, find_max: bool = False) -> MemoryResult:
+    """Memory result for an already built setup (shared by memory, estimate and plan)."""
+    usable = setup.gpu.usable_bytes(ecc)
     breakdown = peak_memory(setup.arch, setup.job, setup.layout)
     max_mb = max_seq = None
-    if request.find_max:
+    if find_max:
         max_mb = _largest(setup, usable, "micro_batch", 1, MAX_SEARCH_BATCH)
         seq_step = 128 * setup.layout.cp
         limit = MAX_SEARCH_SEQ

@@ -64,6 +64,7 @@ class JobSpec(ModelSpec):
     activation_offload: bool = False
     loss: Literal["unfused", "fused", "chunked"] = "unfused"
     dropout: bool = False
+    kernels: Literal["fused", "eager"] = "fused"
     gpu: str = "h100-sxm"
     gpus: PositiveDegree | None = None
     ecc: bool | None = None
@@ -88,3 +89,13 @@ class MemoryRequest(JobSpec):
     """`rigplan memory`: the job, plus whether to search the largest micro-batch and sequence."""
 
     find_max: bool = False
+
+
+class EstimateRequest(JobSpec):
+    """`rigplan estimate`: the job plus the cluster's network and the training length."""
+
+    tokens: str | float | None = Field(None, description="Tokens to train on, e.g. 2T or 300B")
+    gpus_per_node: Annotated[int, Field(ge=1, le=1024)] | None = None
+    nic_gbit: Annotated[float, Field(gt=0, le=100_000)] | None = None
+    nics_per_node: Annotated[int, Field(ge=1, le=1024)] | None = None
+    host_power_w: Annotated[float, Field(ge=0, le=100_000)] = 250.0

@@ -81,7 +81,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
         attention=spec.attention, offload=spec.offload, lora_rank=spec.lora_rank,
         lora_targets=tuple(spec.lora_targets), optimizer_in_backward=spec.optimizer_in_backward,
         activation_offload=spec.activation_offload, qlora_double_quant=spec.qlora_double_quant,
-        loss=spec.loss, dropout=spec.dropout, global_batch=spec.global_batch,
+        loss=spec.loss, dropout=spec.dropout, global_batch=spec.global_batch, kernels=spec.kernels,
     )
     if job.precision == "fp8" and not gpu.peak_flop_per_s.get("fp8"):
         assumptions.append(f"{gpu.name} has no fp8 tensor cores; fp8 memory is shown, speed would fall back")

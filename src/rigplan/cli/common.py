@@ -122,6 +122,8 @@ def job_options(func: F) -> F:
         click.option("--loss", type=click.Choice(["unfused", "fused", "chunked"]), default="unfused",
                      show_default=True, help="Cross-entropy implementation (logit buffers)."),
         click.option("--dropout", is_flag=True, help="Dropout active (1-byte masks saved)."),
+        click.option("--kernels", type=click.Choice(["fused", "eager"]), default="fused", show_default=True,
+                     help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan, HF)."),
         click.option("--gpu", default="h100-sxm", show_default=True, envvar="RIGPLAN_GPU",
                      help="GPU id (rigplan gpus)."),
         click.option("--gpus", type=int, help="Total GPUs; dp is derived when not given."),

@@ -7,6 +7,7 @@ import sys
 import click
 
 from rigplan.cli.catalog import gpus_group, models_group
+from rigplan.cli.estimate import estimate_command
 from rigplan.cli.memory import memory_command
 
 
@@ -17,6 +18,7 @@ def cli() -> None:
 
 
 cli.add_command(memory_command)
+cli.add_command(estimate_command)
 cli.add_command(models_group)
 cli.add_command(gpus_group)
 

@@ -68,3 +68,45 @@ def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
     else:
         console.print(f"[red]DOES NOT FIT[/red]: over by {format_bytes(-headroom)}; "
                       "try --recompute full, --zero 3, more --tp/--pp, a smaller --micro-batch, or a larger GPU")
+
+
+def render_estimate(data: dict[str, Any], console: Console | None = None) -> None:
+    from rigplan.units import format_duration
+
+    console = console or Console()
+    mem = data["memory"]
+    model, gpu, layout = mem["model"], mem["gpu"], mem["layout"]
+    console.print(
+        f"[bold]{model['id']}[/bold] on {data['gpus']} x [bold]{gpu['name']}[/bold]: tp={layout['tp']} "
+        f"pp={layout['pp']} vpp={layout['vpp']} dp={layout['dp']} cp={layout['cp']} ep={layout['ep']} "
+        f"zero={layout['zero']}, global batch {data['global_batch']} x {mem['job']['seq_len']} tokens"
+    )
+    table = Table(title="Step", title_justify="left")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_row("step time", format_duration(data["step_time_s"]))
+    table.add_row("tokens/s (cluster)", format_count(data["tokens_per_s"]))
+    table.add_row("tokens/s per GPU", f"{data['tokens_per_s_per_gpu']:,.0f}")
+    table.add_row("model TFLOP/s per GPU", f"{data['model_tflops_per_gpu']:.0f} of {data['peak_tflops_per_gpu']:.0f}")
+    table.add_row("MFU / HFU", f"{100 * data['mfu']:.1f}% / {100 * data['hfu']:.1f}%")
+    table.add_section()
+    b = data["breakdown"]
+    for label, key in (("compute", "compute_s"), ("exposed communication", "exposed_comm_s"),
+                       ("pipeline bubble", "bubble_s"), ("optimizer step", "optimizer_s")):
+        table.add_row(label, f"{format_duration(b[key])} ({100 * b[key] / data['step_time_s']:.0f}%)")
+    comm = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in b["comm"].items() if v > 0)
+    if comm:
+        table.add_row("  of which", comm)
+    if data["time_to_train_s"]:
+        table.add_section()
+        table.add_row(f"time to train {format_count(data['tokens'])} tokens", format_duration(data["time_to_train_s"]))
+        table.add_row("GPU-hours", f"{data['gpu_hours']:,.0f}")
+        table.add_row("energy (GPUs + hosts)", f"{data['energy_kwh']:,.0f} kWh")
+    console.print(table)
+    console.print(f"memory: {format_bytes(mem['per_gpu']['total_bytes'])} per GPU of "
+                  f"{format_bytes(gpu['usable_bytes'])} (pipeline stage {mem['per_gpu']['stage']})")
+    for note in data["assumptions"]:
+        console.print(f"[dim]assumed: {note}[/dim]")
+    if not data["fits"]:
+        for v in data["violations"]:
+            console.print(f"[red]INFEASIBLE[/red] ({v['code']}): {v['message']}")

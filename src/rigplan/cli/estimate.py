@@ -1,0 +1,43 @@
+"""`rigplan estimate`: step time, throughput, MFU and time-to-train."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from rigplan.cli.common import build_request, echo_json, guarded, job_options, job_values, model_options
+from rigplan.report.text import render_estimate
+from rigplan.requests import EstimateRequest
+from rigplan.speed import estimate
+
+
+@click.command("estimate")
+@click.argument("model", required=False)
+@model_options
+@job_options
+@click.option("--tokens", help="Tokens to train on (e.g. 2T, 300B) for time-to-train, GPU-hours and energy.")
+@click.option("--gpus-per-node", type=int, help="GPUs per node (default: the GPU's standard server).")
+@click.option("--nic", "nic_gbit", type=float, help="Scale-out NIC speed in Gb/s (one NIC per GPU unless --nics-per-node).")
+@click.option("--nics-per-node", type=int, help="Scale-out NICs per node.")
+@click.option("--host-power-w", type=float, default=250.0, show_default=True,
+              help="Host power per GPU under load (CPUs, NICs, fans; DGX H100 runs 6.5-8.5 kW with 5.6 kW of GPUs).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@guarded
+def estimate_command(model: str | None, as_json: bool, **kwargs: Any) -> None:
+    """Step time, tokens/s, MFU and time-to-train of MODEL on a cluster and parallel layout.
+
+    Takes the same model, recipe and layout options as `rigplan memory`, plus the training length
+    and the network. A job that does not fit is still estimated and reported with its violations.
+
+    \b
+    Examples:
+      rigplan estimate gpt-3-175b --gpu a100-80gb-sxm --gpus 1024 --tp 8 --pp 8 --global-batch 1536 --recompute full
+      rigplan estimate llama-3.1-70b --gpu h100-sxm --gpus 512 --tp 8 --pp 4 --vpp 5 --tokens 1T --precision fp8
+    """
+    request = build_request(EstimateRequest, model=model, **job_values(kwargs))
+    data = estimate(request).to_dict()
+    if as_json:
+        echo_json(data)
+    else:
+        render_estimate(data)

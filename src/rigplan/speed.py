@@ -1,0 +1,103 @@
+"""`estimate`: step time, throughput, MFU, time-to-train, GPU-hours and energy for one job and layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rigplan.api import MemoryResult, memory_of
+from rigplan.estimate.efficiency import efficiency_for
+from rigplan.estimate.step import StepBreakdown, step_time, with_network
+from rigplan.requests import EstimateRequest
+from rigplan.setup import TrainingSetup, build_setup
+from rigplan.units import parse_count
+
+DEFAULT_BATCH_TOKENS = 4 * 2**20
+"""Default global batch of about 4M tokens (GPT-3 175B used 3.2M, Llama 3 405B 4M-16M)."""
+
+
+@dataclass(frozen=True)
+class EstimateResult:
+    setup: TrainingSetup
+    memory: MemoryResult
+    step: StepBreakdown
+    tokens: float
+    host_power_w: float
+
+    @property
+    def num_gpus(self) -> int:
+        return self.setup.layout.num_gpus
+
+    def to_dict(self) -> dict[str, Any]:
+        st = self.step
+        n = self.num_gpus
+        step_s = float(st.step_time_s)
+        tokens_per_s = float(st.tokens_per_step) / step_s
+        model_tflops = float(st.model_flop_per_step) / step_s / n / 1e12
+        hardware_tflops = float(st.hardware_flop_per_step) / step_s / n / 1e12
+        peak_tflops = st.peak_flop_per_s / 1e12
+        time_s = self.tokens / tokens_per_s if self.tokens else None
+        gpu = self.setup.gpu
+        power_w = n * (gpu.tdp_w + self.host_power_w)
+        eff = efficiency_for(gpu)
+        return {
+            "step_time_s": step_s,
+            "tokens_per_s": tokens_per_s,
+            "tokens_per_s_per_gpu": tokens_per_s / n,
+            "model_tflops_per_gpu": model_tflops,
+            "hardware_tflops_per_gpu": hardware_tflops,
+            "mfu": model_tflops / peak_tflops,
+            "hfu": hardware_tflops / peak_tflops,
+            "peak_tflops_per_gpu": peak_tflops,
+            "global_batch": int(round(float(st.micro_batches))) * self.setup.job.micro_batch * self.setup.layout.dp,
+            "micro_batches_per_step": float(st.micro_batches),
+            "breakdown": {
+                "compute_s": float(st.compute_s),
+                "exposed_comm_s": float(st.exposed_comm_s),
+                "bubble_s": float(st.bubble_s),
+                "optimizer_s": float(st.optimizer_s),
+                "comm": {"tp_s": float(st.tp_comm_s), "cp_s": float(st.cp_comm_s), "ep_s": float(st.ep_comm_s),
+                         "pp_s": float(st.pp_comm_s), "dp_s": float(st.dp_comm_s)},
+            },
+            "tokens": self.tokens or None,
+            "time_to_train_s": time_s,
+            "gpu_hours": time_s * n / 3600 if time_s else None,
+            "power_w": power_w,
+            "energy_kwh": power_w * time_s / 3.6e6 if time_s else None,
+            "efficiency": {"family": eff.family, "measured": eff.measured, "source": eff.source},
+            "gpus": n,
+            "fits": self.memory.fits,
+            "violations": self.memory.violations(),
+            "memory": self.memory.to_dict(),
+            "assumptions": list(self.setup.assumptions),
+        }
+
+
+def default_global_batch(micro_batch: int, dp: int, seq_len: int) -> int:
+    """About DEFAULT_BATCH_TOKENS per step, a multiple of micro_batch·dp."""
+    unit = micro_batch * dp
+    return max(round(DEFAULT_BATCH_TOKENS / seq_len / unit), 1) * unit
+
+
+def estimate(request: EstimateRequest) -> EstimateResult:
+    """Speed, time and energy of one training job on one layout, with its memory check."""
+    setup = build_setup(request)
+    gpu = with_network(setup.gpu, gpus_per_node=request.gpus_per_node, nic_gbit_per_s=request.nic_gbit,
+                       nics_per_node=request.nics_per_node)
+    assumptions = list(setup.assumptions)
+    job = setup.job
+    if not job.global_batch:
+        gb = default_global_batch(job.micro_batch, setup.layout.dp, job.seq_len)
+        assumptions.append(f"global batch {gb} sequences (~{gb * job.seq_len / 1e6:.1f}M tokens; set --global-batch)")
+        job = replace(job, global_batch=gb)
+    eff = efficiency_for(gpu)
+    if not eff.measured:
+        assumptions.append(f"{gpu.name}: efficiency data inherited, not fitted on runs of this GPU family "
+                           f"({eff.source})")
+    assumptions.append(f"{gpu.gpus_per_node} GPUs per node, {gpu.nic_bits_per_s / 1e9:.0f} Gb/s scale-out per GPU, "
+                       f"{job.kernels} kernels")
+    setup = replace(setup, gpu=gpu, job=job, assumptions=assumptions)
+    tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
+    breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch)
+    return EstimateResult(setup=setup, memory=memory_of(setup, request.ecc), step=breakdown, tokens=tokens,
+                          host_power_w=request.host_power_w)
