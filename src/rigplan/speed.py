@@ -49,7 +49,7 @@ class EstimateResult:
             "mfu": model_tflops / peak_tflops,
             "hfu": hardware_tflops / peak_tflops,
             "peak_tflops_per_gpu": peak_tflops,
-            "global_batch": int(round(float(st.micro_batches))) * self.setup.job.micro_batch * self.setup.layout.dp,
+            "global_batch": round(float(st.micro_batches)) * self.setup.job.micro_batch * self.setup.layout.dp,
             "micro_batches_per_step": float(st.micro_batches),
             "breakdown": {
                 "compute_s": float(st.compute_s),

@@ -18,7 +18,7 @@ from rigplan.speed import estimate
 @job_options
 @click.option("--tokens", help="Tokens to train on (e.g. 2T, 300B) for time-to-train, GPU-hours and energy.")
 @click.option("--gpus-per-node", type=int, help="GPUs per node (default: the GPU's standard server).")
-@click.option("--nic", "nic_gbit", type=float, help="Scale-out NIC speed in Gb/s (one NIC per GPU unless --nics-per-node).")
+@click.option("--nic", "nic_gbit", type=float, help="Scale-out NIC speed, Gb/s (one per GPU unless --nics-per-node).")
 @click.option("--nics-per-node", type=int, help="Scale-out NICs per node.")
 @click.option("--host-power-w", type=float, default=250.0, show_default=True,
               help="Host power per GPU under load (CPUs, NICs, fans; DGX H100 runs 6.5-8.5 kW with 5.6 kW of GPUs).")

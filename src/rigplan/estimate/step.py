@@ -220,10 +220,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     counts = count_params(arch)
     non_expert = counts.total - counts.routed_experts_total
     local_params = (non_expert / tp + counts.routed_experts_total / (tp * ep)) / pp
-    if job.is_peft:
-        trainable = lora_params_per_layer(arch, job) * layers / tp
-    else:
-        trainable = local_params
+    trainable = lora_params_per_layer(arch, job) * layers / tp if job.is_peft else local_params
     group = dp * cp
     dp_place = comm.place_group(gpu, group, stride=tp, domain_size=domain, intra=intra, inter=inter)
     grad_bytes = trainable * grad_bytes_per_param(job)
