@@ -1,0 +1,133 @@
+"""`rigplan validate`: rigplan's estimates against published measurements, per case and per group."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from rigplan.cli.common import echo_json, guarded
+from rigplan.validation.run import SUITES, CaseResult, GroupSummary, run_suite, skipped_rows, summarize
+
+GiB = 2**30
+STATUS_STYLE = {
+    "pass": "[green]pass[/green]", "fail": "[bold red]FAIL[/bold red]", "error": "[bold red]ERROR[/bold red]",
+}
+SUMMARY_COLUMNS = ("suite", "group", "n", "pass", "fail", "median |error|", "median error", "worst |error|",
+                   "worst case")
+
+
+def _value(result: CaseResult, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if result.unit == "bytes":
+        return f"{value / GiB:.2f}"
+    return f"{value:,.4g}"
+
+
+def _percent(value: float | None, signed: bool = True) -> str:
+    if value is None:
+        return "-"
+    return f"{100 * value:+.1f}%" if signed else f"{100 * value:.1f}%"
+
+
+def _measured_cell(result: CaseResult) -> str:
+    if result.expect == "oom":
+        return f"OOM (>{_value(result, result.limit)})" if result.limit else "OOM"
+    return _value(result, result.measured)
+
+
+def _console() -> Console:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    return console
+
+
+def render(results: list[CaseResult], summaries: list[GroupSummary], verbose: bool) -> None:
+    console = _console()
+    units = {r.unit for r in results}
+    unit = "GiB" if units == {"bytes"} else "value"
+    table = Table(title="rigplan validate: predicted vs measured", title_justify="left")
+    for name, justify in (("id", "left"), ("group", "left"), ("kind", "left"), (f"measured {unit}", "right"),
+                          (f"predicted {unit}", "right"), ("error", "right"), ("tol", "right"),
+                          ("status", "left")):
+        table.add_column(name, justify=justify, no_wrap=name in ("id", "group"))
+    for r in results:
+        table.add_row(r.id, r.group, r.kind, _measured_cell(r), _value(r, r.predicted), _percent(r.error),
+                      _percent(r.tolerance, signed=False) if r.tolerance is not None else "oom", STATUS_STYLE[r.status])
+    console.print(table)
+
+    summary = Table(title="Per group (error = predicted / measured - 1 over value cases)", title_justify="left")
+    for name in SUMMARY_COLUMNS:
+        summary.add_column(name, justify="left" if name in ("suite", "group", "worst case") else "right")
+    for s in summaries:
+        summary.add_row(s.suite, s.group, str(s.n), str(s.passed), str(s.failed), _percent(s.median_abs_error, False),
+                        _percent(s.median_error), _percent(s.worst_abs_error, False), s.worst_id or "-")
+    total_pass = sum(r.passed for r in results)
+    summary.add_section()
+    summary.add_row("", "all", str(len(results)), str(total_pass), str(len(results) - total_pass), "", "", "", "")
+    console.print(summary)
+
+    failing = [r for r in results if not r.passed]
+    if failing:
+        console.print(f"[bold red]{len(failing)} of {len(results)} cases fail:[/bold red] "
+                      + ", ".join(r.id for r in failing))
+    if verbose:
+        for r in results:
+            console.print(f"\n[bold]{escape(r.id)}[/bold] ({r.group}, {r.reliability}) {STATUS_STYLE[r.status]}")
+            if r.message:
+                console.print(f"  error: {escape(r.message)}")
+            if r.detail and r.unit == "bytes":
+                parts = ", ".join(f"{k.removesuffix('_bytes')} {v / GiB:.2f}" for k, v in r.detail.items() if v)
+                console.print(f"  predicted GiB: {parts}")
+            for note in r.notes:
+                console.print(f"  - {escape(note)}")
+            for assumption in r.assumptions:
+                console.print(f"  - rigplan assumed: {escape(assumption)}")
+
+
+@click.command("validate")
+@click.option("--suite", type=click.Choice([*SUITES, "all"]), default="all", show_default=True,
+              help="Which case suite to run.")
+@click.option("--group", help="Only cases whose group contains TEXT.")
+@click.option("--case", "case_id", help="Only the case with this id (or ids containing TEXT).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (results, summary, skipped rows).")
+@click.option("--verbose", "-v", is_flag=True, help="Also print each case's notes and predicted breakdown.")
+@click.option("--cases", "cases_file", type=click.Path(exists=True, dir_okay=False), hidden=True,
+              help="Run this case file instead of the packaged suites.")
+@guarded
+def validate_command(suite: str, group: str | None, case_id: str | None, as_json: bool, verbose: bool,
+                     cases_file: str | None) -> None:
+    """Compare rigplan's predictions with published measurements.
+
+    Each case reproduces a published run (torchtitan, torchtune, lit-gpt, ...) as a rigplan request and
+    compares the prediction with the measured value; the tolerance is fixed per case from the
+    source's reliability. Exit status 1 when any case fails.
+
+    \b
+    Examples:
+      rigplan validate
+      rigplan validate --group torchtune --verbose
+      rigplan validate --case torchtitan-h100-202412-t1-fsdp --json
+    """
+    results = run_suite(suite, group=group, case=case_id, cases_file=cases_file)
+    summaries = summarize(results)
+    if as_json:
+        payload: dict[str, Any] = {
+            "results": [r.to_dict() for r in results],
+            "summary": [s.to_dict() for s in summaries],
+            "skipped": [row.model_dump() for row in skipped_rows(suite, cases_file)],
+            "passed": all(r.passed for r in results),
+        }
+        echo_json(payload)
+    else:
+        if not results:
+            click.echo("rigplan validate: no case matches the filters", err=True)
+        render(results, summaries, verbose)
+    if any(not r.passed for r in results):
+        sys.exit(1)

@@ -1,0 +1,18 @@
+"""Validation of rigplan's estimators against published measurements.
+
+Case files live in `cases/` (one file per suite: `memory.yaml`; a `throughput.yaml` suite can be
+added by registering it in `run.SUITES`). Each case copies its source entry's provenance, the
+request that reproduces the run, the measured value, and an a-priori tolerance set from the
+source's reliability. `rigplan validate` prints the comparison; tests/validation asserts it.
+"""
+
+from rigplan.validation.run import (
+    CaseResult,
+    GroupSummary,
+    load_case_file,
+    run_cases,
+    run_suite,
+    summarize,
+)
+
+__all__ = ["CaseResult", "GroupSummary", "load_case_file", "run_cases", "run_suite", "summarize"]
