@@ -47,8 +47,9 @@ class JobSpec(ModelSpec):
     seq: Annotated[int, Field(ge=1, le=16_777_216)] | None = None
     micro_batch: Annotated[int, Field(ge=1, le=65_536)] = 1
     global_batch: Annotated[int, Field(ge=0, le=100_000_000)] = 0
-    precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] = "bf16-mixed"
-    optimizer: Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"] = "adamw"
+    precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
+    """None: bf16-mixed for full training, bf16-true for LoRA/QLoRA (base model loaded in bf16)."""
+    optimizer: Literal["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"] = "adamw"
     zero: Literal[0, 1, 2, 3] = 0
     tp: PositiveDegree = 1
     pp: PositiveDegree = 1
@@ -62,6 +63,7 @@ class JobSpec(ModelSpec):
     offload: Literal["none", "optimizer", "all"] = "none"
     optimizer_in_backward: bool = False
     activation_offload: bool = False
+    optimizer_foreach: bool = False
     loss: Literal["unfused", "fused", "chunked"] = "unfused"
     dropout: bool = False
     kernels: Literal["fused", "eager"] = "fused"
@@ -81,8 +83,8 @@ class JobSpec(ModelSpec):
 
     @field_validator("precision")
     @classmethod
-    def _alias_precision(cls, value: str) -> str:
-        return {"bf16": "bf16-mixed", "fp16": "fp16-mixed"}.get(value, value)
+    def _alias_precision(cls, value: str | None) -> str | None:
+        return {"bf16": "bf16-mixed", "fp16": "fp16-mixed"}.get(value, value) if value else value
 
 
 class MemoryRequest(JobSpec):

@@ -73,14 +73,20 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
             f"--global-batch {spec.global_batch} must be a multiple of micro-batch*dp = "
             f"{spec.micro_batch}*{dp} = {spec.micro_batch * dp}"
         )
-    if spec.method == "qlora" and spec.precision in ("fp32", "fp8"):
-        raise InvalidSpec(f"QLoRA computes in bf16/fp16; --precision {spec.precision} is not supported with it")
+    precision = spec.precision
+    if precision is None:
+        precision = "bf16-true" if spec.method in ("lora", "qlora") else "bf16-mixed"
+        if spec.method != "full":
+            assumptions.append("precision bf16-true: base model loaded in bf16, as PEFT and torchtune recipes do "
+                               "(set --precision bf16-mixed for fp32 weights with autocast)")
+    if spec.method == "qlora" and precision in ("fp32", "fp8"):
+        raise InvalidSpec(f"QLoRA computes in bf16/fp16; --precision {precision} is not supported with it")
     job = Job(
-        method=spec.method, precision=spec.precision,  # type: ignore[arg-type]
+        method=spec.method, precision=precision,  # type: ignore[arg-type]
         optimizer=spec.optimizer, seq_len=seq, micro_batch=spec.micro_batch, recompute=spec.recompute,
         attention=spec.attention, offload=spec.offload, lora_rank=spec.lora_rank,
         lora_targets=tuple(spec.lora_targets), optimizer_in_backward=spec.optimizer_in_backward,
-        activation_offload=spec.activation_offload, qlora_double_quant=spec.qlora_double_quant,
+        activation_offload=spec.activation_offload, optimizer_foreach=spec.optimizer_foreach, qlora_double_quant=spec.qlora_double_quant,
         loss=spec.loss, dropout=spec.dropout, global_batch=spec.global_batch, kernels=spec.kernels,
     )
     if job.precision == "fp8" and not gpu.peak_flop_per_s.get("fp8"):

@@ -43,6 +43,8 @@ def test_memory_case(case: MemoryCase) -> None:
     assert result.status != "error", f"{case.id}: rigplan could not estimate it: {result.message}"
     predicted, error, limit = result.predicted, result.error, result.limit
     assert predicted is not None and error is not None
+    if result.status == "gap":
+        pytest.xfail(f"known gap ({error:+.1%}): {case.known_gap}")
     if case.expect == "oom":
         assert limit is not None
         assert predicted > limit, (

@@ -9,6 +9,7 @@ import click
 from rigplan.cli.catalog import gpus_group, models_group
 from rigplan.cli.estimate import estimate_command
 from rigplan.cli.memory import memory_command
+from rigplan.cli.validate import validate_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -19,6 +20,7 @@ def cli() -> None:
 
 cli.add_command(memory_command)
 cli.add_command(estimate_command)
+cli.add_command(validate_command)
 cli.add_command(models_group)
 cli.add_command(gpus_group)
 

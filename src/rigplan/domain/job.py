@@ -9,7 +9,7 @@ from rigplan.errors import InvalidSpec
 
 Method = Literal["full", "lora", "qlora"]
 PrecisionRecipe = Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8"]
-Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"]
+Optimizer = Literal["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"]
 Recompute = Literal["none", "selective", "op", "full"]
 AttentionImpl = Literal["flash", "eager"]
 Offload = Literal["none", "optimizer", "all"]
@@ -38,6 +38,9 @@ class Job:
     optimizer_in_backward: bool = False
     """Optimizer step fused into backward (torchtune optimizer_in_bwd): one parameter's gradient
     lives at a time instead of all of them."""
+    optimizer_foreach: bool = False
+    """torch.optim's multi-tensor (foreach) path, not the fused kernel: its step allocates temporaries
+    (Hugging Face Trainer and lit-gpt use plain torch.optim.AdamW)."""
     activation_offload: bool = False
     """Checkpointed layer inputs are moved to host memory (torchtune enable_activation_offloading)."""
     qlora_double_quant: bool = True

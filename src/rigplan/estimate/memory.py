@@ -39,10 +39,13 @@ FRAGMENTATION_FRACTION = 0.08
 """Reserved/allocated - 1 for PyTorch's caching allocator in steady training. The published
 fine-tuning rows put reserved 5-15% above allocated (shared/validation README-finetune.md);
 0.08 is calibrated on the torchtitan peak-memory rows (docs/methodology/memory.md)."""
-LOSS_BYTES_PER_LOGIT = {"unfused": 2 + 4 + 4, "fused": 4, "chunked": 2 + (4 + 4) / 8}
-"""Live bytes per logit at the loss: bf16 logits, their fp32 upcast and its fp32 gradient
-(unfused); one fp32 copy (Megatron's fused vocab-parallel cross-entropy, Korthikanti 2022 Sec.
-4.1: 4·s·b·v/t); bf16 logits plus one of 8 fp32 chunks (torchtune CEWithChunkedOutputLoss)."""
+LOSS_BYTES_PER_LOGIT = {"unfused": 4 + 4 + 4, "fused": 4, "chunked": 2 + (4 + 4) / 8}
+"""Live bytes per logit at the loss. Unfused (cross_entropy on logits.float(), Hugging Face and
+torchtitan): during the log-softmax backward its saved fp32 output, the fp32 upstream gradient and
+the fp32 input gradient coexist (12 B); in the forward, bf16 logits + fp32 copy + fp32 log-softmax
+output (10 B). Fused (Megatron's vocab-parallel cross-entropy, Liger): one fp32 copy, Korthikanti
+2022 Sec. 4.1: 4·s·b·v/t. Chunked (torchtune CEWithChunkedOutputLoss, 8 chunks): bf16 logits plus
+one chunk's fp32 working set."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -64,6 +67,10 @@ class MemoryBreakdown:
     stage: int
     """Pipeline rank this breakdown belongs to (the heaviest one)."""
     micro_batches_in_flight: float
+    phase: str = "forward/loss"
+    """Which phase of the step holds the peak: 'forward/loss', 'end of backward' or 'optimizer step'."""
+    model_gradients_bytes: float = 0.0
+    """All gradients of this GPU's share, whether or not they are live at the peak."""
 
     @property
     def allocated_bytes(self) -> float:
@@ -124,7 +131,7 @@ def communicator_count(layout: Layout) -> tuple[int, int]:
     return pairs, groups
 
 
-def _activation_bytes(arch: Architecture, job: Job, layout: Layout, rank: int) -> tuple[float, float, float]:
+def stage_activation_bytes(arch: Architecture, job: Job, layout: Layout, rank: int) -> tuple[float, float, float]:
     """(saved activations, one layer's full working set, in-flight micro-batches) for a rank."""
     counts = count_params(arch)
     stage = stage_params(arch, counts, layout, rank)
@@ -150,14 +157,23 @@ def _logits_bytes(arch: Architecture, job: Job, layout: Layout) -> float:
     return logits + head_inputs
 
 
-def _transient_bytes(job: Job, layout: Layout, states: ModelStates, working: float, fb_live: float) -> float:
-    """Working set at the peak beyond saved activations and logits.
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Transients:
+    gathered: float
+    """ZeRO-3/FSDP: current and prefetched unit gathered (stored dtype)."""
+    grad_bucket: float
+    """ZeRO-2/3: one unit's unsharded gradient before its reduce-scatter."""
+    step_temp: float
+    """torch.optim.AdamW with foreach=True (its default on CUDA when fused is not asked for) builds
+    one temporary the size of the local moments (sqrt(v)); fused AdamW (Megatron, DeepSpeed,
+    torchtune, torchtitan) builds none."""
 
-    ZeRO-3/FSDP gathers the current and the prefetched unit (a layer, or the embedding/head) in the
-    compute dtype (FSDP forward/backward prefetch); ZeRO-2/3 hold one unit's unsharded gradient
-    before its reduce-scatter. Neither can exceed what sharding saved, so a higher stage never needs
-    more memory than a lower one. The optimizer step's temporaries (torch AdamW foreach builds one
-    copy of sqrt(v)) count only when they outgrow the freed activations.
+
+def _transients(job: Job, layout: Layout, states: ModelStates) -> _Transients:
+    """Working buffers that exist only in some phases of the step.
+
+    Neither ZeRO buffer can exceed what sharding saved, so a higher ZeRO stage never needs more
+    memory than a lower one.
     """
     shards = layout.dp * layout.cp
     gathered = grad_bucket = 0.0
@@ -171,31 +187,63 @@ def _transient_bytes(job: Job, layout: Layout, states: ModelStates, working: flo
     if layout.zero >= 2 and job.offload == "none":
         grad_bucket = min(unit, states.trainable_params * (1 - 1 / shards)) * job.compute_dtype_bytes
     step_temp = 0.0
-    if job.optimizer == "adamw" and not job.optimizer_in_backward and job.offload == "none":
+    if job.optimizer_foreach and job.optimizer == "adamw" and not job.optimizer_in_backward and job.offload == "none":
         divisor = shards if layout.zero >= 1 else 1
         step_temp = states.trainable_params / divisor * (2 if job.precision == "bf16-true" else 4)
-    return max(working + gathered + grad_bucket, step_temp - fb_live)
+    return _Transients(gathered=gathered, grad_bucket=grad_bucket, step_temp=step_temp)
+
+
+def gradients_persist(job: Job, layout: Layout) -> bool:
+    """Whether gradient memory is held through the forward pass.
+
+    Megatron-style stacks keep a contiguous gradient buffer (fused kernels); PyTorch DDP keeps its
+    gradient buckets (zero 0, dp > 1); gradient accumulation keeps gradients between micro-batches.
+    Otherwise PyTorch frees gradients after each step (zero_grad(set_to_none=True), the default
+    since torch 2.0) and they are created during backward as activations are freed.
+    """
+    accumulating = bool(job.global_batch) and micro_batches_per_step(job, layout) > 1
+    ddp_buckets = layout.zero == 0 and layout.dp * layout.cp > 1
+    return job.kernels == "fused" or accumulating or ddp_buckets
 
 
 def rank_memory(arch: Architecture, job: Job, layout: Layout, rank: int) -> MemoryBreakdown:
-    """Peak memory of one GPU on pipeline rank `rank`."""
+    """Peak memory of one GPU on pipeline rank `rank`: the heaviest of three phases.
+
+    forward/loss:     W + O + (G if gradients persist) + A + max(logits, recompute working set)
+                      + ZeRO-3 gathers (+ the ZeRO-2/3 gradient bucket if gradients persist)
+    end of backward:  W + O + G + recompute working set + ZeRO buffers (activations freed)
+    optimizer step:   W + O + G + the step's temporaries
+    The logits exist at the loss, before any layer is recomputed, so the two do not add up.
+    """
     states = model_states(arch, job, layout, rank)
-    activations, working, in_flight = _activation_bytes(arch, job, layout, rank)
+    activations, working, in_flight = stage_activation_bytes(arch, job, layout, rank)
     logits = _logits_bytes(arch, job, layout) if rank == layout.pp - 1 else 0.0
     host = states.host_bytes
     if job.activation_offload:
-        full, _, _ = _activation_bytes(arch, replace(job, activation_offload=False), layout, rank)
+        full, _, _ = stage_activation_bytes(arch, replace(job, activation_offload=False), layout, rank)
         host += max(full - activations, 0.0)
-    transient = _transient_bytes(job, layout, states, working, activations + logits)
-    allocated = (states.weights_bytes + states.gradients_bytes + states.optimizer_bytes + activations + logits
-                 + transient)
+    t = _transients(job, layout, states)
+    persist = gradients_persist(job, layout)
+    grads = states.gradients_bytes
+    forward_grads = grads if persist else 0.0
+    recompute_dominates = working > logits
+    forward_logits = 0.0 if recompute_dominates else logits
+    forward_transient = (working if recompute_dominates else 0.0) + t.gathered + (t.grad_bucket if persist else 0.0)
+    phases = [
+        ("forward/loss", forward_grads, activations, forward_logits, forward_transient),
+        ("end of backward", grads, 0.0, 0.0, working + t.gathered + t.grad_bucket),
+        ("optimizer step", grads, 0.0, 0.0, t.step_temp),
+    ]
+    base = states.weights_bytes + states.optimizer_bytes
+    phase, g_live, a_live, l_live, transient = max(phases, key=lambda p: base + p[1] + p[2] + p[3] + p[4])
+    allocated = base + g_live + a_live + l_live + transient
     pairs, groups = communicator_count(layout)
     return MemoryBreakdown(
         weights_bytes=states.weights_bytes,
-        gradients_bytes=states.gradients_bytes,
+        gradients_bytes=g_live,
         optimizer_bytes=states.optimizer_bytes,
-        activations_bytes=activations,
-        logits_bytes=logits,
+        activations_bytes=a_live,
+        logits_bytes=l_live,
         transient_bytes=transient,
         cuda_context_bytes=CUDA_CONTEXT_BYTES,
         nccl_bytes=pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP,
@@ -203,6 +251,8 @@ def rank_memory(arch: Architecture, job: Job, layout: Layout, rank: int) -> Memo
         host_bytes=host,
         stage=rank,
         micro_batches_in_flight=in_flight,
+        phase=phase,
+        model_gradients_bytes=grads,
     )
 
 

@@ -58,7 +58,7 @@ def master_bytes_per_param(job: Job) -> float:
 def optimizer_state_bytes_per_param(job: Job, arch: Architecture) -> float:
     """Optimizer moments per trainable parameter (master weights not included)."""
     moment = 2.0 if job.precision == "bf16-true" else 4.0
-    if job.optimizer == "adamw":
+    if job.optimizer in ("adamw", "paged-adamw"):
         return 2 * moment
     if job.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
         return BNB_8BIT_STATE_BYTES
@@ -194,10 +194,13 @@ def model_states(arch: Architecture, job: Job, layout: Layout, rank: int) -> Mod
     if job.is_peft:
         adapters = lora_params_per_layer(arch, job) * stage.layers / tp
         quant_local = (stage.quantizable - stage.expert_weights) / tp + stage.expert_weights / (ep * tp)
-        base_bytes = local * job.compute_dtype_bytes
+        # Mixed precision keeps the frozen base in fp32 and autocast holds a bf16 copy of each weight
+        # it multiplies until backward has used it: 4 + 2 B/param (bf16-true: 2).
+        base_per_param = 4.0 + 2.0 if master_bytes_per_param(job) else float(job.compute_dtype_bytes)
+        base_bytes = local * base_per_param
         if job.method == "qlora":
             nf4 = NF4_DOUBLE_QUANT_BYTES_PER_PARAM if job.qlora_double_quant else NF4_BYTES_PER_PARAM
-            base_bytes -= quant_local * (job.compute_dtype_bytes - nf4)
+            base_bytes -= quant_local * (base_per_param - nf4)
         unsharded = base_bytes + adapters * weight_bytes_per_param(job)
         base_bytes = base_bytes / dp_group if zero == 3 else base_bytes
         trainable = adapters
@@ -218,6 +221,11 @@ def model_states(arch: Architecture, job: Job, layout: Layout, rank: int) -> Mod
         largest_tensor = max(arch.vocab * arch.hidden / tp, (arch.ffn * arch.hidden) / tp)
         largest_trainable = min(largest_tensor, trainable)
         grads = min(grads, largest_trainable * grad_bytes_per_param(job))
+    if job.optimizer.startswith("paged-"):
+        # bitsandbytes paged optimizers keep their states in CUDA managed memory, outside the PyTorch
+        # allocator, and page them to host memory under pressure: they never cause an OOM.
+        host += optimizer
+        optimizer = 0.0
     if job.offload in ("optimizer", "all"):
         host += optimizer + shard(trainable - trainable_expert, trainable_expert, zero >= 2) * 4
         optimizer = 0.0
