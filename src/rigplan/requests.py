@@ -49,7 +49,9 @@ class JobSpec(ModelSpec):
     global_batch: Annotated[int, Field(ge=0, le=100_000_000)] = 0
     precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
     """None: bf16-mixed for full training, bf16-true for LoRA/QLoRA (base model loaded in bf16)."""
-    optimizer: Literal["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"] = "adamw"
+    optimizer: Literal[
+        "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"
+    ] = "adamw"
     zero: Literal[0, 1, 2, 3] = 0
     tp: PositiveDegree = 1
     pp: PositiveDegree = 1

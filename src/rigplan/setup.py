@@ -86,7 +86,8 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
         optimizer=spec.optimizer, seq_len=seq, micro_batch=spec.micro_batch, recompute=spec.recompute,
         attention=spec.attention, offload=spec.offload, lora_rank=spec.lora_rank,
         lora_targets=tuple(spec.lora_targets), optimizer_in_backward=spec.optimizer_in_backward,
-        activation_offload=spec.activation_offload, optimizer_foreach=spec.optimizer_foreach, qlora_double_quant=spec.qlora_double_quant,
+        activation_offload=spec.activation_offload,
+        optimizer_foreach=spec.optimizer_foreach, qlora_double_quant=spec.qlora_double_quant,
         loss=spec.loss, dropout=spec.dropout, global_batch=spec.global_batch, kernels=spec.kernels,
     )
     if job.precision == "fp8" and not gpu.peak_flop_per_s.get("fp8"):

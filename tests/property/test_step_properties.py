@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -72,4 +73,4 @@ def test_tokens_per_second_grows_with_micro_batch(arch: Architecture, job: Job, 
         j = replace(job, micro_batch=mb)
         r = step_time(arch, j, Layout(tp=tp, dp=8), device, global_batch=mb * 8 * 4)
         rates.append(float(r.tokens_per_step / r.step_time_s))
-    assert all(b >= a * (1 - 1e-9) for a, b in zip(rates, rates[1:], strict=False))
+    assert all(b >= a * (1 - 1e-9) for a, b in itertools.pairwise(rates))

@@ -39,7 +39,8 @@ NIC = Tier(name="network", bandwidth_bytes_per_s=50e9, latency_s=10e-6, efficien
 
 def h100() -> Gpu:
     return Gpu(
-        id="h100-sxm", name="H100 SXM", vendor="nvidia", architecture="Hopper (GH100)", memory_bytes=80 * GiB, memory_kind="HBM3",
+        id="h100-sxm", name="H100 SXM", vendor="nvidia", architecture="Hopper (GH100)",
+        memory_bytes=80 * GiB, memory_kind="HBM3",
         memory_bandwidth_bytes_per_s=3.35e12, peak_flop_per_s={"bf16": 989e12}, tdp_w=700,
         form_factor="sxm", link=Link(kind="nvlink", bandwidth_bytes_per_s=450e9, domain_size=8),
         host_bus_bytes_per_s=64e9, ecc_capacity_loss_fraction=0.0, ecc_default_on=True,

@@ -40,7 +40,8 @@ from rigplan.estimate.states import grad_bytes_per_param, lora_params_per_layer
 
 Num = Any
 
-OPTIMIZER_BYTES_TOUCHED = {"adamw": 16.0 + 12.0, "paged-adamw": 16.0 + 12.0, "adamw-8bit": 6.0 + 6.0, "paged-adamw-8bit": 6.0 + 6.0,
+OPTIMIZER_BYTES_TOUCHED = {"adamw": 16.0 + 12.0, "paged-adamw": 16.0 + 12.0,
+                           "adamw-8bit": 6.0 + 6.0, "paged-adamw-8bit": 6.0 + 6.0,
                            "sgd": 8.0 + 4.0, "sgd-momentum": 12.0 + 8.0, "adafactor": 10.0 + 6.0}
 """Bytes read + written per trainable parameter by one optimizer step in mixed precision (AdamW:
 read grad, master, m, v; write master, m, v, bf16 weight copy). bf16-true halves the state terms."""
