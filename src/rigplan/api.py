@@ -87,6 +87,8 @@ class MemoryResult:
                 "reserved_bytes": b.reserved_bytes,
                 "total_bytes": b.total_bytes,
                 "stage": b.stage,
+                "phase": b.phase,
+                "model_gradients_bytes": b.model_gradients_bytes,
                 "micro_batches_in_flight": b.micro_batches_in_flight,
             },
             "fits": self.fits,

@@ -39,7 +39,8 @@ def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
         f"tp={layout['tp']} pp={layout['pp']} dp={layout['dp']} cp={layout['cp']} ep={layout['ep']} "
         f"zero={layout['zero']}" + (" +SP" if layout["sequence_parallel"] else "")
     )
-    table = Table(title=f"Peak memory per GPU (pipeline stage {per_gpu['stage']})", title_justify="left")
+    table = Table(title=f"Peak memory per GPU (pipeline stage {per_gpu['stage']}, peak during {per_gpu['phase']})",
+                  title_justify="left")
     table.add_column("part")
     table.add_column("size", justify="right")
     table.add_column("share", justify="right")
