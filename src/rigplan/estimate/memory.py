@@ -18,6 +18,9 @@ micro-batches in flight, the last holds the LM head and the logits) and the heav
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
 
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
@@ -69,6 +72,8 @@ class MemoryBreakdown:
     micro_batches_in_flight: float
     phase: str = "forward/loss"
     """Which phase of the step holds the peak: 'forward/loss', 'end of backward' or 'optimizer step'."""
+    phase_index: Num = 0.0
+    """The same as an index into PHASES (an array in batch mode)."""
     model_gradients_bytes: float = 0.0
     """All gradients of this GPU's share, whether or not they are live at the peak."""
 
@@ -94,44 +99,49 @@ class MemoryBreakdown:
 
 
 UNBOUNDED_MICRO_BATCHES = 1 << 30
+PHASES = ("forward/loss", "end of backward", "optimizer step")
+Num = Any
+"""A float, or a numpy array when many layouts are evaluated at once."""
 
 
-def micro_batches_per_step(job: Job, layout: Layout) -> int:
+def micro_batches_per_step(job: Job, layout: Any) -> Num:
     """m = global batch / (micro-batch · dp); unbounded (a full pipeline) when no global batch is given."""
     if job.global_batch:
-        return max(job.global_batch // (job.micro_batch * layout.dp), 1)
+        return np.maximum(job.global_batch // (job.micro_batch * np.asarray(layout.dp)), 1)
     return UNBOUNDED_MICRO_BATCHES
 
 
-def in_flight_layers_fraction(layout: Layout, rank: int, num_micro: int) -> float:
+def in_flight_layers_fraction(layout: Any, rank: Num, num_micro: Num) -> Num:
     """Micro-batches of this rank's layers held at the peak.
 
     1F1B (Narayanan et al. 2021): rank r holds min(pp - r, m). Interleaved with v chunks: rank r
     holds 2·(pp - r - 1) + (v - 1)·pp + 1 chunks of L/(pp·v) layers (Megatron's warm-up count),
     which for r = 0 is Korthikanti's L·(1 + (pp - 1)/(pp·v)).
     """
-    if layout.pp == 1:
-        return 1.0
-    if layout.vpp == 1:
-        return float(min(layout.pp - rank, num_micro))
-    chunks = 2 * (layout.pp - rank - 1) + (layout.vpp - 1) * layout.pp + 1
-    return min(chunks, num_micro * layout.vpp) / layout.vpp
+    pp, vpp, r = np.asarray(layout.pp), np.asarray(layout.vpp), np.asarray(rank)
+    plain = np.minimum(pp - r, num_micro)
+    chunks = 2 * (pp - r - 1) + (vpp - 1) * pp + 1
+    interleaved = np.minimum(chunks, num_micro * vpp) / vpp
+    return _out(np.where(pp == 1, 1.0, np.where(vpp == 1, plain, interleaved)))
 
 
-def communicator_count(layout: Layout) -> tuple[int, int]:
+def communicator_count(layout: Any) -> tuple[Num, Num]:
     """(pairs, groups): NCCL communicators of 2 ranks and of more, one per parallel axis in use."""
-    pairs = groups = 0
+    pairs: Num = np.where(np.asarray(layout.pp) > 1, 1, 0)
+    groups: Num = 0
     for degree in (layout.tp, layout.dp * layout.cp, layout.cp, layout.ep):
-        if degree == 2:
-            pairs += 1
-        elif degree > 2:
-            groups += 1
-    if layout.pp > 1:
-        pairs += 1
-    return pairs, groups
+        d = np.asarray(degree)
+        pairs = pairs + np.where(d == 2, 1, 0)
+        groups = groups + np.where(d > 2, 1, 0)
+    return _out(pairs), _out(groups)
 
 
-def stage_activation_bytes(arch: Architecture, job: Job, layout: Layout, rank: int) -> tuple[float, float, float]:
+def _out(x: Any) -> Num:
+    arr = np.asarray(x, dtype=np.float64)
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num) -> tuple[Num, Num, Num]:
     """(saved activations, one layer's full working set, in-flight micro-batches) for a rank."""
     counts = count_params(arch)
     stage = stage_params(arch, counts, layout, rank)
@@ -140,20 +150,23 @@ def stage_activation_bytes(arch: Architecture, job: Job, layout: Layout, rank: i
     moe_layers = stage.layers - stage.dense_layers
     saved_stage = dense.saved_bytes * stage.dense_layers + moe.saved_bytes * moe_layers
     in_flight = in_flight_layers_fraction(layout, rank, micro_batches_per_step(job, layout))
-    working = 0.0 if job.recompute == "none" else max(dense.full_bytes, moe.full_bytes if moe_layers else 0.0)
+    if job.recompute == "none":
+        working: Num = 0.0 * saved_stage
+    else:
+        working = np.maximum(dense.full_bytes, np.where(np.asarray(moe_layers) > 0, moe.full_bytes, 0.0))
     saved = saved_stage * in_flight
     if job.activation_offload:
-        per_layer = saved_stage / max(stage.layers, 1)
-        saved = min(saved, 2 * per_layer)
-    return saved, working, in_flight
+        per_layer = saved_stage / np.maximum(stage.layers, 1)
+        saved = np.minimum(saved, 2 * per_layer)
+    return _out(saved), _out(working), in_flight
 
 
-def _logits_bytes(arch: Architecture, job: Job, layout: Layout) -> float:
+def _logits_bytes(arch: Architecture, job: Job, layout: Any) -> Num:
     tokens = job.micro_batch * job.seq_len / layout.cp
     logits = tokens * arch.vocab / layout.tp * LOSS_BYTES_PER_LOGIT[job.loss]
     head_inputs = tokens * 2 * arch.hidden * job.compute_dtype_bytes
     if layout.sequence_parallel:
-        head_inputs /= layout.tp
+        head_inputs = head_inputs / layout.tp
     return logits + head_inputs
 
 
@@ -169,31 +182,33 @@ class _Transients:
     torchtune, torchtitan) builds none."""
 
 
-def _transients(job: Job, layout: Layout, states: ModelStates) -> _Transients:
+def _transients(job: Job, layout: Any, states: ModelStates) -> _Transients:
     """Working buffers that exist only in some phases of the step.
 
     Neither ZeRO buffer can exceed what sharding saved, so a higher ZeRO stage never needs more
     memory than a lower one.
     """
-    shards = layout.dp * layout.cp
-    gathered = grad_bucket = 0.0
+    shards = np.asarray(layout.dp * layout.cp)
+    zero = np.asarray(layout.zero)
     unit = states.largest_unit_params
-    stored_bytes_per_param = states.unsharded_weight_bytes / max(states.local_params, 1.0)
+    stored_bytes_per_param = states.unsharded_weight_bytes / np.maximum(states.local_params, 1.0)
     two_units = 2 * unit * stored_bytes_per_param
     if job.offload == "all":
-        gathered = min(two_units, states.unsharded_weight_bytes)
-    elif layout.zero == 3:
-        gathered = min(two_units, states.unsharded_weight_bytes * (1 - 1 / shards))
-    if layout.zero >= 2 and job.offload == "none":
-        grad_bucket = min(unit, states.trainable_params * (1 - 1 / shards)) * job.compute_dtype_bytes
-    step_temp = 0.0
+        gathered: Num = np.minimum(two_units, states.unsharded_weight_bytes)
+    else:
+        gathered = np.where(zero == 3, np.minimum(two_units, states.unsharded_weight_bytes * (1 - 1 / shards)), 0.0)
+    grad_bucket: Num = 0.0
+    if job.offload == "none":
+        bucket = np.minimum(unit, states.trainable_params * (1 - 1 / shards)) * job.compute_dtype_bytes
+        grad_bucket = np.where(zero >= 2, bucket, 0.0)
+    step_temp: Num = 0.0
     if job.optimizer_foreach and job.optimizer == "adamw" and not job.optimizer_in_backward and job.offload == "none":
-        divisor = shards if layout.zero >= 1 else 1
+        divisor = np.where(zero >= 1, shards, 1)
         step_temp = states.trainable_params / divisor * (2 if job.precision == "bf16-true" else 4)
-    return _Transients(gathered=gathered, grad_bucket=grad_bucket, step_temp=step_temp)
+    return _Transients(gathered=_out(gathered), grad_bucket=_out(grad_bucket), step_temp=_out(step_temp))
 
 
-def gradients_persist(job: Job, layout: Layout) -> bool:
+def gradients_persist(job: Job, layout: Any) -> Num:
     """Whether gradient memory is held through the forward pass.
 
     Megatron-style stacks keep a contiguous gradient buffer (fused kernels); PyTorch DDP keeps its
@@ -201,12 +216,12 @@ def gradients_persist(job: Job, layout: Layout) -> bool:
     Otherwise PyTorch frees gradients after each step (zero_grad(set_to_none=True), the default
     since torch 2.0) and they are created during backward as activations are freed.
     """
-    accumulating = bool(job.global_batch) and micro_batches_per_step(job, layout) > 1
-    ddp_buckets = layout.zero == 0 and layout.dp * layout.cp > 1
-    return job.kernels == "fused" or accumulating or ddp_buckets
+    accumulating = np.asarray(micro_batches_per_step(job, layout) > 1) & bool(job.global_batch)
+    ddp_buckets = (np.asarray(layout.zero) == 0) & (np.asarray(layout.dp * layout.cp) > 1)
+    return (job.kernels == "fused") | accumulating | ddp_buckets
 
 
-def rank_memory(arch: Architecture, job: Job, layout: Layout, rank: int) -> MemoryBreakdown:
+def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryBreakdown:
     """Peak memory of one GPU on pipeline rank `rank`: the heaviest of three phases.
 
     forward/loss:     W + O + (G if gradients persist) + A + max(logits, recompute working set)
@@ -217,25 +232,31 @@ def rank_memory(arch: Architecture, job: Job, layout: Layout, rank: int) -> Memo
     """
     states = model_states(arch, job, layout, rank)
     activations, working, in_flight = stage_activation_bytes(arch, job, layout, rank)
-    logits = _logits_bytes(arch, job, layout) if rank == layout.pp - 1 else 0.0
+    logits = _out(np.where(np.asarray(rank) == np.asarray(layout.pp) - 1, _logits_bytes(arch, job, layout), 0.0))
     host = states.host_bytes
     if job.activation_offload:
         full, _, _ = stage_activation_bytes(arch, replace(job, activation_offload=False), layout, rank)
-        host += max(full - activations, 0.0)
+        host = host + np.maximum(full - activations, 0.0)
     t = _transients(job, layout, states)
     persist = gradients_persist(job, layout)
     grads = states.gradients_bytes
-    forward_grads = grads if persist else 0.0
-    recompute_dominates = working > logits
-    forward_logits = 0.0 if recompute_dominates else logits
-    forward_transient = (working if recompute_dominates else 0.0) + t.gathered + (t.grad_bucket if persist else 0.0)
-    phases = [
-        ("forward/loss", forward_grads, activations, forward_logits, forward_transient),
-        ("end of backward", grads, 0.0, 0.0, working + t.gathered + t.grad_bucket),
-        ("optimizer step", grads, 0.0, 0.0, t.step_temp),
-    ]
     base = states.weights_bytes + states.optimizer_bytes
-    phase, g_live, a_live, l_live, transient = max(phases, key=lambda p: base + p[1] + p[2] + p[3] + p[4])
+    recompute_dominates = np.asarray(working) > np.asarray(logits)
+    phase_parts = [  # (gradients, activations, logits, transient) live in each phase
+        (np.where(persist, grads, 0.0), activations, np.where(recompute_dominates, 0.0, logits),
+         np.where(recompute_dominates, working, 0.0) + t.gathered + np.where(persist, t.grad_bucket, 0.0)),
+        (grads, 0.0, 0.0, working + t.gathered + t.grad_bucket),
+        (grads, 0.0, 0.0, t.step_temp),
+    ]
+    totals = np.stack([np.broadcast_to(np.asarray(sum(p), dtype=np.float64), np.shape(base))
+                       for p in phase_parts])
+    which = np.argmax(totals, axis=0)
+
+    def pick(index: int) -> Num:
+        values = [np.broadcast_to(np.asarray(p[index], dtype=np.float64), np.shape(base)) for p in phase_parts]
+        return _out(np.choose(which, values))
+
+    g_live, a_live, l_live, transient = pick(0), pick(1), pick(2), pick(3)
     allocated = base + g_live + a_live + l_live + transient
     pairs, groups = communicator_count(layout)
     return MemoryBreakdown(
@@ -251,7 +272,8 @@ def rank_memory(arch: Architecture, job: Job, layout: Layout, rank: int) -> Memo
         host_bytes=host,
         stage=rank,
         micro_batches_in_flight=in_flight,
-        phase=phase,
+        phase=PHASES[int(which)] if np.ndim(which) == 0 else PHASES[0],
+        phase_index=_out(which),
         model_gradients_bytes=grads,
     )
 
@@ -260,6 +282,19 @@ def peak_memory(arch: Architecture, job: Job, layout: Layout) -> MemoryBreakdown
     """The heaviest pipeline rank's peak memory (all ranks are evaluated)."""
     ranks = range(layout.pp)
     return max((rank_memory(arch, job, layout, r) for r in ranks), key=lambda m: m.total_bytes)
+
+
+def peak_total_bytes_batch(arch: Architecture, job: Job, layout: Any) -> Num:
+    """Peak device bytes for many layouts at once (layout degrees as numpy arrays).
+
+    Evaluates the first and the last pipeline rank, which hold the embedding and the most
+    micro-batches in flight, or the LM head and the logits; a middle rank has neither and is
+    never heavier for evenly split layers. `peak_memory` evaluates every rank of one layout.
+    """
+    pp = np.asarray(layout.pp)
+    first = rank_memory(arch, job, layout, np.zeros_like(pp))
+    last = rank_memory(arch, job, layout, pp - 1)
+    return np.maximum(first.total_bytes, last.total_bytes)
 
 
 def fits(breakdown: MemoryBreakdown, gpu: Gpu, ecc: bool | None = None) -> bool:

@@ -32,11 +32,17 @@ buffers (Megatron keeps fp32 main grads: +2 B/param over this table), fp8 transp
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate.params import ParamCounts, count_params
+
+Num = Any
+"""A float, or a numpy array of floats when many layouts are evaluated at once."""
 
 NF4_BYTES_PER_PARAM = 0.5 + 4 / 64
 NF4_DOUBLE_QUANT_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
@@ -105,92 +111,98 @@ def lora_params_per_layer(arch: Architecture, job: Job) -> int:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StageParams:
-    """Parameters held by one pipeline rank before tp/ep/ZeRO division."""
+    """Parameters held by one pipeline rank before tp/ep/ZeRO division (arrays in batch mode)."""
 
-    dense_weights: float
+    dense_weights: Num
     """Non-expert parameters (attention, dense MLP, router, shared experts, norms, embeddings)."""
-    expert_weights: float
+    expert_weights: Num
     """Routed-expert parameters."""
-    quantizable: float
+    quantizable: Num
     """Linear-layer weights of the transformer blocks (what QLoRA stores in NF4)."""
-    layers: int
-    dense_layers: int
-    has_embedding: bool
-    has_lm_head: bool
+    layers: Num
+    dense_layers: Num
 
 
-def stage_layer_indices(num_layers: int, layout: Layout, rank: int) -> list[int]:
-    """Layer indices on pipeline rank `rank`; with vpp, chunk c holds block c·pp + rank."""
-    chunk = num_layers // (layout.pp * layout.vpp)
-    indices: list[int] = []
-    for c in range(layout.vpp):
-        start = (c * layout.pp + rank) * chunk
-        indices.extend(range(start, start + chunk))
-    return indices
+MAX_VPP = 64
 
 
-def stage_params(arch: Architecture, counts: ParamCounts, layout: Layout, rank: int) -> StageParams:
-    layers = stage_layer_indices(arch.num_layers, layout, rank)
+def stage_dense_layers(num_layers: int, first_dense: int, pp: Num, vpp: Num, rank: Num) -> Num:
+    """Dense layers on rank `rank`: chunk c of a rank holds layers [(c·pp + rank)·Lc, +Lc), Lc = L/(pp·vpp)."""
+    pp_a, vpp_a, rank_a = np.asarray(pp), np.asarray(vpp), np.asarray(rank)
+    chunk = num_layers // (pp_a * vpp_a)
+    total = np.zeros(np.broadcast(pp_a, vpp_a, rank_a).shape)
+    for c in range(int(np.max(vpp_a))):
+        start = (c * pp_a + rank_a) * chunk
+        total = total + np.where(c < vpp_a, np.clip(first_dense - start, 0, chunk), 0)
+    return total if total.ndim else float(total)
+
+
+def stage_params(arch: Architecture, counts: ParamCounts, layout: Any, rank: Num) -> StageParams:
+    """Parameters on pipeline rank `rank` (0 holds the embedding, pp - 1 the final norm and head).
+
+    Degrees and rank may be numpy arrays (the planner evaluates many layouts at once).
+    """
+    layers = arch.num_layers // np.asarray(layout.pp)
     first_dense = arch.moe.first_dense_layers if arch.moe else arch.num_layers
-    dense_layers = sum(1 for i in layers if i < first_dense)
-    moe_layers = len(layers) - dense_layers
+    dense_layers = stage_dense_layers(arch.num_layers, first_dense, layout.pp, layout.vpp, rank)
+    moe_layers = layers - dense_layers
     dense = counts.dense_layer.total * dense_layers
-    expert = 0.0
+    expert: Num = 0.0
     quantizable = (counts.dense_layer.attention + counts.dense_layer.mlp_dense) * dense_layers
     if counts.moe_layer is not None:
-        dense += (counts.moe_layer.total - counts.moe_layer.experts) * moe_layers
+        dense = dense + (counts.moe_layer.total - counts.moe_layer.experts) * moe_layers
         expert = counts.moe_layer.experts * moe_layers
-        quantizable += (counts.moe_layer.attention + counts.moe_layer.mlp_dense) * moe_layers + expert
-    has_embedding = rank == 0
-    has_lm_head = rank == layout.pp - 1
-    if has_embedding:
-        dense += counts.embedding
-    if has_lm_head:
-        dense += counts.final_norm
-        # A tied head is a second copy on the last stage when the pipeline separates them.
-        dense += counts.lm_head or (arch.vocab * arch.hidden if layout.pp > 1 else 0)
-    return StageParams(
-        dense_weights=dense, expert_weights=expert, quantizable=quantizable, layers=len(layers),
-        dense_layers=dense_layers, has_embedding=has_embedding, has_lm_head=has_lm_head,
-    )
+        quantizable = quantizable + (counts.moe_layer.attention + counts.moe_layer.mlp_dense) * moe_layers + expert
+    rank_a = np.asarray(rank)
+    last = rank_a == np.asarray(layout.pp) - 1
+    dense = dense + np.where(rank_a == 0, counts.embedding, 0)
+    # A tied head is a second copy on the last stage when the pipeline separates them.
+    head = counts.lm_head or np.where(np.asarray(layout.pp) > 1, arch.vocab * arch.hidden, 0)
+    dense = dense + np.where(last, counts.final_norm + head, 0)
+    return StageParams(dense_weights=_out(dense), expert_weights=_out(expert), quantizable=_out(quantizable),
+                       layers=_out(layers), dense_layers=_out(dense_layers))
+
+
+def _out(x: Any) -> Num:
+    arr = np.asarray(x, dtype=np.float64)
+    return float(arr) if arr.ndim == 0 else arr
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelStates:
     """Bytes of model states on one GPU, and what was moved to host memory."""
 
-    weights_bytes: float
-    gradients_bytes: float
-    optimizer_bytes: float
-    host_bytes: float
-    trainable_params: float
+    weights_bytes: Num
+    gradients_bytes: Num
+    optimizer_bytes: Num
+    host_bytes: Num
+    trainable_params: Num
     """Trainable parameters held (after tp/pp/ep division, before ZeRO sharding)."""
-    local_params: float
+    local_params: Num
     """All parameters held by this GPU (after tp/pp/ep division, before ZeRO sharding)."""
-    largest_unit_params: float
+    largest_unit_params: Num
     """Largest all-gather unit (a layer or the embedding/head) for ZeRO-3 buffers."""
-    unsharded_weight_bytes: float
+    unsharded_weight_bytes: Num
     """Weights of this GPU's share before ZeRO-3 sharding, as stored (NF4 for QLoRA bases)."""
 
 
-def model_states(arch: Architecture, job: Job, layout: Layout, rank: int) -> ModelStates:
-    """Weights, gradients and optimizer bytes on one GPU of pipeline rank `rank`."""
+def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelStates:
+    """Weights, gradients and optimizer bytes on one GPU of pipeline rank `rank` (layout degrees may
+    be numpy arrays)."""
     counts = count_params(arch)
     stage = stage_params(arch, counts, layout, rank)
     tp, ep = layout.tp, layout.ep
     dense_local = stage.dense_weights / tp
     expert_local = stage.expert_weights / (ep * tp)
     local = dense_local + expert_local
-    dp_group = layout.dp * layout.cp
-    expert_group = max(dp_group // ep, 1)
+    dp_group = np.asarray(layout.dp * layout.cp)
+    expert_group = np.maximum(dp_group // ep, 1)
 
-    def shard(dense_part: float, expert_part: float, sharded: bool) -> float:
-        if not sharded:
-            return dense_part + expert_part
-        return dense_part / dp_group + expert_part / expert_group
+    def shard(dense_part: Num, expert_part: Num, sharded: Any) -> Num:
+        return np.where(sharded, dense_part / dp_group + expert_part / expert_group, dense_part + expert_part)
 
-    zero = layout.zero
-    host = 0.0
+    zero = np.asarray(layout.zero)
+    host: Num = 0.0
     if job.is_peft:
         adapters = lora_params_per_layer(arch, job) * stage.layers / tp
         quant_local = (stage.quantizable - stage.expert_weights) / tp + stage.expert_weights / (ep * tp)
@@ -202,7 +214,7 @@ def model_states(arch: Architecture, job: Job, layout: Layout, rank: int) -> Mod
             nf4 = NF4_DOUBLE_QUANT_BYTES_PER_PARAM if job.qlora_double_quant else NF4_BYTES_PER_PARAM
             base_bytes -= quant_local * (base_per_param - nf4)
         unsharded = base_bytes + adapters * weight_bytes_per_param(job)
-        base_bytes = base_bytes / dp_group if zero == 3 else base_bytes
+        base_bytes = np.where(zero == 3, base_bytes / dp_group, base_bytes)
         trainable = adapters
         weights = base_bytes + shard(adapters, 0.0, zero == 3) * weight_bytes_per_param(job)
         grads = shard(adapters, 0.0, zero >= 2) * grad_bytes_per_param(job)
@@ -218,28 +230,28 @@ def model_states(arch: Architecture, job: Job, layout: Layout, rank: int) -> Mod
         per_param_opt = master_bytes_per_param(job) + optimizer_state_bytes_per_param(job, arch)
         optimizer = shard(dense_local, expert_local, zero >= 1) * per_param_opt
     if job.optimizer_in_backward:
-        largest_tensor = max(arch.vocab * arch.hidden / tp, (arch.ffn * arch.hidden) / tp)
-        largest_trainable = min(largest_tensor, trainable)
-        grads = min(grads, largest_trainable * grad_bytes_per_param(job))
+        largest_tensor = np.maximum(arch.vocab * arch.hidden / tp, (arch.ffn * arch.hidden) / tp)
+        largest_trainable = np.minimum(largest_tensor, trainable)
+        grads = np.minimum(grads, largest_trainable * grad_bytes_per_param(job))
     if job.optimizer.startswith("paged-"):
         # bitsandbytes paged optimizers keep their states in CUDA managed memory, outside the PyTorch
         # allocator, and page them to host memory under pressure: they never cause an OOM.
-        host += optimizer
-        optimizer = 0.0
+        host = host + optimizer
+        optimizer = 0.0 * optimizer
     if job.offload in ("optimizer", "all"):
-        host += optimizer + shard(trainable - trainable_expert, trainable_expert, zero >= 2) * 4
-        optimizer = 0.0
+        host = host + optimizer + shard(trainable - trainable_expert, trainable_expert, zero >= 2) * 4
+        optimizer = 0.0 * optimizer
     if job.offload == "all":
-        host += weights + grads
-        weights = 0.0
-        grads = 0.0
+        host = host + weights + grads
+        weights = 0.0 * weights
+        grads = 0.0 * grads
     layer_units = counts.dense_layer.total / tp
     if counts.moe_layer is not None:
-        layer_units = max(layer_units, (counts.moe_layer.total - counts.moe_layer.experts) / tp
-                          + counts.moe_layer.experts / (ep * tp))
+        layer_units = np.maximum(layer_units, (counts.moe_layer.total - counts.moe_layer.experts) / tp
+                                 + counts.moe_layer.experts / (ep * tp))
     head_unit = max(counts.embedding, counts.lm_head) / tp
     return ModelStates(
-        weights_bytes=weights, gradients_bytes=grads, optimizer_bytes=optimizer, host_bytes=host,
-        trainable_params=trainable, local_params=local, largest_unit_params=max(layer_units, head_unit),
-        unsharded_weight_bytes=unsharded,
+        weights_bytes=_out(weights), gradients_bytes=_out(grads), optimizer_bytes=_out(optimizer),
+        host_bytes=_out(host), trainable_params=_out(trainable), local_params=_out(local),
+        largest_unit_params=_out(np.maximum(layer_units, head_unit)), unsharded_weight_bytes=_out(unsharded),
     )

@@ -1,0 +1,99 @@
+"""Currencies, the USD/CNY exchange rate, and money formatting ("$1.23M", "¥123.4万", "¥1.23亿").
+
+Inside rigplan every amount is in USD (`_usd`). CNY appears only on input (flags read in the
+chosen currency are converted once) and on output.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rigplan.errors import InvalidSpec
+
+
+class Currency(StrEnum):
+    USD = "usd"
+    CNY = "cny"
+
+
+CNY_PER_USD_DEFAULT = 7.1
+CNY_PER_USD_SOURCE = (
+    "7.1 CNY per USD: approximate rate as of 2026-12, the rate implied by the conversions in the rigplan "
+    "hardware reference (hardware-facts.md Part C rows 3b and 8: $6,800 ~ ¥49k; $2.5-3.5M ~ ¥18-25M); "
+    "not a live quote - override with --fx"
+)
+
+WAN = 1e4
+"""万: ten thousand."""
+YI = 1e8
+"""亿: one hundred million."""
+
+
+def format_usd(usd: float) -> str:
+    """USD for people: $2.45, $1,234, $12.3k, $1.23M, $1.23B."""
+    if not math.isfinite(usd):
+        return "n/a"
+    sign, value = ("-" if usd < 0 else ""), abs(usd)
+    if value >= 1e9:
+        return f"{sign}${value / 1e9:.3g}B"
+    if value >= 1e6:
+        return f"{sign}${value / 1e6:.3g}M"
+    if value >= 1e4:
+        return f"{sign}${value / 1e3:.1f}k"
+    if value >= 100:
+        return f"{sign}${value:,.0f}"
+    return f"{sign}${value:.2f}"
+
+
+def format_cny(cny: float) -> str:
+    """CNY for people, in 万 (10⁴) and 亿 (10⁸): ¥17.40, ¥8,500, ¥123.4万, ¥1,234万, ¥1.23亿."""
+    if not math.isfinite(cny):
+        return "n/a"
+    sign, value = ("-" if cny < 0 else ""), abs(cny)
+    if value >= YI:
+        return f"{sign}¥{value / YI:.3g}亿"
+    if value >= 1000 * WAN:
+        return f"{sign}¥{value / WAN:,.0f}万"
+    if value >= WAN:
+        return f"{sign}¥{value / WAN:.1f}万"
+    if value >= 100:
+        return f"{sign}¥{value:,.0f}"
+    return f"{sign}¥{value:.2f}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Money:
+    """A display currency and the exchange rate used to reach it from USD."""
+
+    currency: Currency = Currency.USD
+    cny_per_usd: float = CNY_PER_USD_DEFAULT
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.cny_per_usd) and self.cny_per_usd > 0):
+            raise InvalidSpec(f"--fx must be a positive number of CNY per USD, got {self.cny_per_usd}")
+
+    @property
+    def symbol(self) -> str:
+        return "$" if self.currency is Currency.USD else "¥"
+
+    def from_usd(self, usd: float) -> float:
+        """An amount in USD expressed in the display currency."""
+        return usd if self.currency is Currency.USD else usd * self.cny_per_usd
+
+    def to_usd(self, amount: float) -> float:
+        """An amount given in the display currency, in USD."""
+        return amount if self.currency is Currency.USD else amount / self.cny_per_usd
+
+    def amount(self, usd: float) -> str:
+        """A total: "$1.23M" or "¥873.3万"."""
+        if self.currency is Currency.USD:
+            return format_usd(usd)
+        return format_cny(self.from_usd(usd))
+
+    def rate(self, usd: float, digits: int = 2) -> str:
+        """A unit price, never abbreviated: "$2.45", "¥17.40", "$0.080"."""
+        if not math.isfinite(usd):
+            return "n/a"
+        return f"{self.symbol}{self.from_usd(usd):,.{digits}f}"

@@ -1,0 +1,285 @@
+"""Regenerate cases/throughput.yaml from the shared published-runs file (a maintainer tool, not used at run time).
+
+    python -m rigplan.validation.build_throughput_cases ../shared/validation/published_runs.yaml \
+        > src/rigplan/validation/cases/throughput.yaml
+
+Every published row with a throughput number (tokens/s per GPU, step time, or Narayanan et al.'s
+TFLOP/s) becomes a case: an EstimateRequest (the inputs of `rigplan estimate`), the measured value,
+what it is compared with, and notes that record each mapping decision. Rows that cannot be expressed
+as a request are listed under `skipped:` with the reason. The mapping is one rule per source family,
+never per row; review the output and edit notes by hand only where the source says more.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rigplan.catalog.load import load_catalog
+
+# Attention heads of the Narayanan et al. 2021 GPT models (Table 1), by hidden size; the shared data
+# leaves `heads` null for those rows.
+NARAYANAN_HEADS = {2304: 24, 3072: 32, 4096: 32, 6144: 48, 8192: 64, 10240: 80, 12288: 96, 16384: 128,
+                   20480: 128, 25600: 160}
+GPT_VOCAB = 51200
+"""Megatron pads GPT-2's 50257-token BPE vocabulary to a multiple of 128*tp: 51200 in these papers."""
+
+CATALOG_BY_NAME = {
+    "llama 3.1 8b": "llama-3.1-8b", "llama 3 8b": "llama-3-8b", "llama3-8b": "llama-3-8b",
+    "llama 3 70b": "llama-3-70b", "llama3-70b": "llama-3-70b", "llama 3.1 70b": "llama-3.1-70b",
+    "llama 2 13b": "llama-2-13b", "llama2-13b": "llama-2-13b", "llama 2 70b": "llama-2-70b",
+    "llama2-70b": "llama-2-70b", "llama 2 7b": "llama-2-7b", "llama2-7b": "llama-2-7b",
+    "gpt3-175b": "gpt-3-175b", "gpt 175b (megatron)": "gpt-3-175b",
+}
+"""Published model names that are catalog models (same shape as the row: checked in `_model`)."""
+
+NEMO_LAUNCHER = "NVIDIA/NeMo-Framework-Launcher"
+NEMO_CONFIG_SHAPES: dict[str, tuple[dict[str, Any], str]] = {
+    "GPT3-5B": ({"layers": 24, "hidden": 4096, "heads": 32, "ffn": 16384, "vocab": 50257, "mlp": "plain",
+                 "positions": "learned"},
+                "launcher_scripts/conf/training/gpt3/5b.yaml @ 00af8f261f73a3eda179c4e67a467d61792f54d3 (num_layers 24, "
+                "hidden_size 4096, ffn 4*hidden, 32 heads, GPT2BPETokenizer, learned positions; same mb 4 / gb 2048 / "
+                "tp 1 as the row; it also sets hidden and attention dropout 0.1, not applied here - see notes)"),
+    "GPT3-20B": ({"layers": 44, "hidden": 6144, "heads": 48, "ffn": 24576, "vocab": 50257, "mlp": "plain",
+                  "positions": "learned"},
+                 "launcher_scripts/conf/training/gpt3/20b.yaml @ 056a90edf9140a32bfd39652509244e7db055651 (num_layers 44, "
+                 "hidden_size 6144, ffn 4*hidden, 48 heads, GPT2BPETokenizer, learned positions; it also sets hidden "
+                 "dropout 0.1, not applied here - see notes)"),
+    "Nemotron-8B": ({"layers": 32, "hidden": 4096, "heads": 32, "ffn": 16384, "vocab": 256000, "mlp": "plain"},
+                    "launcher_scripts/conf/training/nemotron/nemotron_8b.yaml @ 089b90e6849fa1edb438d3ee750cf229f44e7955 "
+                    "(num_layers 32, hidden_size 4096, ffn 16384, 32 heads MHA, squared-relu (non-gated), rope, no "
+                    "bias, dropout 0)"),
+    "Nemotron-22B": ({"layers": 40, "hidden": 6144, "heads": 48, "ffn": 24576, "vocab": 256000, "mlp": "plain"},
+                     "launcher_scripts/conf/training/nemotron/nemotron_22b.yaml @ 089b90e6849fa1edb438d3ee750cf229f44e7955 "
+                     "(num_layers 40, hidden_size 6144, ffn 24576, 48 heads MHA, squared-relu (non-gated), rope, no "
+                     "bias, dropout 0)"),
+    "Nemotron-340B": ({"layers": 96, "hidden": 18432, "heads": 96, "kv_heads": 8, "ffn": 73728, "vocab": 256000,
+                       "mlp": "plain"},
+                      "launcher_scripts/conf/training/nemotron/nemotron_340b.yaml @ 3be81fc10dfe2bcb51da024e2ebcdaf4d4eb3261 "
+                      "(num_layers 96, hidden_size 18432, ffn 4*hidden, 96 heads, num_query_groups 8, squared-relu "
+                      "(non-gated), rope, no bias, dropout 0, tokenizer nemotron_2_256k)"),
+}
+"""Shapes of the NeMo 24.07 models whose shape the shared entry leaves null, read from NeMo's launcher configs.
+GPT3 vocab: GPT-2 BPE (50257) padded by Megatron to a multiple of 128*tp. Nemotron vocab: 256000 - the 340B config
+names the 256k SentencePiece model; the 8B/22B configs leave the tokenizer unset, so 256000 is inferred for them."""
+
+GROUP_NOTES = {
+    "megatron_lm_2021_weak_scaling_a100": [
+        "kernels: fused (Megatron-LM fused kernels); attention: eager (2021, before FlashAttention).",
+        "recompute: full - the table's FLOP formula counts one extra forward pass for activation recomputation, "
+        "so the runs recomputed every layer (Narayanan et al. 2021 Sec. 5).",
+        "compare: megatron_tflops_per_gpu - rigplan's predicted step time converted into the paper's FLOP "
+        "definition 96*B*s*l*h^2*(1+s/(6h)+V/(16*l*h)) per step, divided by step time and GPU count.",
+        "micro-batch: not in the table, 1 assumed (the paper's Table 1 runs use small micro-batches with "
+        "pipeline parallelism); global batch from the table.",
+        "model: GPT shape flags from the row, heads from Narayanan et al. 2021 Table 1 (by hidden size), "
+        "vocab 51200 (padded GPT-2 BPE), plain GeLU MLP, learned positions.",
+    ],
+    "korthikanti_2022_recompute": [
+        "kernels: fused (Megatron-LM); attention: eager (2022 Megatron-LM, no FlashAttention).",
+        "layout, micro-batch and interleaving degree (vpp) as the entry gives them (Calculon's encoding of the "
+        "paper); compare: step_time_s (the paper's iteration time).",
+    ],
+    "mosaicml_llm_foundry_mpt": [
+        "kernels: eager (PyTorch FSDP in Composer); attention: flash (attn_impl triton).",
+        "model: MPT shape flags from the row (expansion_ratio 4 -> plain MLP, vocab 50368). The benchmark "
+        "configs use learned position embeddings (d_model params per position); rigplan's learned table stops "
+        "at 2048 rows for a custom model, so positions are left at the default - a parameter-count difference "
+        "of at most 65536*d_model, not a compute one.",
+        "zero: 3 (FSDP FULL_SHARD); compare: tokens_per_s_per_gpu.",
+    ],
+    "torchtitan_a100_2024_04": [
+        "kernels: eager (torchtitan, no compile in this table); attention: flash (SDPA flash backend).",
+        "zero: 3 (FSDP); compare: tokens_per_s_per_gpu (the table's WPS per GPU).",
+    ],
+    "torchtitan_h100_2024_12": [
+        "GPU: Grand Teton H100 SXM HBM2e 96 GB, power-capped at 500 W; the catalog has no such part, so "
+        "h100-sxm (80 GB HBM3, 700 W) is used - the real part has less bandwidth and a lower power limit.",
+        "kernels: eager (torchtitan; rows with torch.compile are still mapped to eager - rigplan has no compile "
+        "switch); attention: flash (SDPA).",
+        "zero: 3 (FSDP2); compare: tokens_per_s_per_gpu.",
+    ],
+    "nemo_24_07_h100_fp8": [
+        "kernels: fused (NeMo / Megatron-Core / Transformer Engine); attention: flash.",
+        "zero: 1 ('distributed optimizer', NeMo's default: optimizer states sharded over dp); sequence "
+        "parallelism on wherever tp > 1 (NeMo's default).",
+        "recompute: none (the entry states none); compare: tokens_per_s_per_gpu.",
+    ],
+}
+
+
+def _gpu(name: str) -> tuple[str, str]:
+    if name.startswith("H100"):
+        return "h100-sxm", f"GPU '{name}' -> h100-sxm."
+    if "40GB" in name:
+        return "a100-40gb-sxm", f"GPU '{name}' -> a100-40gb-sxm."
+    return "a100-80gb-sxm", f"GPU '{name}' -> a100-80gb-sxm."
+
+
+def _recompute(group: str, text: str | None) -> tuple[str | None, str]:
+    raw = str(text).lower()
+    if group.startswith("megatron"):
+        return "full", "recompute: full (implied by the table's FLOP formula)."
+    if "layer" in raw and "selective" in raw:
+        return None, ("recompute 'selective (layer)' (torchtitan checkpoints every n-th layer): rigplan has no "
+                      "matching recompute mode (none / selective / op / full)")
+    if "full" in raw:
+        return "full", f"recompute: '{text}' -> full."
+    if "op" in raw and "selective" in raw:
+        return "op", f"recompute: '{text}' -> op (per-op selective policy)."
+    if "selective" in raw:
+        return "selective", f"recompute: '{text}' -> selective (attention core only)."
+    return "none", f"recompute: '{text}' -> none."
+
+
+def _precision(text: str) -> tuple[str, str]:
+    low = text.lower()
+    if "fp8" in low:
+        return "fp8", f"precision: '{text}' -> fp8."
+    if "fp16" in low and "bf16" not in low:
+        return "fp16-mixed", f"precision: '{text}' -> fp16-mixed."
+    return "bf16-mixed", f"precision: '{text}' -> bf16-mixed."
+
+
+def _model(entry: dict[str, Any], group: str) -> tuple[dict[str, Any] | None, str]:
+    mo = entry["model"]
+    name = str(mo["name"]).lower()
+    catalog_id = CATALOG_BY_NAME.get(name)
+    if catalog_id:
+        arch = load_catalog().model(catalog_id).to_domain()
+        row = (mo.get("layers"), mo.get("hidden"), mo.get("heads"), mo.get("ffn"))
+        mine = (arch.num_layers, arch.hidden, arch.num_heads, arch.ffn)
+        if any(r is not None and r != m for r, m in zip(row, mine, strict=True)):
+            raise SystemExit(f"{entry['id']}: row shape {row} differs from catalog {catalog_id} {mine}")
+        return {"model": catalog_id}, f"model: '{mo['name']}' -> catalog {catalog_id} (same shape as the row)."
+    if not mo.get("layers") and mo["name"] in NEMO_CONFIG_SHAPES:
+        flags, where = NEMO_CONFIG_SHAPES[mo["name"]]
+        flags = dict(flags)
+        if flags["vocab"] == 50257:
+            unit = 128 * (entry["parallelism"]["tp"] or 1)
+            flags["vocab"] = -(-50257 // unit) * unit
+        what = ", ".join(f"{k}={v}" for k, v in flags.items())
+        return flags, (f"model: '{mo['name']}' shape is null in the entry; shape flags ({what}) from "
+                       f"{NEMO_LAUNCHER} {where}.")
+    if not mo.get("layers"):
+        return None, (f"model shape not in the source (layers, hidden, heads, ffn, vocab null for '{mo['name']}'); "
+                      "no catalog model matches")
+    gpt_style = group.startswith(("megatron", "korthikanti"))
+    heads = mo.get("heads") or NARAYANAN_HEADS.get(mo["hidden"])
+    flags: dict[str, Any] = {"layers": mo["layers"], "hidden": mo["hidden"], "heads": heads}
+    if mo.get("kv_heads") and mo["kv_heads"] != heads:
+        flags["kv_heads"] = mo["kv_heads"]
+    flags["ffn"] = mo.get("ffn") or 4 * mo["hidden"]
+    flags["vocab"] = mo.get("vocab") or GPT_VOCAB
+    flags["mlp"] = "plain"
+    if gpt_style:
+        flags["positions"] = "learned"
+    what = ", ".join(f"{k}={v}" for k, v in flags.items())
+    return flags, f"model: '{mo['name']}' from shape flags ({what})."
+
+
+def _measured(entry: dict[str, Any], group: str) -> tuple[dict[str, Any], str] | None:
+    m = entry["measured"]
+    if m.get("tokens_per_sec_per_gpu"):
+        v = m["tokens_per_sec_per_gpu"]
+        return {"value": float(v), "unit": "tokens/s/GPU", "metric": "tokens_per_sec_per_gpu",
+                "as_printed": f"{v} tokens/s/GPU"}, "tokens_per_s_per_gpu"
+    if m.get("step_time_s"):
+        v = m["step_time_s"]
+        return {"value": float(v), "unit": "s", "metric": "step_time_s", "as_printed": f"{v} s"}, "step_time_s"
+    if m.get("tflops_per_gpu") and group.startswith("megatron"):
+        v = m["tflops_per_gpu"]
+        return {"value": float(v), "unit": "TFLOP/s/GPU", "metric": "tflops_per_gpu",
+                "as_printed": f"{v} TFLOP/s per GPU ({m.get('tflops_definition', '')})"}, "megatron_tflops_per_gpu"
+    return None
+
+
+def build(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    cases: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    for e in entries:
+        group = e["group"]
+        measured = _measured(e, group)
+        has_speed = any(e["measured"].get(k) for k in ("tokens_per_sec_per_gpu", "step_time_s", "tflops_per_gpu",
+                                                      "mfu", "hfu", "tokens_per_sec_total"))
+        if not has_speed:
+            continue
+        if measured is None:
+            skipped.append({"id": e["id"], "group": group, "reason": (
+                "no comparable throughput: the row gives only MFU"
+                + (" (and no micro-batch or global batch)" if not e["batch"].get("micro_batch") else "")
+                + "; tokens/s, step time and a TFLOP/s with a known FLOP definition are all null")})
+            continue
+        model, model_note = _model(e, group)
+        if model is None:
+            skipped.append({"id": e["id"], "group": group, "reason": model_note})
+            continue
+        recompute, rc_note = _recompute(group, e.get("recompute"))
+        if recompute is None:
+            skipped.append({"id": e["id"], "group": group, "reason": rc_note})
+            continue
+        p, b, hw = e["parallelism"], e["batch"], e["hardware"]
+        gpu, gpu_note = _gpu(hw["gpu"])
+        precision, prec_note = _precision(e["precision"])
+        zs = p.get("zero_stage")
+        zero = 3 if p.get("fsdp") or zs == 3 else (1 if isinstance(zs, str) else (zs or 0))
+        tp, pp, cp, dp, vpp = p["tp"] or 1, p["pp"] or 1, p["cp"] or 1, p["dp"] or 1, p.get("virtual_pp") or 1
+        nemo = group.startswith("nemo")
+        sp = bool(p.get("sequence_parallel")) or (nemo and tp > 1)
+        mb = b.get("micro_batch") or 1
+        gb = b.get("global_batch_sequences") or mb * dp
+        megatron_like = group.startswith(("megatron", "korthikanti", "nemo"))
+        request: dict[str, Any] = {
+            **model, "gpu": gpu, "gpus": hw["num_gpus"], "precision": precision, "seq": e["model"]["seq_len"],
+            "micro_batch": mb, "global_batch": gb, "recompute": recompute,
+            "attention": "eager" if group.startswith(("megatron", "korthikanti")) else "flash",
+            "kernels": "fused" if megatron_like else "eager", "zero": zero,
+        }
+        for key, value in (("tp", tp), ("pp", pp), ("cp", cp), ("vpp", vpp)):
+            if value != 1:
+                request[key] = value
+        request["dp"] = dp
+        if sp:
+            request["sequence_parallel"] = True
+        if tp * pp * cp * dp != hw["num_gpus"]:
+            raise SystemExit(f"{e['id']}: tp*pp*cp*dp != num_gpus")
+        value, compare = measured
+        notes = [model_note, gpu_note, prec_note, rc_note, *GROUP_NOTES[group]]
+        notes.append(f"layout tp={tp} pp={pp} dp={dp} cp={cp} vpp={vpp} zero={zero} sequence_parallel={sp}; "
+                     f"micro-batch {b.get('micro_batch')} -> {mb}, global batch {b.get('global_batch_sequences')} "
+                     f"-> {gb} sequences of {e['model']['seq_len']}.")
+        if p.get("notes"):
+            notes.append(f"source parallelism notes: {p['notes']}")
+        if e.get("inferred"):
+            notes.append("inferred in the source entry (weaker): " + "; ".join(map(str, e["inferred"])))
+        if e.get("notes"):
+            notes.append(f"source notes: {e['notes']}")
+        source = {k: v for k, v in e["source"].items() if k in ("title", "repo", "path", "commit", "url", "secondary")}
+        cases.append({"id": e["id"], "group": group, "source": source, "reliability": e["reliability"],
+                      "request": request, "measured": value, "compare": compare, "notes": notes})
+    return {"schema_version": 1, "suite": "throughput", "description": DESCRIPTION, "cases": cases,
+            "skipped": skipped}
+
+
+DESCRIPTION = (
+    "Training throughput (tokens/s per GPU, step time, Narayanan et al. TFLOP/s): published measurements "
+    "(Narayanan et al. 2021, Korthikanti et al. 2022, MosaicML llm-foundry MPT benchmarks, torchtitan 2024-04 and "
+    "2024-12, NeMo 24.07 H100 FP8) turned into rigplan EstimateRequests. Copied from shared/validation/"
+    "published_runs.yaml by rigplan.validation.build_throughput_cases; each case keeps its source. Pass: "
+    "|predicted / measured - 1| <= 0.25 per case, median |error| <= 0.12 per group, <= 0.07 over the suite."
+)
+
+
+def main(argv: list[str]) -> None:
+    path = Path(argv[1] if len(argv) > 1 else "../shared/validation/published_runs.yaml")
+    data = build(yaml.safe_load(path.read_text(encoding="utf-8"))["entries"])
+    header = ("# Generated by `python -m rigplan.validation.build_throughput_cases` from shared/validation/"
+              "published_runs.yaml;\n# known_gap entries are added by hand after review.\n")
+    sys.stdout.write(header + yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
