@@ -103,3 +103,35 @@ class EstimateRequest(JobSpec):
     nic_gbit: Annotated[float, Field(gt=0, le=100_000)] | None = None
     nics_per_node: Annotated[int, Field(ge=1, le=1024)] | None = None
     host_power_w: Annotated[float, Field(ge=0, le=100_000)] = 250.0
+
+
+class PlanRequest(ModelSpec):
+    """`rigplan plan`: what to train, and the limits of budget, time and cluster size."""
+
+    tokens: str | float = Field(..., description="Tokens to train on, e.g. 2T")
+    budget: str | float | None = Field(None, description="Total budget in USD (e.g. 500k, 3M), or CNY with --currency cny")
+    deadline: str | float | None = Field(None, description="Longest acceptable time to train, e.g. 30d")
+    gpus_max: Annotated[int, Field(ge=1, le=1_000_000)] = 4096
+    gpus_min: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    gpu: list[str] = Field(default_factory=list, description="GPU ids to consider; empty = the whole catalog")
+    mode: Literal["cloud", "onprem", "both"] = "both"
+    onprem_basis: Literal["purchase", "amortized"] = "purchase"
+    """purchase: buying the GPUs counts in full (their residual value is reported); amortized: the job pays
+    its share of a cluster kept busy at the scenario's utilisation."""
+    method: Literal["full", "lora", "qlora"] = "full"
+    lora_rank: Annotated[int, Field(ge=1, le=65_536)] = 16
+    lora_targets: list[str] = Field(default_factory=lambda: ["q", "v"])
+    seq: Annotated[int, Field(ge=1, le=16_777_216)] | None = None
+    global_batch: Annotated[int, Field(ge=0, le=100_000_000)] = 0
+    precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
+    optimizer: Literal[
+        "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"
+    ] = "adamw"
+    kernels: Literal["fused", "eager"] = "fused"
+    currency: Literal["usd", "cny"] = "usd"
+    fx_cny_per_usd: Annotated[float, Field(gt=0, le=1000)] | None = None
+    top: Annotated[int, Field(ge=1, le=100)] = 10
+    catalog: list[str] = Field(default_factory=list)
+
+    _split_targets = field_validator("lora_targets", mode="before")(JobSpec._split_targets.__func__)  # type: ignore[attr-defined]
+    _alias_precision = field_validator("precision")(JobSpec._alias_precision.__func__)  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ import click
 from rigplan.cli.catalog import gpus_group, models_group
 from rigplan.cli.estimate import estimate_command
 from rigplan.cli.memory import memory_command
+from rigplan.cli.plan import plan_command
 from rigplan.cli.validate import validate_command
 
 
@@ -20,6 +21,7 @@ def cli() -> None:
 
 cli.add_command(memory_command)
 cli.add_command(estimate_command)
+cli.add_command(plan_command)
 cli.add_command(validate_command)
 cli.add_command(models_group)
 cli.add_command(gpus_group)

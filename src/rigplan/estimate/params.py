@@ -10,6 +10,7 @@ out, as in its published 671B total).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rigplan.domain.model import Architecture
 
@@ -122,8 +123,9 @@ def mlp_params(arch: Architecture, ffn: int, bias: bool) -> int:
     return 2 * h * ffn + ((ffn + h) if bias else 0)
 
 
+@lru_cache(maxsize=256)
 def count_params(arch: Architecture) -> ParamCounts:
-    """Parameter counts by component for one architecture."""
+    """Parameter counts by component for one architecture (cached: architectures are frozen)."""
     h = arch.hidden
     attention = attention_params(arch)
     norms = arch.norms_per_layer * norm_params(arch, h)

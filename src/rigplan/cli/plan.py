@@ -1,0 +1,124 @@
+"""`rigplan plan`: recommend GPUs, cluster size, layout and purchase mode."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rigplan.cli.common import build_request, echo_json, fail, guarded, model_options
+from rigplan.cost.money import format_cny, format_usd
+from rigplan.planning import plan
+from rigplan.report.markdown import plan_markdown
+from rigplan.report.plots import plan_plot
+from rigplan.requests import PlanRequest
+from rigplan.units import format_bytes, format_duration
+
+
+def _render(data: dict[str, Any], currency: str) -> None:
+    console = Console()
+
+    def money(usd: float) -> str:
+        return format_cny(usd * data["cny_per_usd"]) if currency == "cny" else format_usd(usd)
+
+    for title, rows in (("Recommended (within the limits, cheapest first)", data["ranked"]),
+                        ("Pareto front: time vs cost", data["pareto"])):
+        table = Table(title=title, title_justify="left")
+        for col in ("GPUs", "purchase", "layout", "time", "cost", "MFU", "mem/GPU", "why"):
+            table.add_column(col, justify="right" if col in ("time", "cost", "MFU", "mem/GPU") else "left")
+        for c in rows:
+            lay = c["layout"]
+            layout = f"tp{lay['tp']} pp{lay['pp']}" + (f"x{lay['vpp']}" if lay["vpp"] > 1 else "") + \
+                f" dp{lay['dp']}" + (f" cp{lay['cp']}" if lay["cp"] > 1 else "") + \
+                (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" z{lay['zero']} mb{lay['micro_batch']} {lay['recompute']}"
+            mode = c["mode"]
+            where = f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else f"buy ({mode['pricing']})"
+            table.add_row(f"{c['gpus']} x {c['gpu']}", where, layout, format_duration(c["time_to_train_s"]),
+                          money(c["cost_usd"]), f"{100 * (c['mfu'] or 0):.0f}%",
+                          format_bytes(c["memory"]["total_bytes"]), "; ".join(c["reasons"]))
+        console.print(table)
+    stats = data["stats"]
+    reasons = ", ".join(f"{k} {v:,}" for k, v in stats["infeasible_by_reason"].items())
+    console.print(f"{stats['evaluated']:,} layouts evaluated, {stats['feasible']:,} fit in memory, "
+                  f"{stats['eligible']} priced options within the limits ({reasons}); {stats['elapsed_s']:.2f} s")
+    if data["ranked"]:
+        console.print(f"reproduce the first: [bold]{data['ranked'][0]['estimate_command']}[/bold]")
+    for note in data["assumptions"]:
+        console.print(f"[dim]assumed: {note}[/dim]")
+
+
+@click.command("plan")
+@click.argument("model", required=False)
+@model_options
+@click.option("--tokens", required=True, help="Tokens to train on, e.g. 2T or 300B.")
+@click.option("--budget", help="Most you can spend: 500k, 3M (USD), or 2000万 with --currency cny.")
+@click.option("--deadline", help="Longest acceptable training time, e.g. 30d, 12w.")
+@click.option("--gpus-max", type=int, default=4096, show_default=True, help="Largest cluster to consider.")
+@click.option("--gpus-min", type=int, default=1, show_default=True, help="Smallest cluster to consider.")
+@click.option("--gpu", "gpu_ids", multiple=True, help="GPU id to consider (repeatable); default: whole catalog.")
+@click.option("--cloud", "mode", flag_value="cloud", help="Only rent.")
+@click.option("--onprem", "mode", flag_value="onprem", help="Only buy.")
+@click.option("--both", "mode", flag_value="both", default=True, help="Rent or buy (default).")
+@click.option("--onprem-basis", type=click.Choice(["purchase", "amortized"]), default="purchase", show_default=True,
+              help="purchase: buying counts in full; amortized: the job's share of a busy owned cluster.")
+@click.option("--method", type=click.Choice(["full", "lora", "qlora"]), default="full", show_default=True)
+@click.option("--lora-rank", type=int, default=16, show_default=True)
+@click.option("--lora-targets", default="q,v", show_default=True)
+@click.option("--seq", type=int, help="Sequence length (default: min(4096, model context)).")
+@click.option("--global-batch", type=int, default=0, help="Sequences per step (default: about 4M tokens).")
+@click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16",
+                                                "fp16"]))
+@click.option("--optimizer", type=click.Choice(["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd",
+                                                "sgd-momentum", "adafactor"]), default="adamw", show_default=True)
+@click.option("--kernels", type=click.Choice(["fused", "eager"]), default="fused", show_default=True)
+@click.option("--currency", type=click.Choice(["usd", "cny"]), default="usd", show_default=True)
+@click.option("--fx", "fx_cny_per_usd", type=float, help="CNY per USD (default 7.1, 2026-12).")
+@click.option("--top", type=int, default=10, show_default=True, help="Options in the ranked list.")
+@click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write the time-vs-cost plot (.png/.svg).")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown report.")
+@click.option("--force", is_flag=True, help="Overwrite existing --plot/--markdown files.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@guarded
+def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tuple[str, ...], plot_path: str | None,
+                 markdown_path: str | None, force: bool, as_json: bool, **kwargs: Any) -> None:
+    """Which GPU, how many, which layout, rent or buy: ranked, and the time-vs-cost Pareto front.
+
+    Searches GPU type x GPU count x layout x purchase mode, drops what does not fit (counting why),
+    prices the rest and keeps what meets --budget and --deadline.
+
+    \b
+    Examples:
+      rigplan plan llama-3.1-70b --tokens 1T --deadline 60d --budget 3M
+      rigplan plan gpt-3-175b --tokens 300B --gpu a100-80gb-sxm --gpu h100-sxm --cloud --plot plan.png
+      rigplan plan qwen2.5-7b --tokens 50B --method lora --budget 20万 --currency cny --markdown plan.md
+    """
+    for path in (plot_path, markdown_path):
+        if path and Path(path).exists() and not force:
+            fail(f"{path} exists; pass --force to overwrite it or choose another name")
+    request = build_request(PlanRequest, model=model, gpu=list(gpu_ids), catalog=list(catalog_dirs), **kwargs)
+    show_progress = not as_json and sys.stderr.isatty()
+    if show_progress:
+        with Progress(TextColumn("searching GPU types"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TimeElapsedColumn(), transient=True, console=Console(stderr=True)) as bar:
+            task = bar.add_task("plan", total=None)
+            result = plan(request, progress=lambda done, total: bar.update(task, completed=done, total=total))
+    else:
+        result = plan(request)
+    data = result.to_dict()
+    if plot_path:
+        plan_plot(data, data["candidates"], plot_path)
+    if markdown_path:
+        Path(markdown_path).write_text(plan_markdown(data), encoding="utf-8")
+    if as_json:
+        echo_json(data)
+    else:
+        _render(data, request.currency)
+        for path in (plot_path, markdown_path):
+            if path:
+                click.echo(f"wrote {path}")

@@ -1,0 +1,320 @@
+"""`plan`: which GPU, how many, which layout and whether to rent or buy, under a budget and a deadline.
+
+GPU type x GPU count (node multiples) x layout (tp, pp, vpp, dp, cp, ep, micro-batch, recompute,
+ZeRO stage) x purchase mode. Layouts are evaluated with numpy arrays (search/); for each GPU type
+and count the fastest layout that fits is kept, then priced in every mode: the cheapest cloud
+offer of each pricing kind in the catalog, and owning (cost/onprem.py). The ranked and Pareto
+candidates are then estimated again one by one through `speed.estimate`, so that `rigplan
+estimate` with a candidate's options reproduces its numbers exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rigplan.catalog.load import load_catalog
+from rigplan.catalog.schema import GpuRecord
+from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
+from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
+from rigplan.cost.power import HOURS_PER_YEAR
+from rigplan.errors import InvalidSpec, RigplanError
+from rigplan.requests import EstimateRequest, PlanRequest
+from rigplan.search.evaluate import fastest_per_count, space_memory
+from rigplan.search.pareto import pareto_front
+from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
+from rigplan.setup import build_setup
+from rigplan.speed import default_global_batch, estimate
+from rigplan.units import parse_count, parse_duration
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Offer:
+    kind: str
+    """'cloud' or 'onprem'."""
+    provider: str
+    pricing: str
+    usd_per_gpu_hour: float | None
+    """For cloud; on-prem cost comes from the ownership scenario."""
+    as_of: str = ""
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "provider": self.provider, "pricing": self.pricing,
+                "usd_per_gpu_hour": self.usd_per_gpu_hour, "as_of": self.as_of, "source": self.source}
+
+
+@dataclass
+class Candidate:
+    gpu: str
+    gpus: int
+    layout: dict[str, Any]
+    global_batch: int
+    offer: Offer
+    time_to_train_s: float
+    cost_usd: float
+    tokens_per_s: float
+    estimate: dict[str, Any] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    meets_deadline: bool = True
+    meets_budget: bool = True
+
+
+def parse_money(text: str | float | None, currency: str, cny_per_usd: float) -> float | None:
+    """'500k', '3M', '2000万', '1.5亿' in the given currency -> USD."""
+    if text is None:
+        return None
+    if isinstance(text, int | float):
+        amount = float(text)
+    else:
+        raw = text.strip().replace("$", "").replace("¥", "").replace(",", "")
+        scale = 1.0
+        if raw.endswith("万"):
+            raw, scale = raw[:-1], WAN
+        elif raw.endswith("亿"):
+            raw, scale = raw[:-1], YI
+        amount = parse_count(raw, "--budget") * scale
+    return amount / cny_per_usd if currency == "cny" else amount
+
+
+def cloud_offers(record: GpuRecord) -> list[Offer]:
+    """The cheapest catalog offer of each pricing kind for this GPU."""
+    best: dict[str, Offer] = {}
+    for price in record.cloud_prices:
+        if price.pricing not in best or price.usd_per_gpu_hour < (best[price.pricing].usd_per_gpu_hour or 0):
+            best[price.pricing] = Offer(kind="cloud", provider=price.provider, pricing=price.pricing,
+                                        usd_per_gpu_hour=price.usd_per_gpu_hour, as_of=str(price.as_of),
+                                        source=price.source)
+    return list(best.values())
+
+
+def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
+    shape = request.shape_flags()
+    return {"model": request.model, **shape, "method": request.method, "lora_rank": request.lora_rank,
+            "lora_targets": request.lora_targets, "seq": request.seq, "precision": request.precision,
+            "optimizer": request.optimizer, "kernels": request.kernels, "catalog": request.catalog,
+            "tokens": request.tokens}
+
+
+def candidate_request(request: PlanRequest, cand: Candidate) -> EstimateRequest:
+    """The EstimateRequest that reproduces a candidate."""
+    lay = cand.layout
+    return EstimateRequest(**_base_estimate_fields(request), gpu=cand.gpu, gpus=cand.gpus, tp=lay["tp"], pp=lay["pp"],
+                           vpp=lay["vpp"], cp=lay["cp"], ep=lay["ep"], zero=lay["zero"],
+                           micro_batch=lay["micro_batch"], recompute=lay["recompute"],
+                           sequence_parallel=lay["sequence_parallel"], global_batch=cand.global_batch)
+
+
+def estimate_command(request: PlanRequest, cand: Candidate) -> str:
+    lay = cand.layout
+    model = request.model or "(shape flags)"
+    parts = [f"rigplan estimate {model} --gpu {cand.gpu} --gpus {cand.gpus}", f"--tp {lay['tp']}", f"--pp {lay['pp']}"]
+    parts += [f"--{k} {lay[k]}" for k in ("vpp", "cp", "ep", "zero") if lay[k] not in (1, 0) or k == "zero"]
+    parts += [f"--micro-batch {lay['micro_batch']}", f"--recompute {lay['recompute']}",
+              f"--global-batch {cand.global_batch}", f"--tokens {request.tokens}"]
+    if lay["sequence_parallel"]:
+        parts.append("--sequence-parallel")
+    for flag, value in (("--method", request.method if request.method != "full" else None),
+                        ("--precision", request.precision), ("--seq", request.seq),
+                        ("--kernels", request.kernels if request.kernels != "fused" else None)):
+        if value:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
+
+
+@dataclass
+class PlanResult:
+    request: PlanRequest
+    ranked: list[Candidate]
+    pareto: list[Candidate]
+    stats: dict[str, Any]
+    assumptions: list[str]
+    budget_usd: float | None
+    deadline_s: float | None
+    cny_per_usd: float
+    catalog: Any
+    candidates: list[Candidate] = field(default_factory=list)
+    """Every priced candidate (the fastest fitting layout per GPU type, count and purchase option)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        def cand(c: Candidate) -> dict[str, Any]:
+            e = c.estimate
+            return {
+                "gpu": c.gpu, "gpus": c.gpus, "layout": c.layout, "global_batch": c.global_batch,
+                "mode": c.offer.to_dict(), "time_to_train_s": c.time_to_train_s,
+                "gpu_hours": c.time_to_train_s * c.gpus / 3600, "cost_usd": c.cost_usd,
+                "cost_cny": c.cost_usd * self.cny_per_usd, "tokens_per_s": c.tokens_per_s,
+                "mfu": e.get("mfu"), "step_time_s": e.get("step_time_s"),
+                "memory": {k: e["memory"]["per_gpu"][k] for k in ("total_bytes", "allocated_bytes")} | {
+                    "usable_bytes": e["memory"]["gpu"]["usable_bytes"],
+                    "headroom_bytes": e["memory"]["headroom_bytes"], "fits": e["memory"]["fits"]},
+                "energy_kwh": e.get("energy_kwh"), "meets_deadline": c.meets_deadline,
+                "residual_value_usd": residual_value_usd(self.catalog.gpu(c.gpu), c.gpus)
+                if c.offer.pricing == "purchase" else None,
+                "meets_budget": c.meets_budget, "reasons": c.reasons,
+                "estimate_command": estimate_command(self.request, c),
+            }
+        return {
+            "model": self.request.model, "tokens": parse_count(self.request.tokens, "--tokens"),
+            "budget_usd": self.budget_usd, "deadline_s": self.deadline_s,
+            "ranked": [cand(c) for c in self.ranked], "pareto": [cand(c) for c in self.pareto],
+            "stats": self.stats, "assumptions": self.assumptions, "cny_per_usd": self.cny_per_usd,
+            "candidates": [{"gpu": c.gpu, "gpus": c.gpus, "mode": c.offer.to_dict(),
+                            "time_to_train_s": c.time_to_train_s, "cost_usd": c.cost_usd,
+                            "meets_deadline": c.meets_deadline, "meets_budget": c.meets_budget}
+                           for c in self.candidates],
+        }
+
+
+def _offers_for(record: GpuRecord, mode: str, basis: str) -> list[Offer]:
+    offers = cloud_offers(record) if mode in ("cloud", "both") else []
+    if mode in ("onprem", "both") and record.price is not None:
+        offers.append(Offer(kind="onprem", provider="owned", pricing=basis, usd_per_gpu_hour=None,
+                            as_of=str(record.price.as_of), source=record.price.source))
+    return offers
+
+
+def _price(record: GpuRecord, offer: Offer, gpus: int, hours: float) -> float:
+    """Cloud: GPU-hours x price. Owned, 'purchase' basis: the build's capex for every GPU plus energy
+    and fixed running costs for the job's hours (the hardware keeps its residual value, reported
+    apart); 'amortized' basis: the job's share of a cluster busy at the scenario's utilisation."""
+    if offer.kind == "cloud":
+        assert offer.usd_per_gpu_hour is not None
+        return gpus * hours * offer.usd_per_gpu_hour
+    scenario = scenario_for_gpu(record)
+    if offer.pricing == "amortized":
+        return float(onprem_cost_usd(gpus, hours, scenario))
+    unit = unit_costs(scenario)
+    running = unit.energy_usd_per_busy_hour + unit.fixed_usd_per_year / HOURS_PER_YEAR
+    return gpus * (unit.capex_usd + hours * running)
+
+
+def residual_value_usd(record: GpuRecord, gpus: int) -> float:
+    return gpus * unit_costs(scenario_for_gpu(record)).residual_credit_usd
+
+
+def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
+    """Search GPU types, counts, layouts and purchase modes; rank and return the Pareto front."""
+    started = time.perf_counter()
+    if request.gpus_min > request.gpus_max:
+        raise InvalidSpec(f"--gpus-min {request.gpus_min} exceeds --gpus-max {request.gpus_max}")
+    catalog = load_catalog(request.catalog)
+    records = [catalog.gpu(g) for g in request.gpu] if request.gpu else list(catalog.gpus.values())
+    cny_per_usd = request.fx_cny_per_usd or CNY_PER_USD_DEFAULT
+    budget = parse_money(request.budget, request.currency, cny_per_usd)
+    deadline = parse_duration(request.deadline, "--deadline") if request.deadline is not None else None
+    tokens = parse_count(request.tokens, "--tokens")
+    if tokens <= 0:
+        raise InvalidSpec("--tokens must be positive, e.g. 2T or 300B")
+    reference = build_setup(EstimateRequest(**_base_estimate_fields(request), gpu=records[0].id))
+    arch, job = reference.arch, reference.job
+    target = request.global_batch or default_global_batch(1, 1, job.seq_len)
+    assumptions = [a for a in reference.assumptions if "dp=" not in a]
+    assumptions.append(f"global batch about {target} sequences of {job.seq_len} tokens (rounded per layout)")
+    stats: dict[str, Any] = {"evaluated": 0, "feasible": 0, "infeasible_by_reason": {}, "gpu_types": len(records)}
+    reasons: dict[str, int] = stats["infeasible_by_reason"]
+    candidates: list[Candidate] = []
+    memory_cache: dict[tuple[int, tuple[int, ...]], Any] = {}
+    for done, record in enumerate(records):
+        if progress:
+            progress(done, len(records))
+        gpu = record.to_domain()
+        domain = min(gpu.link.domain_size, gpu.gpus_per_node) if gpu.link.domain_size <= gpu.gpus_per_node \
+            else gpu.link.domain_size
+        offers = _offers_for(record, request.mode, request.onprem_basis)
+        if not offers:
+            reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
+            continue
+        counts = gpu_counts(gpu.gpus_per_node, request.gpus_max, request.gpus_min)
+        key = (domain, tuple(counts))
+        if key not in memory_cache:
+            layouts = layout_space(arch, domain, counts, job.seq_len, sequence_parallel=True)
+            memory_cache[key] = space_memory(arch, job, layouts, RECOMPUTE, target) if len(layouts) else None
+        memory = memory_cache[key]
+        if memory is None:
+            continue
+        for count, best in sorted(fastest_per_count(arch, job, gpu, memory, gpu.usable_bytes()).items()):
+            stats["evaluated"] += best.evaluated
+            stats["feasible"] += best.feasible
+            reasons["memory.exceeds_capacity"] = reasons.get("memory.exceeds_capacity", 0) + best.infeasible_memory
+            if best.infeasible_batch:
+                reasons["batch.smaller_than_dp"] = reasons.get("batch.smaller_than_dp", 0) + best.infeasible_batch
+            if best.index < 0:
+                continue
+            lay = memory.layouts
+            i = best.index
+            layout = {"tp": int(lay.tp[i]), "pp": int(lay.pp[i]), "vpp": int(lay.vpp[i]), "dp": int(lay.dp[i]),
+                      "cp": int(lay.cp[i]), "ep": int(lay.ep[i]), "zero": int(lay.zero[i]),
+                      "micro_batch": int(lay.micro_batch[i]), "recompute": best.recompute,
+                      "sequence_parallel": bool(lay.tp[i] > 1)}
+            hours = tokens / best.tokens_per_s / 3600
+            for offer in offers:
+                try:
+                    cost = _price(record, offer, count, hours)
+                except RigplanError:
+                    reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
+                    continue
+                candidates.append(Candidate(gpu=record.id, gpus=count, layout=layout, global_batch=best.global_batch,
+                                            offer=offer, time_to_train_s=hours * 3600, cost_usd=cost,
+                                            tokens_per_s=best.tokens_per_s))
+    if progress:
+        progress(len(records), len(records))
+    for c in candidates:
+        c.meets_deadline = deadline is None or c.time_to_train_s <= deadline
+        c.meets_budget = budget is None or c.cost_usd <= budget
+    for code, attr in (("deadline.exceeded", "meets_deadline"), ("budget.exceeded", "meets_budget")):
+        missed = sum(1 for c in candidates if not getattr(c, attr))
+        if missed:
+            reasons[code] = missed
+    eligible = [c for c in candidates if c.meets_deadline and c.meets_budget]
+    ranked = _best_per_option(sorted(eligible, key=_rank_key))[: request.top]
+    front = pareto_front(candidates, time_of=lambda c: c.time_to_train_s, cost_of=lambda c: c.cost_usd)
+    _explain(ranked, eligible, budget, deadline)
+    shown = {id(c): c for c in [*ranked, *front]}
+    for c in shown.values():
+        c.estimate = estimate(candidate_request(request, c)).to_dict()
+        c.time_to_train_s = c.estimate["time_to_train_s"]
+        c.tokens_per_s = c.estimate["tokens_per_s"]
+        c.cost_usd = _price(catalog.gpu(c.gpu), c.offer, c.gpus, c.time_to_train_s / 3600)
+    stats["candidates"] = len(candidates)
+    stats["eligible"] = len(eligible)
+    stats["elapsed_s"] = time.perf_counter() - started
+    if not eligible:
+        assumptions.append("no candidate meets both the budget and the deadline; the Pareto front shows "
+                           "the trade-off that exists")
+    return PlanResult(request=request, ranked=ranked, pareto=front, stats=stats, assumptions=assumptions,
+                      budget_usd=budget, deadline_s=deadline, cny_per_usd=cny_per_usd, catalog=catalog,
+                      candidates=candidates)
+
+
+def _rank_key(c: Candidate) -> tuple[Any, ...]:
+    return (c.cost_usd, c.time_to_train_s, c.gpu, c.gpus, c.offer.pricing, c.offer.provider)
+
+
+def _best_per_option(ordered: list[Candidate]) -> list[Candidate]:
+    """The first (cheapest) candidate of each GPU type and purchase option, keeping the order."""
+    seen: set[tuple[str, str, str]] = set()
+    chosen = []
+    for c in ordered:
+        key = (c.gpu, c.offer.kind, c.offer.pricing)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(c)
+    return chosen
+
+
+def _explain(ranked: list[Candidate], eligible: list[Candidate], budget: float | None,
+             deadline: float | None) -> None:
+    """Say why the top choices win."""
+    if not eligible:
+        return
+    cheapest = min(eligible, key=lambda c: (c.cost_usd, c.time_to_train_s))
+    fastest = min(eligible, key=lambda c: (c.time_to_train_s, c.cost_usd))
+    cheapest.reasons.append("cheapest that meets the deadline" if deadline else "cheapest")
+    fastest.reasons.append("fastest under budget" if budget else "fastest")
+    if fastest not in ranked:
+        ranked.append(fastest)

@@ -1,0 +1,110 @@
+"""The layouts worth trying for one model, GPU type and GPU count, as numpy arrays.
+
+Divisor generators in the style of Calculon's get_all_* (Isaev et al., SC'23): tensor parallelism
+inside one NVLink domain and dividing heads and kv-heads; pipeline stages dividing the layers
+(with interleaving where the chunks divide evenly); context parallelism for long sequences;
+expert parallelism dividing the experts and the data-parallel group; the remaining GPUs are data
+parallel, with each ZeRO stage; micro-batches 1-8; recompute none/selective/full.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rigplan.domain.model import Architecture
+
+MICRO_BATCHES = (1, 2, 4, 8)
+RECOMPUTE = ("none", "selective", "full")
+ZERO_STAGES = (0, 1, 2, 3)
+MAX_PP = 64
+VPP_OPTIONS = (1, 2, 4)
+CP_OPTIONS = (1, 2, 4, 8)
+MIN_TOKENS_PER_CP_RANK = 4096
+"""Context parallelism is only tried when each rank keeps at least this many tokens."""
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def gpu_counts(gpus_per_node: int, gpus_max: int, gpus_min: int = 1) -> list[int]:
+    """GPU counts to try: 1, 2, 4 ... up to one node, then whole nodes in powers of two."""
+    counts = [c for c in (1, 2, 4) if c < gpus_per_node]
+    nodes = 1
+    while nodes * gpus_per_node <= gpus_max:
+        counts.append(nodes * gpus_per_node)
+        nodes *= 2
+    return [c for c in counts if gpus_min <= c <= gpus_max]
+
+
+def tensor_parallel_options(arch: Architecture, domain: int, num_gpus: int) -> list[int]:
+    """TP degrees that divide heads and kv-heads and fit inside one NVLink domain (and the job)."""
+    return [t for t in divisors(min(domain, num_gpus, 16))
+            if arch.num_heads % t == 0 and arch.kv_heads % t == 0]
+
+
+@dataclass(frozen=True)
+class LayoutArrays:
+    """Parallel arrays, one entry per layout; duck-compatible with domain.layout.Layout."""
+
+    tp: Any
+    pp: Any
+    vpp: Any
+    dp: Any
+    cp: Any
+    ep: Any
+    zero: Any
+    micro_batch: Any
+    sequence_parallel: bool
+
+    def __len__(self) -> int:
+        return int(np.size(self.tp))
+
+    @property
+    def gpus(self) -> Any:
+        return self.tp * self.pp * self.dp * self.cp
+
+    def take(self, mask: Any) -> LayoutArrays:
+        return LayoutArrays(tp=self.tp[mask], pp=self.pp[mask], vpp=self.vpp[mask], dp=self.dp[mask],
+                            cp=self.cp[mask], ep=self.ep[mask], zero=self.zero[mask],
+                            micro_batch=self.micro_batch[mask], sequence_parallel=self.sequence_parallel)
+
+
+def _layouts(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
+             zero_stages: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    for tp in tensor_parallel_options(arch, domain, num_gpus):
+        for pp in (p for p in divisors(arch.num_layers) if p <= MAX_PP and tp * p <= num_gpus):
+            vpps = [v for v in VPP_OPTIONS if v == 1 or (pp > 1 and arch.num_layers % (pp * v) == 0)]
+            for cp in CP_OPTIONS:
+                if cp > 1 and (seq_len % cp or seq_len // cp < MIN_TOKENS_PER_CP_RANK):
+                    continue
+                if num_gpus % (tp * pp * cp):
+                    continue
+                dp = num_gpus // (tp * pp * cp)
+                eps = [1]
+                if arch.moe is not None:
+                    eps = [e for e in divisors(dp * cp) if e <= 64 and arch.moe.num_experts % e == 0]
+                zeros = zero_stages if dp * cp > 1 else (0,)
+                for vpp, ep, zero, mb in itertools.product(vpps, eps, zeros, MICRO_BATCHES):
+                    yield tp, pp, vpp, dp, cp, ep, zero, mb
+
+
+def layout_space(arch: Architecture, domain: int, num_gpus: int | list[int], seq_len: int, *,
+                 sequence_parallel: bool, zero_stages: tuple[int, ...] = ZERO_STAGES) -> LayoutArrays:
+    """All layouts for `num_gpus` GPUs (or for each of several counts) whose NVLink domain holds
+    `domain` GPUs."""
+    counts = num_gpus if isinstance(num_gpus, list) else [num_gpus]
+    rows = [row for count in counts for row in _layouts(arch, domain, count, seq_len, zero_stages)]
+    if not rows:
+        empty = np.zeros(0, dtype=np.int64)
+        return LayoutArrays(tp=empty, pp=empty, vpp=empty, dp=empty, cp=empty, ep=empty, zero=empty,
+                            micro_batch=empty, sequence_parallel=sequence_parallel)
+    table = np.array(rows, dtype=np.int64)
+    return LayoutArrays(tp=table[:, 0], pp=table[:, 1], vpp=table[:, 2], dp=table[:, 3], cp=table[:, 4],
+                        ep=table[:, 5], zero=table[:, 6], micro_batch=table[:, 7],
+                        sequence_parallel=sequence_parallel)
