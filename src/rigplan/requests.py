@@ -109,10 +109,13 @@ class PlanRequest(ModelSpec):
     """`rigplan plan`: what to train, and the limits of budget, time and cluster size."""
 
     tokens: str | float = Field(..., description="Tokens to train on, e.g. 2T")
-    budget: str | float | None = Field(None, description="Total budget in USD (e.g. 500k, 3M), or CNY with --currency cny")
+    budget: str | float | None = Field(
+        None, description="Total budget in USD (e.g. 500k, 3M), or CNY with --currency cny")
     deadline: str | float | None = Field(None, description="Longest acceptable time to train, e.g. 30d")
     gpus_max: Annotated[int, Field(ge=1, le=1_000_000)] = 4096
     gpus_min: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    gpu_counts: list[Annotated[int, Field(ge=1, le=1_000_000)]] = Field(
+        default_factory=list, description="Exact GPU counts to try instead of node multiples up to gpus_max")
     gpu: list[str] = Field(default_factory=list, description="GPU ids to consider; empty = the whole catalog")
     mode: Literal["cloud", "onprem", "both"] = "both"
     onprem_basis: Literal["purchase", "amortized"] = "purchase"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -110,3 +111,78 @@ def test_group_filter_on_the_packaged_suite() -> None:
     assert out.exit_code in (0, 1)
     assert "torchtitan-h100-202412-t1-fsdp" in out.output
     assert "litgpt" not in out.output
+
+
+# --- throughput suite -------------------------------------------------------------------------------------------
+
+THROUGHPUT_REQUEST = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "seq": 4096, "gpus": 8, "zero": 3,
+                      "micro_batch": 1, "global_batch": 8, "kernels": "eager"}
+
+
+def _throughput_file(tmp_path: Path, measured_factors: dict[str, float]) -> Path:
+    from rigplan.requests import EstimateRequest
+    from rigplan.speed import estimate
+
+    predicted = estimate(EstimateRequest.model_validate(THROUGHPUT_REQUEST)).to_dict()["tokens_per_s_per_gpu"]
+    cases = [{
+        "id": case_id, "group": "tiny_speed", "source": {"title": "synthetic"}, "reliability": "high",
+        "request": THROUGHPUT_REQUEST,
+        "measured": {"value": predicted / factor, "unit": "tokens/s/GPU", "metric": "tokens_per_sec_per_gpu",
+                     "as_printed": f"{predicted / factor:.0f}"},
+        "compare": "tokens_per_s_per_gpu", "notes": [f"measured = predicted / {factor}"],
+    } for case_id, factor in measured_factors.items()]
+    data = {"schema_version": 1, "suite": "throughput", "description": "synthetic", "cases": cases}
+    path = tmp_path / "throughput.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_throughput_file_within_limits_exits_0(tmp_path: Path) -> None:
+    out = invoke("--cases", str(_throughput_file(tmp_path, {"s-exact": 1.0, "s-close": 1.05, "s-off": 0.95})))
+    assert out.exit_code == 0, out.output
+    for text in ("s-exact", "tokens/s/GPU", "+5.0%", "-5.0%", "25.0%", "tiny_speed", "throughput overall",
+                 "median |error| 5.0%", "overall median <= 7%"):
+        assert text in out.output, text
+    assert "BREACH" not in out.output
+
+
+def test_group_median_breach_exits_1_though_every_case_passes(tmp_path: Path) -> None:
+    path = _throughput_file(tmp_path, {"s-a": 1.2, "s-b": 1.2, "s-c": 0.8})
+    out = invoke("--cases", str(path))
+    assert out.exit_code == 1, out.output
+    assert "FAIL" not in out.output
+    assert "BREACH" in out.output and "group tiny_speed" in out.output and "exceeds 12%" in out.output
+    assert "throughput suite: median |error| 20.0%" in out.output
+    data = json.loads(invoke("--cases", str(path), "--json").output)
+    assert data["passed"] is False
+    assert len(data["breaches"]) == 2
+    assert data["suites"][0]["median_abs_error"] == pytest.approx(0.2)
+    # one case is no group: the aggregate rules are off with --case
+    assert invoke("--cases", str(path), "--case", "s-a").exit_code == 0
+
+
+def test_packaged_throughput_suite_runs_every_case() -> None:
+    out = invoke("--suite", "throughput", "--json")
+    assert out.exit_code in (0, 1)
+    data = json.loads(out.output)
+    cases = load_case_file(SUITES["throughput"].default_file).cases
+    assert len(data["results"]) == len(cases)
+    assert {r["suite"] for r in data["results"]} == {"throughput"}
+    assert data["passed"] == (out.exit_code == 0)
+    assert data["passed"] == (not data["breaches"] and all(r["status"] in ("pass", "gap") for r in data["results"]))
+    assert [s["suite"] for s in data["suites"]] == ["throughput"]
+    assert data["suites"][0]["median_abs_error"] is not None
+    assert data["skipped"], "skipped published rows are listed with their reasons"
+
+
+def test_suite_all_runs_memory_and_throughput() -> None:
+    data = json.loads(invoke("--suite", "all", "--json").output)
+    assert {r["suite"] for r in data["results"]} == {"memory", "throughput"}
+    assert {s["suite"] for s in data["suites"]} == {"memory", "throughput"}
+
+
+def test_throughput_table_shows_group_medians_and_the_overall_line() -> None:
+    out = invoke("--suite", "throughput", "--group", "megatron")
+    assert "megatron2021-a100-gpt1.7B" in out.output
+    assert "tflops_per_gpu" in out.output
+    assert "throughput overall: n=10" in out.output

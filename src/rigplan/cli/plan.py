@@ -35,7 +35,8 @@ def _render(data: dict[str, Any], currency: str) -> None:
             lay = c["layout"]
             layout = f"tp{lay['tp']} pp{lay['pp']}" + (f"x{lay['vpp']}" if lay["vpp"] > 1 else "") + \
                 f" dp{lay['dp']}" + (f" cp{lay['cp']}" if lay["cp"] > 1 else "") + \
-                (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" z{lay['zero']} mb{lay['micro_batch']} {lay['recompute']}"
+                (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + \
+                f" z{lay['zero']} mb{lay['micro_batch']} {lay['recompute']}"
             mode = c["mode"]
             where = f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else f"buy ({mode['pricing']})"
             table.add_row(f"{c['gpus']} x {c['gpu']}", where, layout, format_duration(c["time_to_train_s"]),

@@ -6,12 +6,22 @@ import sys
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
 from rigplan.cli.common import echo_json, guarded
-from rigplan.validation.run import SUITES, CaseResult, GroupSummary, run_suite, skipped_rows, summarize
+from rigplan.validation.run import (
+    SUITES,
+    CaseResult,
+    GroupSummary,
+    SuiteSummary,
+    run_suite,
+    skipped_rows,
+    suite_thresholds_breached,
+    summarize,
+    summarize_suites,
+)
 
 GiB = 2**30
 STATUS_STYLE = {
@@ -27,7 +37,7 @@ def _value(result: CaseResult, value: float | None) -> str:
         return "-"
     if result.unit == "bytes":
         return f"{value / GiB:.2f}"
-    return f"{value:,.4g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 def _percent(value: float | None, signed: bool = True) -> str:
@@ -49,18 +59,28 @@ def _console() -> Console:
     return console
 
 
-def render(results: list[CaseResult], summaries: list[GroupSummary], verbose: bool) -> None:
+def _unit_cell(result: CaseResult) -> str:
+    return "GiB" if result.unit == "bytes" else result.unit
+
+
+def render(results: list[CaseResult], summaries: list[GroupSummary], verbose: bool,
+           suites: list[SuiteSummary] | None = None, breaches: list[str] | None = None) -> None:
     console = _console()
     units = {r.unit for r in results}
     unit = "GiB" if units == {"bytes"} else "value"
+    with_unit = units != {"bytes"} and bool(results)
     table = Table(title="rigplan validate: predicted vs measured", title_justify="left")
-    for name, justify in (("id", "left"), ("group", "left"), ("kind", "left"), (f"measured {unit}", "right"),
-                          (f"predicted {unit}", "right"), ("error", "right"), ("tol", "right"),
-                          ("status", "left")):
+    columns: list[tuple[str, JustifyMethod]] = [("id", "left"), ("group", "left"), ("kind", "left")]
+    columns += [("unit", "left")] if with_unit else []
+    columns += [(f"measured {unit}", "right"), (f"predicted {unit}", "right"), ("error", "right"), ("tol", "right"),
+                ("status", "left")]
+    for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=name in ("id", "group"))
     for r in results:
-        table.add_row(r.id, r.group, r.kind, _measured_cell(r), _value(r, r.predicted), _percent(r.error),
-                      _percent(r.tolerance, signed=False) if r.tolerance is not None else "oom", STATUS_STYLE[r.status])
+        cells = [r.id, r.group, r.kind] + ([_unit_cell(r)] if with_unit else []) + [
+            _measured_cell(r), _value(r, r.predicted), _percent(r.error),
+            _percent(r.tolerance, signed=False) if r.tolerance is not None else "oom", STATUS_STYLE[r.status]]
+        table.add_row(*cells)
     console.print(table)
 
     summary = Table(title="Per group (error = predicted / measured - 1 over value cases)", title_justify="left")
@@ -76,6 +96,17 @@ def render(results: list[CaseResult], summaries: list[GroupSummary], verbose: bo
     summary.add_row("", "all", str(len(results)), str(total_pass), str(len(results) - total_pass - total_gap),
                     str(total_gap), "", "", "", "")
     console.print(summary)
+    for t in suites or []:
+        rule = []
+        if t.group_median_limit is not None:
+            rule.append(f"group median <= {t.group_median_limit:.0%}")
+        if t.suite_median_limit is not None:
+            rule.append(f"overall median <= {t.suite_median_limit:.0%}")
+        console.print(f"[bold]{t.suite}[/bold] overall: n={t.n}, median |error| {_percent(t.median_abs_error, False)}, "
+                      f"median error {_percent(t.median_error)}, worst |error| {_percent(t.worst_abs_error, False)} "
+                      f"({escape(t.worst_id or '-')})" + (f"; limits: {', '.join(rule)}" if rule else ""))
+    for message in breaches or []:
+        console.print(f"[bold red]BREACH[/bold red] {escape(message)}")
 
     gaps = [r for r in results if r.status == "gap"]
     if gaps:
@@ -94,6 +125,9 @@ def render(results: list[CaseResult], summaries: list[GroupSummary], verbose: bo
             if r.detail and r.unit == "bytes":
                 parts = ", ".join(f"{k.removesuffix('_bytes')} {v / GiB:.2f}" for k, v in r.detail.items() if v)
                 console.print(f"  predicted GiB: {parts}")
+            elif r.detail:
+                parts = ", ".join(f"{k} {v:,.4g}" for k, v in r.detail.items())
+                console.print(f"  predicted: {parts}")
             for note in r.notes:
                 console.print(f"  - {escape(note)}")
             for assumption in r.assumptions:
@@ -114,30 +148,39 @@ def validate_command(suite: str, group: str | None, case_id: str | None, as_json
                      cases_file: str | None) -> None:
     """Compare rigplan's predictions with published measurements.
 
-    Each case reproduces a published run (torchtitan, torchtune, lit-gpt, ...) as a rigplan request and
-    compares the prediction with the measured value; the tolerance is fixed per case from the
-    source's reliability. Exit status 1 when any case fails; a case whose measurement includes an
-    effect rigplan does not model says so (known_gap) and is listed as a gap, not hidden.
+    Each case reproduces a published run (torchtitan, torchtune, lit-gpt, MPT, Megatron-LM, NeMo, ...)
+    as a rigplan request and compares the prediction with the measured value. Memory: the tolerance
+    is fixed per case from the source's reliability. Throughput (tokens/s, step time): |error| <= 25%
+    per case, median |error| <= 12% per group and <= 7% over the suite. Exit status 1 when any case
+    fails or a group / suite median is over its limit (the group rule is skipped with --case, the
+    suite rule with --group or --case); a case whose measurement includes an effect rigplan does not
+    model says so (known_gap) and is listed as a gap, not hidden.
 
     \b
     Examples:
       rigplan validate
+      rigplan validate --suite throughput
       rigplan validate --group torchtune --verbose
       rigplan validate --case torchtitan-h100-202412-t1-fsdp --json
     """
     results = run_suite(suite, group=group, case=case_id, cases_file=cases_file)
     summaries = summarize(results)
+    suites = summarize_suites(results)
+    breaches = suite_thresholds_breached(results, groups=case_id is None, overall=case_id is None and group is None)
+    failed = any(r.failed for r in results) or bool(breaches)
     if as_json:
         payload: dict[str, Any] = {
             "results": [r.to_dict() for r in results],
             "summary": [s.to_dict() for s in summaries],
+            "suites": [t.to_dict() for t in suites],
+            "breaches": breaches,
             "skipped": [row.model_dump() for row in skipped_rows(suite, cases_file)],
-            "passed": not any(r.failed for r in results),
+            "passed": not failed,
         }
         echo_json(payload)
     else:
         if not results:
             click.echo("rigplan validate: no case matches the filters", err=True)
-        render(results, summaries, verbose)
-    if any(r.failed for r in results):
+        render(results, summaries, verbose, suites, breaches)
+    if failed:
         sys.exit(1)

@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from rigplan.domain.job import Job
-from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate.params import ParamCounts, count_params
 

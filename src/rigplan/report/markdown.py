@@ -23,7 +23,8 @@ def plan_markdown(data: dict[str, Any]) -> str:
     lines = [f"# Training plan: {data['model']}, {data['tokens']:.3g} tokens", ""]
     limits = []
     if data.get("budget_usd"):
-        limits.append(f"budget {format_usd(data['budget_usd'])} ({format_cny(data['budget_usd'] * data['cny_per_usd'])})")
+        cny = format_cny(data["budget_usd"] * data["cny_per_usd"])
+        limits.append(f"budget {format_usd(data['budget_usd'])} ({cny})")
     if data.get("deadline_s"):
         limits.append(f"deadline {format_duration(data['deadline_s'])}")
     lines.append("Limits: " + (", ".join(limits) if limits else "none given") + ".")

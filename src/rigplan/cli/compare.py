@@ -1,0 +1,74 @@
+"""`rigplan compare`: concrete options side by side, with the winner per row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from rigplan.cli.common import build_request, echo_json, guarded, model_options
+from rigplan.cost.money import format_usd
+from rigplan.planning import compare
+from rigplan.requests import PlanRequest
+from rigplan.units import format_bytes, format_count, format_duration
+
+FORMATS = {
+    "time_to_train_s": format_duration, "tokens_per_s": format_count, "mfu": lambda v: f"{100 * v:.0f}%",
+    "memory_per_gpu_bytes": format_bytes, "headroom_bytes": format_bytes, "cloud_cost_usd": format_usd,
+    "onprem_cost_usd": format_usd, "power_w": lambda v: f"{v / 1000:.1f} kW", "energy_kwh": lambda v: f"{v:,.0f} kWh",
+}
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if key == "layout":
+        return (f"tp{value['tp']} pp{value['pp']} dp{value['dp']} z{value['zero']} mb{value['micro_batch']} "
+                f"{value['recompute']}")
+    formatter = FORMATS.get(key)
+    return str(formatter(value)) if formatter else str(value)
+
+
+@click.command("compare")
+@click.argument("model")
+@click.argument("options", nargs=-1, required=True)
+@model_options
+@click.option("--tokens", required=True, help="Tokens to train on, e.g. 50B.")
+@click.option("--method", type=click.Choice(["full", "lora", "qlora"]), default="full", show_default=True)
+@click.option("--lora-rank", type=int, default=16, show_default=True)
+@click.option("--lora-targets", default="q,v", show_default=True)
+@click.option("--seq", type=int, help="Sequence length (default: min(4096, model context)).")
+@click.option("--global-batch", type=int, default=0, help="Sequences per step (default: about 4M tokens).")
+@click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16",
+                                                "fp16"]))
+@click.option("--kernels", type=click.Choice(["fused", "eager"]), default="fused", show_default=True)
+@click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@guarded
+def compare_command(model: str, options: tuple[str, ...], catalog_dirs: tuple[str, ...], as_json: bool,
+                    **kwargs: Any) -> None:
+    """Compare concrete options (COUNTxGPU) for MODEL: speed, memory, cost, power; winner per row.
+
+    \b
+    Examples:
+      rigplan compare llama-2-7b 8xa100-80gb-sxm 4xh100-sxm --tokens 2B --method lora
+      rigplan compare llama-3.1-8b 8xh100-sxm 8xh200-sxm 8xmi300x --tokens 100B
+    """
+    request = build_request(PlanRequest, model=model, catalog=list(catalog_dirs), **kwargs)
+    result = compare(request, list(options))
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    table = Table(title=f"{model}: {kwargs['tokens']} tokens", title_justify="left")
+    table.add_column("")
+    for option in result.options:
+        table.add_column(option, justify="right")
+    table.add_column("winner")
+    for row in result.rows:
+        table.add_row(row["label"], *[_cell(row["key"], v) for v in row["values"]], row["winner"] or "")
+    Console().print(table)
+    for option, best in zip(result.options, result.best, strict=True):
+        if best is None:
+            Console().print(f"[red]{option}: no layout fits this job in memory[/red]")

@@ -1,0 +1,80 @@
+"""The planner: its best layout is never beaten by brute force through `estimate`, its candidates are
+reproduced exactly by `rigplan estimate`, and it never recommends what does not fit."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from rigplan.planning import candidate_request, parse_money, plan
+from rigplan.requests import EstimateRequest, PlanRequest
+from rigplan.search.pareto import pareto_front
+from rigplan.speed import estimate
+
+SMALL = dict(model="llama-3.2-1b", tokens="20B", gpu=["a100-80gb-sxm"], gpus_max=8, gpus_min=8, mode="cloud",
+             global_batch=64, seq=2048)
+
+
+@pytest.fixture(scope="module")
+def small_plan():  # type: ignore[no-untyped-def]
+    return plan(PlanRequest(**SMALL))
+
+
+def test_best_is_not_beaten_by_brute_force(small_plan) -> None:  # type: ignore[no-untyped-def]
+    best = min(small_plan.candidates, key=lambda c: c.time_to_train_s)
+    fastest = float("inf")
+    for tp, pp, zero, mb, rc in itertools.product((1, 2, 4, 8), (1, 2, 4, 8), (0, 1, 2, 3), (1, 2, 4, 8),
+                                                  ("none", "selective", "full")):
+        if tp * pp > 8:
+            continue
+        dp = 8 // (tp * pp)
+        if mb * dp > 64 or (dp == 1 and zero):
+            continue
+        gb = (64 // (mb * dp)) * mb * dp
+        req = EstimateRequest(model="llama-3.2-1b", gpu="a100-80gb-sxm", gpus=8, tp=tp, pp=pp, zero=zero,
+                              micro_batch=mb, recompute=rc, global_batch=gb, seq=2048, tokens="20B",
+                              sequence_parallel=tp > 1)
+        result = estimate(req).to_dict()
+        if result["fits"]:
+            fastest = min(fastest, result["time_to_train_s"])
+    assert best.time_to_train_s <= fastest * (1 + 1e-9)
+
+
+def test_candidates_are_reproduced_by_estimate(small_plan) -> None:  # type: ignore[no-untyped-def]
+    shown = small_plan.ranked + small_plan.pareto
+    assert shown
+    for cand in shown:
+        again = estimate(candidate_request(small_plan.request, cand)).to_dict()
+        assert again["time_to_train_s"] == cand.time_to_train_s
+        assert again == cand.estimate
+
+
+def test_never_recommends_what_does_not_fit() -> None:
+    result = plan(PlanRequest(model="llama-3.1-70b", tokens="100B", gpus_max=64, top=20))
+    for cand in result.ranked + result.pareto:
+        memory = cand.estimate["memory"]
+        assert memory["fits"] and memory["headroom_bytes"] >= 0
+
+
+def test_limits_are_respected_and_reasons_counted() -> None:
+    result = plan(PlanRequest(model="llama-3.1-8b", tokens="1T", deadline="30d", budget="200k", gpus_max=512))
+    data = result.to_dict()
+    for cand in data["ranked"]:
+        assert cand["time_to_train_s"] <= 30 * 86400 * 1.0001
+        assert cand["cost_usd"] <= 200_000 * 1.0001
+    assert data["stats"]["infeasible_by_reason"]
+    assert data["stats"]["evaluated"] >= data["stats"]["feasible"] > 0
+
+
+def test_pareto_front_is_not_dominated() -> None:
+    points = [(1, 9), (2, 5), (3, 6), (4, 2), (5, 2), (2, 5)]
+    front = pareto_front(points, time_of=lambda p: p[0], cost_of=lambda p: p[1])
+    assert front == [(1, 9), (2, 5), (4, 2)]
+
+
+@pytest.mark.parametrize("text,currency,expected", [
+    ("3M", "usd", 3e6), ("500k", "usd", 5e5), ("2000万", "cny", 2e7 / 7.1), ("1.5亿", "cny", 1.5e8 / 7.1),
+])
+def test_budget_parsing(text: str, currency: str, expected: float) -> None:
+    assert parse_money(text, currency, 7.1) == pytest.approx(expected)
