@@ -7,6 +7,7 @@ import sys
 import click
 
 from rigplan.cli.catalog import gpus_group, models_group
+from rigplan.cli.compare import compare_command
 from rigplan.cli.estimate import estimate_command
 from rigplan.cli.memory import memory_command
 from rigplan.cli.plan import plan_command
@@ -22,6 +23,7 @@ def cli() -> None:
 cli.add_command(memory_command)
 cli.add_command(estimate_command)
 cli.add_command(plan_command)
+cli.add_command(compare_command)
 cli.add_command(validate_command)
 cli.add_command(models_group)
 cli.add_command(gpus_group)
