@@ -1,0 +1,62 @@
+"""`rigplan estimate`: the JSON contract, the Megatron GPT-3 175B reference point, infeasible jobs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rigplan.cli.main import cli
+
+KEYS = ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
+        "mfu", "hfu", "breakdown", "time_to_train_s", "gpu_hours", "energy_kwh", "memory", "assumptions")
+
+
+def run(*args: str) -> dict:
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_json_contract() -> None:
+    data = run("estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--fsdp", "--tokens", "100B")
+    for key in KEYS:
+        assert key in data
+    for key in ("compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "comm"):
+        assert key in data["breakdown"]
+    assert set(data["breakdown"]["comm"]) == {"tp_s", "cp_s", "ep_s", "pp_s", "dp_s"}
+    assert data["time_to_train_s"] == pytest.approx(100e9 / data["tokens_per_s"])
+    assert data["gpu_hours"] == pytest.approx(data["time_to_train_s"] * 8 / 3600)
+    assert data["memory"]["model"]["id"] == "llama-3.1-8b"
+
+
+def test_megatron_gpt3_175b_reference() -> None:
+    """Narayanan et al. 2021 Sec. 5.1: 1,024 A100, tp 8, pp 8, batch 1536: 140 TFLOP/s per GPU, ~34 days for 300B."""
+    data = run("estimate", "gpt-3-175b", "--gpu", "a100-80gb-sxm", "--gpus", "1024", "--tp", "8", "--pp", "8",
+               "--global-batch", "1536", "--recompute", "full", "--attention", "eager", "--tokens", "300B")
+    # The paper's TFLOP/s count one recomputed forward, as rigplan's hardware TFLOP/s do.
+    assert data["hardware_tflops_per_gpu"] == pytest.approx(140, rel=0.15)
+    assert data["time_to_train_s"] / 86400 == pytest.approx(34, rel=0.15)
+    assert data["fits"]
+
+
+def test_infeasible_job_is_reported_with_what_it_needs() -> None:
+    data = run("estimate", "llama-3.1-70b", "--gpu", "rtx-4090", "--gpus", "8")
+    assert data["fits"] is False
+    assert data["violations"][0]["code"] == "memory.exceeds_capacity"
+    assert data["memory"]["per_gpu"]["total_bytes"] > data["memory"]["gpu"]["usable_bytes"]
+    assert data["step_time_s"] > 0
+
+
+def test_text_output_and_network_options() -> None:
+    result = CliRunner().invoke(cli, ["estimate", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--tp", "8",
+                                      "--pp", "2", "--zero", "1", "--nic", "200", "--gpus-per-node", "8",
+                                      "--tokens", "1T"])
+    assert result.exit_code == 0, result.output
+    assert "time to train" in result.output and "MFU" in result.output
+    slower = run("estimate", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--tp", "8", "--pp", "2",
+                 "--zero", "1", "--nic", "25")
+    faster = run("estimate", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--tp", "8", "--pp", "2",
+                 "--zero", "1", "--nic", "400")
+    assert slower["step_time_s"] > faster["step_time_s"]
