@@ -11,6 +11,7 @@ from rigplan.cli.compare import compare_command
 from rigplan.cli.estimate import estimate_command
 from rigplan.cli.memory import memory_command
 from rigplan.cli.plan import plan_command
+from rigplan.cli.tco import tco_command
 from rigplan.cli.validate import validate_command
 
 
@@ -24,6 +25,7 @@ cli.add_command(memory_command)
 cli.add_command(estimate_command)
 cli.add_command(plan_command)
 cli.add_command(compare_command)
+cli.add_command(tco_command)
 cli.add_command(validate_command)
 cli.add_command(models_group)
 cli.add_command(gpus_group)

@@ -31,18 +31,29 @@ YI = 1e8
 """亿: one hundred million."""
 
 
+def _three_digits(value: float) -> str:
+    """Three significant digits, trailing zeros kept: 1.00, 12.3, 123."""
+    if round(value, 2) < 10:
+        return f"{value:.2f}"
+    if round(value, 1) < 100:
+        return f"{value:.1f}"
+    return f"{value:.0f}"
+
+
 def format_usd(usd: float) -> str:
-    """USD for people: $2.45, $1,234, $12.3k, $1.23M, $1.23B."""
+    """USD for people: $2.45, $1,234, $12.3k, $1.23M, $1.00M, $1.23B."""
     if not math.isfinite(usd):
         return "n/a"
     sign, value = ("-" if usd < 0 else ""), abs(usd)
-    if value >= 1e9:
-        return f"{sign}${value / 1e9:.3g}B"
-    if value >= 1e6:
-        return f"{sign}${value / 1e6:.3g}M"
-    if value >= 1e4:
+    if value == 0:
+        return "$0"
+    if value >= 999.5e6:
+        return f"{sign}${_three_digits(value / 1e9)}B"
+    if value >= 999.95e3:
+        return f"{sign}${_three_digits(value / 1e6)}M"
+    if value >= 9999.5:
         return f"{sign}${value / 1e3:.1f}k"
-    if value >= 100:
+    if value >= 99.995:
         return f"{sign}${value:,.0f}"
     return f"{sign}${value:.2f}"
 
@@ -52,13 +63,15 @@ def format_cny(cny: float) -> str:
     if not math.isfinite(cny):
         return "n/a"
     sign, value = ("-" if cny < 0 else ""), abs(cny)
-    if value >= YI:
-        return f"{sign}¥{value / YI:.3g}亿"
-    if value >= 1000 * WAN:
+    if value == 0:
+        return "¥0"
+    if value >= 9999.5 * WAN:
+        return f"{sign}¥{_three_digits(value / YI)}亿"
+    if value >= 999.95 * WAN:
         return f"{sign}¥{value / WAN:,.0f}万"
-    if value >= WAN:
+    if value >= WAN - 0.5:
         return f"{sign}¥{value / WAN:.1f}万"
-    if value >= 100:
+    if value >= 99.995:
         return f"{sign}¥{value:,.0f}"
     return f"{sign}¥{value:.2f}"
 

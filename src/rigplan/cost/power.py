@@ -6,7 +6,7 @@ import math
 import re
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rigplan.errors import InvalidSpec
 
@@ -94,10 +94,9 @@ def parse_tariff(text: str, *, shiftable: bool = False, usd_per_unit: float = 1.
         bands.append(TariffBand(name=name, hours_per_day=hours, usd_per_kwh=price * usd_per_unit))
     try:
         return TimeOfUseTariff(bands=bands, shiftable=shiftable)
-    except ValueError as err:  # pydantic ValidationError is a ValueError
-        message = str(err).splitlines()
-        detail = next((line.strip() for line in message if "24 h" in line), "bands must cover 24 h a day")
-        raise InvalidSpec(f"--tou: {detail.removeprefix('Value error, ')}") from err
+    except ValidationError as err:
+        detail = str(err.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise InvalidSpec(f"--tou: {detail}") from err
 
 
 def heat_btu_per_h(it_w: float) -> float:

@@ -1,0 +1,153 @@
+"""Cloud rental: dated $/GPU-hour offers from the catalog or the user, and the cost of a job."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rigplan.catalog.schema import CloudPriceRecord, GpuRecord
+from rigplan.cost.onprem import FloatOrArray
+from rigplan.cost.power import HOURS_PER_MONTH
+from rigplan.errors import InvalidSpec
+
+PRICING_KINDS = ("on-demand", "reserved", "spot", "community", "serverless")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CloudOffer:
+    """One provider's price for one GPU-hour, as a dated snapshot."""
+
+    provider: str
+    pricing: str
+    """on-demand, reserved (committed / capacity blocks), spot, community, serverless, or user."""
+    usd_per_gpu_hour: float
+    as_of: dt.date | None
+    source: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider} ({self.pricing})"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["as_of"] = self.as_of.isoformat() if self.as_of else None
+        return data
+
+
+def _offer(record: CloudPriceRecord) -> CloudOffer:
+    return CloudOffer(provider=record.provider, pricing=record.pricing, usd_per_gpu_hour=record.usd_per_gpu_hour,
+                      as_of=record.as_of, source=record.source)
+
+
+def offers_for(gpu: GpuRecord, *, latest_only: bool = True, pricing: tuple[str, ...] = ()) -> list[CloudOffer]:
+    """The catalog's cloud offers for a GPU, cheapest first.
+
+    `latest_only` keeps the newest snapshot per (provider, pricing) - e.g. AWS p5 on-demand after
+    the June-2025 cut rather than before it. `pricing` keeps only those kinds.
+    """
+    offers = [_offer(r) for r in gpu.cloud_prices if not pricing or r.pricing in pricing]
+    if latest_only:
+        newest: dict[tuple[str, str], CloudOffer] = {}
+        for offer in offers:
+            key = (offer.provider, offer.pricing)
+            kept = newest.get(key)
+            if kept is None or (offer.as_of or dt.date.min) > (kept.as_of or dt.date.min):
+                newest[key] = offer
+        offers = list(newest.values())
+    return sorted(offers, key=lambda o: (o.usd_per_gpu_hour, o.provider))
+
+
+def user_offer(usd_per_gpu_hour: float, provider: str = "user") -> CloudOffer:
+    """A price given on the command line."""
+    if not (math.isfinite(usd_per_gpu_hour) and usd_per_gpu_hour > 0):
+        raise InvalidSpec(f"--cloud-price must be a positive price per GPU-hour, got {usd_per_gpu_hour}")
+    return CloudOffer(provider=provider, pricing="user", usd_per_gpu_hour=usd_per_gpu_hour, as_of=None,
+                      source="--cloud-price")
+
+
+def read_offers(path: str | Path, usd_per_unit: float = 1.0) -> list[CloudOffer]:
+    """Offers from a YAML file: a list of {provider, pricing, usd_per_gpu_hour, as_of, source}
+    (the catalog's `cloud_prices` entries; the price is read in a currency worth `usd_per_unit` USD)."""
+    file = Path(path)
+    try:
+        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise InvalidSpec(f"--offers: cannot read '{file}': {err.strerror}") from err
+    except yaml.YAMLError as err:
+        raise InvalidSpec(f"--offers: '{file}' is not valid YAML ({str(err).splitlines()[0]})") from err
+    if isinstance(raw, dict) and "cloud_prices" in raw:
+        raw = raw["cloud_prices"]
+    if not isinstance(raw, list) or not raw:
+        raise InvalidSpec(f"--offers: '{file}' must hold a non-empty list of offers")
+    offers = []
+    for index, item in enumerate(raw):
+        try:
+            record = CloudPriceRecord.model_validate(item)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(entry)"
+            raise InvalidSpec(f"--offers: '{file}' entry {index + 1}: {where}: {first['msg']}") from err
+        offer = _offer(record)
+        offers.append(CloudOffer(provider=offer.provider, pricing=offer.pricing,
+                                 usd_per_gpu_hour=offer.usd_per_gpu_hour * usd_per_unit, as_of=offer.as_of,
+                                 source=offer.source))
+    return sorted(offers, key=lambda o: o.usd_per_gpu_hour)
+
+
+def cloud_cost_usd(gpu_hours: FloatOrArray, usd_per_gpu_hour: FloatOrArray) -> FloatOrArray:
+    """Rental cost: GPU-hours × $/GPU-hour. Arrays broadcast (the planner passes one per candidate).
+
+    Leaves out: minimum billing increments, instance granularity (8-GPU nodes bill whole), queueing
+    for capacity, spot pre-emption (restarts cost extra GPU-hours), taxes and negotiated discounts.
+    """
+    hours = np.asarray(gpu_hours, dtype=np.float64)
+    price = np.asarray(usd_per_gpu_hour, dtype=np.float64)
+    if np.any(hours < 0) or np.any(price < 0):
+        raise InvalidSpec("GPU-hours and prices must be non-negative")
+    result = np.asarray(hours * price, dtype=np.float64)
+    return float(result) if result.ndim == 0 else result
+
+
+class CloudExtras(BaseModel):
+    """Optional storage and data-transfer charges of a cloud job (no default prices: inputs only)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    storage_gb: Annotated[float, Field(ge=0)] = 0.0
+    storage_usd_per_gb_month: Annotated[float, Field(ge=0)] = 0.0
+    egress_gb: Annotated[float, Field(ge=0)] = 0.0
+    egress_usd_per_gb: Annotated[float, Field(ge=0)] = 0.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CloudJobCost:
+    offer: CloudOffer
+    num_gpus: int
+    hours: float
+    compute_usd: float
+    storage_usd: float
+    egress_usd: float
+    total_usd: float
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.offer.to_dict()
+        data.update(num_gpus=self.num_gpus, hours=self.hours, compute_usd=self.compute_usd,
+                    storage_usd=self.storage_usd, egress_usd=self.egress_usd, total_usd=self.total_usd)
+        return data
+
+
+def cloud_job_cost(offer: CloudOffer, num_gpus: int, hours: float, extras: CloudExtras | None = None) -> CloudJobCost:
+    """compute = N × H × price; storage = GB × $/GB-month × H/730; egress = GB × $/GB."""
+    extras = extras or CloudExtras()
+    compute = float(cloud_cost_usd(num_gpus * hours, offer.usd_per_gpu_hour))
+    storage = extras.storage_gb * extras.storage_usd_per_gb_month * hours / HOURS_PER_MONTH
+    egress = extras.egress_gb * extras.egress_usd_per_gb
+    return CloudJobCost(offer=offer, num_gpus=num_gpus, hours=hours, compute_usd=compute, storage_usd=storage,
+                        egress_usd=egress, total_usd=compute + storage + egress)

@@ -1,0 +1,283 @@
+"""On-premises cost of ownership: capex, residual value, power at PUE, colocation, licence, staff.
+
+Everything is per GPU first and then scaled; amounts are USD, power W, energy kWh, time hours.
+"utilisation" u is the fraction of owned wall-clock hours the GPUs do useful work.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
+
+from rigplan.catalog.schema import GpuRecord
+from rigplan.cost.power import HOURS_PER_YEAR, TimeOfUseTariff, airflow_cfm, heat_btu_per_h
+from rigplan.errors import InvalidSpec
+
+FloatOrArray = float | npt.NDArray[np.float64]
+
+# Defaults, each with its source (hardware-facts.md = shared/reference/hardware-facts.md, compiled 2026-12-02).
+SERVER_SHARE_FRACTION_DEFAULT = 0.5
+FABRIC_FRACTION_DEFAULT = 0.2
+SHARE_SOURCE = (
+    "server share 50% and network fabric 20% of the GPU price: hardware-facts.md Part C row 8 puts 64 H100 at "
+    "$1.6-1.9M for GPUs and $2.5-3.5M with servers, InfiniBand fabric and storage, i.e. about 0.7x the GPU price "
+    "on top (midpoints); the 0.5/0.2 split is our assumption. DGX A100 ($199k with 8 A100 40GB, A4) carries "
+    "more. For PCIe/consumer cards a server costs far more than 50% of a cheap GPU: set --server-share"
+)
+DEPRECIATION_YEARS_DEFAULT = 3.0
+DEPRECIATION_SOURCE = (
+    "3 years as in the seed article; hyperscalers depreciate servers over 5-6 years (hardware-facts B8)"
+)
+RESIDUAL_FRACTION_DEFAULT = 0.3
+RESIDUAL_SOURCE = (
+    "30% after the depreciation period, the seed's figure; a scenario input: used H100 fetched 50-70% of new "
+    "after 2-3 years in 2025-26, older generations far less (hardware-facts B8, Part C row 9)"
+)
+UTILISATION_DEFAULT = 0.7
+UTILISATION_SOURCE = "70% of owned hours busy (hardware-facts Part C row 9); the seed's 2,000 h/yr is 23%"
+PUE_DEFAULT = 1.4
+PUE_SOURCE = "PUE 1.4 (Equinix 1.42 in 2023; Uptime Institute global average 1.56-1.58, hyperscale 1.1-1.2; B3)"
+USD_PER_KWH_DEFAULT = 0.08
+USD_PER_KWH_SOURCE = "$0.08/kWh, US industrial regional averages 7.7-8.3 ¢ (EIA Electric Power Monthly 5.6.B; B4)"
+HOST_W_PER_GPU_DEFAULT = 250.0
+HOST_W_SOURCE = (
+    "host 250 W per GPU under load: DGX H100 draws 6.5-8.5 kW typical with 5.6 kW of GPUs, i.e. 110-360 W per "
+    "GPU for CPUs, NICs, NVSwitch, DRAM, fans (hardware-facts B2)"
+)
+DELTA_T_F_DEFAULT = 20.0
+LICENCE_PRESETS_USD_PER_GPU_YEAR = {"none": 0.0, "open": 0.0, "nvaie": 4500.0}
+LICENCE_SOURCE = (
+    "NVIDIA AI Enterprise $4,500 per GPU per year (Q3 FY2024 earnings call; B5); 5 years bundled with H100 PCIe, "
+    "H100 NVL and H200 NVL; $0 for open stacks (CUDA itself needs no licence)"
+)
+
+
+class OnPremScenario(BaseModel):
+    """Inputs of an owned cluster, per GPU unless the name says otherwise. Amounts in USD."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpu_price_usd: PositiveFloat
+    gpu_tdp_w: PositiveFloat
+    server_share_fraction: Annotated[float, Field(ge=0, le=20)] = SERVER_SHARE_FRACTION_DEFAULT
+    """Chassis, baseboard, CPUs, RAM, NICs, local storage and PSUs, as a fraction of the GPU price."""
+    server_share_usd_per_gpu: Annotated[float, Field(ge=0)] | None = None
+    """Absolute non-GPU server cost per GPU; replaces the fraction when given."""
+    fabric_fraction: Annotated[float, Field(ge=0, le=20)] = FABRIC_FRACTION_DEFAULT
+    """Scale-out network (switches, cables, optics) as a fraction of the GPU price."""
+    fabric_usd_per_gpu: Annotated[float, Field(ge=0)] | None = None
+    """Absolute fabric cost per GPU (a node's share / GPUs per node); replaces the fraction when given."""
+    depreciation_years: Annotated[float, Field(gt=0, le=20)] = DEPRECIATION_YEARS_DEFAULT
+    residual_fraction: Annotated[float, Field(ge=0, le=1)] = RESIDUAL_FRACTION_DEFAULT
+    """Resale value at the end of the period, as a fraction of capex (all hardware)."""
+    utilisation: Annotated[float, Field(gt=0, le=1)] = UTILISATION_DEFAULT
+    pue: Annotated[float, Field(ge=1, le=3)] = PUE_DEFAULT
+    host_w_per_gpu: Annotated[float, Field(ge=0, le=10_000)] = HOST_W_PER_GPU_DEFAULT
+    usd_per_kwh: Annotated[float, Field(ge=0, le=10)] = USD_PER_KWH_DEFAULT
+    tariff: TimeOfUseTariff | None = None
+    """Time-of-use tariff; replaces usd_per_kwh when given."""
+    colo_usd_per_kw_month: Annotated[float, Field(ge=0)] = 0.0
+    """Colocation / datacentre space and cooling per provisioned IT kW (energy billed separately)."""
+    licence_usd_per_gpu_year: Annotated[float, Field(ge=0)] = 0.0
+    staff_usd_per_year: Annotated[float, Field(ge=0)] = 0.0
+    """Operations staff for the whole cluster (spread over its GPUs)."""
+    delta_t_f: Annotated[float, Field(gt=0, le=100)] = DELTA_T_F_DEFAULT
+    """Air temperature rise through the servers, °F, for the airflow figure."""
+
+    @property
+    def owned_hours(self) -> float:
+        return self.depreciation_years * HOURS_PER_YEAR
+
+
+def scenario_for_gpu(record: GpuRecord, **overrides: Any) -> OnPremScenario:
+    """A scenario for a catalog GPU: its price (unless `gpu_price_usd` is given) and its TDP."""
+    values = {k: v for k, v in overrides.items() if v is not None}
+    if "gpu_price_usd" not in values:
+        if record.price is None:
+            raise InvalidSpec(f"gpu '{record.id}' has no purchase price in the catalog; pass --gpu-price")
+        values["gpu_price_usd"] = record.price.usd
+    values.setdefault("gpu_tdp_w", record.tdp_w)
+    return OnPremScenario.model_validate(values)
+
+
+def licence_usd_per_gpu_year(text: str | float, usd_per_unit: float = 1.0) -> float:
+    """'nvaie' → 4,500, 'none'/'open' → 0, or a number in a currency worth `usd_per_unit` USD."""
+    if isinstance(text, int | float):
+        value = float(text) * usd_per_unit
+    else:
+        key = text.strip().lower()
+        if key in LICENCE_PRESETS_USD_PER_GPU_YEAR:
+            return LICENCE_PRESETS_USD_PER_GPU_YEAR[key]
+        try:
+            value = float(key.replace(",", "")) * usd_per_unit
+        except ValueError:
+            raise InvalidSpec(f"--licence must be nvaie, none or an amount per GPU-year, got '{text}'") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise InvalidSpec(f"--licence must be a non-negative amount per GPU-year, got '{text}'")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UnitCosts:
+    """One owned GPU over the scenario's depreciation period."""
+
+    gpu_usd: float
+    server_usd: float
+    fabric_usd: float
+    capex_usd: float
+    residual_credit_usd: float
+    net_capex_usd: float
+    busy_usd_per_kwh: float
+    """Electricity price the GPU's busy hours pay (the cheap bands first when shiftable)."""
+    mean_usd_per_kwh: float
+    energy_kwh_per_year: float
+    power_usd_per_year: float
+    colo_usd_per_year: float
+    licence_usd_per_year: float
+    fixed_usd_per_year: float
+    """Paid whether or not the GPU is busy: host power, colocation, licence (staff is per cluster)."""
+    energy_usd_per_busy_hour: float
+    """GPU energy of one busy hour: TDP × PUE × busy price."""
+
+
+def unit_costs(s: OnPremScenario) -> UnitCosts:
+    """Per-GPU costs.
+
+    capex = GPU + server share + fabric share; residual credit = residual_fraction × capex.
+    energy/yr = (TDP × u + host) × PUE × 8760 h: the GPU draws its TDP when busy and nothing when
+    idle; the host draws its loaded power at all hours (the two errors roughly offset; idle GPU draw
+    of ~10-15% TDP and lower idle host draw are left out). GPU energy pays the busy price, host
+    energy the mean price. colo/yr = colo_usd_per_kw_month × 12 × (TDP + host)/1000 (provisioned IT kW,
+    not × PUE). Cooling energy is inside PUE.
+    """
+    server = s.server_share_usd_per_gpu if s.server_share_usd_per_gpu is not None else (
+        s.server_share_fraction * s.gpu_price_usd)
+    fabric = s.fabric_usd_per_gpu if s.fabric_usd_per_gpu is not None else s.fabric_fraction * s.gpu_price_usd
+    capex = s.gpu_price_usd + server + fabric
+    residual = s.residual_fraction * capex
+    if s.tariff is not None:
+        busy_price, mean_price = s.tariff.busy_usd_per_kwh(s.utilisation), s.tariff.mean_usd_per_kwh()
+    else:
+        busy_price = mean_price = s.usd_per_kwh
+    gpu_kwh = s.gpu_tdp_w * s.utilisation * s.pue * HOURS_PER_YEAR / 1000
+    host_kwh = s.host_w_per_gpu * s.pue * HOURS_PER_YEAR / 1000
+    energy_per_busy_hour = s.gpu_tdp_w * s.pue * busy_price / 1000
+    host_power = host_kwh * mean_price
+    colo = s.colo_usd_per_kw_month * 12 * (s.gpu_tdp_w + s.host_w_per_gpu) / 1000
+    return UnitCosts(
+        gpu_usd=s.gpu_price_usd, server_usd=server, fabric_usd=fabric, capex_usd=capex,
+        residual_credit_usd=residual, net_capex_usd=capex - residual,
+        busy_usd_per_kwh=busy_price, mean_usd_per_kwh=mean_price,
+        energy_kwh_per_year=gpu_kwh + host_kwh, power_usd_per_year=gpu_kwh * busy_price + host_power,
+        colo_usd_per_year=colo, licence_usd_per_year=s.licence_usd_per_gpu_year,
+        fixed_usd_per_year=host_power + colo + s.licence_usd_per_gpu_year,
+        energy_usd_per_busy_hour=energy_per_busy_hour,
+    )
+
+
+def _out(value: npt.NDArray[np.float64]) -> FloatOrArray:
+    return float(value) if value.ndim == 0 else value
+
+
+def usd_per_useful_gpu_hour(s: OnPremScenario, num_gpus: FloatOrArray = 1.0) -> FloatOrArray:
+    """Owned cost of one busy GPU-hour over the depreciation period at the scenario's utilisation.
+
+    c = [capex·(1 − r) + Y·(host power + colo + licence + staff/N)] / (u · 8760 · Y) + TDP·PUE·p_busy
+
+    Y years, r residual fraction, u utilisation, N GPUs in the cluster, p_busy the electricity price
+    of busy hours. `num_gpus` may be a numpy array. Leaves out: cost of capital (interest), spares and
+    repairs, hardware support contracts, failed-GPU downtime, taxes, and facility build-out when
+    colo is 0.
+    """
+    n = np.asarray(num_gpus, dtype=np.float64)
+    if np.any(n <= 0):
+        raise InvalidSpec("number of GPUs must be positive")
+    unit = unit_costs(s)
+    years = s.depreciation_years
+    fixed = unit.net_capex_usd + years * (unit.fixed_usd_per_year + s.staff_usd_per_year / n)
+    return _out(fixed / (s.utilisation * s.owned_hours) + unit.energy_usd_per_busy_hour)
+
+
+def onprem_cost_usd(num_gpus: FloatOrArray, hours: FloatOrArray, scenario: OnPremScenario) -> FloatOrArray:
+    """Cost attributable to a job of `hours` wall-clock hours on `num_gpus` owned GPUs.
+
+    cost = N · H · c(N), with c the owned cost per useful GPU-hour (`usd_per_useful_gpu_hour`):
+    each GPU's capex net of residual, Y years of fixed costs (host power, colo, licence, staff/N)
+    shared over its u·8760·Y busy hours, plus the job's own GPU energy. The job is one user of a
+    cluster of N GPUs kept busy a fraction u of the time; a lone job on an otherwise idle cluster
+    bears more (use utilisation = job hours / owned hours for that). Arrays broadcast.
+    """
+    n = np.asarray(num_gpus, dtype=np.float64)
+    h = np.asarray(hours, dtype=np.float64)
+    if np.any(h < 0):
+        raise InvalidSpec("job hours must be non-negative")
+    return _out(np.asarray(n * h * usd_per_useful_gpu_hour(scenario, n), dtype=np.float64))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OnPremTco:
+    """Owning `num_gpus` GPUs for the depreciation period."""
+
+    num_gpus: int
+    years: float
+    utilisation: float
+    capex_gpus_usd: float
+    capex_server_usd: float
+    capex_fabric_usd: float
+    capex_usd: float
+    residual_credit_usd: float
+    net_capex_usd: float
+    energy_kwh_per_year: float
+    power_usd_per_year: float
+    colo_usd_per_year: float
+    licence_usd_per_year: float
+    staff_usd_per_year: float
+    opex_usd_per_year: float
+    lifetime_usd: float
+    busy_gpu_hours: float
+    usd_per_useful_gpu_hour: float
+    busy_usd_per_kwh: float
+    mean_usd_per_kwh: float
+    it_kw_peak: float
+    """IT load with every GPU at TDP plus host power (what power, cooling and colo must provision)."""
+    it_kw_mean: float
+    heat_btu_per_h_peak: float
+    airflow_cfm_peak: float
+    delta_t_f: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def onprem_tco(s: OnPremScenario, num_gpus: int) -> OnPremTco:
+    """Total cost of owning `num_gpus` GPUs for Y years: capex − residual + Y × (power + colo + licence + staff).
+
+    Heat and airflow are at peak IT load, (TDP + host) × N: BTU/h = 3.412 × W; CFM = 3.16 × W / ΔT°F.
+    """
+    if num_gpus < 1:
+        raise InvalidSpec(f"--gpus must be at least 1, got {num_gpus}")
+    unit = unit_costs(s)
+    n = float(num_gpus)
+    opex = n * (unit.power_usd_per_year + unit.colo_usd_per_year + unit.licence_usd_per_year) + s.staff_usd_per_year
+    net_capex = n * unit.net_capex_usd
+    it_w_peak = n * (s.gpu_tdp_w + s.host_w_per_gpu)
+    return OnPremTco(
+        num_gpus=num_gpus, years=s.depreciation_years, utilisation=s.utilisation,
+        capex_gpus_usd=n * unit.gpu_usd, capex_server_usd=n * unit.server_usd, capex_fabric_usd=n * unit.fabric_usd,
+        capex_usd=n * unit.capex_usd, residual_credit_usd=n * unit.residual_credit_usd, net_capex_usd=net_capex,
+        energy_kwh_per_year=n * unit.energy_kwh_per_year, power_usd_per_year=n * unit.power_usd_per_year,
+        colo_usd_per_year=n * unit.colo_usd_per_year, licence_usd_per_year=n * unit.licence_usd_per_year,
+        staff_usd_per_year=s.staff_usd_per_year, opex_usd_per_year=opex,
+        lifetime_usd=net_capex + s.depreciation_years * opex,
+        busy_gpu_hours=n * s.utilisation * s.owned_hours,
+        usd_per_useful_gpu_hour=float(usd_per_useful_gpu_hour(s, n)),
+        busy_usd_per_kwh=unit.busy_usd_per_kwh, mean_usd_per_kwh=unit.mean_usd_per_kwh,
+        it_kw_peak=it_w_peak / 1000, it_kw_mean=n * (s.gpu_tdp_w * s.utilisation + s.host_w_per_gpu) / 1000,
+        heat_btu_per_h_peak=heat_btu_per_h(it_w_peak), airflow_cfm_peak=airflow_cfm(it_w_peak, s.delta_t_f),
+        delta_t_f=s.delta_t_f,
+    )

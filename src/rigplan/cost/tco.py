@@ -1,0 +1,265 @@
+"""Cloud vs own for one GPU type: the request (flags or HTTP JSON), the comparison and its result.
+
+`compare()` is pure (catalog record and offers in, result out); `tco()` is the thin loading
+boundary the CLI and the API call.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rigplan.catalog.schema import GpuRecord
+from rigplan.cost import onprem as op
+from rigplan.cost.breakeven import BreakEven, breakeven, cost_per_useful_gpu_hour_usd
+from rigplan.cost.cloud import (
+    CloudExtras,
+    CloudJobCost,
+    CloudOffer,
+    cloud_job_cost,
+    offers_for,
+    read_offers,
+    user_offer,
+)
+from rigplan.cost.money import CNY_PER_USD_DEFAULT, CNY_PER_USD_SOURCE, Currency, Money
+from rigplan.cost.onprem import OnPremScenario, OnPremTco, onprem_cost_usd, onprem_tco, scenario_for_gpu
+from rigplan.cost.power import HOURS_PER_MONTH, HOURS_PER_YEAR, parse_tariff
+from rigplan.errors import InvalidSpec
+
+NonNegative = Annotated[float, Field(ge=0)]
+Pricing = Literal["on-demand", "reserved", "spot", "community", "serverless"]
+NVAIE_BUNDLED = ("h100-pcie", "h100-nvl", "h200-nvl")
+"""GPUs sold with a 5-year NVIDIA AI Enterprise subscription (hardware-facts B5)."""
+UTILISATION_GRID = (0.25, 0.5, 0.7, 0.9, 1.0)
+
+
+class TcoRequest(BaseModel):
+    """Inputs of `rigplan tco`. Money fields are in `currency` (converted at `fx` CNY per USD)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str = "h100-sxm"
+    gpus: Annotated[int, Field(ge=1, le=10_000_000)] = 8
+    hours: Annotated[float, Field(gt=0, le=1e7)] | None = None
+    """Job wall-clock hours on every GPU. Default: the busy hours of the whole period (u × 8760 × years)."""
+    months: Annotated[float, Field(gt=0, le=1200)] | None = None
+    """Job length in months of continuous running (730 h each)."""
+    utilisation: Annotated[float, Field(gt=0, le=1)] = op.UTILISATION_DEFAULT
+    price_per_kwh: Annotated[float, Field(ge=0, le=100)] | None = None
+    pue: Annotated[float, Field(ge=1, le=3)] = op.PUE_DEFAULT
+    years: Annotated[float, Field(gt=0, le=20)] = op.DEPRECIATION_YEARS_DEFAULT
+    residual: Annotated[float, Field(ge=0, le=1)] = op.RESIDUAL_FRACTION_DEFAULT
+    licence: str = "none"
+    colo_per_kw_month: NonNegative = 0.0
+    gpu_price: Annotated[float, Field(gt=0)] | None = None
+    server_share: NonNegative | None = None
+    """Non-GPU server cost per GPU; default 50% of the GPU price."""
+    fabric_share: NonNegative | None = None
+    """Network fabric cost per GPU; default 20% of the GPU price."""
+    host_w: Annotated[float, Field(ge=0, le=10_000)] = op.HOST_W_PER_GPU_DEFAULT
+    staff_per_year: NonNegative = 0.0
+    delta_t_f: Annotated[float, Field(gt=0, le=100)] = op.DELTA_T_F_DEFAULT
+    cloud_price: Annotated[float, Field(gt=0)] | None = None
+    offers: str | None = None
+    """YAML file of offers (provider, pricing, usd_per_gpu_hour, as_of, source); replaces the catalog's."""
+    pricing: list[Pricing] = Field(default_factory=list)
+    all_offers: bool = False
+    storage_tb: NonNegative = 0.0
+    storage_per_gb_month: NonNegative = 0.0
+    egress_tb: NonNegative = 0.0
+    egress_per_gb: NonNegative = 0.0
+    currency: Currency = Currency.USD
+    fx: Annotated[float, Field(gt=0, le=1000)] = CNY_PER_USD_DEFAULT
+    tou: str | None = None
+    shiftable: bool = False
+    catalog: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TcoRequest:
+        if self.hours is not None and self.months is not None:
+            raise InvalidSpec("give --hours or --months, not both")
+        if self.tou is not None and self.price_per_kwh is not None:
+            raise InvalidSpec("give --price-per-kwh or --tou, not both (the tariff sets the prices)")
+        if self.shiftable and self.tou is None:
+            raise InvalidSpec("--shiftable needs a time-of-use tariff (--tou)")
+        return self
+
+    @property
+    def money(self) -> Money:
+        return Money(currency=self.currency, cny_per_usd=self.fx)
+
+
+def build_scenario(request: TcoRequest, record: GpuRecord) -> OnPremScenario:
+    """The on-prem scenario of a request, money converted to USD once."""
+    usd = request.money.to_usd
+    tariff = parse_tariff(request.tou, shiftable=request.shiftable, usd_per_unit=usd(1.0)) if request.tou else None
+    return scenario_for_gpu(
+        record,
+        gpu_price_usd=usd(request.gpu_price) if request.gpu_price is not None else None,
+        server_share_usd_per_gpu=usd(request.server_share) if request.server_share is not None else None,
+        fabric_usd_per_gpu=usd(request.fabric_share) if request.fabric_share is not None else None,
+        depreciation_years=request.years, residual_fraction=request.residual, utilisation=request.utilisation,
+        pue=request.pue, host_w_per_gpu=request.host_w,
+        usd_per_kwh=usd(request.price_per_kwh) if request.price_per_kwh is not None else None,
+        tariff=tariff, colo_usd_per_kw_month=usd(request.colo_per_kw_month),
+        licence_usd_per_gpu_year=op.licence_usd_per_gpu_year(request.licence, usd(1.0)),
+        staff_usd_per_year=usd(request.staff_per_year), delta_t_f=request.delta_t_f,
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TcoResult:
+    gpu: GpuRecord
+    money: Money
+    scenario: OnPremScenario
+    job_hours: float
+    job_basis: str
+    cloud: tuple[CloudJobCost, ...]
+    onprem: OnPremTco
+    onprem_job_usd: float
+    breakevens: tuple[BreakEven, ...]
+    by_utilisation: tuple[tuple[float, float], ...]
+    assumptions: tuple[str, ...]
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        price = self.gpu.price
+        return {
+            "gpu": {"id": self.gpu.id, "name": self.gpu.name, "tdp_w": self.gpu.tdp_w,
+                    "price_usd": price.usd if price else None, "price_kind": price.kind if price else None,
+                    "price_as_of": price.as_of.isoformat() if price else None,
+                    "price_source": price.source if price else None},
+            "num_gpus": self.onprem.num_gpus,
+            "currency": str(self.money.currency), "cny_per_usd": self.money.cny_per_usd,
+            "job": {"hours": self.job_hours, "gpu_hours": self.job_hours * self.onprem.num_gpus,
+                    "basis": self.job_basis, "onprem_usd": self.onprem_job_usd},
+            "scenario": self.scenario.model_dump(mode="json"),
+            "cloud": [c.to_dict() for c in self.cloud],
+            "onprem": self.onprem.to_dict(),
+            "breakeven": [b.to_dict() for b in self.breakevens],
+            "by_utilisation": [{"utilisation": u, "usd_per_useful_gpu_hour": c} for u, c in self.by_utilisation],
+            "assumptions": list(self.assumptions),
+            "verdict": self.verdict,
+        }
+
+
+def _months(value: float) -> str:
+    return f"{value:.1f} months" if math.isfinite(value) else "never"
+
+
+def verdict(own_usd: float, breakevens: tuple[BreakEven, ...], money: Money, utilisation: float, label: str) -> str:
+    """One line: is owning cheaper per useful GPU-hour than the cloud options, and when does it pay back."""
+    own = f"owning {label} costs {money.rate(own_usd)} per useful GPU-hour at {utilisation:.0%} utilisation"
+    if not breakevens:
+        return own[0].upper() + own[1:] + "; no cloud offers to compare (give --cloud-price)."
+    cheapest = min(breakevens, key=lambda b: b.usd_per_gpu_hour)
+    name = f"{cheapest.provider} {cheapest.pricing}"
+    beaten = [b for b in breakevens if b.cheaper == "own"]
+    if len(beaten) == len(breakevens):
+        return (f"OWN: {own}, below every cloud option (cheapest: {name} at {money.rate(cheapest.usd_per_gpu_hour)}); "
+                f"it pays back against that one after {_months(cheapest.months)}.")
+    need = cheapest.breakeven_utilisation
+    need_text = f"utilisation reaches {need:.0%}" if math.isfinite(need) else "prices change (not even 100% use wins)"
+    if not beaten:
+        return (f"RENT: {name} at {money.rate(cheapest.usd_per_gpu_hour)} per GPU-hour beats {own}; "
+                f"owning wins only if {need_text}.")
+    return (f"MIXED: {own}, cheaper than {len(beaten)} of {len(breakevens)} cloud options, but {name} at "
+            f"{money.rate(cheapest.usd_per_gpu_hour)} is cheaper still unless {need_text}.")
+
+
+def compare(request: TcoRequest, record: GpuRecord, offers: list[CloudOffer]) -> TcoResult:
+    """Price the job in the cloud (each offer) and on owned hardware, with break-even per offer."""
+    money = request.money
+    scenario = build_scenario(request, record)
+    n = request.gpus
+    if request.hours is not None:
+        hours, basis = request.hours, "--hours"
+    elif request.months is not None:
+        hours, basis = request.months * HOURS_PER_MONTH, "--months (730 h each, continuous)"
+    else:
+        hours = scenario.utilisation * HOURS_PER_YEAR * scenario.depreciation_years
+        basis = "busy hours over the whole period (utilisation x 8760 h x years)"
+    extras = CloudExtras(storage_gb=request.storage_tb * 1000,
+                         storage_usd_per_gb_month=money.to_usd(request.storage_per_gb_month),
+                         egress_gb=request.egress_tb * 1000, egress_usd_per_gb=money.to_usd(request.egress_per_gb))
+    cloud = tuple(cloud_job_cost(o, n, hours, extras) for o in offers)
+    tco_own = onprem_tco(scenario, n)
+    breakevens = tuple(breakeven(scenario, o, n) for o in offers)
+    grid = sorted({*UTILISATION_GRID, scenario.utilisation})
+    by_u = tuple((u, cost_per_useful_gpu_hour_usd(scenario, u, n)) for u in grid)
+    assumptions = _assumptions(request, record, scenario, offers)
+    label = f"{n} x {record.name}"
+    return TcoResult(
+        gpu=record, money=money, scenario=scenario, job_hours=hours, job_basis=basis, cloud=cloud, onprem=tco_own,
+        onprem_job_usd=float(onprem_cost_usd(n, hours, scenario)), breakevens=breakevens, by_utilisation=by_u,
+        assumptions=assumptions,
+        verdict=verdict(tco_own.usd_per_useful_gpu_hour, breakevens, money, scenario.utilisation, label),
+    )
+
+
+def _assumptions(
+    request: TcoRequest, record: GpuRecord, s: OnPremScenario, offers: list[CloudOffer]
+) -> tuple[str, ...]:
+    notes = []
+    if request.gpu_price is None and record.price is not None:
+        notes.append(f"GPU price ${record.price.usd:,.0f} ({record.price.kind}, {record.price.as_of}): "
+                     f"{record.price.source}")
+    if request.server_share is None or request.fabric_share is None:
+        notes.append(op.SHARE_SOURCE)
+    if request.years == op.DEPRECIATION_YEARS_DEFAULT:
+        notes.append(op.DEPRECIATION_SOURCE)
+    if request.residual == op.RESIDUAL_FRACTION_DEFAULT:
+        notes.append(op.RESIDUAL_SOURCE)
+    if request.utilisation == op.UTILISATION_DEFAULT:
+        notes.append(op.UTILISATION_SOURCE)
+    if request.pue == op.PUE_DEFAULT:
+        notes.append(op.PUE_SOURCE)
+    if request.price_per_kwh is None and request.tou is None:
+        notes.append(op.USD_PER_KWH_SOURCE)
+    if s.tariff is not None:
+        notes.append("time-of-use: " + ("the job runs in the cheapest hours first" if s.tariff.shiftable else
+                                        "not shiftable, so the job pays the day's mean price (add --shiftable)"))
+    if request.host_w == op.HOST_W_PER_GPU_DEFAULT:
+        notes.append(op.HOST_W_SOURCE)
+    notes.append(op.LICENCE_SOURCE)
+    if record.id in NVAIE_BUNDLED and s.licence_usd_per_gpu_year > 0:
+        notes.append(f"{record.name} ships with a 5-year NVIDIA AI Enterprise subscription: the licence may "
+                     "already be paid")
+    if not s.colo_usd_per_kw_month:
+        notes.append("colocation 0: the building, its power and cooling plant are assumed owned and paid for")
+    if request.currency is Currency.CNY:
+        rate = CNY_PER_USD_SOURCE if request.fx == CNY_PER_USD_DEFAULT else f"{request.fx:g} CNY per USD (--fx)"
+        notes.append(f"money inputs are read in CNY and shown in CNY; {rate}")
+    if offers and any(o.pricing != "user" for o in offers):
+        notes.append("cloud prices are dated snapshots (see as_of); hyperscaler 8-GPU instances include CPU, RAM, "
+                     "local NVMe and networking (hardware-facts A4)")
+    notes.append("left out: cost of capital, spares and repairs, support contracts, failure downtime, taxes")
+    return tuple(notes)
+
+
+def select_offers(request: TcoRequest, record: GpuRecord) -> list[CloudOffer]:
+    """--cloud-price and/or --offers FILE replace the catalog's offers; otherwise the catalog's."""
+    usd_per_unit = request.money.to_usd(1.0)
+    chosen: list[CloudOffer] = []
+    if request.cloud_price is not None:
+        chosen.append(user_offer(request.money.to_usd(request.cloud_price)))
+    if request.offers is not None:
+        chosen.extend(read_offers(request.offers, usd_per_unit))
+    if chosen:
+        return chosen
+    kinds = tuple(request.pricing)
+    return offers_for(record, latest_only=not request.all_offers, pricing=kinds)
+
+
+def tco(request: TcoRequest) -> TcoResult:
+    """Load the GPU record (and an offers file) and compare. The I/O boundary of this package."""
+    from rigplan.catalog.load import load_catalog
+
+    record = load_catalog(request.catalog).gpu(request.gpu)
+    offers = select_offers(request, record)
+    if not offers and request.pricing:
+        raise InvalidSpec(f"gpu '{record.id}' has no {'/'.join(request.pricing)} offers in the catalog")
+    return compare(request, record, offers)
