@@ -26,7 +26,8 @@ from rigplan.search.evaluate import fastest_per_count, space_memory
 from rigplan.search.pareto import pareto_front
 from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
 from rigplan.setup import build_setup
-from rigplan.speed import default_global_batch, estimate
+from rigplan.reliab import reliability_for_job
+from rigplan.speed import checkpoint_bytes, default_global_batch, estimate
 from rigplan.units import parse_count, parse_duration
 
 Progress = Callable[[int, int], None]
@@ -56,6 +57,9 @@ class Candidate:
     global_batch: int
     offer: Offer
     time_to_train_s: float
+    """Ideal time: tokens / tokens per second."""
+    wall_time_s: float
+    """With expected interruptions, restarts and checkpoint writes (reliab/); deadline and cost use it."""
     cost_usd: float
     tokens_per_s: float
     estimate: dict[str, Any] = field(default_factory=dict)
@@ -145,8 +149,9 @@ class PlanResult:
             e = c.estimate
             return {
                 "gpu": c.gpu, "gpus": c.gpus, "layout": c.layout, "global_batch": c.global_batch,
-                "mode": c.offer.to_dict(), "time_to_train_s": c.time_to_train_s,
-                "gpu_hours": c.time_to_train_s * c.gpus / 3600, "cost_usd": c.cost_usd,
+                "mode": c.offer.to_dict(), "time_to_train_s": c.time_to_train_s, "wall_time_s": c.wall_time_s,
+                "gpu_hours": c.time_to_train_s * c.gpus / 3600, "wall_gpu_hours": c.wall_time_s * c.gpus / 3600,
+                "cost_usd": c.cost_usd, "reliability": e.get("reliability"),
                 "cost_cny": c.cost_usd * self.cny_per_usd, "tokens_per_s": c.tokens_per_s,
                 "mfu": e.get("mfu"), "step_time_s": e.get("step_time_s"),
                 "memory": {k: e["memory"]["per_gpu"][k] for k in ("total_bytes", "allocated_bytes")} | {
@@ -164,7 +169,8 @@ class PlanResult:
             "ranked": [cand(c) for c in self.ranked], "pareto": [cand(c) for c in self.pareto],
             "stats": self.stats, "assumptions": self.assumptions, "cny_per_usd": self.cny_per_usd,
             "candidates": [{"gpu": c.gpu, "gpus": c.gpus, "mode": c.offer.to_dict(),
-                            "time_to_train_s": c.time_to_train_s, "cost_usd": c.cost_usd,
+                            "time_to_train_s": c.time_to_train_s, "wall_time_s": c.wall_time_s,
+                            "cost_usd": c.cost_usd,
                             "meets_deadline": c.meets_deadline, "meets_budget": c.meets_budget}
                            for c in self.candidates],
         }
@@ -212,6 +218,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
         raise InvalidSpec("--tokens must be positive, e.g. 2T or 300B")
     reference = build_setup(EstimateRequest(**_base_estimate_fields(request), gpu=records[0].id))
     arch, job = reference.arch, reference.job
+    ckpt_bytes = checkpoint_bytes(reference)
     target = request.global_batch or default_global_batch(1, 1, job.seq_len)
     assumptions = [a for a in reference.assumptions if "dp=" not in a]
     assumptions.append(f"global batch about {target} sequences of {job.seq_len} tokens (rounded per layout)")
@@ -251,7 +258,10 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
                       "cp": int(lay.cp[i]), "ep": int(lay.ep[i]), "zero": int(lay.zero[i]),
                       "micro_batch": int(lay.micro_batch[i]), "recompute": best.recompute,
                       "sequence_parallel": bool(lay.tp[i] > 1)}
-            hours = tokens / best.tokens_per_s / 3600
+            ideal_s = tokens / best.tokens_per_s
+            wall_s = reliability_for_job(num_gpus=count, ideal_time_s=ideal_s, checkpoint_bytes=ckpt_bytes,
+                                         gpus_per_node=gpu.gpus_per_node, step_time_s=best.step_time_s).wall_time_s
+            hours = wall_s / 3600
             for offer in offers:
                 try:
                     cost = _price(record, offer, count, hours)
@@ -259,12 +269,13 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
                     reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
                     continue
                 candidates.append(Candidate(gpu=record.id, gpus=count, layout=layout, global_batch=best.global_batch,
-                                            offer=offer, time_to_train_s=hours * 3600, cost_usd=cost,
+                                            offer=offer, time_to_train_s=ideal_s, wall_time_s=wall_s,
+                                            cost_usd=cost,
                                             tokens_per_s=best.tokens_per_s))
     if progress:
         progress(len(records), len(records))
     for c in candidates:
-        c.meets_deadline = deadline is None or c.time_to_train_s <= deadline
+        c.meets_deadline = deadline is None or c.wall_time_s <= deadline
         c.meets_budget = budget is None or c.cost_usd <= budget
     for code, attr in (("deadline.exceeded", "meets_deadline"), ("budget.exceeded", "meets_budget")):
         missed = sum(1 for c in candidates if not getattr(c, attr))
@@ -272,14 +283,15 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
             reasons[code] = missed
     eligible = [c for c in candidates if c.meets_deadline and c.meets_budget]
     ranked = _best_per_option(sorted(eligible, key=_rank_key))[: request.top]
-    front = pareto_front(candidates, time_of=lambda c: c.time_to_train_s, cost_of=lambda c: c.cost_usd)
+    front = pareto_front(candidates, time_of=lambda c: c.wall_time_s, cost_of=lambda c: c.cost_usd)
     _explain(ranked, eligible, budget, deadline)
     shown = {id(c): c for c in [*ranked, *front]}
     for c in shown.values():
         c.estimate = estimate(candidate_request(request, c)).to_dict()
         c.time_to_train_s = c.estimate["time_to_train_s"]
+        c.wall_time_s = c.estimate["wall_time_s"]
         c.tokens_per_s = c.estimate["tokens_per_s"]
-        c.cost_usd = _price(catalog.gpu(c.gpu), c.offer, c.gpus, c.time_to_train_s / 3600)
+        c.cost_usd = _price(catalog.gpu(c.gpu), c.offer, c.gpus, c.wall_time_s / 3600)
     stats["candidates"] = len(candidates)
     stats["eligible"] = len(eligible)
     stats["elapsed_s"] = time.perf_counter() - started
@@ -292,7 +304,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
 
 
 def _rank_key(c: Candidate) -> tuple[Any, ...]:
-    return (c.cost_usd, c.time_to_train_s, c.gpu, c.gpus, c.offer.pricing, c.offer.provider)
+    return (c.cost_usd, c.wall_time_s, c.gpu, c.gpus, c.offer.pricing, c.offer.provider)
 
 
 def _best_per_option(ordered: list[Candidate]) -> list[Candidate]:
@@ -312,8 +324,8 @@ def _explain(ranked: list[Candidate], eligible: list[Candidate], budget: float |
     """Say why the top choices win."""
     if not eligible:
         return
-    cheapest = min(eligible, key=lambda c: (c.cost_usd, c.time_to_train_s))
-    fastest = min(eligible, key=lambda c: (c.time_to_train_s, c.cost_usd))
+    cheapest = min(eligible, key=lambda c: (c.cost_usd, c.wall_time_s))
+    fastest = min(eligible, key=lambda c: (c.wall_time_s, c.cost_usd))
     cheapest.reasons.append("cheapest that meets the deadline" if deadline else "cheapest")
     fastest.reasons.append("fastest under budget" if budget else "fastest")
     if fastest not in ranked:
@@ -334,6 +346,7 @@ class Comparison:
 
 COMPARE_ROWS: tuple[tuple[str, str, str], ...] = (
     ("time_to_train_s", "time to train", "min"),
+    ("wall_time_s", "wall time with failures", "min"),
     ("tokens_per_s", "tokens/s", "max"),
     ("mfu", "MFU", "max"),
     ("memory_per_gpu_bytes", "memory per GPU", "none"),
@@ -370,11 +383,12 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
             continue
         cloud = [c for c in fitting if c.offer.kind == "cloud"]
         owned = [c for c in fitting if c.offer.kind == "onprem"]
-        chosen = min(fitting, key=lambda c: c.time_to_train_s)
+        chosen = min(fitting, key=lambda c: c.wall_time_s)
         chosen.estimate = chosen.estimate or estimate(candidate_request(base, chosen)).to_dict()
         e = chosen.estimate
         values.append({
-            "time_to_train_s": e["time_to_train_s"], "tokens_per_s": e["tokens_per_s"], "mfu": e["mfu"],
+            "time_to_train_s": e["time_to_train_s"], "wall_time_s": e["wall_time_s"],
+            "tokens_per_s": e["tokens_per_s"], "mfu": e["mfu"],
             "memory_per_gpu_bytes": e["memory"]["per_gpu"]["total_bytes"],
             "headroom_bytes": e["memory"]["headroom_bytes"],
             "cloud_cost_usd": min((c.cost_usd for c in cloud), default=None),

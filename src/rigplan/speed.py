@@ -7,13 +7,36 @@ from typing import Any
 
 from rigplan.api import MemoryResult, memory_of
 from rigplan.estimate.efficiency import efficiency_for
+from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
+from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job
+from rigplan.reliab.storage import StorageSpec, ceph, nvme_gen4, nvme_gen5, raid0, tectonic_llama3
 from rigplan.requests import EstimateRequest
 from rigplan.setup import TrainingSetup, build_setup
 from rigplan.units import parse_count
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20
 """Default global batch of about 4M tokens (GPT-3 175B used 3.2M, Llama 3 405B 4M-16M)."""
+
+
+STORAGE_PRESETS = {
+    "nvme": nvme_gen4, "nvme-gen5": nvme_gen5, "raid0-4": lambda: raid0(nvme_gen4(), 4),
+    "ceph-4": lambda: ceph(4), "tectonic": tectonic_llama3,
+}
+
+
+def checkpoint_bytes(setup: TrainingSetup) -> float:
+    """A resumable checkpoint: trainable parameters with their master copy and optimizer states, plus
+    the weights (frozen base weights are not rewritten for LoRA/QLoRA)."""
+    from rigplan.estimate.params import count_params
+    from rigplan.estimate.states import lora_params_per_layer
+
+    job, arch = setup.job, setup.arch
+    per_param = (weight_bytes_per_param(job) + master_bytes_per_param(job)
+                 + optimizer_state_bytes_per_param(job, arch))
+    if job.is_peft:
+        return lora_params_per_layer(arch, job) * arch.num_layers * per_param
+    return count_params(arch).total * per_param
 
 
 @dataclass(frozen=True)
@@ -23,6 +46,7 @@ class EstimateResult:
     step: StepBreakdown
     tokens: float
     host_power_w: float
+    reliability: ReliabilityResult | None = None
 
     @property
     def num_gpus(self) -> int:
@@ -61,9 +85,12 @@ class EstimateResult:
             },
             "tokens": self.tokens or None,
             "time_to_train_s": time_s,
+            "wall_time_s": self.reliability.wall_time_s if self.reliability else None,
+            "reliability": self.reliability.to_dict() if self.reliability else None,
             "gpu_hours": time_s * n / 3600 if time_s else None,
             "power_w": power_w,
             "energy_kwh": power_w * time_s / 3.6e6 if time_s else None,
+            "wall_gpu_hours": self.reliability.wall_time_s * n / 3600 if self.reliability else None,
             "efficiency": {"family": eff.family, "measured": eff.measured, "source": eff.source},
             "gpus": n,
             "fits": self.memory.fits,
@@ -99,5 +126,13 @@ def estimate(request: EstimateRequest) -> EstimateResult:
     setup = replace(setup, gpu=gpu, job=job, assumptions=assumptions)
     tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
     breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch)
+    reliability = None
+    if tokens:
+        ideal_s = tokens / (float(breakdown.tokens_per_step) / float(breakdown.step_time_s))
+        reliability = reliability_for_job(
+            num_gpus=setup.layout.num_gpus, ideal_time_s=ideal_s, checkpoint_bytes=checkpoint_bytes(setup),
+            storage=STORAGE_PRESETS[request.storage](), restart_s=request.restart_s or DEFAULT_RESTART_S,
+            interval_s=request.checkpoint_interval_s, gpus_per_node=gpu.gpus_per_node,
+            step_time_s=float(breakdown.step_time_s))
     return EstimateResult(setup=setup, memory=memory_of(setup, request.ecc), step=breakdown, tokens=tokens,
-                          host_power_w=request.host_power_w)
+                          host_power_w=request.host_power_w, reliability=reliability)

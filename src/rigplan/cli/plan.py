@@ -39,7 +39,7 @@ def _render(data: dict[str, Any], currency: str) -> None:
                 f" z{lay['zero']} mb{lay['micro_batch']} {lay['recompute']}"
             mode = c["mode"]
             where = f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else f"buy ({mode['pricing']})"
-            table.add_row(f"{c['gpus']} x {c['gpu']}", where, layout, format_duration(c["time_to_train_s"]),
+            table.add_row(f"{c['gpus']} x {c['gpu']}", where, layout, format_duration(c["wall_time_s"]),
                           money(c["cost_usd"]), f"{100 * (c['mfu'] or 0):.0f}%",
                           format_bytes(c["memory"]["total_bytes"]), "; ".join(c["reasons"]))
         console.print(table)

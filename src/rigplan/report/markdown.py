@@ -14,7 +14,7 @@ def _row(c: dict[str, Any]) -> str:
         f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" zero{lay['zero']} mb{lay['micro_batch']} {lay['recompute']}"
     mode = c["mode"]
     where = f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else f"owned ({mode['pricing']})"
-    return (f"| {c['gpus']} x {c['gpu']} | {where} | {layout} | {format_duration(c['time_to_train_s'])} | "
+    return (f"| {c['gpus']} x {c['gpu']} | {where} | {layout} | {format_duration(c['wall_time_s'])} | "
             f"{format_usd(c['cost_usd'])} | {format_cny(c['cost_cny'])} | {100 * (c['mfu'] or 0):.0f}% | "
             f"{format_bytes(c['memory']['total_bytes'])} | {'; '.join(c['reasons'])} |")
 

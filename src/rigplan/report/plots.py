@@ -25,14 +25,14 @@ def plan_plot(data: dict[str, Any], candidates: list[dict[str, Any]], path: str 
     gpus = sorted({c["gpu"] for c in candidates})
     colours = {g: plt.get_cmap("tab20")(i % 20) for i, g in enumerate(gpus)}
     for c in candidates:
-        ax.scatter(c["time_to_train_s"] / 86400, c["cost_usd"], marker=markers.get(c["mode"]["kind"], "o"),
+        ax.scatter(c["wall_time_s"] / 86400, c["cost_usd"], marker=markers.get(c["mode"]["kind"], "o"),
                    color=colours[c["gpu"]], alpha=0.45, s=22, edgecolors="none")
-    front = sorted(data["pareto"], key=lambda c: c["time_to_train_s"])
-    ax.plot([c["time_to_train_s"] / 86400 for c in front], [c["cost_usd"] for c in front], "-", color="black",
+    front = sorted(data["pareto"], key=lambda c: c["wall_time_s"])
+    ax.plot([c["wall_time_s"] / 86400 for c in front], [c["cost_usd"] for c in front], "-", color="black",
             lw=1.2, label="Pareto front (time vs cost)")
     for c in front:
         label = f"{c['gpus']}x {c['gpu']} ({c['mode']['pricing']})"
-        ax.annotate(label, (c["time_to_train_s"] / 86400, c["cost_usd"]), fontsize=7, xytext=(4, 3),
+        ax.annotate(label, (c["wall_time_s"] / 86400, c["cost_usd"]), fontsize=7, xytext=(4, 3),
                     textcoords="offset points")
     if data.get("deadline_s"):
         ax.axvline(data["deadline_s"] / 86400, ls="--", color="tab:red", lw=1, label="deadline")
@@ -42,7 +42,7 @@ def plan_plot(data: dict[str, Any], candidates: list[dict[str, Any]], path: str 
         ax.scatter([], [], color=colours[g], label=g, s=22)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("time to train (days)")
+    ax.set_xlabel("wall-clock time to train, failures and checkpoints included (days)")
     ax.set_ylabel("cost (USD)")
     ax.set_title(f"{data['model']}: {data['tokens']:.3g} tokens - circles: cloud, squares: owned")
     ax.grid(True, which="both", alpha=0.25)

@@ -102,6 +102,13 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
         table.add_section()
         table.add_row(f"time to train {format_count(data['tokens'])} tokens", format_duration(data["time_to_train_s"]))
         table.add_row("GPU-hours", f"{data['gpu_hours']:,.0f}")
+        rel = data.get("reliability")
+        if rel:
+            table.add_row("wall time with failures and checkpoints", format_duration(data["wall_time_s"]))
+            table.add_row("  interruptions/day, goodput",
+                          f"{rel['interruptions_per_day']:.2f}, {100 * rel['goodput']:.1f}%")
+            table.add_row("  checkpoint every / write", f"{format_duration(rel['checkpoint_interval_s'])} / "
+                          f"{format_duration(rel['checkpoint_write_s'])}")
         table.add_row("energy (GPUs + hosts)", f"{data['energy_kwh']:,.0f} kWh")
     console.print(table)
     console.print(f"memory: {format_bytes(mem['per_gpu']['total_bytes'])} per GPU of "

@@ -1,0 +1,121 @@
+"""`rigplan servers`: list the server builds, or `rigplan servers show ID` for one with its sources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from rigplan.catalog.load import load_catalog
+from rigplan.cli.common import echo_json, guarded
+from rigplan.lint.power import node_load
+from rigplan.servers.load import get_server, load_servers
+from rigplan.servers.schema import ServerRecord
+from rigplan.units import GiB
+
+CATEGORIES = ("article", "corrected", "standard", "user")
+
+
+def server_summary(record: ServerRecord, catalog_dirs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Derived figures shown next to a record (base units)."""
+    gpu = load_catalog(list(catalog_dirs)).gpu(record.gpus.id)
+    load = node_load(record, gpu.tdp_w)
+    return {
+        "total_gpus": record.total_gpus,
+        "gpu_name": gpu.name,
+        "gpu_memory_bytes_per_node": gpu.memory_gib * GiB * record.gpus.count,
+        "host_ram_bytes_per_node": record.memory.ram_gib * GiB if record.memory else None,
+        "load_w_per_node": load.load_w,
+        "load_source": load.source,
+    }
+
+
+def _row(record: ServerRecord, summary: dict[str, Any]) -> list[str]:
+    psu = record.psu
+    nodes = f"{record.nodes} x " if record.nodes > 1 else ""
+    ram = f"{record.memory.ram_gib:g} GiB" if record.memory else "-"
+    return [
+        record.id, record.category, f"{nodes}{record.gpus.count} x {record.gpus.id}",
+        f"{record.cpu.count} x {record.cpu.model}", ram,
+        f"{psu.count} x {psu.watts_each:g} W ({psu.redundancy})" if psu else "-",
+        f"{summary['load_w_per_node'] / 1000:.1f}" + ("" if summary["load_source"] == "vendor maximum" else "*"),
+    ]
+
+
+@click.group("servers", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--category", type=click.Choice(CATEGORIES), help="Only builds of this category.")
+@click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(),
+              help="Folder with servers/ (and gpus/) overlays (repeatable; also RIGPLAN_CATALOG).")
+@click.pass_context
+@guarded
+def servers_group(ctx: click.Context, as_json: bool, category: str | None, catalog_dirs: tuple[str, ...]) -> None:
+    """List server builds: the article's three as stated, their corrections, current standard builds.
+
+    `rigplan servers show ID` prints one build with its sources; `rigplan lint ID` checks it.
+    """
+    if ctx.invoked_subcommand:
+        ctx.obj = catalog_dirs
+        return
+    records = sorted((r for r in load_servers(catalog_dirs).values() if category is None or r.category == category),
+                     key=lambda r: (CATEGORIES.index(r.category), r.id))
+    summaries = {r.id: server_summary(r, catalog_dirs) for r in records}
+    if as_json:
+        echo_json([{"id": r.id, "name": r.name, "category": r.category, "corrects": r.corrects, "nodes": r.nodes,
+                    "gpu": r.gpus.id, "gpus_per_node": r.gpus.count, "gpu_link": r.gpus.link,
+                    "cpu": r.cpu.model, "cpus_per_node": r.cpu.count, "chassis": r.chassis.model,
+                    "psu": r.psu.model_dump() if r.psu else None, **summaries[r.id]} for r in records])
+        return
+    table = Table(title="Server builds (kW = max per node; * = rigplan estimate)")
+    for col in ("id", "category", "GPUs", "CPUs", "RAM", "PSUs", "kW"):
+        table.add_column(col, justify="right" if col in ("kW", "RAM") else "left")
+    for r in records:
+        table.add_row(*(escape(c) for c in _row(r, summaries[r.id])))
+    Console().print(table)
+
+
+@servers_group.command("show")
+@click.argument("server_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+@guarded
+def servers_show(catalog_dirs: tuple[str, ...] | None, server_id: str, as_json: bool) -> None:
+    """Show one server build: parts, power, price, claims, notes and sources."""
+    dirs = catalog_dirs or ()
+    record = get_server(server_id, dirs)
+    data = {**record.model_dump(mode="json"), "derived": server_summary(record, dirs)}
+    if as_json:
+        echo_json(data)
+        return
+    _print(data)
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_flat(v)}" for k, v in value.items() if v not in (None, [], ""))
+    if isinstance(value, list):
+        return "[" + "; ".join(_flat(v) for v in value) + "]"
+    return str(value)
+
+
+def _print(data: dict[str, Any]) -> None:
+    console = Console()
+    for key, value in data.items():
+        if value in (None, [], ""):
+            continue
+        if key == "sources":
+            console.print("sources:")
+            for src in value:
+                where = src.get("url") or src.get("locator")
+                console.print(escape(f"  - {src['title']}" + (f" <{where}>" if where else "")))
+        elif isinstance(value, list):
+            console.print(f"{key}:")
+            for item in value:
+                console.print(escape(f"  - {_flat(item)}"))
+        elif isinstance(value, dict):
+            console.print(escape(f"{key}: {_flat(value)}"))
+        else:
+            console.print(escape(f"{key}: {value}"))
