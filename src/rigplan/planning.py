@@ -21,12 +21,12 @@ from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
 from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
 from rigplan.cost.power import HOURS_PER_YEAR
 from rigplan.errors import InvalidSpec, RigplanError
+from rigplan.reliab import reliability_for_job
 from rigplan.requests import EstimateRequest, PlanRequest
 from rigplan.search.evaluate import fastest_per_count, space_memory
 from rigplan.search.pareto import pareto_front
 from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
 from rigplan.setup import build_setup
-from rigplan.reliab import reliability_for_job
 from rigplan.speed import checkpoint_bytes, default_global_batch, estimate
 from rigplan.units import parse_count, parse_duration
 

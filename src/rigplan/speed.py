@@ -10,7 +10,7 @@ from rigplan.estimate.efficiency import efficiency_for
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job
-from rigplan.reliab.storage import StorageSpec, ceph, nvme_gen4, nvme_gen5, raid0, tectonic_llama3
+from rigplan.reliab.storage import ceph, nvme_gen4, nvme_gen5, raid0, tectonic_llama3
 from rigplan.requests import EstimateRequest
 from rigplan.setup import TrainingSetup, build_setup
 from rigplan.units import parse_count

@@ -15,7 +15,8 @@ from rigplan.requests import PlanRequest
 from rigplan.units import format_bytes, format_count, format_duration
 
 FORMATS = {
-    "time_to_train_s": format_duration, "wall_time_s": format_duration, "tokens_per_s": format_count, "mfu": lambda v: f"{100 * v:.0f}%",
+    "time_to_train_s": format_duration, "wall_time_s": format_duration, "tokens_per_s": format_count,
+    "mfu": lambda v: f"{100 * v:.0f}%",
     "memory_per_gpu_bytes": format_bytes, "headroom_bytes": format_bytes, "cloud_cost_usd": format_usd,
     "onprem_cost_usd": format_usd, "power_w": lambda v: f"{v / 1000:.1f} kW", "energy_kwh": lambda v: f"{v:,.0f} kWh",
 }
