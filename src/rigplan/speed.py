@@ -10,7 +10,15 @@ from rigplan.estimate.efficiency import efficiency_for
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job
-from rigplan.reliab.storage import ceph, nvme_gen4, nvme_gen5, raid0, tectonic_llama3
+from rigplan.reliab.storage import (
+    StorageRequirements,
+    ceph,
+    nvme_gen4,
+    nvme_gen5,
+    raid0,
+    storage_requirements,
+    tectonic_llama3,
+)
 from rigplan.requests import EstimateRequest
 from rigplan.setup import TrainingSetup, build_setup
 from rigplan.units import parse_count
@@ -18,6 +26,9 @@ from rigplan.units import parse_count
 DEFAULT_BATCH_TOKENS = 4 * 2**20
 """Default global batch of about 4M tokens (GPT-3 175B used 3.2M, Llama 3 405B 4M-16M)."""
 
+
+TOKENIZED_BYTES_PER_TOKEN = 4.0
+"""Pre-tokenized training data as uint32 token ids (uint16 suffices below 65,536 vocabulary entries)."""
 
 STORAGE_PRESETS = {
     "nvme": nvme_gen4, "nvme-gen5": nvme_gen5, "raid0-4": lambda: raid0(nvme_gen4(), 4),
@@ -47,6 +58,7 @@ class EstimateResult:
     tokens: float
     host_power_w: float
     reliability: ReliabilityResult | None = None
+    storage: StorageRequirements | None = None
 
     @property
     def num_gpus(self) -> int:
@@ -87,6 +99,7 @@ class EstimateResult:
             "time_to_train_s": time_s,
             "wall_time_s": self.reliability.wall_time_s if self.reliability else None,
             "reliability": self.reliability.to_dict() if self.reliability else None,
+            "storage": self.storage.to_dict() if self.storage else None,
             "gpu_hours": time_s * n / 3600 if time_s else None,
             "power_w": power_w,
             "energy_kwh": power_w * time_s / 3.6e6 if time_s else None,
@@ -127,6 +140,7 @@ def estimate(request: EstimateRequest) -> EstimateResult:
     tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
     breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch)
     reliability = None
+    storage = None
     if tokens:
         ideal_s = tokens / (float(breakdown.tokens_per_step) / float(breakdown.step_time_s))
         reliability = reliability_for_job(
@@ -134,5 +148,10 @@ def estimate(request: EstimateRequest) -> EstimateResult:
             storage=STORAGE_PRESETS[request.storage](), restart_s=request.restart_s or DEFAULT_RESTART_S,
             interval_s=request.checkpoint_interval_s, gpus_per_node=gpu.gpus_per_node,
             step_time_s=float(breakdown.step_time_s))
+        storage = storage_requirements(
+            tokens_per_s=float(breakdown.tokens_per_step) / float(breakdown.step_time_s),
+            bytes_per_token=TOKENIZED_BYTES_PER_TOKEN, checkpoint_bytes=checkpoint_bytes(setup),
+            interval_s=reliability.checkpoint_interval_s, dataset_tokens=tokens)
     return EstimateResult(setup=setup, memory=memory_of(setup, request.ecc), step=breakdown, tokens=tokens,
-                          host_power_w=request.host_power_w, reliability=reliability)
+                          host_power_w=request.host_power_w, reliability=reliability,
+                          storage=storage if tokens else None)
