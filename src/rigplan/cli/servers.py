@@ -35,12 +35,12 @@ def server_summary(record: ServerRecord, catalog_dirs: tuple[str, ...] = ()) -> 
 
 def _row(record: ServerRecord, summary: dict[str, Any]) -> list[str]:
     psu = record.psu
-    nodes = f"{record.nodes} x " if record.nodes > 1 else ""
-    ram = f"{record.memory.ram_gib:g} GiB" if record.memory else "-"
+    nodes = f"{record.nodes} nodes x " if record.nodes > 1 else ""
+    cpu = record.cpu.model.removeprefix("AMD ").removeprefix("Intel ").removeprefix("Ryzen ")
     return [
-        record.id, record.category, f"{nodes}{record.gpus.count} x {record.gpus.id}",
-        f"{record.cpu.count} x {record.cpu.model}", ram,
-        f"{psu.count} x {psu.watts_each:g} W ({psu.redundancy})" if psu else "-",
+        record.id, record.category, f"{nodes}{record.gpus.count}x {record.gpus.id}", f"{record.cpu.count}x {cpu}",
+        f"{record.memory.ram_gib:g}G" if record.memory else "-",
+        f"{psu.count}x{psu.watts_each:g}W {psu.redundancy}" if psu else "-",
         f"{summary['load_w_per_node'] / 1000:.1f}" + ("" if summary["load_source"] == "vendor maximum" else "*"),
     ]
 
@@ -71,7 +71,7 @@ def servers_group(ctx: click.Context, as_json: bool, category: str | None, catal
         return
     table = Table(title="Server builds (kW = max per node; * = rigplan estimate)")
     for col in ("id", "category", "GPUs", "CPUs", "RAM", "PSUs", "kW"):
-        table.add_column(col, justify="right" if col in ("kW", "RAM") else "left")
+        table.add_column(col, justify="right" if col in ("kW", "RAM") else "left", no_wrap=col in ("id", "kW"))
     for r in records:
         table.add_row(*(escape(c) for c in _row(r, summaries[r.id])))
     Console().print(table)

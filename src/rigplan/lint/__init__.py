@@ -1,0 +1,8 @@
+"""Server-build checks: one function per rule, each with a stable code; the result is a list of findings."""
+
+from rigplan.lint.findings import Finding, LintResult
+from rigplan.lint.registry import RULES, Rule
+from rigplan.lint.run import lint_build
+from rigplan.lint.workload import Workload
+
+__all__ = ["RULES", "Finding", "LintResult", "Rule", "Workload", "lint_build"]

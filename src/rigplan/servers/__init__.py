@@ -1,0 +1,6 @@
+"""Server builds: sourced records of whole machines (chassis, CPUs, GPUs, RAM, storage, NICs, PSUs, price)."""
+
+from rigplan.servers.load import get_server, load_servers, read_server_file, resolve_build
+from rigplan.servers.schema import ServerRecord
+
+__all__ = ["ServerRecord", "get_server", "load_servers", "read_server_file", "resolve_build"]
