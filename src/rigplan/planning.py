@@ -141,6 +141,7 @@ class PlanResult:
     deadline_s: float | None
     cny_per_usd: float
     catalog: Any
+    onprem_overrides: dict[str, Any] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
     """Every priced candidate (the fastest fitting layout per GPU type, count and purchase option)."""
 
@@ -158,7 +159,7 @@ class PlanResult:
                     "usable_bytes": e["memory"]["gpu"]["usable_bytes"],
                     "headroom_bytes": e["memory"]["headroom_bytes"], "fits": e["memory"]["fits"]},
                 "energy_kwh": e.get("energy_kwh"), "meets_deadline": c.meets_deadline,
-                "residual_value_usd": residual_value_usd(self.catalog.gpu(c.gpu), c.gpus)
+                "residual_value_usd": residual_value_usd(self.catalog.gpu(c.gpu), c.gpus, self.onprem_overrides)
                 if c.offer.pricing == "purchase" else None,
                 "meets_budget": c.meets_budget, "reasons": c.reasons,
                 "estimate_command": estimate_command(self.request, c),
@@ -184,14 +185,15 @@ def _offers_for(record: GpuRecord, mode: str, basis: str) -> list[Offer]:
     return offers
 
 
-def _price(record: GpuRecord, offer: Offer, gpus: int, hours: float) -> float:
+def _price(record: GpuRecord, offer: Offer, gpus: int, hours: float, overrides: dict[str, Any] | None = None,
+           ) -> float:
     """Cloud: GPU-hours x price. Owned, 'purchase' basis: the build's capex for every GPU plus energy
     and fixed running costs for the job's hours (the hardware keeps its residual value, reported
     apart); 'amortized' basis: the job's share of a cluster busy at the scenario's utilisation."""
     if offer.kind == "cloud":
         assert offer.usd_per_gpu_hour is not None
         return gpus * hours * offer.usd_per_gpu_hour
-    scenario = scenario_for_gpu(record)
+    scenario = scenario_for_gpu(record, **(overrides or {}))
     if offer.pricing == "amortized":
         return float(onprem_cost_usd(gpus, hours, scenario))
     unit = unit_costs(scenario)
@@ -199,8 +201,8 @@ def _price(record: GpuRecord, offer: Offer, gpus: int, hours: float) -> float:
     return gpus * (unit.capex_usd + hours * running)
 
 
-def residual_value_usd(record: GpuRecord, gpus: int) -> float:
-    return gpus * unit_costs(scenario_for_gpu(record)).residual_credit_usd
+def residual_value_usd(record: GpuRecord, gpus: int, overrides: dict[str, Any] | None = None) -> float:
+    return gpus * unit_costs(scenario_for_gpu(record, **(overrides or {}))).residual_credit_usd
 
 
 def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
@@ -210,6 +212,17 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
         raise InvalidSpec(f"--gpus-min {request.gpus_min} exceeds --gpus-max {request.gpus_max}")
     catalog = load_catalog(request.catalog)
     records = [catalog.gpu(g) for g in request.gpu] if request.gpu else list(catalog.gpus.values())
+    overrides: dict[str, Any] = {}
+    build_notes: list[str] = []
+    if request.server is not None:
+        from rigplan.servers.costing import build_costs
+        from rigplan.servers.load import resolve_build
+
+        costs = build_costs(resolve_build(request.server, request.catalog), catalog)
+        records = [catalog.gpu(costs.gpu_id)]
+        overrides = {"server_share_usd_per_gpu": costs.server_share_usd_per_gpu,
+                     "host_w_per_gpu": costs.host_w_per_gpu}
+        build_notes = [f"server build {request.server}: {note}" for note in costs.notes]
     cny_per_usd = request.fx_cny_per_usd or CNY_PER_USD_DEFAULT
     budget = parse_money(request.budget, request.currency, cny_per_usd)
     deadline = parse_duration(request.deadline, "--deadline") if request.deadline is not None else None
@@ -221,6 +234,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
     ckpt_bytes = checkpoint_bytes(reference)
     target = request.global_batch or default_global_batch(1, 1, job.seq_len)
     assumptions = [a for a in reference.assumptions if "dp=" not in a]
+    assumptions.extend(build_notes)
     assumptions.append(f"global batch about {target} sequences of {job.seq_len} tokens (rounded per layout)")
     stats: dict[str, Any] = {"evaluated": 0, "feasible": 0, "infeasible_by_reason": {}, "gpu_types": len(records)}
     reasons: dict[str, int] = stats["infeasible_by_reason"]
@@ -264,7 +278,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
             hours = wall_s / 3600
             for offer in offers:
                 try:
-                    cost = _price(record, offer, count, hours)
+                    cost = _price(record, offer, count, hours, overrides)
                 except RigplanError:
                     reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
                     continue
@@ -291,7 +305,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
         c.time_to_train_s = c.estimate["time_to_train_s"]
         c.wall_time_s = c.estimate["wall_time_s"]
         c.tokens_per_s = c.estimate["tokens_per_s"]
-        c.cost_usd = _price(catalog.gpu(c.gpu), c.offer, c.gpus, c.wall_time_s / 3600)
+        c.cost_usd = _price(catalog.gpu(c.gpu), c.offer, c.gpus, c.wall_time_s / 3600, overrides)
     stats["candidates"] = len(candidates)
     stats["eligible"] = len(eligible)
     stats["elapsed_s"] = time.perf_counter() - started
@@ -300,7 +314,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
                            "the trade-off that exists")
     return PlanResult(request=request, ranked=ranked, pareto=front, stats=stats, assumptions=assumptions,
                       budget_usd=budget, deadline_s=deadline, cny_per_usd=cny_per_usd, catalog=catalog,
-                      candidates=candidates)
+                      candidates=candidates, onprem_overrides=overrides)
 
 
 def _rank_key(c: Candidate) -> tuple[Any, ...]:

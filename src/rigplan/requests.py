@@ -123,6 +123,8 @@ class PlanRequest(ModelSpec):
         default_factory=list, description="Exact GPU counts to try instead of node multiples up to gpus_max")
     gpu: list[str] = Field(default_factory=list, description="GPU ids to consider; empty = the whole catalog")
     mode: Literal["cloud", "onprem", "both"] = "both"
+    server: str | None = None
+    """A server build id or BUILD.yaml: plan on its GPU, with its price and power for owning."""
     onprem_basis: Literal["purchase", "amortized"] = "purchase"
     """purchase: buying the GPUs counts in full (their residual value is reported); amortized: the job pays
     its share of a cluster kept busy at the scenario's utilisation."""

@@ -104,3 +104,12 @@ def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...]) -> None:
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rigplan: error: ")
     assert out.stdout == ""
+
+
+def test_server_build_supplies_gpu_and_power() -> None:
+    """--server takes the GPU and the host power (max system power less GPU TDP) from the build."""
+    default = json.loads(CliRunner().invoke(tco_command, ["--gpu", "h100-sxm", "--gpus", "8", "--json"]).output)
+    built = json.loads(CliRunner().invoke(tco_command, ["--server", "dgx-h100", "--gpus", "8", "--json"]).output)
+    assert built["gpu"]["id"] == "h100-sxm"
+    assert built["scenario"]["host_w_per_gpu"] == pytest.approx((10200 - 8 * 700) / 8)
+    assert default["scenario"]["host_w_per_gpu"] == pytest.approx(250)

@@ -61,6 +61,7 @@ def _render(data: dict[str, Any], currency: str) -> None:
 @click.option("--deadline", help="Longest acceptable training time, e.g. 30d, 12w.")
 @click.option("--gpus-max", type=int, default=4096, show_default=True, help="Largest cluster to consider.")
 @click.option("--gpus-min", type=int, default=1, show_default=True, help="Smallest cluster to consider.")
+@click.option("--server", help="Server build (rigplan servers) to plan on: its GPU, price and power.")
 @click.option("--gpu", "gpu_ids", multiple=True, help="GPU id to consider (repeatable); default: whole catalog.")
 @click.option("--cloud", "mode", flag_value="cloud", help="Only rent.")
 @click.option("--onprem", "mode", flag_value="onprem", help="Only buy.")

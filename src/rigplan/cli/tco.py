@@ -13,7 +13,7 @@ from rigplan.catalog.load import load_catalog
 from rigplan.cli.common import build_request, echo_json, guarded
 from rigplan.cost.money import Money
 from rigplan.cost.scenarios import SEED_GPU_ID, SeedScenario, seed_scenario
-from rigplan.cost.tco import TcoRequest, TcoResult, build_scenario, compare, select_offers
+from rigplan.cost.tco import TcoRequest, TcoResult, build_scenario, compare, select_offers, with_build
 from rigplan.errors import InvalidSpec
 
 
@@ -106,6 +106,7 @@ def render_seed(seed: SeedScenario, m: Money, console: Console) -> None:
 
 
 @click.command("tco")
+@click.option("--server", help="Server build id (rigplan servers) or BUILD.yaml: its GPU, price and power are used.")
 @click.option("--gpu", help="GPU id (rigplan gpus). Default: h100-sxm; a100-80gb-sxm with --scenario seed.")
 @click.option("--gpus", type=int, default=8, show_default=True, help="GPUs owned / rented.")
 @click.option("--hours", type=float, help="Job wall-clock hours per GPU. Default: busy hours of the whole period.")
@@ -165,6 +166,8 @@ def tco_command(gpu: str | None, scenario: str | None, as_json: bool, catalog_di
     """
     gpu_id = gpu or (SEED_GPU_ID if scenario == "seed" else "h100-sxm")
     request = build_request(TcoRequest, gpu=gpu_id, catalog=list(catalog_dirs), pricing=list(pricing), **kwargs)
+    if request.server is not None:
+        request = with_build(request, load_catalog(request.catalog))
     record = load_catalog(request.catalog).gpu(request.gpu)
     console = Console(highlight=False, soft_wrap=False)
     if scenario == "seed":

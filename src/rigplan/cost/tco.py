@@ -75,6 +75,8 @@ class TcoRequest(BaseModel):
     fx: Annotated[float, Field(gt=0, le=1000)] = CNY_PER_USD_DEFAULT
     tou: str | None = None
     shiftable: bool = False
+    server: str | None = None
+    """A server build id or BUILD.yaml: its GPU, price and power replace the per-GPU defaults."""
     catalog: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -258,8 +260,26 @@ def tco(request: TcoRequest) -> TcoResult:
     """Load the GPU record (and an offers file) and compare. The I/O boundary of this package."""
     from rigplan.catalog.load import load_catalog
 
-    record = load_catalog(request.catalog).gpu(request.gpu)
+    catalog = load_catalog(request.catalog)
+    if request.server is not None:
+        request = with_build(request, catalog)
+    record = catalog.gpu(request.gpu)
     offers = select_offers(request, record)
     if not offers and request.pricing:
         raise InvalidSpec(f"gpu '{record.id}' has no {'/'.join(request.pricing)} offers in the catalog")
     return compare(request, record, offers)
+
+
+def with_build(request: TcoRequest, catalog: Any) -> TcoRequest:
+    """Take the GPU, server share and host power from a server build where the user did not set them."""
+    from rigplan.servers.costing import build_costs
+    from rigplan.servers.load import resolve_build
+
+    build = resolve_build(request.server or "", request.catalog)
+    costs = build_costs(build, catalog, request.fx)
+    update: dict[str, Any] = {"gpu": costs.gpu_id}
+    if costs.server_share_usd_per_gpu is not None and request.server_share is None:
+        update["server_share"] = request.money.from_usd(costs.server_share_usd_per_gpu)
+    if costs.host_w_per_gpu is not None and request.host_w == op.HOST_W_PER_GPU_DEFAULT:
+        update["host_w"] = costs.host_w_per_gpu
+    return request.model_copy(update=update)
