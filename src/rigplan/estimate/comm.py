@@ -22,6 +22,8 @@ import numpy.typing as npt
 
 from rigplan.domain.hardware import Gpu, Link
 from rigplan.errors import InvalidSpec
+from rigplan.estimate.arrays import as_num as _num
+from rigplan.estimate.arrays import scalar_or_array as _out
 
 Num: TypeAlias = float | npt.NDArray[np.float64]
 NumIn: TypeAlias = int | float | npt.NDArray[Any]
@@ -52,13 +54,6 @@ _LINK_DEFAULTS: dict[str, tuple[float, float]] = {
 }
 
 
-def _num(x: NumIn) -> Num:
-    return x.astype(np.float64) if isinstance(x, np.ndarray) else float(x)
-
-
-def _out(x: Any) -> Num:
-    arr = np.asarray(x, dtype=np.float64)
-    return float(arr) if arr.ndim == 0 else arr
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

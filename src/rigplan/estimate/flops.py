@@ -22,6 +22,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
+from rigplan.estimate.arrays import as_num as _num
 
 Num: TypeAlias = float | npt.NDArray[np.float64]
 """A float, or an array of them when an argument was an array."""
@@ -34,9 +35,6 @@ computed whole, add about block/(2·s) more, which is left out."""
 EAGER_CAUSAL_FRACTION = 1.0
 """Eager attention materializes and masks the full s×s matrix."""
 
-
-def _num(x: NumIn) -> Num:
-    return x.astype(np.float64) if isinstance(x, np.ndarray) else float(x)
 
 
 def _where(cond: Any, x: Num, y: Num) -> Num:

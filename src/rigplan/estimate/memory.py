@@ -27,6 +27,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate.activations import layer_activation_bytes
+from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.params import count_params
 from rigplan.estimate.states import ModelStates, model_states, stage_params
 from rigplan.units import MiB
@@ -136,10 +137,6 @@ def communicator_count(layout: Any) -> tuple[Num, Num]:
     return _out(pairs), _out(groups)
 
 
-def _out(x: Any) -> Num:
-    arr = np.asarray(x, dtype=np.float64)
-    return float(arr) if arr.ndim == 0 else arr
-
 
 def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num) -> tuple[Num, Num, Num]:
     """(saved activations, one layer's full working set, in-flight micro-batches) for a rank."""
@@ -172,11 +169,11 @@ def _logits_bytes(arch: Architecture, job: Job, layout: Any) -> Num:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Transients:
-    gathered: float
+    gathered: Num
     """ZeRO-3/FSDP: current and prefetched unit gathered (stored dtype)."""
-    grad_bucket: float
+    grad_bucket: Num
     """ZeRO-2/3: one unit's unsharded gradient before its reduce-scatter."""
-    step_temp: float
+    step_temp: Num
     """torch.optim.AdamW with foreach=True (its default on CUDA when fused is not asked for) builds
     one temporary the size of the local moments (sqrt(v)); fused AdamW (Megatron, DeepSpeed,
     torchtune, torchtitan) builds none."""

@@ -38,6 +38,7 @@ import numpy as np
 
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
+from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.params import ParamCounts, count_params
 
 Num = Any
@@ -161,10 +162,6 @@ def stage_params(arch: Architecture, counts: ParamCounts, layout: Any, rank: Num
     return StageParams(dense_weights=_out(dense), expert_weights=_out(expert), quantizable=_out(quantizable),
                        layers=_out(layers), dense_layers=_out(dense_layers))
 
-
-def _out(x: Any) -> Num:
-    arr = np.asarray(x, dtype=np.float64)
-    return float(arr) if arr.ndim == 0 else arr
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
