@@ -79,7 +79,7 @@ class JobSpec(ModelSpec):
     def _split_targets(cls, value: object) -> object:
         if isinstance(value, str):
             value = [t.strip() for t in value.split(",") if t.strip()]
-        if isinstance(value, list) and [t.lower() for t in value] == ["all"]:
+        if isinstance(value, list) and all(isinstance(t, str) for t in value) and [t.lower() for t in value] == ["all"]:
             return list(LORA_TARGET_NAMES)
         return value
 

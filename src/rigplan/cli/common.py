@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -55,8 +56,19 @@ def guarded(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _finite(data: Any) -> Any:
+    """JSON has no Infinity or NaN: they become null (as in the HTTP API)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(v) for v in data]
+    return data
+
+
 def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    click.echo(json.dumps(_finite(data), indent=2, default=str, allow_nan=False))
 
 
 def model_options(func: F) -> F:

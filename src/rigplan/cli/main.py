@@ -12,6 +12,7 @@ from rigplan.cli.estimate import estimate_command
 from rigplan.cli.lint import lint_command
 from rigplan.cli.memory import memory_command
 from rigplan.cli.plan import plan_command
+from rigplan.cli.serve import serve_command
 from rigplan.cli.servers import servers_group
 from rigplan.cli.tco import tco_command
 from rigplan.cli.validate import validate_command
@@ -30,6 +31,7 @@ cli.add_command(compare_command)
 cli.add_command(tco_command)
 cli.add_command(servers_group)
 cli.add_command(lint_command)
+cli.add_command(serve_command)
 cli.add_command(validate_command)
 cli.add_command(models_group)
 cli.add_command(gpus_group)

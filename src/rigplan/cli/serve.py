@@ -17,8 +17,8 @@ from rigplan.cli.common import fail
 def serve_command(host: str, port: int, time_cap: float) -> None:
     """Serve the rigplan page and JSON API (memory, estimate, plan, compare, tco, catalog).
 
-    Open http://127.0.0.1:8000/ in a browser; the API's schema is at /openapi.json and its
-    documentation at /docs. Nothing is fetched from the network.
+    Open http://127.0.0.1:8000/ in a browser; the API's OpenAPI schema is at /openapi.json
+    (docs/web.md describes the endpoints). Nothing is fetched from the network.
 
     \b
     Examples:

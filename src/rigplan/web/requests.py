@@ -1,0 +1,89 @@
+"""HTTP request bodies: rigplan's own request models, plus what only HTTP needs.
+
+`hf_config` carries the content of a Hugging Face config.json: the route writes it to a temporary
+file and passes that path as MODEL, exactly as `rigplan memory ./config.json` would read it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rigplan.cost.tco import TcoRequest
+from rigplan.requests import EstimateRequest, JobSpec, MemoryRequest, PlanRequest
+
+HF_CONFIG_DESCRIPTION = (
+    "Content of a Hugging Face config.json (a JSON object). When given it is the model, and `model` must be "
+    "left out; shape fields still override it."
+)
+
+
+def _split_targets_checked(cls: type[BaseModel], value: object) -> object:
+    """JobSpec's lora_targets splitting, for lists of strings only: anything else goes on to pydantic's type
+    check (a 422 naming lora_targets) instead of raising inside the splitter."""
+    if isinstance(value, list) and not all(isinstance(item, str) for item in value):
+        return value
+    return JobSpec._split_targets.__func__(cls, value)  # type: ignore[attr-defined]
+
+
+class WithHfConfig(BaseModel):
+    hf_config: dict[str, Any] | None = Field(None, description=HF_CONFIG_DESCRIPTION)
+
+
+class MemoryBody(MemoryRequest, WithHfConfig):
+    """`rigplan memory`: the fields are the command's options (`--kv-heads` is `kv_heads`)."""
+
+    _split_targets = field_validator("lora_targets", mode="before")(_split_targets_checked)
+
+
+class EstimateBody(EstimateRequest, WithHfConfig):
+    """`rigplan estimate`: the fields are the command's options."""
+
+    _split_targets = field_validator("lora_targets", mode="before")(_split_targets_checked)
+
+
+class PlanBody(PlanRequest, WithHfConfig):
+    """`rigplan plan`: the fields are the command's options (`--gpu` repeated is the list `gpu`)."""
+
+    _split_targets = field_validator("lora_targets", mode="before")(_split_targets_checked)
+
+
+class CompareBody(PlanRequest, WithHfConfig):
+    """`rigplan compare MODEL OPTION...`: the plan fields it takes, plus the COUNTxGPU options."""
+
+    _split_targets = field_validator("lora_targets", mode="before")(_split_targets_checked)
+
+    options: list[str] = Field(..., description="Options to compare, each COUNTxGPU, e.g. 8xa100-80gb-sxm")
+
+
+class TcoBody(TcoRequest):
+    """`rigplan tco`: the fields are the command's options; `scenario: "seed"` is `--scenario seed`."""
+
+    gpu: str | None = Field(None, description="GPU id; default h100-sxm (a100-80gb-sxm with scenario seed)")  # type: ignore[assignment]
+    scenario: Literal["seed"] | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx/5xx answer: one message, and the request field it is about (null when none is)."""
+
+    detail: str
+    field: str | None = None
+    errors: list[dict[str, Any]] | None = Field(
+        None, description="422 only: every validation problem (loc, msg, type)")
+
+
+class LintBody(BaseModel):
+    """`rigplan lint BUILD [--for MODEL --method --tokens --seq]`: BUILD as an id or as the YAML text of a build."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    build: str | None = Field(None, description="Build id (GET /api/servers); or give build_yaml")
+    build_yaml: str | None = Field(None, max_length=60_000, description="The content of a BUILD.yaml")
+    for_model: str | None = Field(
+        None, description="`--for MODEL`: check this workload (catalog id or a size like 70b) instead of the "
+                          "build's own claims")
+    method: Literal["full", "lora", "qlora"] | None = Field(None, description="Training method for for_model [full]")
+    tokens: str | None = Field(None, description="Training tokens for for_model, e.g. 2T: adds the time to train")
+    seq: Annotated[int, Field(ge=1, le=16_777_216)] | None = Field(None, description="Sequence length for for_model")
+    catalog: list[str] = Field(default_factory=list)

@@ -1,0 +1,142 @@
+"""The page in a real browser: Debian's headless Chromium driven by Playwright, against a live server.
+
+Skipped only where /usr/bin/chromium is absent (CI installs Debian's `chromium` package). The
+Playwright browser download is not used: it needs the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"{CHROMIUM} is absent (apt-get install -y chromium)", allow_module_level=True)
+playwright_api = pytest.importorskip("playwright.sync_api", reason="the browser test needs the dev extra (playwright)")
+
+TIMEOUT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture()
+def page(browser, live_server) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(live_server.url + "/")
+    page.wait_for_selector("body[data-done]", timeout=TIMEOUT_MS)
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+def post(live_server, path: str, body: dict[str, Any]) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    request = urllib.request.Request(live_server.url + path, data=json.dumps(body).encode(),
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]
+
+
+def settle(page, action) -> None:  # type: ignore[no-untyped-def]
+    """Do `action`, then wait until the page has answered a newer request than before it."""
+    before = int(page.evaluate("Number(document.body.dataset.done || 0)"))
+    action()
+    page.wait_for_function("(n) => Number(document.body.dataset.done || 0) > n", arg=before, timeout=TIMEOUT_MS)
+
+
+def test_memory_and_speed_then_plan_view(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    settle(page, lambda: (page.fill("#f-model", "llama-3.1-70b"), page.select_option("#f-gpu", "h200-sxm"),
+                          page.fill("#f-gpus", "16"), page.fill("#f-tp", "8")))
+    banner = page.inner_text("#fit-banner")
+    expected = post(live_server, "/api/memory", {"model": "llama-3.1-70b", "gpu": "h200-sxm", "gpus": 16, "tp": 8,
+                                                 "zero": 3})
+    assert f"{expected['per_gpu']['total_bytes'] / 2**30:.2f} GiB" in banner
+    assert ("FITS" in banner) == expected["fits"] and "H200" in banner
+    assert page.locator("#memory-out svg rect").count() >= 5  # the stacked bar, one rect per part
+    assert page.locator("#memory-out svg line.capacity").count() == 1
+    assert "s" in page.inner_text("#kpi-step") and "days" in page.inner_text("#kpi-ttt")
+    assert "purchase price" in page.inner_text("#kpi-cost-missing")  # the catalog has no H200 price: said so
+    settle(page, lambda: page.select_option("#f-gpu", "h100-sxm"))
+    assert "$" in page.inner_text("#kpi-rent") and "$" in page.inner_text("#kpi-own")
+
+    # The plan view: the time-vs-cost scatter is drawn, hovering a point shows the candidate.
+    page.click('#tabs button[data-view="plan"]')
+    page.wait_for_selector("body[data-ready=plan]", timeout=TIMEOUT_MS)
+    settle(page, lambda: page.select_option("#f-plan_gpus", ["h100-sxm", "a100-80gb-sxm"]))
+    circles = page.locator("#pareto-svg circle")
+    assert circles.count() > 3
+    page.locator("#pareto-svg circle.pareto").first.hover()
+    tooltip = page.locator("#tooltip")
+    assert tooltip.is_visible() and "×" in tooltip.inner_text()
+    assert page.locator("#ranked-table tbody tr").count() >= 1
+
+
+def test_inputs_validate_as_you_type(page) -> None:  # type: ignore[no-untyped-def]
+    settle(page, lambda: page.fill("#f-tp", "abc"))
+    assert "integer" in page.inner_text("#err-tp") and "invalid" in page.get_attribute("#f-tp", "class")
+    settle(page, lambda: page.fill("#f-tp", "1"))
+    assert page.inner_text("#err-tp") == ""
+    settle(page, lambda: page.fill("#f-model", "llama-9"))
+    assert "unknown model" in page.inner_text("#err-model")
+    settle(page, lambda: page.fill("#f-model", "llama-3.1-8b"))
+    settle(page, lambda: page.fill("#f-gpus", "6"))  # 6 GPUs with tp=1 is fine; tp=4 does not divide it
+    settle(page, lambda: page.fill("#f-tp", "4"))
+    assert "tp*pp*cp" in page.inner_text("#err-gpus")
+
+
+def test_config_json_paste(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    config = (Path(__file__).parents[1] / "data" / "hf" / "mistral-7b" / "config.json")
+    if not config.exists():
+        config = next((Path(__file__).parents[1] / "data" / "hf").glob("*/config.json"))
+    page.click('details[data-sub="sub.config"] summary')
+    settle(page, lambda: page.fill("#f-hf_config", config.read_text()))
+    assert page.is_disabled("#f-model")
+    assert "FIT" in page.inner_text("#fit-banner")
+    settle(page, lambda: page.fill("#f-hf_config", '{"model_type": "llama"}'))
+    assert "config.json: missing key" in page.inner_text("#err-hf_config")
+
+
+def test_tco_compare_lint_and_chinese(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    page.click('#tabs button[data-view="tco"]')
+    page.wait_for_selector("body[data-ready=tco]", timeout=TIMEOUT_MS)
+    lines = page.locator("#tco-svg polyline.tco-line")
+    assert lines.count() >= 2  # owned, and one line per cloud offer
+    expected = post(live_server, "/api/tco", {"gpu": "h100-sxm", "gpus": 8, "currency": "usd"})
+    months = [b["months"] for b in expected["breakeven"] if b["months"] is not None and b["months"] <= 36]
+    marks = page.locator("#tco-svg circle.breakeven")
+    assert marks.count() == len(months)
+    if months:
+        drawn = sorted(float(marks.nth(i).get_attribute("data-months")) for i in range(marks.count()))
+        assert drawn == pytest.approx(sorted(months), abs=1e-3)
+
+    page.select_option("#lang", "zh")
+    assert page.inner_text('#tabs button[data-view="plan"]') == "方案搜索"
+    settle(page, lambda: page.select_option("#currency", "cny"))
+    out = page.inner_text("#tco-out")
+    assert "¥" in out and "万" in out
+
+    page.click('#tabs button[data-view="compare"]')
+    page.wait_for_selector("body[data-ready=compare]", timeout=TIMEOUT_MS)
+    assert page.locator("#compare-table tbody tr").count() >= 5
+    assert page.locator("#compare-table td.win").count() >= 1
+
+    page.click('#tabs button[data-view="lint"]')
+    page.wait_for_selector("body[data-ready=lint]", timeout=TIMEOUT_MS)
+    assert page.locator("#lint-table tr[data-code]").count() >= 1
+    assert "FAIL" in page.inner_text("#lint-banner")
