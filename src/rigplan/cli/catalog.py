@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from rigplan.catalog.load import load_catalog
+from rigplan.catalog.views import gpu_show, model_show, models_list
 from rigplan.cli.common import echo_json, guarded
-from rigplan.estimate.params import count_params
 from rigplan.units import format_count
 
 
@@ -29,14 +29,7 @@ def models_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...
     if ctx.invoked_subcommand:
         ctx.obj = catalog_dirs
         return
-    catalog = load_catalog(catalog_dirs)
-    rows = []
-    for record in catalog.models.values():
-        counts = count_params(record.to_domain())
-        rows.append({"id": record.id, "name": record.name, "family": record.family,
-                     "params_total": counts.total, "params_active": counts.active,
-                     "official_params": record.official_params, "layers": record.num_layers,
-                     "hidden": record.hidden, "context_length": record.context_length, "moe": record.moe is not None})
+    rows = models_list(catalog_dirs)
     if as_json:
         echo_json(rows)
         return
@@ -56,9 +49,7 @@ def models_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...
 @guarded
 def models_show(catalog_dirs: tuple[str, ...], model_id: str, as_json: bool) -> None:
     """Show one model record with its parameter count and sources."""
-    record = load_catalog(catalog_dirs or ()).model(model_id)
-    counts = count_params(record.to_domain())
-    data = {**record.model_dump(mode="json"), "params_total": counts.total, "params_active": counts.active}
+    data = model_show(model_id, catalog_dirs or ())
     if as_json:
         echo_json(data)
         return
@@ -98,8 +89,7 @@ def gpus_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...])
 @guarded
 def gpus_show(catalog_dirs: tuple[str, ...], gpu_id: str, as_json: bool) -> None:
     """Show one GPU record with its sources."""
-    record = load_catalog(catalog_dirs or ()).gpu(gpu_id)
-    data = record.model_dump(mode="json")
+    data = gpu_show(gpu_id, catalog_dirs or ())
     if as_json:
         echo_json(data)
         return
