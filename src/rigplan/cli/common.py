@@ -159,3 +159,19 @@ def job_values(kwargs: dict[str, Any]) -> dict[str, Any]:
     values["qlora_double_quant"] = not values.pop("single_quant", False)
     values["catalog"] = list(values.pop("catalog_dirs", ()) or ())
     return values
+
+
+def recipe_options(func: F) -> F:
+    """The training recipe of commands that search layouts themselves (plan, compare)."""
+    options = [
+        click.option("--method", type=click.Choice(["full", "lora", "qlora"]), default="full", show_default=True),
+        click.option("--lora-rank", type=int, default=16, show_default=True),
+        click.option("--lora-targets", default="q,v", show_default=True),
+        click.option("--seq", type=int, help="Sequence length (default: min(4096, model context))."),
+        click.option("--global-batch", type=int, default=0, help="Sequences per step (default: about 4M tokens)."),
+        click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
+                                                       "bf16", "fp16"])),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from rigplan.cli.common import build_request, echo_json, guarded, model_options
+from rigplan.cli.common import build_request, echo_json, guarded, model_options, recipe_options
 from rigplan.cost.money import format_usd
 from rigplan.planning import compare
 from rigplan.requests import PlanRequest
@@ -37,13 +37,7 @@ def _cell(key: str, value: Any) -> str:
 @click.argument("options", nargs=-1, required=True)
 @model_options
 @click.option("--tokens", required=True, help="Tokens to train on, e.g. 50B.")
-@click.option("--method", type=click.Choice(["full", "lora", "qlora"]), default="full", show_default=True)
-@click.option("--lora-rank", type=int, default=16, show_default=True)
-@click.option("--lora-targets", default="q,v", show_default=True)
-@click.option("--seq", type=int, help="Sequence length (default: min(4096, model context)).")
-@click.option("--global-batch", type=int, default=0, help="Sequences per step (default: about 4M tokens).")
-@click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16",
-                                                "fp16"]))
+@recipe_options
 @click.option("--kernels", type=click.Choice(["fused", "eager"]), default="fused", show_default=True)
 @click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

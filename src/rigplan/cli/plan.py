@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rigplan.cli.common import build_request, echo_json, fail, guarded, model_options
+from rigplan.cli.common import build_request, echo_json, fail, guarded, model_options, recipe_options
 from rigplan.cost.money import format_cny, format_usd
 from rigplan.planning import plan
 from rigplan.report.markdown import plan_markdown
@@ -68,13 +68,7 @@ def _render(data: dict[str, Any], currency: str) -> None:
 @click.option("--both", "mode", flag_value="both", default=True, help="Rent or buy (default).")
 @click.option("--onprem-basis", type=click.Choice(["purchase", "amortized"]), default="purchase", show_default=True,
               help="purchase: buying counts in full; amortized: the job's share of a busy owned cluster.")
-@click.option("--method", type=click.Choice(["full", "lora", "qlora"]), default="full", show_default=True)
-@click.option("--lora-rank", type=int, default=16, show_default=True)
-@click.option("--lora-targets", default="q,v", show_default=True)
-@click.option("--seq", type=int, help="Sequence length (default: min(4096, model context)).")
-@click.option("--global-batch", type=int, default=0, help="Sequences per step (default: about 4M tokens).")
-@click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16",
-                                                "fp16"]))
+@recipe_options
 @click.option("--optimizer", type=click.Choice(["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd",
                                                 "sgd-momentum", "adafactor"]), default="adamw", show_default=True)
 @click.option("--kernels", type=click.Choice(["fused", "eager"]), default="fused", show_default=True)
