@@ -89,6 +89,7 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
     table.add_row("tokens/s (cluster)", format_count(data["tokens_per_s"]))
     table.add_row("tokens/s per GPU", f"{data['tokens_per_s_per_gpu']:,.0f}")
     table.add_row("model TFLOP/s per GPU", f"{data['model_tflops_per_gpu']:.0f} of {data['peak_tflops_per_gpu']:.0f}")
+    table.add_row("hardware TFLOP/s per GPU (with recompute)", f"{data['hardware_tflops_per_gpu']:.0f}")
     table.add_row("MFU / HFU", f"{100 * data['mfu']:.1f}% / {100 * data['hfu']:.1f}%")
     table.add_section()
     b = data["breakdown"]
