@@ -21,6 +21,7 @@ from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
 from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
 from rigplan.cost.power import HOURS_PER_YEAR
 from rigplan.errors import InvalidSpec, RigplanError
+from rigplan.estimate.step import scale_up_domain
 from rigplan.reliab import reliability_for_job
 from rigplan.requests import EstimateRequest, PlanRequest
 from rigplan.search.evaluate import fastest_per_count, space_memory
@@ -244,8 +245,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
         if progress:
             progress(done, len(records))
         gpu = record.to_domain()
-        domain = min(gpu.link.domain_size, gpu.gpus_per_node) if gpu.link.domain_size <= gpu.gpus_per_node \
-            else gpu.link.domain_size
+        domain = scale_up_domain(gpu)
         offers = _offers_for(record, request.mode, request.onprem_basis)
         if not offers:
             reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1

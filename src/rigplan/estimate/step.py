@@ -155,9 +155,10 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     return compute, backward_s, core_s
 
 
-def _domain(gpu: Gpu) -> int:
-    return min(gpu.link.domain_size, gpu.gpus_per_node) if gpu.link.domain_size <= gpu.gpus_per_node \
-        else gpu.link.domain_size
+def scale_up_domain(gpu: Gpu) -> int:
+    """GPUs that reach each other over the scale-up link: the link's domain, never more than a node
+    (NVL72 racks are catalogued as 72-GPU nodes)."""
+    return min(gpu.link.domain_size, gpu.gpus_per_node)
 
 
 def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_batch: Num,
@@ -184,7 +185,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     layers = np.ceil(arch.num_layers / pp)
     intra = comm.link_tier(gpu.link)
     inter = comm.nic_tier(gpu)
-    domain = _domain(gpu)
+    domain = scale_up_domain(gpu)
 
     # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
     # 2 more in a full recompute; buffer T·h·p (Shoeybi et al. 2019, Sec. 3; Korthikanti 2022 Sec. 4.2.2).
