@@ -12,8 +12,8 @@ import statistics
 import time
 
 from rigplan.catalog.load import load_catalog
-from rigplan.planning import plan
-from rigplan.requests import PlanRequest
+from rigplan.flow.plan import plan
+from rigplan.flow.request import PlanRequest
 
 
 def main() -> None:

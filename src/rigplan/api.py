@@ -8,8 +8,8 @@ from typing import Any
 from rigplan.domain.job import Job
 from rigplan.estimate.memory import MemoryBreakdown, peak_memory
 from rigplan.estimate.params import count_params
-from rigplan.requests import MemoryRequest
-from rigplan.setup import TrainingSetup, build_setup
+from rigplan.flow.request import MemoryRequest
+from rigplan.flow.resolve import TrainingSetup, build_setup
 
 MAX_SEARCH_SEQ = 1 << 24
 MAX_SEARCH_BATCH = 1 << 16

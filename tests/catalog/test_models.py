@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rigplan.catalog.hf_config import SUPPORTED_MODEL_TYPES
 from rigplan.catalog.load import BUILTIN_DIR, ENV_VAR, Catalog, load_catalog
 from rigplan.catalog.schema import ModelRecord
 from rigplan.estimate.params import ParamCounts, count_params
-from rigplan.hf import SUPPORTED_MODEL_TYPES
 
 REQUIRED_IDS = (
     "gpt-3-175b", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b",

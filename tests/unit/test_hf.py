@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from rigplan.catalog.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_hf_config
 from rigplan.catalog.load import BUILTIN_DIR
 from rigplan.catalog.schema import ModelRecord
 from rigplan.errors import InvalidSpec, RigplanError
 from rigplan.estimate.params import count_params
-from rigplan.hf import SUPPORTED_MODEL_TYPES, architecture_from_hf_config
 
 HF_DIR = Path(__file__).resolve().parents[1] / "data" / "hf"
 

@@ -7,10 +7,10 @@ import itertools
 
 import pytest
 
-from rigplan.planning import candidate_request, parse_money, plan
-from rigplan.requests import EstimateRequest, PlanRequest
+from rigplan.flow.estimate import estimate
+from rigplan.flow.plan import candidate_request, parse_money, plan
+from rigplan.flow.request import EstimateRequest, PlanRequest
 from rigplan.search.pareto import pareto_front
-from rigplan.speed import estimate
 
 SMALL = dict(model="llama-3.2-1b", tokens="20B", gpu=["a100-80gb-sxm"], gpus_max=8, gpus_min=8, mode="cloud",
              global_batch=64, seq=2048)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rigplan import speed
 from rigplan.errors import InvalidSpec
+from rigplan.flow import estimate as speed
 from rigplan.validation import build_throughput_cases
 from rigplan.validation.run import (
     SUITES,

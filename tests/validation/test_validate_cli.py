@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from rigplan import api
 from rigplan.cli.validate import validate_command
-from rigplan.requests import MemoryRequest
+from rigplan.flow.request import MemoryRequest
 from rigplan.validation.run import SUITES, load_case_file
 
 GiB = 2**30
@@ -120,8 +120,8 @@ THROUGHPUT_REQUEST = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "seq": 4096, "
 
 
 def _throughput_file(tmp_path: Path, measured_factors: dict[str, float]) -> Path:
-    from rigplan.requests import EstimateRequest
-    from rigplan.speed import estimate
+    from rigplan.flow.estimate import estimate
+    from rigplan.flow.request import EstimateRequest
 
     predicted = estimate(EstimateRequest.model_validate(THROUGHPUT_REQUEST)).to_dict()["tokens_per_s_per_gpu"]
     cases = [{

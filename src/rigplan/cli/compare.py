@@ -10,8 +10,8 @@ from rich.table import Table
 
 from rigplan.cli.common import build_request, echo_json, guarded, model_options, recipe_options
 from rigplan.cost.money import format_usd
-from rigplan.planning import compare
-from rigplan.requests import PlanRequest
+from rigplan.flow.plan import compare
+from rigplan.flow.request import PlanRequest
 from rigplan.units import format_bytes, format_count, format_duration
 
 FORMATS = {

@@ -7,9 +7,9 @@ from typing import Any
 import click
 
 from rigplan.cli.common import build_request, echo_json, guarded, job_options, job_values, model_options
+from rigplan.flow.estimate import estimate
+from rigplan.flow.request import EstimateRequest
 from rigplan.report.text import render_estimate
-from rigplan.requests import EstimateRequest
-from rigplan.speed import estimate
 
 
 @click.command("estimate")

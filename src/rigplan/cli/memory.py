@@ -8,8 +8,8 @@ import click
 
 from rigplan import api
 from rigplan.cli.common import build_request, echo_json, guarded, job_options, job_values, model_options
+from rigplan.flow.request import MemoryRequest
 from rigplan.report.text import render_memory
-from rigplan.requests import MemoryRequest
 
 
 @click.command("memory")

@@ -13,10 +13,10 @@ from rich.table import Table
 
 from rigplan.cli.common import build_request, echo_json, fail, guarded, model_options, recipe_options
 from rigplan.cost.money import format_cny, format_usd
-from rigplan.planning import plan
+from rigplan.flow.plan import plan
+from rigplan.flow.request import PlanRequest
 from rigplan.report.markdown import plan_markdown
 from rigplan.report.plots import plan_plot
-from rigplan.requests import PlanRequest
 from rigplan.units import format_bytes, format_duration
 
 

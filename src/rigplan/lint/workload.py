@@ -18,9 +18,9 @@ from typing import Any
 
 from rigplan.api import memory
 from rigplan.errors import InvalidSpec
-from rigplan.requests import EstimateRequest, MemoryRequest
+from rigplan.flow.estimate import estimate
+from rigplan.flow.request import EstimateRequest, MemoryRequest
 from rigplan.servers.schema import ServerRecord
-from rigplan.speed import estimate
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

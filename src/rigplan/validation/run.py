@@ -14,7 +14,7 @@ Pass/fail:
     fit on the device) exceeds the GPU's usable memory. The error shown is predicted / usable - 1.
 
 Throughput suite (cases/throughput.yaml; `request` is an `EstimateRequest`, run by
-rigplan.speed.estimate): error = predicted / measured - 1 for every metric (a rate or a step time),
+rigplan.flow.estimate.estimate): error = predicted / measured - 1 for every metric (a rate or a step time),
 where `compare` names the prediction:
   - tokens_per_s_per_gpu: rigplan's tokens/s per GPU against the published tokens/s per GPU;
   - step_time_s: rigplan's step (iteration) time against the published one;
@@ -45,9 +45,10 @@ from typing import Any, Literal, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from rigplan import api, speed
+from rigplan import api
 from rigplan.errors import InvalidSpec
-from rigplan.requests import EstimateRequest, JobSpec, MemoryRequest
+from rigplan.flow import estimate as speed
+from rigplan.flow.request import EstimateRequest, JobSpec, MemoryRequest
 
 PACKAGE_DIR = Path(__file__).parent
 CASES_DIR = PACKAGE_DIR / "cases"

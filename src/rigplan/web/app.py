@@ -34,10 +34,10 @@ from rigplan.cost.scenarios import SEED_GPU_ID, seed_scenario
 from rigplan.cost.tco import TcoRequest, build_scenario, tco
 from rigplan.errors import RigplanError, UnknownEntry
 from rigplan.estimate.params import count_params
+from rigplan.flow.estimate import estimate
+from rigplan.flow.plan import compare, plan
 from rigplan.lint import Workload, lint_build
-from rigplan.planning import compare, plan
 from rigplan.servers.load import resolve_build
-from rigplan.speed import estimate
 from rigplan.units import parse_count
 from rigplan.web import catalog as catalog_views
 from rigplan.web.errors import clean_message, field_of, pydantic_payload, validation_payload
@@ -456,7 +456,7 @@ def _lint(body: LintBody) -> dict[str, Any]:
 def _architecture(body: MemoryBody) -> dict[str, Any]:
     from dataclasses import asdict
 
-    from rigplan.hf import architecture_from_hf_config
+    from rigplan.catalog.hf_config import architecture_from_hf_config
 
     assert body.model is not None
     arch = architecture_from_hf_config(body.model)

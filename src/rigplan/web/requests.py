@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rigplan.cost.tco import TcoRequest
-from rigplan.requests import EstimateRequest, JobSpec, MemoryRequest, PlanRequest
+from rigplan.flow.request import EstimateRequest, JobSpec, MemoryRequest, PlanRequest
 
 HF_CONFIG_DESCRIPTION = (
     "Content of a Hugging Face config.json (a JSON object). When given it is the model, and `model` must be "

@@ -65,7 +65,7 @@ def workload_fit(ctx: LintContext) -> list[Finding]:
 
 @rule("workload.time", "Time to train the stated workload")
 def workload_time(ctx: LintContext) -> list[Finding]:
-    """Time to train from rigplan.speed.estimate (6ND-based step model with efficiency data) on the fastest
+    """Time to train from rigplan.flow.estimate.estimate (6ND-based step model with efficiency data) on the fastest
     fitting layout; info, or warning above ~180 days. When nothing fits the time is for the lowest-memory
     layout, as if it fitted."""
     out: list[Finding] = []

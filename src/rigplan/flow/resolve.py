@@ -10,8 +10,8 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout, check_layout_for_model
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
-from rigplan.requests import JobSpec
-from rigplan.resolve import ResolvedModel, resolve_model
+from rigplan.flow.model_source import ResolvedModel, resolve_model
+from rigplan.flow.request import JobSpec
 
 DEFAULT_SEQ_LEN = 4096
 

@@ -119,7 +119,7 @@ def resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, An
                              assumptions=["model built from shape flags"])
     path = Path(model)
     if model.endswith(".json") or path.is_dir() or (path.exists() and path.is_file()):
-        from rigplan.hf import architecture_from_hf_config
+        from rigplan.catalog.hf_config import architecture_from_hf_config
 
         arch = architecture_from_hf_config(path)
         resolved = ResolvedModel(arch=arch, source="hf-config", assumptions=[f"model read from {path}"])

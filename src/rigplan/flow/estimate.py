@@ -9,6 +9,8 @@ from rigplan.api import MemoryResult, memory_of
 from rigplan.estimate.efficiency import efficiency_for
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
+from rigplan.flow.request import EstimateRequest
+from rigplan.flow.resolve import TrainingSetup, build_setup
 from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job
 from rigplan.reliab.storage import (
     StorageRequirements,
@@ -19,8 +21,6 @@ from rigplan.reliab.storage import (
     storage_requirements,
     tectonic_llama3,
 )
-from rigplan.requests import EstimateRequest
-from rigplan.setup import TrainingSetup, build_setup
 from rigplan.units import parse_count
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20

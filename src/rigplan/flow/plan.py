@@ -22,13 +22,13 @@ from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
 from rigplan.cost.power import HOURS_PER_YEAR
 from rigplan.errors import InvalidSpec, RigplanError
 from rigplan.estimate.step import scale_up_domain
+from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
+from rigplan.flow.request import EstimateRequest, PlanRequest
+from rigplan.flow.resolve import build_setup
 from rigplan.reliab import reliability_for_job
-from rigplan.requests import EstimateRequest, PlanRequest
 from rigplan.search.evaluate import fastest_per_count, space_memory
 from rigplan.search.pareto import pareto_front
 from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
-from rigplan.setup import build_setup
-from rigplan.speed import checkpoint_bytes, default_global_batch, estimate
 from rigplan.units import parse_count, parse_duration
 
 Progress = Callable[[int, int], None]
