@@ -49,7 +49,8 @@ class MemoryResult:
         return {
             "model": {
                 "id": s.arch.id, "name": s.arch.name, "source": s.model_source,
-                "params_total": counts.total, "params_active": counts.active,
+                "params_total": counts.total, "params_active": counts.active_published,
+                     "params_active_matmul": counts.active_matmul,
                 "layers": s.arch.num_layers, "hidden": s.arch.hidden, "heads": s.arch.num_heads,
                 "kv_heads": s.arch.kv_heads, "attention": s.arch.attention_kind, "vocab": s.arch.vocab,
                 "moe": s.arch.moe is not None,

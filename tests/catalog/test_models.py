@@ -3,8 +3,9 @@
 count_params(arch).total must be within 0.5% of `official_params` for every model, and `.active`
 within 0.5% of `official_active_params` for every MoE model, with two documented kinds of exception:
 
-* ACTIVE_EXCLUDES_INPUT_EMBEDDING: the authors publish an active count without the input embedding
-  table (they do count the output head); the check compares `active - embedding` for those.
+* active_excludes_input_embedding (a field of the record): the authors publish an active count
+  without the input embedding table (they do count the output head); the check compares
+  `active_published` (= active - embedding) for those.
 * COARSE_PUBLISHED: the only published figure is coarser than 0.5%. Each entry carries the widest
   error it allows and why; a companion test fails when an entry is no longer needed.
 """
@@ -29,6 +30,7 @@ REQUIRED_IDS = (
     "mistral-7b", "mixtral-8x7b", "mixtral-8x22b", "qwen2.5-7b", "qwen2.5-72b", "qwen3-8b",
     "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b", "gemma-2-9b",
     "phi-3-mini", "gpt-neox-20b", "bloom-176b", "opt-175b", "gpt2-124m", "mpt-7b", "mpt-30b",
+    "llama-4-scout", "llama-4-maverick", "kimi-k2", "glm-4.5",
 )
 
 TOLERANCE = 0.005
@@ -38,7 +40,10 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
     "deepseek-v3": "README_WEIGHTS.md: 36.6B activated 'including 0.9B for the output Head'",
     "gpt-oss-20b": "model card Table 1: active = routed MLP + attention + unembedding (3.61B)",
     "gpt-oss-120b": "model card Table 1: active = routed MLP + attention + unembedding (5.13B)",
+    "kimi-k2": "DeepSeek-V3 architecture and DeepSeek's convention (31.69B exact vs the card's 32B)",
+    "glm-4.5": "32.86B exact without the input embedding vs the card's 32B (33.63B with it)",
 }
+"""The records whose active_excludes_input_embedding is true, and why."""
 
 COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
     ("mpt-7b", "total"): (
@@ -56,6 +61,29 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         0.01,
         "the model card gives '22B activated' (two significant figures); the exact count with both "
         "embedding tables is 22.19B (0.87% above)",
+    ),
+    ("llama-4-scout", "total"): (
+        0.015,
+        "the card's 109B counts the vision encoder too; the text decoder of config.json has 107.77B (1.1% below)",
+    ),
+    ("llama-4-scout", "active"): (
+        0.015, "the card gives '17B activated' (two significant figures); the exact count is 17.17B",
+    ),
+    ("llama-4-maverick", "active"): (
+        0.015, "the card gives '17B activated' (two significant figures); the exact count is 17.18B",
+    ),
+    ("kimi-k2", "total"): (
+        0.03, "the card gives '1T' (one significant figure); config.json gives 1,026.4B (2.6% above)",
+    ),
+    ("kimi-k2", "active"): (
+        0.015, "the card gives '32B activated' (two significant figures); the exact count is 31.69B",
+    ),
+    ("glm-4.5", "total"): (
+        0.01, "the card gives 355B; the 92 main layers of config.json hold 352.80B (0.6% below), with the "
+              "multi-token-prediction layer 356.7B: the card's figure sits between the two",
+    ),
+    ("glm-4.5", "active"): (
+        0.03, "the card gives '32B activated' (two significant figures); the exact count is 32.86B",
     ),
 }
 
@@ -80,9 +108,7 @@ def _rel_error(counted: float, official: float) -> float:
 
 
 def _counted_active(model_id: str, counts: ParamCounts) -> int:
-    if model_id in ACTIVE_EXCLUDES_INPUT_EMBEDDING:
-        return counts.active - counts.embedding
-    return counts.active
+    return counts.active_published
 
 
 def _tolerance(model_id: str, which: str) -> float:
@@ -147,6 +173,19 @@ def test_coarse_published_exceptions_are_still_needed(catalog: Catalog, model_id
         assert record.official_active_params
         err = _rel_error(_counted_active(model_id, counts), record.official_active_params)
     assert abs(err) > TOLERANCE, f"{model_id} {which}: error {err:+.3%} is within 0.5%; drop the exception"
+
+
+def test_active_convention_flags_are_the_listed_ones(catalog: Catalog) -> None:
+    flagged = {m for m, r in catalog.models.items() if r.active_excludes_input_embedding}
+    assert flagged == set(ACTIVE_EXCLUDES_INPUT_EMBEDDING)
+
+
+def test_published_active_drops_exactly_the_input_embedding(catalog: Catalog) -> None:
+    """gpt-oss-20b: the card's 3.61B, not the 4.19B that counts the embedding lookup."""
+    counts = count_params(catalog.model("gpt-oss-20b").to_domain())
+    assert counts.active - counts.active_published == counts.embedding == 201088 * 2880
+    assert abs(counts.active_published / 3.61e9 - 1) < 0.005
+    assert counts.active_matmul == counts.active_published
 
 
 @pytest.mark.parametrize("model_id", sorted(ACTIVE_EXCLUDES_INPUT_EMBEDDING))

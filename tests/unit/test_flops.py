@@ -213,3 +213,18 @@ def test_vectorized_matches_scalar_calls() -> None:
         assert vec.forward.router_flop[i] == pytest.approx(one.forward.router_flop, rel=1e-12)
     whole = micro_batch_flops(arch, job, seq_len=seqs, micro_batch=batches)
     assert whole.model_flop.shape == (3,)
+
+
+@pytest.mark.parametrize("model_id", ["gpt-oss-20b", "deepseek-v3", "qwen3-30b-a3b", "llama-3.1-8b"])
+def test_weight_flops_are_6_n_without_the_embedding_lookup(model_id: str) -> None:
+    """Forward + backward matmuls of the weights = 6·T·N with N = active_matmul (no input embedding:
+    a gather), so the MFU numerator never counts the lookup (for gpt-oss-20b it would add 16%)."""
+    from rigplan.catalog.load import load_catalog
+
+    arch = load_catalog().model(model_id).to_domain()
+    job = Job(seq_len=2048, micro_batch=1)
+    flops = micro_batch_flops(arch, job)
+    core = flops.forward.attention_core_flop + flops.backward.attention_core_flop
+    weights_flop = flops.model_flop - core
+    n = count_params(arch).active_matmul
+    assert weights_flop / (6 * 2048 * n) == pytest.approx(1.0, abs=0.005)

@@ -157,7 +157,7 @@ def test_tie_defaults_per_family(tmp_path: Path) -> None:
 def test_qwen_moe_dense_layers(tmp_path: Path) -> None:
     base = count_params(architecture_from_hf_config(HF_DIR / "qwen3-30b-a3b"))
     cfg = _fixture("qwen3-30b-a3b") | {"mlp_only_layers": [0, 1]}
-    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    arch = architecture_from_hf_config(_write(tmp_path, cfg, "config.json"))
     assert arch.moe is not None and arch.moe.first_dense_layers == 2
     # each dense layer swaps 128 experts + router for one 2048 x 6144 gated MLP
     moe_mlp = 128 * 3 * 2048 * 768 + 2048 * 128
@@ -177,7 +177,7 @@ def test_qwen2_moe_shared_expert(tmp_path: Path) -> None:
         "max_position_embeddings": 8192, "num_experts": 60, "num_experts_per_tok": 4,
         "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "tie_word_embeddings": False,
     }
-    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    arch = architecture_from_hf_config(_write(tmp_path, cfg, "config.json"))
     assert arch.moe is not None
     assert (arch.moe.num_shared_experts, arch.moe.shared_ffn, arch.moe.shared_expert_gate) == (1, 5632, True)
     assert arch.qkv_bias
@@ -185,7 +185,7 @@ def test_qwen2_moe_shared_expert(tmp_path: Path) -> None:
 
 def test_deepseek_null_q_lora_rank(tmp_path: Path) -> None:
     cfg = _fixture("deepseek-v3") | {"q_lora_rank": None}
-    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    arch = architecture_from_hf_config(_write(tmp_path, cfg, "config.json"))
     assert arch.mla is not None and arch.mla.q_lora_rank == 0
 
 
@@ -197,7 +197,7 @@ def test_mpt_grouped_query_attention(tmp_path: Path) -> None:
 
 def test_text_config_of_a_multimodal_wrapper(tmp_path: Path) -> None:
     cfg = {"model_type": "some_vlm", "text_config": _fixture("llama-3.1-8b"), "vision_config": {}}
-    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    arch = architecture_from_hf_config(_write(tmp_path, cfg, "config.json"))
     assert count_params(arch).total == count_params(architecture_from_hf_config(HF_DIR / "llama-3.1-8b")).total
 
 
@@ -290,3 +290,32 @@ def test_inconsistent_shape_names_the_file(tmp_path: Path) -> None:
     path = _write(tmp_path, _fixture("llama-3.1-8b") | {"num_key_value_heads": 7})
     message = _error(path)
     assert str(path) in message and "kv-heads=7" in message
+
+
+
+@pytest.mark.parametrize("model_id, cfg", [
+    ("glm-4.5", {"model_type": "glm4_moe", "num_hidden_layers": 92, "hidden_size": 5120,
+                 "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128,
+                 "intermediate_size": 12288, "vocab_size": 151552, "attention_bias": True,
+                 "use_qk_norm": True, "n_routed_experts": 160, "num_experts_per_tok": 8,
+                 "moe_intermediate_size": 1536, "n_shared_experts": 1, "first_k_dense_replace": 3,
+                 "num_nextn_predict_layers": 1, "tie_word_embeddings": False}),
+    ("llama-4-maverick", {"model_type": "llama4", "text_config": {
+        "model_type": "llama4_text", "num_hidden_layers": 48, "hidden_size": 5120,
+        "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384, "vocab_size": 202048, "num_local_experts": 128,
+        "num_experts_per_tok": 1, "interleave_moe_layer_step": 2}}),
+    ("kimi-k2", {"model_type": "kimi_k2", "num_hidden_layers": 61, "hidden_size": 7168,
+                 "num_attention_heads": 64, "num_key_value_heads": 64, "intermediate_size": 18432,
+                 "vocab_size": 163840, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+                 "qk_rope_head_dim": 64, "v_head_dim": 128, "n_routed_experts": 384,
+                 "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "n_shared_experts": 1,
+                 "first_k_dense_replace": 1}),
+])
+def test_new_moe_families_match_their_catalog_records(tmp_path: Path, model_id: str, cfg: dict[str, object]) -> None:
+    from rigplan.catalog.load import load_catalog
+
+    arch = architecture_from_hf_config(_write(tmp_path, cfg, "config.json"))
+    record = load_catalog().model(model_id).to_domain()
+    assert count_params(arch).total == count_params(record).total
+    assert count_params(arch).active == count_params(record).active

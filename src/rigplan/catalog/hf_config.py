@@ -266,6 +266,52 @@ def _gpt_oss(r: _Reader) -> tuple[dict[str, Any], list[str]]:
     return fields, ["alternating sliding-window and full attention layers (no effect on the parameter count)"]
 
 
+def _llama4_text(r: _Reader) -> tuple[dict[str, Any], list[str]]:
+    """Llama 4 text decoder: MoE every interleave_moe_layer_step-th layer (index i with
+    (i + 1) % step == 0, as transformers' Llama4TextModel), one shared expert, a dense MLP of
+    intermediate_size_mlp elsewhere; routed experts of intermediate_size."""
+    fields = _standard(r, tie_default=False)
+    expert_ffn = fields["ffn"]
+    fields["ffn"] = r.opt_int("intermediate_size_mlp", default=expert_ffn)
+    attention_bias = r.flag("attention_bias", False)
+    fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias)
+    layers = fields["num_layers"]
+    step = r.opt_int("interleave_moe_layer_step", default=1)
+    if step < 1:
+        raise r.fail(f"key 'interleave_moe_layer_step' must be >= 1, got {step}")
+    moe_layers = set(r.int_list("moe_layers")) or {i for i in range(layers) if (i + 1) % step == 0}
+    dense, notes = _moe_layer_split(layers, [i for i in range(layers) if i not in moe_layers])
+    fields["moe"] = MoE(
+        num_experts=r.req_int("num_local_experts"),
+        top_k=r.req_int("num_experts_per_tok"),
+        expert_ffn=expert_ffn,
+        num_shared_experts=1,
+        first_dense_layers=dense,
+    )
+    return fields, [*notes, "use_qk_norm is a weightless L2 norm (no parameters)"]
+
+
+def _glm4_moe(r: _Reader) -> tuple[dict[str, Any], list[str]]:
+    """GLM-4.5: GQA with q/k/v biases and optional QK norm, leading dense layers
+    (first_k_dense_replace), routed and shared experts of moe_intermediate_size."""
+    fields = _standard(r, tie_default=False)
+    fields.update(qkv_bias=r.flag("attention_bias", True), qk_norm=r.flag("use_qk_norm", False))
+    layers = fields["num_layers"]
+    dense, notes = _moe_layer_split(layers, list(range(min(r.opt_int("first_k_dense_replace"), layers))))
+    fields["moe"] = MoE(
+        num_experts=r.req_int("n_routed_experts"),
+        top_k=r.req_int("num_experts_per_tok"),
+        expert_ffn=r.req_int("moe_intermediate_size"),
+        num_shared_experts=r.opt_int("n_shared_experts"),
+        first_dense_layers=dense,
+    )
+    notes.append("router e_score_correction_bias not counted")
+    mtp = r.opt_int("num_nextn_predict_layers")
+    if mtp:
+        notes.append(f"{mtp} multi-token-prediction layer(s) not counted (as in the published totals)")
+    return fields, notes
+
+
 def _gpt2(r: _Reader) -> tuple[dict[str, Any], list[str]]:
     hidden = r.req_int("n_embd", "hidden_size")
     positions = r.req_int("n_positions", "max_position_embeddings")
@@ -424,8 +470,11 @@ _FAMILIES: dict[str, Callable[[_Reader], tuple[dict[str, Any], list[str]]]] = {
     "gemma2": _gemma2,
     "gpt2": _gpt2,
     "gpt_neox": _gpt_neox,
+    "glm4_moe": _glm4_moe,
     "gpt_oss": _gpt_oss,
+    "kimi_k2": _deepseek,
     "llama": _llama,
+    "llama4_text": _llama4_text,
     "mistral": _mistral,
     "mixtral": _mixtral,
     "mpt": _mpt,

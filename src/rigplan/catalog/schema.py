@@ -191,6 +191,8 @@ class ModelRecord(Record):
     """Published total parameter count."""
     official_active_params: PositiveFloat | None = None
     """Published parameters active per token (MoE)."""
+    active_excludes_input_embedding: bool = False
+    """The publisher's active count leaves out the input embedding table (a lookup, not a matmul)."""
     notes: list[str] = Field(default_factory=list)
     sources: Sources
     as_of: dt.date
@@ -224,5 +226,6 @@ class ModelRecord(Record):
             context_length=self.context_length,
             official_params=self.official_params,
             official_active_params=self.official_active_params or 0.0,
+            active_excludes_input_embedding=self.active_excludes_input_embedding,
             notes=tuple(self.notes),
         )

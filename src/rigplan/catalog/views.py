@@ -15,7 +15,8 @@ def models_list(overlays: Sequence[str] = ()) -> list[dict[str, Any]]:
     for record in catalog.models.values():
         counts = count_params(record.to_domain())
         rows.append({"id": record.id, "name": record.name, "family": record.family,
-                     "params_total": counts.total, "params_active": counts.active,
+                     "params_total": counts.total, "params_active": counts.active_published,
+                     "params_active_matmul": counts.active_matmul,
                      "official_params": record.official_params, "layers": record.num_layers,
                      "hidden": record.hidden, "context_length": record.context_length, "moe": record.moe is not None})
     return rows
@@ -24,7 +25,8 @@ def models_list(overlays: Sequence[str] = ()) -> list[dict[str, Any]]:
 def model_show(model_id: str, overlays: Sequence[str] = ()) -> dict[str, Any]:
     record = load_catalog(list(overlays)).model(model_id)
     counts = count_params(record.to_domain())
-    return {**record.model_dump(mode="json"), "params_total": counts.total, "params_active": counts.active}
+    return {**record.model_dump(mode="json"), "params_total": counts.total, "params_active": counts.active_published,
+            "params_active_matmul": counts.active_matmul}
 
 
 def gpus_list(overlays: Sequence[str] = ()) -> list[dict[str, Any]]:

@@ -111,6 +111,9 @@ class Architecture:
     official_params: float = 0.0
     """Published total parameter count, for checks; 0 if unknown."""
     official_active_params: float = 0.0
+    active_excludes_input_embedding: bool = False
+    """The published active count leaves out the input embedding table, a lookup rather than a
+    matmul (DeepSeek, OpenAI gpt-oss); it still counts the output head."""
     notes: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:

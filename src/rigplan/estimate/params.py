@@ -48,6 +48,10 @@ class ParamCounts:
     num_dense_layers: int
     num_moe_layers: int
     top_k: int
+    head_matmul: int = 0
+    """Weights of the output projection's matmul (vocab x hidden), tied or not."""
+    active_excludes_input_embedding: bool = False
+    """The architecture's publisher counts active parameters without the input embedding."""
 
     @property
     def layers_total(self) -> int:
@@ -69,6 +73,19 @@ class ParamCounts:
             return self.total
         inactive_per_layer = self.moe_layer.experts - self.top_k * self.moe_layer.expert_one
         return self.total - inactive_per_layer * self.num_moe_layers
+
+    @property
+    def active_matmul(self) -> int:
+        """Active weights that take part in a matmul: the input embedding (a gather) is left out and
+        the output head counted once even when tied. 6 x this per token is the FLOP count of the
+        weights (Kaplan et al. 2020 count N without embeddings the same way)."""
+        return self.active - self.embedding + (self.head_matmul if self.lm_head == 0 else 0)
+
+    @property
+    def active_published(self) -> int:
+        """Active parameters as the publisher counts them: without the input embedding table for
+        DeepSeek and gpt-oss (Architecture.active_excludes_input_embedding), with it otherwise."""
+        return self.active - self.embedding if self.active_excludes_input_embedding else self.active
 
     @property
     def non_embedding(self) -> int:
@@ -161,4 +178,6 @@ def count_params(arch: Architecture) -> ParamCounts:
         num_dense_layers=arch.num_dense_layers,
         num_moe_layers=arch.num_moe_layers,
         top_k=top_k,
+        head_matmul=arch.vocab * h,
+        active_excludes_input_embedding=arch.active_excludes_input_embedding,
     )

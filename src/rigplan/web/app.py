@@ -461,7 +461,8 @@ def _architecture(body: MemoryBody) -> dict[str, Any]:
     assert body.model is not None
     arch = architecture_from_hf_config(body.model)
     counts = count_params(arch)
-    return {"architecture": asdict(arch), "params_total": counts.total, "params_active": counts.active}
+    return {"architecture": asdict(arch), "params_total": counts.total, "params_active": counts.active_published,
+            "params_active_matmul": counts.active_matmul}
 
 
 def _version() -> str:
