@@ -12,7 +12,7 @@ from rigplan.catalog.load import ENV_VAR, load_catalog
 from rigplan.lint import RULES, Workload
 from rigplan.lint.context import LintContext
 from rigplan.lint.findings import Finding
-from rigplan.lint.power import airflow_cfm, heat_btu_per_h, node_load
+from rigplan.servers.power import airflow_cfm, heat_btu_per_h, node_load
 from rigplan.servers.schema import ServerRecord
 
 BY_CODE = {r.code: r for r in RULES}

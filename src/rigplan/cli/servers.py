@@ -9,28 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rigplan.catalog.load import load_catalog
 from rigplan.cli.common import echo_json, guarded
-from rigplan.lint.power import node_load
-from rigplan.servers.load import get_server, load_servers
+from rigplan.servers.listing import CATEGORIES, server_records, server_row, server_show
 from rigplan.servers.schema import ServerRecord
-from rigplan.units import GiB
-
-CATEGORIES = ("article", "corrected", "standard", "user")
-
-
-def server_summary(record: ServerRecord, catalog_dirs: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Derived figures shown next to a record (base units)."""
-    gpu = load_catalog(list(catalog_dirs)).gpu(record.gpus.id)
-    load = node_load(record, gpu.tdp_w)
-    return {
-        "total_gpus": record.total_gpus,
-        "gpu_name": gpu.name,
-        "gpu_memory_bytes_per_node": gpu.memory_gib * GiB * record.gpus.count,
-        "host_ram_bytes_per_node": record.memory.ram_gib * GiB if record.memory else None,
-        "load_w_per_node": load.load_w,
-        "load_source": load.source,
-    }
 
 
 def _row(record: ServerRecord, summary: dict[str, Any]) -> list[str]:
@@ -60,20 +41,16 @@ def servers_group(ctx: click.Context, as_json: bool, category: str | None, catal
     if ctx.invoked_subcommand:
         ctx.obj = catalog_dirs
         return
-    records = sorted((r for r in load_servers(catalog_dirs).values() if category is None or r.category == category),
-                     key=lambda r: (CATEGORIES.index(r.category), r.id))
-    summaries = {r.id: server_summary(r, catalog_dirs) for r in records}
+    records = server_records(catalog_dirs, category)
+    rows = {r.id: server_row(r, catalog_dirs) for r in records}
     if as_json:
-        echo_json([{"id": r.id, "name": r.name, "category": r.category, "corrects": r.corrects, "nodes": r.nodes,
-                    "gpu": r.gpus.id, "gpus_per_node": r.gpus.count, "gpu_link": r.gpus.link,
-                    "cpu": r.cpu.model, "cpus_per_node": r.cpu.count, "chassis": r.chassis.model,
-                    "psu": r.psu.model_dump() if r.psu else None, **summaries[r.id]} for r in records])
+        echo_json(list(rows.values()))
         return
     table = Table(title="Server builds (kW = max per node; * = rigplan estimate)")
     for col in ("id", "category", "GPUs", "CPUs", "RAM", "PSUs", "kW"):
         table.add_column(col, justify="right" if col in ("kW", "RAM") else "left", no_wrap=col in ("id", "kW"))
     for r in records:
-        table.add_row(*(escape(c) for c in _row(r, summaries[r.id])))
+        table.add_row(*(escape(c) for c in _row(r, rows[r.id])))
     Console().print(table)
 
 
@@ -84,9 +61,7 @@ def servers_group(ctx: click.Context, as_json: bool, category: str | None, catal
 @guarded
 def servers_show(catalog_dirs: tuple[str, ...] | None, server_id: str, as_json: bool) -> None:
     """Show one server build: parts, power, price, claims, notes and sources."""
-    dirs = catalog_dirs or ()
-    record = get_server(server_id, dirs)
-    data = {**record.model_dump(mode="json"), "derived": server_summary(record, dirs)}
+    data = server_show(server_id, catalog_dirs or ())
     if as_json:
         echo_json(data)
         return

@@ -272,7 +272,7 @@ def tco(request: TcoRequest) -> TcoResult:
 
 def with_build(request: TcoRequest, catalog: Any) -> TcoRequest:
     """Take the GPU, server share and host power from a server build where the user did not set them."""
-    from rigplan.servers.costing import build_costs
+    from rigplan.cost.build import build_costs
     from rigplan.servers.load import resolve_build
 
     build = resolve_build(request.server or "", request.catalog)

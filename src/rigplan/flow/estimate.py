@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rigplan.api import MemoryResult, memory_of
 from rigplan.estimate.efficiency import efficiency_for
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
+from rigplan.flow.memory import MemoryResult, memory_of
 from rigplan.flow.request import EstimateRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup
 from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job

@@ -216,7 +216,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
     overrides: dict[str, Any] = {}
     build_notes: list[str] = []
     if request.server is not None:
-        from rigplan.servers.costing import build_costs
+        from rigplan.cost.build import build_costs
         from rigplan.servers.load import resolve_build
 
         costs = build_costs(resolve_build(request.server, request.catalog), catalog)

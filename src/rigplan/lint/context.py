@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from rigplan.catalog.schema import GpuRecord
-from rigplan.lint.power import NodeLoad, gpu_power_w, node_load
 from rigplan.lint.workload import Workload, WorkloadEval, evaluate
+from rigplan.servers.power import NodeLoad, gpu_power_w, node_load
 from rigplan.servers.schema import ServerRecord
 from rigplan.units import GiB
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigplan.api import memory
 from rigplan.errors import InvalidSpec
 from rigplan.flow.estimate import estimate
+from rigplan.flow.memory import memory
 from rigplan.flow.request import EstimateRequest, MemoryRequest
 from rigplan.servers.schema import ServerRecord
 

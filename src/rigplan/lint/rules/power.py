@@ -6,8 +6,8 @@ import math
 
 from rigplan.lint.context import LintContext
 from rigplan.lint.findings import Finding, finding
-from rigplan.lint.power import DEFAULT_DELTA_T_F, airflow_cfm, heat_btu_per_h
 from rigplan.lint.registry import rule
+from rigplan.servers.power import DEFAULT_DELTA_T_F, airflow_cfm, heat_btu_per_h
 
 PSU_HEADROOM = 0.10
 """Warn when the working PSUs run above 90% of their rating at full load (no margin for GPU power
@@ -34,7 +34,7 @@ def _supplies(n: int) -> str:
 @rule("psu.capacity", "PSU capacity under full load")
 def psu_capacity(ctx: LintContext) -> list[Finding]:
     """The N working supplies of an 'N+M' scheme must carry the node's full load on their own:
-    N x W >= load. Load = vendor maximum system power, else rigplan's estimate (lint/power.py)."""
+    N x W >= load. Load = vendor maximum system power, else rigplan's estimate (servers/power.py)."""
     b, load = ctx.build, ctx.load
     code = "psu.capacity"
     values = {"load_w": load.load_w, "load_source": load.source, "estimate_w": load.estimate_w,

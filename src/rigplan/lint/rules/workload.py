@@ -22,7 +22,7 @@ def _what(ev: WorkloadEval) -> str:
 @rule("workload.fit", "The stated workload fits the GPUs")
 def workload_fit(ctx: LintContext) -> list[Finding]:
     """Per-GPU memory of the best of a few standard layouts (ZeRO-3/FSDP with recompute, TP in the node)
-    from rigplan.api.memory, against the GPU's usable memory. If none fits, ZeRO-3 with CPU offload and its
+    from rigplan.flow.memory, against the GPU's usable memory. If none fits, ZeRO-3 with CPU offload and its
     host-RAM need against the build's RAM. Error: does not fit at all; warning: fits only with offload."""
     out: list[Finding] = []
     for ev in ctx.evals:

@@ -1,0 +1,147 @@
+"""`memory`: per-GPU peak memory of one training job, whether it fits, and the largest batch/sequence that fits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rigplan.domain.job import Job
+from rigplan.estimate.memory import MemoryBreakdown, peak_memory
+from rigplan.estimate.params import count_params
+from rigplan.flow.request import MemoryRequest
+from rigplan.flow.resolve import TrainingSetup, build_setup
+
+MAX_SEARCH_SEQ = 1 << 24
+MAX_SEARCH_BATCH = 1 << 16
+
+
+@dataclass(frozen=True)
+class MemoryResult:
+    setup: TrainingSetup
+    breakdown: MemoryBreakdown
+    usable_bytes: int
+    max_micro_batch: int | None = None
+    max_seq_len: int | None = None
+
+    @property
+    def fits(self) -> bool:
+        return self.breakdown.total_bytes <= self.usable_bytes
+
+    @property
+    def headroom_bytes(self) -> float:
+        return self.usable_bytes - self.breakdown.total_bytes
+
+    def violations(self) -> list[dict[str, Any]]:
+        if self.fits:
+            return []
+        return [{
+            "code": "memory.exceeds_capacity",
+            "message": f"needs {self.breakdown.total_bytes / 2**30:.1f} GiB per GPU, "
+                       f"{self.setup.gpu.name} has {self.usable_bytes / 2**30:.1f} GiB usable",
+            "needed": self.breakdown.total_bytes,
+            "available": float(self.usable_bytes),
+        }]
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.setup
+        counts = count_params(s.arch)
+        b = self.breakdown
+        return {
+            "model": {
+                "id": s.arch.id, "name": s.arch.name, "source": s.model_source,
+                "params_total": counts.total, "params_active": counts.active_published,
+                "params_active_matmul": counts.active_matmul,
+                "layers": s.arch.num_layers, "hidden": s.arch.hidden, "heads": s.arch.num_heads,
+                "kv_heads": s.arch.kv_heads, "attention": s.arch.attention_kind, "vocab": s.arch.vocab,
+                "moe": s.arch.moe is not None,
+            },
+            "gpu": {
+                "id": s.gpu.id, "name": s.gpu.name, "memory_bytes": s.gpu.memory_bytes,
+                "usable_bytes": self.usable_bytes, "memory_kind": s.gpu.memory_kind,
+            },
+            "job": {
+                "method": s.job.method, "precision": s.job.precision, "optimizer": s.job.optimizer,
+                "seq_len": s.job.seq_len, "micro_batch": s.job.micro_batch, "global_batch": s.job.global_batch,
+                "recompute": s.job.recompute, "attention": s.job.attention, "offload": s.job.offload,
+                "lora_rank": s.job.lora_rank if s.job.is_peft else None,
+                "lora_targets": list(s.job.lora_targets) if s.job.is_peft else None,
+                "optimizer_in_backward": s.job.optimizer_in_backward,
+                "activation_offload": s.job.activation_offload, "loss": s.job.loss,
+            },
+            "layout": {
+                "tp": s.layout.tp, "pp": s.layout.pp, "vpp": s.layout.vpp, "dp": s.layout.dp,
+                "cp": s.layout.cp, "ep": s.layout.ep, "zero": s.layout.zero,
+                "sequence_parallel": s.layout.sequence_parallel, "gpus": s.layout.num_gpus,
+            },
+            "per_gpu": {
+                "weights_bytes": b.weights_bytes,
+                "gradients_bytes": b.gradients_bytes,
+                "optimizer_bytes": b.optimizer_bytes,
+                "activations_bytes": b.activations_bytes,
+                "logits_bytes": b.logits_bytes,
+                "transient_bytes": b.transient_bytes,
+                "cuda_context_bytes": b.cuda_context_bytes,
+                "nccl_bytes": b.nccl_bytes,
+                "fragmentation_bytes": b.fragmentation_bytes,
+                "overhead_bytes": b.overhead_bytes,
+                "allocated_bytes": b.allocated_bytes,
+                "reserved_bytes": b.reserved_bytes,
+                "total_bytes": b.total_bytes,
+                "stage": b.stage,
+                "phase": b.phase,
+                "model_gradients_bytes": b.model_gradients_bytes,
+                "micro_batches_in_flight": b.micro_batches_in_flight,
+            },
+            "fits": self.fits,
+            "headroom_bytes": self.headroom_bytes,
+            "host_bytes": b.host_bytes,
+            "host_bytes_per_node": b.host_bytes * min(s.gpu.gpus_per_node, s.layout.num_gpus),
+            "max_micro_batch": self.max_micro_batch,
+            "max_seq_len": self.max_seq_len,
+            "violations": self.violations(),
+            "assumptions": list(s.assumptions),
+        }
+
+
+def _fits_with(setup: TrainingSetup, usable: int, job: Job) -> bool:
+    return peak_memory(setup.arch, job, setup.layout).total_bytes <= usable
+
+
+def _largest(setup: TrainingSetup, usable: int, attr: str, step: int, limit: int) -> int:
+    """Largest multiple of `step` for job.<attr> that fits (memory grows monotonically with it)."""
+    def ok(value: int) -> bool:
+        return _fits_with(setup, usable, replace(setup.job, **{attr: value}))
+
+    if not ok(step):
+        return 0
+    low, high = step, step * 2
+    while high <= limit and ok(high):
+        low, high = high, high * 2
+    high = min(high, limit + step)
+    while high - low > step:
+        mid = (low + high) // 2 // step * step
+        if mid <= low:
+            break
+        low, high = (mid, high) if ok(mid) else (low, mid)
+    return low
+
+
+def memory(request: MemoryRequest) -> MemoryResult:
+    """Per-GPU peak memory of a training job, whether it fits, and optionally the largest batch/sequence."""
+    return memory_of(build_setup(request), request.ecc, find_max=request.find_max)
+
+
+def memory_of(setup: TrainingSetup, ecc: bool | None, *, find_max: bool = False) -> MemoryResult:
+    """Memory result for an already built setup (shared by memory, estimate and plan)."""
+    usable = setup.gpu.usable_bytes(ecc)
+    breakdown = peak_memory(setup.arch, setup.job, setup.layout)
+    max_mb = max_seq = None
+    if find_max:
+        max_mb = _largest(setup, usable, "micro_batch", 1, MAX_SEARCH_BATCH)
+        seq_step = 128 * setup.layout.cp
+        limit = MAX_SEARCH_SEQ
+        if setup.arch.positions == "learned" and setup.arch.max_positions:
+            limit = setup.arch.max_positions
+        max_seq = _largest(setup, usable, "seq_len", seq_step, limit)
+    return MemoryResult(setup=setup, breakdown=breakdown, usable_bytes=usable,
+                        max_micro_batch=max_mb, max_seq_len=max_seq)
