@@ -5,7 +5,7 @@ Each function takes a validated request (`rigplan.flow.request`) and returns a r
 below, in `rigplan.flow` (request -> resolved setup -> memory / estimate / plan). The heavier steps
 are imported when first called, so that `rigplan memory` does not load numpy.
 
-May import: rigplan.flow (and what it re-exports). Imported by: cli, web, report, validation.
+May import: flow. Imported by: report, validation, web, cli.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Errors raised for bad input. Infeasible jobs are results with violations, never exceptions."""
+"""Errors raised for bad input. Infeasible jobs are results with violations, never exceptions.
+
+May import: nothing.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Parsing and formatting of human quantities. Inside rigplan every value is in base units.
 
 Memory capacities use binary prefixes (GiB); counts, rates and bandwidths use decimal prefixes.
+
+May import: errors.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Cost: cloud rental, on-prem total cost of ownership, power and cooling, break-even.
 
 Amounts are USD inside (`_usd`); CNY only on input and output (`money`).
+
+May import: servers, catalog, domain, units, errors.
 """
 
 from rigplan.cost.breakeven import (

@@ -6,6 +6,8 @@
     estimate.py      a setup -> step time, time to train, cost of one configuration
     plan.py          a plan request -> candidates evaluated in bulk -> ranking and Pareto front
 
-May import: domain, catalog, estimate, search, cost, reliab, servers, units, errors.
-Must not import: api, cli, web, report (those sit above it).
+    memory.py        a setup -> per-GPU peak memory, whether it fits, the largest batch/sequence
+
+May import: cost, servers, catalog, search, estimate, reliab, domain, units, errors.
+Must not import: lint, api, report, cli, web, validation (those sit above it).
 """

@@ -3,6 +3,8 @@
 Entry points: `reliability_for_job` (expected wall time and goodput of one job),
 `storage_requirements` (bandwidth and capacity a job needs), `psu_incident` (the seed article's
 day-7 power-supply failure). Method and sources: docs/methodology/reliability.md.
+
+May import: domain, units, errors.
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@ Case files live in `cases/` (one file per suite: `memory.yaml`; a `throughput.ya
 added by registering it in `run.SUITES`). Each case copies its source entry's provenance, the
 request that reproduces the run, the measured value, and an a-priori tolerance set from the
 source's reliability. `rigplan validate` prints the comparison; tests/validation asserts it.
+
+The suites: memory_suite.py, throughput_suite.py (what they share: common.py); run.py runs and
+summarizes them.
+
+May import: api, flow, catalog, domain, units, errors.
 """
 
 from rigplan.validation.run import (

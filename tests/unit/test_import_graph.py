@@ -1,0 +1,42 @@
+"""The house: no import runs upward, no loose flow module beside the packages, the diagram is current."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "import_graph.py"
+spec = importlib.util.spec_from_file_location("import_graph", TOOL)
+assert spec and spec.loader
+import_graph = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(import_graph)
+
+
+def test_no_upward_import_and_every_package_declares_its_imports() -> None:
+    assert import_graph.problems() == []
+
+
+def test_no_loose_flow_modules_at_the_top_level() -> None:
+    loose = {p.stem for p in import_graph.PACKAGE.glob("*.py")}
+    assert loose == {"__init__", "api", "errors", "units"}
+    assert {"request", "model_source", "resolve", "estimate", "plan", "memory"} <= {
+        p.stem for p in (import_graph.PACKAGE / "flow").glob("*.py")}
+
+
+def test_function_level_and_package_imports_are_seen() -> None:
+    source = "def f():\n    from rigplan.cli.servers import x\nfrom rigplan import api\nimport rigplan.web.app\n"
+    tree = ast.parse(source)
+    assert import_graph.imported_units(tree) == {"cli", "api", "web"}
+
+
+def test_an_upward_import_is_reported(monkeypatch) -> None:
+    edges = import_graph.graph()
+    edges["estimate"] = {*edges["estimate"], "catalog"}
+    monkeypatch.setattr(import_graph, "graph", lambda: edges)
+    assert any("estimate (floor 3) imports catalog" in p for p in import_graph.problems())
+
+
+def test_the_diagram_in_docs_is_current() -> None:
+    assert import_graph.rendered_doc() == import_graph.DOC.read_text(encoding="utf-8"), (
+        "run python tools/import_graph.py")
