@@ -125,3 +125,21 @@ def test_overlay_with_unknown_key_is_an_error(tmp_path: Path) -> None:
     out = run("gpus", "--catalog", str(tmp_path))
     assert out.returncode == 2
     assert "warp_drive" in out.stderr
+
+
+def test_memory_reports_the_load_peak_when_it_is_the_maximum() -> None:
+    out = run("memory", "llama-2-7b", "--method", "lora", "--gpus", "2", "--fsdp", "--seq", "512",
+              "--gpu", "a100-40gb-sxm", "--checkpoint-load", "full", "--json")
+    assert out.returncode == 0, out.stderr
+    per_gpu = json.loads(out.stdout)["per_gpu"]
+    assert per_gpu["peak_phase"] == "load"
+    assert per_gpu["load_peak_bytes"] > per_gpu["step_allocated_bytes"]
+    text = run("memory", "llama-2-7b", "--method", "lora", "--gpus", "2", "--fsdp", "--seq", "512",
+               "--gpu", "a100-40gb-sxm", "--checkpoint-load", "full")
+    assert "load peak" in text.stdout and "peak during load" in text.stdout
+
+
+def test_bad_checkpoint_load_is_one_line() -> None:
+    out = run("memory", "llama-2-7b", "--checkpoint-load", "lazy")
+    assert out.returncode == 2
+    assert "--checkpoint-load" in out.stderr

@@ -123,10 +123,10 @@ def job_options(func: F) -> F:
         click.option("--cp", type=int, default=1, show_default=True, help="Context-parallel degree."),
         click.option("--ep", type=int, default=1, show_default=True, help="Expert-parallel degree (MoE)."),
         click.option("--sequence-parallel", is_flag=True, help="Megatron sequence parallelism (needs tp > 1)."),
-        click.option("--recompute", type=click.Choice(["none", "selective", "op", "full"]), default="none",
-                     show_default=True,
+        click.option("--recompute", type=click.Choice(["none", "selective", "op", "full"]),
                      help="Activation recomputation: selective = Megatron attention-core recompute; "
-                          "op = torchtitan per-op selective checkpointing; full = every layer."),
+                          "op = torchtitan per-op selective checkpointing; full = every layer. "
+                          "Default: full for QLoRA (as its recipes run), none otherwise."),
         click.option("--attention", type=click.Choice(["flash", "eager"]), default="flash", show_default=True),
         click.option("--offload", type=click.Choice(["none", "optimizer", "all"]), default="none",
                      show_default=True, help="CPU offload of optimizer states, or of parameters too."),
@@ -139,6 +139,14 @@ def job_options(func: F) -> F:
         click.option("--dropout", is_flag=True, help="Dropout active (1-byte masks saved)."),
         click.option("--kernels", type=click.Choice(["fused", "eager"]), default="fused", show_default=True,
                      help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan, HF)."),
+        click.option("--checkpoint-load", type=click.Choice(["sharded", "full"]), default="sharded",
+                     show_default=True,
+                     help="sharded: each rank reads its shard; full: the whole checkpoint is materialised on "
+                          "every rank before FSDP shards it (FSDP1 full-state-dict loads; sets the load peak)."),
+        click.option("--nf4-quantizer", type=click.Choice(["bitsandbytes", "torchao-unchunked"]),
+                     default="bitsandbytes", show_default=True,
+                     help="QLoRA: what quantizes the base on the GPU at load (torchao before chunking needs "
+                          "68 B per element of the largest linear)."),
         click.option("--gpu", default="h100-sxm", show_default=True, envvar="RIGPLAN_GPU",
                      help="GPU id (rigplan gpus)."),
         click.option("--gpus", type=int, help="Total GPUs; dp is derived when not given."),

@@ -15,6 +15,8 @@ AttentionImpl = Literal["flash", "eager"]
 Offload = Literal["none", "optimizer", "all"]
 LossImpl = Literal["unfused", "fused", "chunked"]
 KernelStack = Literal["fused", "eager"]
+CheckpointLoad = Literal["sharded", "full"]
+Nf4Quantizer = Literal["bitsandbytes", "torchao-unchunked"]
 
 LORA_TARGET_NAMES = ("q", "k", "v", "o", "gate", "up", "down")
 DEFAULT_LORA_TARGETS = ("q", "v")
@@ -55,6 +57,13 @@ class Job:
     Hugging Face) with FlashAttention-2 through SDPA and unfused element-wise ops."""
     dropout: bool = False
     """Dropout layers are active (1-byte masks saved); off for most modern LLM recipes."""
+    checkpoint_load: CheckpointLoad = "sharded"
+    """How the checkpoint reaches the GPU: 'sharded' (each rank reads its shard: torch.distributed.checkpoint,
+    Megatron dist-ckpt, single-GPU loads) or 'full' (the whole checkpoint is materialised on every rank
+    before FSDP shards it: FSDP1 full-state-dict loads, lit-gpt 2023, torchtune 2024-04)."""
+    nf4_quantizer: Nf4Quantizer = "bitsandbytes"
+    """QLoRA: what quantizes the base at load, which sets the load peak (estimate/setup_peaks.py):
+    bitsandbytes' CUDA kernel, or torchao's NF4Tensor before it quantized in chunks (torchtune, 2024-H1)."""
     global_batch: int = 0
     """Sequences per optimizer step; 0 means micro_batch x dp (no accumulation)."""
     tokens: float = 0.0

@@ -29,6 +29,7 @@ from rigplan.domain.model import Architecture
 from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.params import count_params
+from rigplan.estimate.setup_peaks import dequantized_copy_bytes, load_peak
 from rigplan.estimate.states import ModelStates, model_states, stage_params
 from rigplan.units import MiB
 
@@ -77,26 +78,48 @@ class MemoryBreakdown:
     """The same as an index into PHASES (an array in batch mode)."""
     model_gradients_bytes: float = 0.0
     """All gradients of this GPU's share, whether or not they are live at the peak."""
+    load_bytes: Num = 0.0
+    """Allocated while the checkpoint is loaded and the base quantized (estimate/setup_peaks.py)."""
+    load_reserved_bytes: Num = 0.0
+    """Reserved by the caching allocator at the load peak."""
 
     @property
-    def allocated_bytes(self) -> float:
-        """Peak of torch.cuda.max_memory_allocated()."""
+    def step_allocated_bytes(self) -> Num:
+        """Allocated at the training step's peak (the parts above)."""
         return (self.weights_bytes + self.gradients_bytes + self.optimizer_bytes + self.activations_bytes
                 + self.logits_bytes + self.transient_bytes)
 
     @property
-    def reserved_bytes(self) -> float:
-        """Peak of torch.cuda.max_memory_reserved()."""
-        return self.allocated_bytes + self.fragmentation_bytes
+    def step_reserved_bytes(self) -> Num:
+        return self.step_allocated_bytes + self.fragmentation_bytes
 
     @property
-    def overhead_bytes(self) -> float:
+    def allocated_bytes(self) -> Num:
+        """Peak of torch.cuda.max_memory_allocated() since process start: the step or the load."""
+        return _out(np.maximum(self.step_allocated_bytes, self.load_bytes))
+
+    @property
+    def reserved_bytes(self) -> Num:
+        """Peak of torch.cuda.max_memory_reserved(): the allocator keeps what loading reserved."""
+        return _out(np.maximum(self.step_reserved_bytes, self.load_reserved_bytes))
+
+    @property
+    def load_dominates(self) -> Num:
+        return np.asarray(self.load_reserved_bytes) > np.asarray(self.step_reserved_bytes)
+
+    @property
+    def peak_phase(self) -> str:
+        """'load' when loading the checkpoint holds more than the step, else the step's phase."""
+        return "load" if np.ndim(self.load_dominates) == 0 and bool(self.load_dominates) else self.phase
+
+    @property
+    def overhead_bytes(self) -> Num:
         return self.cuda_context_bytes + self.nccl_bytes + self.fragmentation_bytes
 
     @property
-    def total_bytes(self) -> float:
+    def total_bytes(self) -> Num:
         """What the process holds on the device (nvidia-smi), the quantity that must fit."""
-        return self.allocated_bytes + self.overhead_bytes
+        return self.reserved_bytes + self.cuda_context_bytes + self.nccl_bytes
 
 
 UNBOUNDED_MICRO_BATCHES = 1 << 30
@@ -225,6 +248,8 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
                       + ZeRO-3 gathers (+ the ZeRO-2/3 gradient bucket if gradients persist)
     end of backward:  W + O + G + recompute working set + ZeRO buffers (activations freed)
     optimizer step:   W + O + G + the step's temporaries
+    QLoRA adds the bf16 copy of the linear being computed to the working set. The load peak
+    (estimate/setup_peaks.py) is kept next to these; allocated/reserved/total take the larger.
     The logits exist at the loss, before any layer is recomputed, so the two do not add up.
     """
     states = model_states(arch, job, layout, rank)
@@ -235,6 +260,8 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
         full, _, _ = stage_activation_bytes(arch, replace(job, activation_offload=False), layout, rank)
         host = host + np.maximum(full - activations, 0.0)
     t = _transients(job, layout, states)
+    dequantized = dequantized_copy_bytes(arch, job, layout)
+    working = working + dequantized
     persist = gradients_persist(job, layout)
     grads = states.gradients_bytes
     base = states.weights_bytes + states.optimizer_bytes
@@ -256,6 +283,7 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
     g_live, a_live, l_live, transient = pick(0), pick(1), pick(2), pick(3)
     allocated = base + g_live + a_live + l_live + transient
     pairs, groups = communicator_count(layout)
+    load = load_peak(arch, job, layout, states)
     return MemoryBreakdown(
         weights_bytes=states.weights_bytes,
         gradients_bytes=g_live,
@@ -272,6 +300,8 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
         phase=PHASES[int(which)] if np.ndim(which) == 0 else PHASES[0],
         phase_index=_out(which),
         model_gradients_bytes=grads,
+        load_bytes=load.allocated_bytes,
+        load_reserved_bytes=_out(load.allocated_bytes * (1 + FRAGMENTATION_FRACTION) + load.reserved_extra_bytes),
     )
 
 
@@ -295,4 +325,4 @@ def peak_total_bytes_batch(arch: Architecture, job: Job, layout: Any) -> Num:
 
 
 def fits(breakdown: MemoryBreakdown, gpu: Gpu, ecc: bool | None = None) -> bool:
-    return breakdown.total_bytes <= gpu.usable_bytes(ecc)
+    return bool(breakdown.total_bytes <= gpu.usable_bytes(ecc))

@@ -60,7 +60,8 @@ class JobSpec(ModelSpec):
     cp: PositiveDegree = 1
     ep: PositiveDegree = 1
     sequence_parallel: bool = False
-    recompute: Literal["none", "selective", "op", "full"] = "none"
+    recompute: Literal["none", "selective", "op", "full"] | None = None
+    """None: full for QLoRA (QLoRA recipes turn gradient checkpointing on), none otherwise."""
     attention: Literal["flash", "eager"] = "flash"
     offload: Literal["none", "optimizer", "all"] = "none"
     optimizer_in_backward: bool = False
@@ -69,6 +70,8 @@ class JobSpec(ModelSpec):
     loss: Literal["unfused", "fused", "chunked"] = "unfused"
     dropout: bool = False
     kernels: Literal["fused", "eager"] = "fused"
+    checkpoint_load: Literal["sharded", "full"] = "sharded"
+    nf4_quantizer: Literal["bitsandbytes", "torchao-unchunked"] = "bitsandbytes"
     gpu: str = "h100-sxm"
     gpus: PositiveDegree | None = None
     ecc: bool | None = None

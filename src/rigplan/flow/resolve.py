@@ -81,14 +81,21 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
                                "(set --precision bf16-mixed for fp32 weights with autocast)")
     if spec.method == "qlora" and precision in ("fp32", "fp8"):
         raise InvalidSpec(f"QLoRA computes in bf16/fp16; --precision {precision} is not supported with it")
+    recompute = spec.recompute
+    if recompute is None:
+        recompute = "full" if spec.method == "qlora" else "none"
+        if spec.method == "qlora":
+            assumptions.append("recompute full: QLoRA recipes turn gradient checkpointing on (the QLoRA paper's "
+                               "reference code, peft and torchtune configs); set --recompute none to turn it off")
     job = Job(
         method=spec.method, precision=precision,  # type: ignore[arg-type]
-        optimizer=spec.optimizer, seq_len=seq, micro_batch=spec.micro_batch, recompute=spec.recompute,
+        optimizer=spec.optimizer, seq_len=seq, micro_batch=spec.micro_batch, recompute=recompute,
         attention=spec.attention, offload=spec.offload, lora_rank=spec.lora_rank,
         lora_targets=tuple(spec.lora_targets), optimizer_in_backward=spec.optimizer_in_backward,
         activation_offload=spec.activation_offload,
         optimizer_foreach=spec.optimizer_foreach, qlora_double_quant=spec.qlora_double_quant,
         loss=spec.loss, dropout=spec.dropout, global_batch=spec.global_batch, kernels=spec.kernels,
+        checkpoint_load=spec.checkpoint_load, nf4_quantizer=spec.nf4_quantizer,
     )
     if job.precision == "fp8" and not gpu.peak_flop_per_s.get("fp8"):
         assumptions.append(f"{gpu.name} has no fp8 tensor cores; fp8 memory is shown, speed would fall back")

@@ -39,7 +39,7 @@ def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
         f"tp={layout['tp']} pp={layout['pp']} dp={layout['dp']} cp={layout['cp']} ep={layout['ep']} "
         f"zero={layout['zero']}" + (" +SP" if layout["sequence_parallel"] else "")
     )
-    table = Table(title=f"Peak memory per GPU (pipeline stage {per_gpu['stage']}, peak during {per_gpu['phase']})",
+    table = Table(title=f"Peak memory per GPU (pipeline stage {per_gpu['stage']}, peak during {per_gpu['peak_phase']})",
                   title_justify="left")
     table.add_column("part")
     table.add_column("size", justify="right")
@@ -50,6 +50,10 @@ def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
         if value:
             table.add_row(label, format_bytes(value), f"{100 * value / total:.0f}%")
     table.add_section()
+    if per_gpu["load_reserved_bytes"] > per_gpu["step_reserved_bytes"]:
+        table.add_row("training step (reserved)", format_bytes(per_gpu["step_reserved_bytes"]), "")
+        table.add_row("[bold]load peak (reserved, the maximum)[/bold]",
+                      format_bytes(per_gpu["load_reserved_bytes"]), "")
     table.add_row("allocated (torch max_memory_allocated)", format_bytes(per_gpu["allocated_bytes"]), "")
     table.add_row("reserved (torch max_memory_reserved)", format_bytes(per_gpu["reserved_bytes"]), "")
     table.add_row("[bold]total on device[/bold]", f"[bold]{format_bytes(per_gpu['total_bytes'])}[/bold]", "100%")
