@@ -21,7 +21,7 @@ DOC = ROOT / "docs" / "house.md"
 FLOORS: dict[str, int] = {
     "errors": 0, "units": 1, "domain": 2,
     "estimate": 3, "reliab": 3,
-    "search": 4, "catalog": 4,
+    "search": 4, "catalog": 4, "calibration": 4,
     "servers": 5, "cost": 6, "flow": 7, "lint": 8, "api": 9, "report": 10,
     "validation": 11, "web": 11, "cli": 12,
 }

@@ -71,6 +71,13 @@ def echo_json(data: Any) -> None:
     click.echo(json.dumps(_finite(data), indent=2, default=str, allow_nan=False))
 
 
+def calibration_option() -> Callable[[F], F]:
+    return click.option(
+        "--calibration", type=click.Path(dir_okay=False),
+        help="Calibration file from `rigplan probe` or `rigplan calibrate`: its measured efficiencies and "
+             "overheads replace rigplan's defaults for the device it was measured on.")
+
+
 def model_options(func: F) -> F:
     """MODEL shape flags (they build a model without MODEL, or override fields of one)."""
     options = [
@@ -153,6 +160,7 @@ def job_options(func: F) -> F:
         click.option("--ecc/--no-ecc", default=None, help="Force ECC on/off (GDDR cards lose 1/16 with ECC on)."),
         click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(),
                      help="Folder with gpus/ and models/ overlays (repeatable; also RIGPLAN_CATALOG)."),
+        calibration_option(),
     ]
     for option in reversed(options):
         func = option(func)
@@ -179,6 +187,7 @@ def recipe_options(func: F) -> F:
         click.option("--global-batch", type=int, default=0, help="Sequences per step (default: about 4M tokens)."),
         click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
                                                        "bf16", "fp16"])),
+        calibration_option(),
     ]
     for option in reversed(options):
         func = option(func)

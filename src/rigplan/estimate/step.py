@@ -33,7 +33,8 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate import comm
-from rigplan.estimate.efficiency import Efficiency, efficiency_for
+from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
+from rigplan.estimate.efficiency import Efficiency
 from rigplan.estimate.flops import causal_fraction_for, gpu_micro_batch_flops, micro_batch_flops
 from rigplan.estimate.params import count_params
 from rigplan.estimate.states import grad_bytes_per_param, lora_params_per_layer
@@ -164,9 +165,10 @@ def scale_up_domain(gpu: Gpu) -> int:
 def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_batch: Num,
               tp: Num | None = None, pp: Num | None = None, dp: Num | None = None, cp: Num | None = None,
               ep: Num | None = None, vpp: Num | None = None, micro_batch: Num | None = None,
-              zero: Num | None = None) -> StepBreakdown:
+              zero: Num | None = None, calibration: Calibration | None = None) -> StepBreakdown:
     """Seconds per optimizer step (formula in the module docstring). Degrees default to the layout's
-    and may be numpy arrays; `global_batch` is in sequences and must be a multiple of micro_batch·dp."""
+    and may be numpy arrays; `global_batch` is in sequences and must be a multiple of micro_batch·dp.
+    A calibration for this GPU replaces the efficiency and link parameters it measured."""
     tp = np.asarray(layout.tp if tp is None else tp, dtype=np.float64)
     pp = np.asarray(layout.pp if pp is None else pp, dtype=np.float64)
     dp = np.asarray(layout.dp if dp is None else dp, dtype=np.float64)
@@ -175,7 +177,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     vpp = np.asarray(layout.vpp if vpp is None else vpp, dtype=np.float64)
     mb = np.asarray(job.micro_batch if micro_batch is None else micro_batch, dtype=np.float64)
     zero = np.asarray(layout.zero if zero is None else zero, dtype=np.float64)
-    eff = efficiency_for(gpu)
+    eff = calibrated_efficiency(gpu, calibration)
     p = job.compute_dtype_bytes
     seq = float(job.seq_len)
     tokens = mb * seq / cp
@@ -183,8 +185,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
 
     compute_mb, backward_mb, core_mb = _compute_time(arch, job, layout, gpu, eff, tp, pp, cp, ep, mb)
     layers = np.ceil(arch.num_layers / pp)
-    intra = comm.link_tier(gpu.link)
-    inter = comm.nic_tier(gpu)
+    intra, inter = calibrated_tiers(gpu, calibration)
     domain = scale_up_domain(gpu)
 
     # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,

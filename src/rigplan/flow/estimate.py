@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rigplan.estimate.efficiency import efficiency_for
+from rigplan.estimate.calibration import calibrated_efficiency
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.flow.memory import MemoryResult, memory_of
@@ -75,7 +75,7 @@ class EstimateResult:
         time_s = self.tokens / tokens_per_s if self.tokens else None
         gpu = self.setup.gpu
         power_w = n * (gpu.tdp_w + self.host_power_w)
-        eff = efficiency_for(gpu)
+        eff = calibrated_efficiency(gpu, self.setup.calibration)
         return {
             "step_time_s": step_s,
             "tokens_per_s": tokens_per_s,
@@ -130,7 +130,7 @@ def estimate(request: EstimateRequest) -> EstimateResult:
         gb = default_global_batch(job.micro_batch, setup.layout.dp, job.seq_len)
         assumptions.append(f"global batch {gb} sequences (~{gb * job.seq_len / 1e6:.1f}M tokens; set --global-batch)")
         job = replace(job, global_batch=gb)
-    eff = efficiency_for(gpu)
+    eff = calibrated_efficiency(gpu, setup.calibration)
     if not eff.measured:
         assumptions.append(f"{gpu.name}: efficiency data inherited, not fitted on runs of this GPU family "
                            f"({eff.source})")
@@ -138,7 +138,8 @@ def estimate(request: EstimateRequest) -> EstimateResult:
                        f"{job.kernels} kernels")
     setup = replace(setup, gpu=gpu, job=job, assumptions=assumptions)
     tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
-    breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch)
+    breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch,
+                          calibration=setup.calibration)
     reliability = None
     storage = None
     if tokens:

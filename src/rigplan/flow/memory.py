@@ -132,6 +132,18 @@ def _largest(setup: TrainingSetup, usable: int, attr: str, step: int, limit: int
     return low
 
 
+def _calibrated(breakdown: MemoryBreakdown, setup: TrainingSetup) -> MemoryBreakdown:
+    """The measured CUDA context and fragmentation of a calibration for this GPU, in place of the defaults."""
+    cal = setup.calibration
+    if cal is None or not cal.applies_to(setup.gpu):
+        return breakdown
+    if cal.cuda_context_bytes is not None:
+        breakdown = replace(breakdown, cuda_context_bytes=cal.cuda_context_bytes)
+    if cal.fragmentation_fraction is not None:
+        breakdown = replace(breakdown, fragmentation_bytes=breakdown.allocated_bytes * cal.fragmentation_fraction)
+    return breakdown
+
+
 def memory(request: MemoryRequest) -> MemoryResult:
     """Per-GPU peak memory of a training job, whether it fits, and optionally the largest batch/sequence."""
     return memory_of(build_setup(request), request.ecc, find_max=request.find_max)
@@ -140,7 +152,7 @@ def memory(request: MemoryRequest) -> MemoryResult:
 def memory_of(setup: TrainingSetup, ecc: bool | None, *, find_max: bool = False) -> MemoryResult:
     """Memory result for an already built setup (shared by memory, estimate and plan)."""
     usable = setup.gpu.usable_bytes(ecc)
-    breakdown = peak_memory(setup.arch, setup.job, setup.layout)
+    breakdown = _calibrated(peak_memory(setup.arch, setup.job, setup.layout), setup)
     max_mb = max_seq = None
     if find_max:
         max_mb = _largest(setup, usable, "micro_batch", 1, MAX_SEARCH_BATCH)

@@ -102,7 +102,7 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
     return {"model": request.model, **shape, "method": request.method, "lora_rank": request.lora_rank,
             "lora_targets": request.lora_targets, "seq": request.seq, "precision": request.precision,
             "optimizer": request.optimizer, "kernels": request.kernels, "catalog": request.catalog,
-            "tokens": request.tokens}
+            "tokens": request.tokens, "calibration": request.calibration}
 
 
 def candidate_request(request: PlanRequest, cand: Candidate) -> EstimateRequest:
@@ -258,7 +258,8 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
         memory = memory_cache[key]
         if memory is None:
             continue
-        for count, best in sorted(fastest_per_count(arch, job, gpu, memory, gpu.usable_bytes()).items()):
+        for count, best in sorted(fastest_per_count(arch, job, gpu, memory, gpu.usable_bytes(),
+                                                   reference.calibration).items()):
             stats["evaluated"] += best.evaluated
             stats["feasible"] += best.feasible
             reasons["memory.exceeds_capacity"] = reasons.get("memory.exceeds_capacity", 0) + best.infeasible_memory

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -76,6 +76,8 @@ class JobSpec(ModelSpec):
     gpus: PositiveDegree | None = None
     ecc: bool | None = None
     catalog: list[str] = Field(default_factory=list)
+    calibration: str | dict[str, Any] | None = Field(
+        None, description="Calibration file path (rigplan probe / calibrate), or its content inline (HTTP API)")
 
     @field_validator("lora_targets", mode="before")
     @classmethod
@@ -145,6 +147,8 @@ class PlanRequest(ModelSpec):
     fx_cny_per_usd: Annotated[float, Field(gt=0, le=1000)] | None = None
     top: Annotated[int, Field(ge=1, le=100)] = 10
     catalog: list[str] = Field(default_factory=list)
+    calibration: str | dict[str, Any] | None = Field(
+        None, description="Calibration file path (rigplan probe / calibrate), or its content inline (HTTP API)")
 
     _split_targets = field_validator("lora_targets", mode="before")(JobSpec._split_targets.__func__)  # type: ignore[attr-defined]
     _alias_precision = field_validator("precision")(JobSpec._alias_precision.__func__)  # type: ignore[attr-defined]

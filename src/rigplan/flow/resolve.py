@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rigplan.calibration.file import applied_note, calibration_from
 from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout, check_layout_for_model
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
+from rigplan.estimate.calibration import Calibration
 from rigplan.flow.model_source import ResolvedModel, resolve_model
 from rigplan.flow.request import JobSpec
 
@@ -27,6 +29,8 @@ class TrainingSetup:
     catalog: Catalog
     model_source: str
     assumptions: list[str] = field(default_factory=list)
+    calibration: Calibration | None = None
+    """Measured overrides of efficiency/overhead parameters (--calibration), applied when for this GPU."""
 
 
 def _derive_dp(spec: JobSpec) -> tuple[int, list[str]]:
@@ -101,5 +105,10 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
         assumptions.append(f"{gpu.name} has no fp8 tensor cores; fp8 memory is shown, speed would fall back")
     if layout.zero == 3 and job.is_peft:
         assumptions.append("ZeRO-3/FSDP shards the frozen base weights too")
+    calibration = None
+    if spec.calibration is not None:
+        calibration_file = calibration_from(spec.calibration)
+        calibration = calibration_file.to_domain()
+        assumptions.append(applied_note(calibration_file, gpu))
     return TrainingSetup(arch=arch, job=job, layout=layout, gpu=gpu, catalog=catalog,
-                         model_source=resolved.source, assumptions=assumptions)
+                         model_source=resolved.source, assumptions=assumptions, calibration=calibration)

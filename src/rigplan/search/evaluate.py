@@ -14,6 +14,7 @@ import numpy as np
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
+from rigplan.estimate.calibration import Calibration
 from rigplan.estimate.memory import peak_total_bytes_batch
 from rigplan.estimate.step import step_time
 from rigplan.search.space import MICRO_BATCHES, LayoutArrays
@@ -73,8 +74,9 @@ class BestLayout:
 
 
 def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemory, usable_bytes: float,
-                      ) -> dict[int, BestLayout]:
-    """For each GPU count in the space, the fastest layout that fits (with the search's counts)."""
+                      calibration: Calibration | None = None) -> dict[int, BestLayout]:
+    """For each GPU count in the space, the fastest layout that fits (with the search's counts); a
+    calibration for this GPU replaces the efficiency parameters it measured."""
     lay = memory.layouts
     counts = lay.gpus
     batch_ok = memory.batch_ok[np.newaxis, :]
@@ -89,7 +91,8 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
         sub = lay.take(mask)
         timed = replace(job, recompute=choice)  # type: ignore[arg-type]
         r = step_time(arch, timed, sub, gpu, global_batch=memory.global_batch[mask], tp=sub.tp, pp=sub.pp,
-                      dp=sub.dp, cp=sub.cp, ep=sub.ep, vpp=sub.vpp, micro_batch=sub.micro_batch, zero=sub.zero)
+                      dp=sub.dp, cp=sub.cp, ep=sub.ep, vpp=sub.vpp, micro_batch=sub.micro_batch, zero=sub.zero,
+                      calibration=calibration)
         rates[row, mask] = np.asarray(r.tokens_per_step / r.step_time_s)
         steps[row, mask] = np.asarray(r.step_time_s)
     results: dict[int, BestLayout] = {}

@@ -1,0 +1,82 @@
+"""Measured overrides of the estimators' efficiency and overhead parameters, for one device.
+
+A calibration replaces, for the one device it was measured on, the achievable fractions that
+rigplan otherwise takes from its per-family tables (estimate/efficiency.py, estimate/comm.py,
+estimate/memory.py):
+
+    efficiency fields   gemm_max, gemm_half_dim, fp8_gemm_max, attention, attention_eager, hbm, ...
+                        (an Efficiency field name -> the measured value)
+    link / network      achievable fraction of the catalog line rate and per-step latency of the
+                        scale-up and scale-out tiers (ring bus bandwidth, nccl-tests convention)
+    memory overheads    CUDA context bytes and the reserved/allocated fragmentation fraction
+
+Nothing else changes: the FLOP counts, the traffic volumes and the memory parts stay the model's
+own; a calibration moves only the parameters that the model declares as measured quantities. It
+comes from `rigplan probe` (microbenchmarks) or `rigplan calibrate` (a fit on a user's run) and
+is carried by the resolved setup, never written into the constants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from rigplan.domain.hardware import Gpu
+from rigplan.errors import InvalidSpec
+from rigplan.estimate.comm import Tier, link_tier, nic_tier
+from rigplan.estimate.efficiency import Efficiency, efficiency_for
+
+EFFICIENCY_FIELDS = tuple(f.name for f in fields(Efficiency) if f.name not in ("family", "source", "measured"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Calibration:
+    """Overrides measured on one device (`gpu_id` is its catalog id)."""
+
+    gpu_id: str
+    efficiency: dict[str, float] = field(default_factory=dict)
+    link_efficiency: float | None = None
+    link_latency_s: float | None = None
+    nic_efficiency: float | None = None
+    nic_latency_s: float | None = None
+    cuda_context_bytes: float | None = None
+    fragmentation_fraction: float | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.efficiency) - set(EFFICIENCY_FIELDS))
+        if unknown:
+            raise InvalidSpec(f"calibration: unknown efficiency parameter(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(EFFICIENCY_FIELDS)}")
+        for name, value in self.efficiency.items():
+            if not value > 0:
+                raise InvalidSpec(f"calibration: efficiency {name} must be > 0, got {value}")
+        for name in ("link_efficiency", "nic_efficiency"):
+            value = getattr(self, name)
+            if value is not None and not 0 < value <= 1:
+                raise InvalidSpec(f"calibration: {name} must be in (0, 1], got {value}")
+        if self.fragmentation_fraction is not None and not 0 <= self.fragmentation_fraction < 1:
+            raise InvalidSpec(f"calibration: fragmentation_fraction must be in [0, 1), got "
+                              f"{self.fragmentation_fraction}")
+
+    def applies_to(self, gpu: Gpu) -> bool:
+        return self.gpu_id == gpu.id
+
+
+def calibrated_efficiency(gpu: Gpu, calibration: Calibration | None) -> Efficiency:
+    """The family's efficiency with the calibration's measured fields put in (when it is for this GPU)."""
+    base = efficiency_for(gpu)
+    if calibration is None or not calibration.applies_to(gpu) or not calibration.efficiency:
+        return base
+    values: dict[str, Any] = dict(calibration.efficiency)
+    return replace(base, **values, measured=True,
+                   source=f"calibrated on this device ({calibration.source or 'calibration file'}); "
+                          f"other fields from {base.family}")
+
+
+def calibrated_tiers(gpu: Gpu, calibration: Calibration | None) -> tuple[Tier, Tier]:
+    """(scale-up, scale-out) tiers of the GPU with measured efficiency and latency put in."""
+    if calibration is None or not calibration.applies_to(gpu):
+        return link_tier(gpu.link), nic_tier(gpu)
+    return (link_tier(gpu.link, efficiency=calibration.link_efficiency, latency_s=calibration.link_latency_s),
+            nic_tier(gpu, efficiency=calibration.nic_efficiency, latency_s=calibration.nic_latency_s))
