@@ -60,3 +60,27 @@ def test_text_output_and_network_options() -> None:
     faster = run("estimate", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "64", "--tp", "8", "--pp", "2",
                  "--zero", "1", "--nic", "400")
     assert slower["step_time_s"] > faster["step_time_s"]
+
+
+def test_moe_routing_and_expert_layout_flags() -> None:
+    base = ("estimate", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "16", "--tp", "2", "--ep", "8",
+            "--sequence-parallel", "--global-batch", "64")
+    balanced = run(*base, "--etp", "1", "--balanced-routing")
+    dropless = run(*base, "--etp", "1", "--moe-imbalance", "1.5")
+    overlapped = run(*base, "--etp", "1", "--balanced-routing", "--a2a-overlap")
+    assert dropless["step_time_s"] > balanced["step_time_s"]
+    assert overlapped["breakdown"]["comm"]["ep_s"] < balanced["breakdown"]["comm"]["ep_s"]
+    capped = run(*base, "--etp", "1", "--moe-imbalance", "1.5", "--capacity-factor", "1.0")
+    assert capped["step_time_s"] == pytest.approx(balanced["step_time_s"])
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--balanced-routing", "--moe-imbalance", "1.5"), "balanced-routing"),
+    (("--etp", "4"), "ep*etp"),
+    (("--capacity-factor", "0.5"), "capacity"),
+])
+def test_moe_flag_errors_are_one_line(extra: tuple[str, ...], message: str) -> None:
+    result = CliRunner().invoke(cli, ["estimate", "qwen3-30b-a3b", "--gpus", "8", "--tp", "2", "--ep", "4",
+                                      "--sequence-parallel", *extra])
+    assert result.exit_code == 2
+    assert result.output.startswith("rigplan: error:") and message in result.output

@@ -243,6 +243,8 @@ def _deepseek(r: _Reader) -> tuple[dict[str, Any], list[str]]:
             expert_ffn=r.req_int("moe_intermediate_size"),
             num_shared_experts=r.opt_int("n_shared_experts"),
             first_dense_layers=dense,
+            router="sigmoid" if r.cfg.get("scoring_func") == "sigmoid" else "softmax",
+            mtp_layers=r.opt_int("num_nextn_predict_layers"),
         )
         if r.cfg.get("topk_method") == "noaux_tc":
             notes.append("router e_score_correction_bias (n_routed_experts values per MoE layer) not counted")
@@ -287,6 +289,7 @@ def _llama4_text(r: _Reader) -> tuple[dict[str, Any], list[str]]:
         expert_ffn=expert_ffn,
         num_shared_experts=1,
         first_dense_layers=dense,
+        router="sigmoid",
     )
     return fields, [*notes, "use_qk_norm is a weightless L2 norm (no parameters)"]
 
@@ -304,6 +307,8 @@ def _glm4_moe(r: _Reader) -> tuple[dict[str, Any], list[str]]:
         expert_ffn=r.req_int("moe_intermediate_size"),
         num_shared_experts=r.opt_int("n_shared_experts"),
         first_dense_layers=dense,
+        router="sigmoid",
+        mtp_layers=r.opt_int("num_nextn_predict_layers"),
     )
     notes.append("router e_score_correction_bias not counted")
     mtp = r.opt_int("num_nextn_predict_layers")

@@ -148,6 +148,8 @@ class MoERecord(Record):
     expert_bias: bool = False
     router_bias: bool = False
     shared_expert_gate: bool = False
+    router: Literal["softmax", "sigmoid"] = "softmax"
+    mtp_layers: Annotated[int, Field(ge=0)] = 0
 
 
 class MLARecord(Record):

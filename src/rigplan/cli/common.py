@@ -101,6 +101,21 @@ def model_options(func: F) -> F:
     return func
 
 
+def moe_routing_option_list() -> list[Callable[[F], F]]:
+    """MoE routing switches shared by memory, estimate, plan and compare."""
+    return [
+        click.option("--moe-imbalance", type=float,
+                     help="MoE: busiest expert-parallel rank's tokens over the mean (>= 1). Default 1.6 for "
+                          "dropless routing (docs/methodology/moe.md)."),
+        click.option("--balanced-routing", is_flag=True,
+                     help="MoE: perfectly balanced routing, as benchmarks force it (imbalance 1)."),
+        click.option("--capacity-factor", type=float, default=0.0, show_default=True,
+                     help="MoE: expert capacity over the mean load, tokens beyond it dropped; 0 = dropless."),
+        click.option("--a2a-overlap", is_flag=True,
+                     help="MoE: DeepEP-style all-to-all, overlapped with another micro-batch's computation."),
+    ]
+
+
 def job_options(func: F) -> F:
     """Training recipe, parallel layout and GPU options shared by memory, estimate and plan."""
     options = [
@@ -129,7 +144,10 @@ def job_options(func: F) -> F:
         click.option("--dp", type=int, help="Data-parallel degree. Default: gpus / (tp*pp*cp)."),
         click.option("--cp", type=int, default=1, show_default=True, help="Context-parallel degree."),
         click.option("--ep", type=int, default=1, show_default=True, help="Expert-parallel degree (MoE)."),
+        click.option("--etp", type=int, default=0, show_default=True,
+                     help="Expert-tensor-parallel degree (MoE parallel folding); 0 = equal to tp."),
         click.option("--sequence-parallel", is_flag=True, help="Megatron sequence parallelism (needs tp > 1)."),
+        *moe_routing_option_list(),
         click.option("--recompute", type=click.Choice(["none", "selective", "op", "full"]),
                      help="Activation recomputation: selective = Megatron attention-core recompute; "
                           "op = torchtitan per-op selective checkpointing; full = every layer. "
@@ -188,6 +206,7 @@ def recipe_options(func: F) -> F:
         click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
                                                        "bf16", "fp16"])),
         calibration_option(),
+        *moe_routing_option_list(),
     ]
     for option in reversed(options):
         func = option(func)

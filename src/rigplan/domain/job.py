@@ -68,6 +68,14 @@ class Job:
     """Sequences per optimizer step; 0 means micro_batch x dp (no accumulation)."""
     tokens: float = 0.0
     """Tokens to train on (for time-to-train); 0 when not given."""
+    moe_imbalance: float = 0.0
+    """MoE routing: tokens on the busiest expert-parallel rank over the mean; 0 means the default of
+    estimate.moe (DEFAULT_IMBALANCE), 1 is perfectly balanced routing (benchmarks' forced balance)."""
+    capacity_factor: float = 0.0
+    """MoE expert capacity as a multiple of the mean load (tokens over it are dropped); 0 = dropless."""
+    a2a_overlap: bool = False
+    """Expert all-to-all overlapped with the computation of another micro-batch (DeepEP with
+    Megatron-Core's 1F1B A2A overlap, DeepSeek's DualPipe)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.seq_len <= 16_777_216:
@@ -83,6 +91,10 @@ class Job:
             )
         if self.method != "full" and not self.lora_targets:
             raise InvalidSpec("LoRA needs at least one target module (--lora-targets q,v)")
+        if self.moe_imbalance and self.moe_imbalance < 1.0:
+            raise InvalidSpec(f"--moe-imbalance (busiest rank load / mean) must be >= 1, got {self.moe_imbalance}")
+        if self.capacity_factor and self.capacity_factor < 1.0:
+            raise InvalidSpec(f"--capacity-factor must be >= 1 (0: dropless), got {self.capacity_factor}")
         if self.global_batch < 0 or self.tokens < 0:
             raise InvalidSpec("--global-batch and --tokens must be >= 0")
 

@@ -25,7 +25,12 @@ class Layout:
     cp: int = 1
     """Context-parallel degree (the sequence split across GPUs, ring attention)."""
     ep: int = 1
-    """Expert-parallel degree for MoE layers; experts are split over ep ranks taken from dp*cp."""
+    """Expert-parallel degree for MoE layers: experts are split over ep ranks."""
+    etp: int = 0
+    """Expert-tensor-parallel degree (each expert's ffn split over etp ranks); 0 means equal to tp, as
+    Megatron-Core defaults expert_tensor_parallel_size. Megatron-Core's MoE parallel folding lays the
+    expert layers out as etp x ep x expert-dp over the same tp*cp*dp GPUs of a pipeline stage that the
+    attention layers use as tp x cp x dp."""
     zero: ZeroStage = 0
     """ZeRO stage over the data-parallel group (3 = FSDP full sharding)."""
     sequence_parallel: bool = False
@@ -38,8 +43,14 @@ class Layout:
             raise InvalidSpec(f"parallel degrees must be integers >= 1: {', '.join(bad)}")
         if self.zero not in (0, 1, 2, 3):
             raise InvalidSpec(f"--zero must be 0, 1, 2 or 3, got {self.zero}")
-        if (self.dp * self.cp) % self.ep:
-            raise InvalidSpec(f"ep={self.ep} must divide dp*cp = {self.dp}*{self.cp} = {self.dp * self.cp}")
+        if self.etp < 0 or not isinstance(self.etp, int):
+            raise InvalidSpec(f"--etp must be an integer >= 1 (0: equal to tp), got {self.etp}")
+        stage = self.tp * self.cp * self.dp
+        if stage % (self.ep * self.expert_tp):
+            raise InvalidSpec(
+                f"ep*etp = {self.ep}*{self.expert_tp} must divide the GPUs of a pipeline stage, tp*cp*dp = "
+                f"{self.tp}*{self.cp}*{self.dp} = {stage} (Megatron-Core MoE parallel folding)"
+            )
         if self.vpp > 1 and self.pp == 1:
             raise InvalidSpec(f"vpp={self.vpp} needs pipeline parallelism (pp > 1)")
         if self.sequence_parallel and self.tp == 1:
@@ -48,6 +59,16 @@ class Layout:
     @property
     def num_gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def expert_tp(self) -> int:
+        """The expert-tensor-parallel degree in force (etp, or tp when etp is 0)."""
+        return self.etp or self.tp
+
+    @property
+    def expert_dp(self) -> int:
+        """Replicas of each expert shard in a pipeline stage: tp*cp*dp / (ep*etp)."""
+        return self.tp * self.cp * self.dp // (self.ep * self.expert_tp)
 
     @property
     def sequence_shards(self) -> int:

@@ -38,6 +38,10 @@ class MoE:
     """Bias in the router projection (gpt-oss)."""
     shared_expert_gate: bool = False
     """A scalar sigmoid gate on the shared expert output (Qwen2-MoE): hidden params."""
+    router: str = "softmax"
+    """Score function of the router: 'softmax' (Mixtral, Qwen) or 'sigmoid' (DeepSeek-V3, Llama 4, GLM-4.5)."""
+    mtp_layers: int = 0
+    """Multi-token-prediction modules trained with the model (DeepSeek-V3: 1); not in the published totals."""
 
     def __post_init__(self) -> None:
         if self.num_experts < 1 or self.top_k < 1 or self.expert_ffn < 1:
@@ -47,6 +51,9 @@ class MoE:
             )
         if self.top_k > self.num_experts:
             raise InvalidSpec(f"top-k={self.top_k} cannot exceed experts={self.num_experts}")
+        if self.router not in ("softmax", "sigmoid") or self.mtp_layers < 0:
+            raise InvalidSpec(f"router must be softmax or sigmoid and mtp-layers >= 0; got {self.router}, "
+                              f"{self.mtp_layers}")
 
     @property
     def shared_ffn(self) -> int:

@@ -4,7 +4,8 @@ A matmul of an m×k by a k×n matrix costs 2·m·k·n FLOP. Counted: every matmu
 (attention projections, attention scores and attention over values, MLP or experts, router,
 LM head) and of LoRA adapters. Not counted: element-wise work (norms, activations, softmax,
 rotary, residual adds, dropout, the optimizer step), the embedding lookup (a gather, 0 FLOP),
-QLoRA dequantization, and multi-token-prediction heads. See docs/methodology/flops.md.
+QLoRA dequantization. Multi-token-prediction modules (DeepSeek-V3) are counted on the last
+stage. See docs/methodology/flops.md.
 
 Every function takes seq_len, micro_batch and the parallel degrees as numbers or numpy arrays
 (broadcast together); the architecture is always one scalar value.
@@ -51,7 +52,9 @@ class OpFlops:
     attention_core_flop: Num = 0.0
     """Scores Q·K^T and attention over values P·V."""
     mlp_flop: Num = 0.0
-    """Dense MLP, or routed (top-k) plus shared experts."""
+    """Dense MLP, shared experts, and the multi-token-prediction input projection."""
+    expert_flop: Num = 0.0
+    """Routed experts (top_k per token): grouped GEMMs of thin shapes, timed apart (estimate.moe)."""
     router_flop: Num = 0.0
     lm_head_flop: Num = 0.0
     adapter_flop: Num = 0.0
@@ -59,7 +62,7 @@ class OpFlops:
 
     @property
     def total_flop(self) -> Num:
-        return (self.attention_proj_flop + self.attention_core_flop + self.mlp_flop
+        return (self.attention_proj_flop + self.attention_core_flop + self.mlp_flop + self.expert_flop
                 + self.router_flop + self.lm_head_flop + self.adapter_flop)
 
     def __add__(self, other: OpFlops) -> OpFlops:
@@ -129,14 +132,16 @@ def layer_forward_flops(
     MLA (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1): 2·T·(h·r_q + r_q·a·d_qk) or 2·T·h·a·d_qk (Q),
       2·T·h·(r_kv + d_rope) (KV down), 2·T·r_kv·a·(d_nope + d_v) (KV up), 2·T·a·d_v·h (out).
     Core: 2·b·s²·a·d_qk (scores) + 2·b·s²·a·d_v (P·V), times causal_fraction, divided by cp.
-    MLP: gated 3·2·T·h·f, plain 2·2·T·h·f. MoE layer: top_k routed experts (expert_ffn) plus
-      shared experts, and the router 2·T·h·E.
+    MLP: gated 3·2·T·h·f, plain 2·2·T·h·f. MoE layer: top_k routed experts (expert_ffn, in
+      expert_flop) plus shared experts (mlp_flop), and the router 2·T·h·E.
     Tensor parallel (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053, Sec. 3) divides heads, MLP
     and experts by tp; K/V projections of fewer kv heads than tp are replicated (max(g/tp, 1) heads
     per rank); MLA down-projections are replicated (Megatron-Core MLA); the router is split only with
     sequence parallelism. Context parallel divides tokens and, causal load-balanced, the core.
-    Left out: element-wise ops, uneven head or expert splits, MoE load imbalance (routing is taken
-    as balanced, so expert parallelism does not change per-GPU FLOPs).
+    Routed-expert FLOPs per GPU are the balanced share: however the experts are split (ep x etp x
+    expert-dp, Megatron-Core parallel folding) a stage's GPUs share its token copies evenly; the
+    busiest rank's extra load (imbalance) is time, not work, and estimate.moe charges it.
+    Left out: element-wise ops, uneven head splits.
     """
     s, b, t, c, cf = _num(seq_len), _num(micro_batch), _num(tp), _num(cp), _num(causal_fraction)
     tokens = b * s / c
@@ -160,12 +165,32 @@ def layer_forward_flops(
     router: Num = 0.0
     if moe and arch.moe is not None:
         mo = arch.moe
-        mlp = ffn_fwd * (mo.top_k * mo.expert_ffn + mo.num_shared_experts * mo.shared_ffn) / t
+        mlp = ffn_fwd * mo.num_shared_experts * mo.shared_ffn / t
+        experts = ffn_fwd * mo.top_k * mo.expert_ffn / t
         router = 2.0 * tokens * h * mo.num_experts / (t if sequence_parallel else 1.0)
     else:
         mlp = ffn_fwd * arch.ffn / t
+        experts = 0.0 * mlp
     return OpFlops(attention_proj_flop=_num(proj), attention_core_flop=core, mlp_flop=mlp,
-                   router_flop=router)
+                   expert_flop=experts, router_flop=router)
+
+
+def mtp_forward_flops(
+    arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, causal_fraction: NumIn = FLASH_CAUSAL_FRACTION,
+    tp: NumIn = 1, cp: NumIn = 1, sequence_parallel: bool = False,
+) -> OpFlops:
+    """One multi-token-prediction module, forward (DeepSeek-V3, arXiv 2412.19437, Sec. 2.2): the
+    projection of [norm(h); norm(emb)] 2h -> h (2·T·2h·h), one transformer layer of the MoE kind and
+    the shared output head once more (2·T·h·V). 0 for a model without MTP."""
+    if arch.moe is None or not arch.moe.mtp_layers:
+        return OpFlops()
+    kw: dict[str, Any] = {"seq_len": seq_len, "micro_batch": micro_batch, "tp": tp, "cp": cp}
+    layer = layer_forward_flops(arch, moe=arch.num_moe_layers > 0, causal_fraction=causal_fraction,
+                                sequence_parallel=sequence_parallel, **kw)
+    tokens = _num(micro_batch) * _num(seq_len) / _num(cp)
+    proj = 2.0 * tokens * 2 * arch.hidden * arch.hidden / _num(tp)
+    head = lm_head_forward_flop(arch, **kw)
+    return (layer + OpFlops(mlp_flop=proj, lm_head_flop=head)).times(arch.moe.mtp_layers)
 
 
 def lm_head_forward_flop(arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn,
@@ -252,6 +277,7 @@ def _stage_flops(
     flash_backward_recompute: bool, n_dense: Num, n_moe: Num, lm_head: Num,
     tp: Num, cp: Num, sequence_parallel: bool,
 ) -> StepFlops:
+    """`lm_head` is 1 on the stage holding the output head (and the MTP modules), 0 elsewhere."""
     kw: dict[str, Any] = {"seq_len": seq_len, "micro_batch": micro_batch, "tp": tp, "cp": cp}
     core_kw = {**kw, "causal_fraction": causal_fraction, "sequence_parallel": sequence_parallel}
     dense = layer_forward_flops(arch, moe=False, **core_kw)
@@ -263,6 +289,7 @@ def _stage_flops(
         ad_moe = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=True, **kw)
         layers = layers + OpFlops(adapter_flop=ad_dense * n_dense + ad_moe * n_moe)
     head = OpFlops(lm_head_flop=lm_head_forward_flop(arch, **kw) * lm_head)
+    layers = layers + mtp_forward_flops(arch, **core_kw).times(lm_head)
     forward = layers + head
     if job.is_peft:
         # Frozen base weights: input gradient only (1× forward); adapters and the core: 2×.
@@ -277,7 +304,8 @@ def _stage_flops(
     elif job.recompute == "op":
         share = op_recompute_matmul_share(arch)
         recompute = OpFlops(attention_proj_flop=layers.attention_proj_flop * share,
-                            mlp_flop=layers.mlp_flop * share, router_flop=layers.router_flop * share)
+                            mlp_flop=layers.mlp_flop * share, expert_flop=layers.expert_flop * share,
+                            router_flop=layers.router_flop * share)
     else:
         recompute = OpFlops()
     if flash_backward_recompute and job.attention == "flash":

@@ -14,9 +14,10 @@ absmax per 256-value block; SGD none; SGD with momentum one buffer; Adafactor a 
 moment (rows + columns per matrix, Shazeer & Stern 2018), about 4·2/hidden B/param.
 
 Sharding: weights and the non-expert states are split by tp and by pipeline stage; routed experts
-by ep·tp (Megatron-Core's default expert tensor parallel size is tp). ZeRO-1 splits optimizer
-states, ZeRO-2 also gradients, ZeRO-3 (FSDP) also weights, over the data-parallel group dp·cp
-(dp·cp/ep for expert parameters).
+by ep·etp (etp defaults to tp, as Megatron-Core's expert_tensor_parallel_size). ZeRO-1 splits
+optimizer states, ZeRO-2 also gradients, ZeRO-3 (FSDP) also weights, over the data-parallel group
+dp·cp, and expert parameters over their expert-data-parallel group tp·cp·dp/(ep·etp)
+(Megatron-Core MoE parallel folding; the distributed optimizer shards expert states over it).
 
 LoRA (Hu et al. 2021): frozen base weights in the compute dtype, no gradients or optimizer states
 for them; adapters A (r×d_in) and B (d_out×r) per target module are trained with the recipe's
@@ -182,17 +183,23 @@ class ModelStates:
     """Weights of this GPU's share before ZeRO-3 sharding, as stored (NF4 for QLoRA bases)."""
 
 
+def expert_tp_of(layout: Any) -> Num:
+    """The expert-tensor-parallel degree of a layout (or layout arrays): etp, or tp where etp is 0."""
+    etp = getattr(layout, "etp", 0)
+    return np.where(np.asarray(etp) > 0, etp, layout.tp)
+
+
 def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelStates:
     """Weights, gradients and optimizer bytes on one GPU of pipeline rank `rank` (layout degrees may
     be numpy arrays)."""
     counts = count_params(arch)
     stage = stage_params(arch, counts, layout, rank)
-    tp, ep = layout.tp, layout.ep
+    tp, ep, etp = layout.tp, layout.ep, expert_tp_of(layout)
     dense_local = stage.dense_weights / tp
-    expert_local = stage.expert_weights / (ep * tp)
+    expert_local = stage.expert_weights / (ep * etp)
     local = dense_local + expert_local
     dp_group = np.asarray(layout.dp * layout.cp)
-    expert_group = np.maximum(dp_group // ep, 1)
+    expert_group = np.maximum(np.asarray(tp * layout.cp * layout.dp) // (ep * etp), 1)
 
     def shard(dense_part: Num, expert_part: Num, sharded: Any) -> Num:
         return np.where(sharded, dense_part / dp_group + expert_part / expert_group, dense_part + expert_part)
@@ -201,7 +208,7 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
     host: Num = 0.0
     if job.is_peft:
         adapters = lora_params_per_layer(arch, job) * stage.layers / tp
-        quant_local = (stage.quantizable - stage.expert_weights) / tp + stage.expert_weights / (ep * tp)
+        quant_local = (stage.quantizable - stage.expert_weights) / tp + stage.expert_weights / (ep * etp)
         # Mixed precision keeps the frozen base in fp32 and autocast holds a bf16 copy of each weight
         # it multiplies until backward has used it: 4 + 2 B/param (bf16-true: 2).
         base_per_param = 4.0 + 2.0 if master_bytes_per_param(job) else float(job.compute_dtype_bytes)
@@ -244,7 +251,7 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
     layer_units = counts.dense_layer.total / tp
     if counts.moe_layer is not None:
         layer_units = np.maximum(layer_units, (counts.moe_layer.total - counts.moe_layer.experts) / tp
-                                 + counts.moe_layer.experts / (ep * tp))
+                                 + counts.moe_layer.experts / (ep * etp))
     head_unit = max(counts.embedding, counts.lm_head) / tp
     return ModelStates(
         weights_bytes=_out(weights), gradients_bytes=_out(grads), optimizer_bytes=_out(optimizer),

@@ -32,7 +32,7 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.estimate import comm
+from rigplan.estimate import comm, moe
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import Efficiency
 from rigplan.estimate.flops import causal_fraction_for, gpu_micro_batch_flops, micro_batch_flops
@@ -83,12 +83,12 @@ def _proj_dims(arch: Architecture, tp: Num, tokens: Num) -> Num:
     return np.minimum(np.minimum(h, q_w / tp), tokens)
 
 
-def _mlp_dims(arch: Architecture, tp: Num, tokens: Num, ep: Num) -> Num:
+def _mlp_dims(arch: Architecture, tp: Num, tokens: Num) -> Num:
+    """Dense MLP (or, in an MoE model with shared experts, the shared expert) after the tp split;
+    routed experts are shaped by estimate.moe.expert_gemm_dims."""
     h = arch.hidden
-    if arch.moe is None:
-        return np.minimum(np.minimum(h, arch.ffn / tp), tokens)
-    per_expert_tokens = tokens * arch.moe.top_k * ep / arch.moe.num_experts
-    return np.minimum(np.minimum(h, arch.moe.expert_ffn / tp), np.maximum(per_expert_tokens, 1.0))
+    width = arch.moe.shared_ffn if arch.moe is not None and arch.moe.num_shared_experts else arch.ffn
+    return np.minimum(np.minimum(h, width / tp), tokens)
 
 
 def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, float]:
@@ -105,17 +105,18 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
     f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
-    replicated = 2 * 2 * h + 2 * 3 * h + (2 * 2 * h if job.dropout else 0)
-    split = (2 * (q_w + kv_w) if arch.positions == "rope" else 0) + (3 * f if arch.mlp == "gated" else 2 * f)
+    replicated: float = 2 * 2 * h + 2 * 3 * h + (2 * 2 * h if job.dropout else 0)
+    split: float = (2 * (q_w + kv_w) if arch.positions == "rope" else 0) + (3 * f if arch.mlp == "gated" else 2 * f)
     if arch.moe is not None:
-        split += 4 * arch.moe.top_k * h
+        split += moe.permute_bytes_per_token(arch, 1) * moe.load_factor(job)
+        replicated += moe.router_bytes_per_token(arch) / p
     if job.attention == "eager":
         split += 2 * arch.num_heads * job.seq_len * (2 if job.dropout else 1)
     return float(replicated * p), float(split * p)
 
 
 def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency,
-                  tp: Num, pp: Num, cp: Num, ep: Num, mb: Num) -> tuple[Num, Num, Num]:
+                  tp: Num, pp: Num, cp: Num, ep: Num, mb: Num, etp: Num | None = None) -> tuple[Num, Num, Num]:
     """(compute seconds of one micro-batch on the busiest stage, its backward share, attention core s)."""
     flops = gpu_micro_batch_flops(arch, job, layout, micro_batch=mb, tp=tp, pp=pp, cp=cp)
     tokens = mb * job.seq_len / cp
@@ -128,7 +129,11 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
         gemm_peak = gpu.peak("fp8")
         gemm_max_scale = eff.fp8_gemm_max / eff.gemm_max
     proj_eff = _gemm_efficiency(eff, _proj_dims(arch, tp, tokens)) * gemm_max_scale
-    mlp_eff = _gemm_efficiency(eff, _mlp_dims(arch, tp, tokens, ep)) * gemm_max_scale
+    mlp_eff = _gemm_efficiency(eff, _mlp_dims(arch, tp, tokens)) * gemm_max_scale
+    # Routed experts: grouped GEMMs of the busiest rank's thin shapes, paced by its load (estimate.moe).
+    load = moe.load_factor(job)
+    expert_tp = tp if etp is None else etp
+    expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load)) * gemm_max_scale
     head_eff = _gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens))
     adapter_eff = _gemm_efficiency(eff, float(job.lora_rank))
     flash_eff = eff.attention if job.kernels == "fused" else eff.attention_eager
@@ -136,6 +141,7 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
 
     def time_of(ops: Any) -> Num:
         return (ops.attention_proj_flop / (gemm_peak * proj_eff) + ops.mlp_flop / (gemm_peak * mlp_eff)
+                + ops.expert_flop * load / (gemm_peak * expert_eff)
                 + ops.router_flop / (bf16_peak * head_eff) + ops.lm_head_flop / (bf16_peak * head_eff)
                 + ops.adapter_flop / (bf16_peak * adapter_eff)
                 + ops.attention_core_flop / (bf16_peak * attn_eff))
@@ -165,7 +171,8 @@ def scale_up_domain(gpu: Gpu) -> int:
 def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_batch: Num,
               tp: Num | None = None, pp: Num | None = None, dp: Num | None = None, cp: Num | None = None,
               ep: Num | None = None, vpp: Num | None = None, micro_batch: Num | None = None,
-              zero: Num | None = None, calibration: Calibration | None = None) -> StepBreakdown:
+              zero: Num | None = None, calibration: Calibration | None = None,
+              etp: Num | None = None) -> StepBreakdown:
     """Seconds per optimizer step (formula in the module docstring). Degrees default to the layout's
     and may be numpy arrays; `global_batch` is in sequences and must be a multiple of micro_batch·dp.
     A calibration for this GPU replaces the efficiency and link parameters it measured."""
@@ -175,6 +182,8 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     cp = np.asarray(layout.cp if cp is None else cp, dtype=np.float64)
     ep = np.asarray(layout.ep if ep is None else ep, dtype=np.float64)
     vpp = np.asarray(layout.vpp if vpp is None else vpp, dtype=np.float64)
+    etp_in = etp if etp is not None else getattr(layout, "etp", 0)
+    etp = np.where(np.asarray(etp_in) > 0, np.asarray(etp_in, dtype=np.float64), tp)
     mb = np.asarray(job.micro_batch if micro_batch is None else micro_batch, dtype=np.float64)
     zero = np.asarray(layout.zero if zero is None else zero, dtype=np.float64)
     eff = calibrated_efficiency(gpu, calibration)
@@ -183,7 +192,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     tokens = mb * seq / cp
     m = np.maximum(np.asarray(global_batch, dtype=np.float64) / (mb * dp), 1.0)
 
-    compute_mb, backward_mb, core_mb = _compute_time(arch, job, layout, gpu, eff, tp, pp, cp, ep, mb)
+    compute_mb, backward_mb, core_mb = _compute_time(arch, job, layout, gpu, eff, tp, pp, cp, ep, mb, etp)
     layers = np.ceil(arch.num_layers / pp)
     intra, inter = calibrated_tiers(gpu, calibration)
     domain = scale_up_domain(gpu)
@@ -204,13 +213,15 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
                      + comm.ring_attention_s(block, cp, cp_place.per_node, intra, inter, backward=True))
     cp_mb = np.maximum(ring - core_mb, 0.0)
 
-    # Expert parallel: dispatch and combine all-to-all per MoE layer, forward and backward.
+    # Expert parallel: dispatch and combine all-to-all per MoE layer (estimate.moe), exposed or
+    # overlapped with another micro-batch's computation.
     ep_mb = np.zeros_like(tp_mb)
     if arch.moe is not None:
-        ep_place = comm.place_group(gpu, ep, stride=tp * cp, domain_size=domain, intra=intra, inter=inter)
-        moe_layers = np.minimum(layers, arch.num_moe_layers)
-        a2a_bytes = tokens * arch.moe.top_k * arch.hidden * p / tp
-        ep_mb = moe_layers * 4.0 * comm.hierarchical_all_to_all_s(a2a_bytes, ep, ep_place.per_node, intra, inter)
+        moe_layers = np.minimum(layers, arch.num_moe_layers + arch.moe.mtp_layers)
+        a2a = moe_layers * moe.expert_all_to_all_s(arch, job, tokens=tokens, tp=tp, ep=ep, etp=etp,
+                                                   domain=domain, intra=intra, inter=inter)
+        ep_mb, overlap_tax = moe.exposed_all_to_all_s(job, a2a, compute_mb)
+        compute_mb = compute_mb + overlap_tax
 
     # Pipeline: activations forward and gradients backward across each stage boundary, per chunk.
     pp_place = comm.place_group(gpu, pp, stride=tp * cp * dp, domain_size=domain, intra=intra, inter=inter)
@@ -220,17 +231,31 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     pp_mb = np.where(pp > 1, 2.0 * vpp * p2p, 0.0)
 
     # Data parallel over dp·cp (stride tp): gradient sync and ZeRO traffic.
+    # Expert weights sync over their own expert-dp group (tp*cp*dp/(ep*etp) ranks, stride ep*etp).
     counts = count_params(arch)
     non_expert = counts.total - counts.routed_experts_total
-    local_params = (non_expert / tp + counts.routed_experts_total / (tp * ep)) / pp
-    trainable = lora_params_per_layer(arch, job) * layers / tp if job.is_peft else local_params
+    dense_local = non_expert / tp / pp
+    expert_local = counts.routed_experts_total / (etp * ep) / pp
+    local_params = dense_local + expert_local
+    peft = job.is_peft
+    trainable = lora_params_per_layer(arch, job) * layers / tp if peft else dense_local
     group = dp * cp
     dp_place = comm.place_group(gpu, group, stride=tp, domain_size=domain, intra=intra, inter=inter)
-    grad_bytes = trainable * grad_bytes_per_param(job)
-    sync_ar = comm.hierarchical_all_reduce_s(grad_bytes, group, dp_place.per_node, intra, inter)
-    sync_rs = comm.hierarchical_reduce_scatter_s(grad_bytes, group, dp_place.per_node, intra, inter)
-    weights_bytes = local_params * p
-    gather = comm.hierarchical_all_gather_s(weights_bytes, group, dp_place.per_node, intra, inter)
+    edp = np.maximum(tp * cp * dp / (ep * etp), 1.0)
+    edp_place = comm.place_group(gpu, edp, stride=ep * etp, domain_size=domain, intra=intra, inter=inter)
+
+    def sync(fn: Any, dense_bytes: Num, expert_bytes: Num) -> Num:
+        dense_s = fn(dense_bytes, group, dp_place.per_node, intra, inter)
+        if peft or arch.moe is None:
+            return dense_s
+        return dense_s + np.where(edp > 1, fn(expert_bytes, edp, edp_place.per_node, intra, inter), 0.0)
+
+    g = grad_bytes_per_param(job)
+    sync_ar = sync(comm.hierarchical_all_reduce_s, trainable * g, expert_local * g)
+    sync_rs = sync(comm.hierarchical_reduce_scatter_s, trainable * g, expert_local * g)
+    gather = sync(comm.hierarchical_all_gather_s, dense_local * p, expert_local * p)
+    if not peft:
+        trainable = local_params
     # ZeRO-0: all-reduce; ZeRO-1/2: reduce-scatter, then the updated weights all-gathered (exposed);
     # ZeRO-3/FSDP: per micro-batch gather forward and backward + reduce-scatter, overlapped with compute.
     fsdp_mb = np.where(zero >= 3, np.maximum(2.0 * gather + sync_rs - compute_mb, 0.0), 0.0)
@@ -241,9 +266,10 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
 
     t_mb = compute_mb + tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb
     bubble = (pp - 1.0) / vpp * t_mb
-    shards = np.where(zero >= 1, group, 1.0)
+    expert_trainable = 0.0 if peft else expert_local
+    updated = np.where(zero >= 1, (trainable - expert_trainable) / group + expert_trainable / edp, trainable)
     touched = OPTIMIZER_BYTES_TOUCHED[job.optimizer] * (0.5 if job.precision == "bf16-true" else 1.0)
-    optimizer_s = trainable / shards * touched / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
+    optimizer_s = updated * touched / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
     step = m * t_mb + bubble + dp_exposed + optimizer_s
 
     whole = micro_batch_flops(arch, job, micro_batch=mb, causal_fraction=causal_fraction_for(job.attention))

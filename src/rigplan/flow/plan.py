@@ -102,14 +102,16 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
     return {"model": request.model, **shape, "method": request.method, "lora_rank": request.lora_rank,
             "lora_targets": request.lora_targets, "seq": request.seq, "precision": request.precision,
             "optimizer": request.optimizer, "kernels": request.kernels, "catalog": request.catalog,
-            "tokens": request.tokens, "calibration": request.calibration}
+            "tokens": request.tokens, "calibration": request.calibration, "moe_imbalance": request.moe_imbalance,
+            "balanced_routing": request.balanced_routing, "capacity_factor": request.capacity_factor,
+            "a2a_overlap": request.a2a_overlap}
 
 
 def candidate_request(request: PlanRequest, cand: Candidate) -> EstimateRequest:
     """The EstimateRequest that reproduces a candidate."""
     lay = cand.layout
     return EstimateRequest(**_base_estimate_fields(request), gpu=cand.gpu, gpus=cand.gpus, tp=lay["tp"], pp=lay["pp"],
-                           vpp=lay["vpp"], cp=lay["cp"], ep=lay["ep"], zero=lay["zero"],
+                           vpp=lay["vpp"], cp=lay["cp"], ep=lay["ep"], etp=lay.get("etp", 0), zero=lay["zero"],
                            micro_batch=lay["micro_batch"], recompute=lay["recompute"],
                            sequence_parallel=lay["sequence_parallel"], global_batch=cand.global_batch)
 
@@ -121,8 +123,17 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
     parts += [f"--{k} {lay[k]}" for k in ("vpp", "cp", "ep", "zero") if lay[k] not in (1, 0) or k == "zero"]
     parts += [f"--micro-batch {lay['micro_batch']}", f"--recompute {lay['recompute']}",
               f"--global-batch {cand.global_batch}", f"--tokens {request.tokens}"]
+    if lay.get("etp", 0) not in (0, lay["tp"]):
+        parts.append(f"--etp {lay['etp']}")
     if lay["sequence_parallel"]:
         parts.append("--sequence-parallel")
+    for switch, on in (("--balanced-routing", request.balanced_routing), ("--a2a-overlap", request.a2a_overlap)):
+        if on:
+            parts.append(switch)
+    if request.moe_imbalance:
+        parts.append(f"--moe-imbalance {request.moe_imbalance:g}")
+    if request.capacity_factor:
+        parts.append(f"--capacity-factor {request.capacity_factor:g}")
     for flag, value in (("--method", request.method if request.method != "full" else None),
                         ("--precision", request.precision), ("--seq", request.seq),
                         ("--kernels", request.kernels if request.kernels != "fused" else None)):
@@ -270,7 +281,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
             lay = memory.layouts
             i = best.index
             layout = {"tp": int(lay.tp[i]), "pp": int(lay.pp[i]), "vpp": int(lay.vpp[i]), "dp": int(lay.dp[i]),
-                      "cp": int(lay.cp[i]), "ep": int(lay.ep[i]), "zero": int(lay.zero[i]),
+                      "cp": int(lay.cp[i]), "ep": int(lay.ep[i]), "etp": int(lay.etp[i]), "zero": int(lay.zero[i]),
                       "micro_batch": int(lay.micro_batch[i]), "recompute": best.recompute,
                       "sequence_parallel": bool(lay.tp[i] > 1)}
             ideal_s = tokens / best.tokens_per_s

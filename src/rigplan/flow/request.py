@@ -37,7 +37,31 @@ class ModelSpec(BaseModel):
         return self.model_dump(include=shape_fields, exclude_none=True)
 
 
-class JobSpec(ModelSpec):
+class MoERoutingSpec(BaseModel):
+    """How a mixture-of-experts model's tokens are routed (ignored for dense models)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    moe_imbalance: Annotated[float, Field(ge=1.0, le=1000.0)] | None = Field(
+        None, description="Busiest expert-parallel rank's tokens over the mean; default: estimate.moe's "
+                          "DEFAULT_IMBALANCE for dropless routing")
+    balanced_routing: bool = Field(False, description="Forced balanced routing, as benchmarks run (imbalance 1)")
+    capacity_factor: Annotated[float, Field(ge=0.0, le=1000.0)] = Field(
+        0.0, description="Expert capacity over the mean load, tokens beyond it dropped; 0 = dropless")
+    a2a_overlap: bool = Field(False, description="DeepEP-style expert all-to-all overlapped with another "
+                                                  "micro-batch's computation (one NIC crossing per node)")
+
+    def routing_values(self) -> dict[str, object]:
+        """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap."""
+        if self.balanced_routing and self.moe_imbalance not in (None, 1.0):
+            raise ValueError("--balanced-routing sets the imbalance to 1; drop --moe-imbalance or --balanced-routing")
+        imbalance = 1.0 if self.balanced_routing else (self.moe_imbalance or 0.0)
+        if self.capacity_factor and 0 < self.capacity_factor < 1:
+            raise ValueError(f"--capacity-factor must be >= 1 (0 = dropless), got {self.capacity_factor}")
+        return {"moe_imbalance": imbalance, "capacity_factor": self.capacity_factor, "a2a_overlap": self.a2a_overlap}
+
+
+class JobSpec(ModelSpec, MoERoutingSpec):
     """Model, training recipe, parallel layout and GPU: the inputs of `rigplan memory`."""
 
     method: Literal["full", "lora", "qlora"] = "full"
@@ -59,6 +83,8 @@ class JobSpec(ModelSpec):
     dp: PositiveDegree | None = None
     cp: PositiveDegree = 1
     ep: PositiveDegree = 1
+    etp: Annotated[int, Field(ge=0, le=65_536)] = 0
+    """Expert-tensor-parallel degree; 0 = equal to tp (Megatron-Core's default)."""
     sequence_parallel: bool = False
     recompute: Literal["none", "selective", "op", "full"] | None = None
     """None: full for QLoRA (QLoRA recipes turn gradient checkpointing on), none otherwise."""
@@ -115,7 +141,7 @@ class EstimateRequest(JobSpec):
     checkpoint_interval_s: Annotated[float, Field(gt=0, le=365 * 86400)] | None = None
 
 
-class PlanRequest(ModelSpec):
+class PlanRequest(ModelSpec, MoERoutingSpec):
     """`rigplan plan`: what to train, and the limits of budget, time and cluster size."""
 
     tokens: str | float = Field(..., description="Tokens to train on, e.g. 2T")

@@ -50,6 +50,13 @@ def _derive_dp(spec: JobSpec) -> tuple[int, list[str]]:
     return derived, ([] if spec.dp is not None else [f"dp={derived} derived from {spec.gpus} GPUs / (tp*pp*cp)"])
 
 
+def _routing(spec: JobSpec) -> dict[str, object]:
+    try:
+        return spec.routing_values()
+    except ValueError as exc:
+        raise InvalidSpec(str(exc)) from exc
+
+
 def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
     """Resolve the catalog, model and GPU, and build a checked Job and Layout."""
     catalog = catalog or load_catalog(spec.catalog)
@@ -67,8 +74,8 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
         raise InvalidSpec(f"--seq {seq} exceeds the learned position table ({arch.max_positions} rows) of {arch.id}")
     dp, dp_notes = _derive_dp(spec)
     assumptions.extend(dp_notes)
-    layout = Layout(tp=spec.tp, pp=spec.pp, vpp=spec.vpp, dp=dp, cp=spec.cp, ep=spec.ep, zero=spec.zero,
-                    sequence_parallel=spec.sequence_parallel)
+    layout = Layout(tp=spec.tp, pp=spec.pp, vpp=spec.vpp, dp=dp, cp=spec.cp, ep=spec.ep, etp=spec.etp,
+                    zero=spec.zero, sequence_parallel=spec.sequence_parallel)
     check_layout_for_model(layout, num_layers=arch.num_layers, num_heads=arch.num_heads,
                            num_kv_heads=arch.kv_heads, num_experts=arch.moe.num_experts if arch.moe else 0,
                            seq_len=seq)
@@ -100,6 +107,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
         optimizer_foreach=spec.optimizer_foreach, qlora_double_quant=spec.qlora_double_quant,
         loss=spec.loss, dropout=spec.dropout, global_batch=spec.global_batch, kernels=spec.kernels,
         checkpoint_load=spec.checkpoint_load, nf4_quantizer=spec.nf4_quantizer,
+        **_routing(spec),
     )
     if job.precision == "fp8" and not gpu.peak_flop_per_s.get("fp8"):
         assumptions.append(f"{gpu.name} has no fp8 tensor cores; fp8 memory is shown, speed would fall back")

@@ -92,7 +92,7 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
         timed = replace(job, recompute=choice)  # type: ignore[arg-type]
         r = step_time(arch, timed, sub, gpu, global_batch=memory.global_batch[mask], tp=sub.tp, pp=sub.pp,
                       dp=sub.dp, cp=sub.cp, ep=sub.ep, vpp=sub.vpp, micro_batch=sub.micro_batch, zero=sub.zero,
-                      calibration=calibration)
+                      calibration=calibration, etp=sub.etp)
         rates[row, mask] = np.asarray(r.tokens_per_step / r.step_time_s)
         steps[row, mask] = np.asarray(r.step_time_s)
     results: dict[int, BestLayout] = {}

@@ -3,8 +3,10 @@
 Divisor generators in the style of Calculon's get_all_* (Isaev et al., SC'23): tensor parallelism
 inside one NVLink domain and dividing heads and kv-heads; pipeline stages dividing the layers
 (with interleaving where the chunks divide evenly); context parallelism for long sequences;
-expert parallelism dividing the experts and the data-parallel group; the remaining GPUs are data
-parallel, with each ZeRO stage; micro-batches 1-8; recompute none/selective/full.
+expert parallelism dividing the experts, folded over the stage's tp*cp*dp GPUs with expert tensor
+parallelism 1 or tp (Megatron-Core MoE parallel folding, EP_OPTIONS_MAX ranks at most); the
+remaining GPUs are data parallel, with each ZeRO stage; micro-batches 1-8; recompute
+none/selective/full.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ ZERO_STAGES = (0, 1, 2, 3)
 MAX_PP = 64
 VPP_OPTIONS = (1, 2, 4)
 CP_OPTIONS = (1, 2, 4, 8)
+MAX_EP = 64
+"""Largest expert-parallel degree tried (the published MoE runs in the validation set go to 64)."""
 MIN_TOKENS_PER_CP_RANK = 4096
 """Context parallelism is only tried when each rank keeps at least this many tokens."""
 
@@ -58,6 +62,8 @@ class LayoutArrays:
     dp: Any
     cp: Any
     ep: Any
+    etp: Any
+    """Expert-tensor-parallel degree per layout (1 or tp)."""
     zero: Any
     micro_batch: Any
     sequence_parallel: bool
@@ -71,7 +77,7 @@ class LayoutArrays:
 
     def take(self, mask: Any) -> LayoutArrays:
         return LayoutArrays(tp=self.tp[mask], pp=self.pp[mask], vpp=self.vpp[mask], dp=self.dp[mask],
-                            cp=self.cp[mask], ep=self.ep[mask], zero=self.zero[mask],
+                            cp=self.cp[mask], ep=self.ep[mask], etp=self.etp[mask], zero=self.zero[mask],
                             micro_batch=self.micro_batch[mask], sequence_parallel=self.sequence_parallel)
 
 
@@ -86,12 +92,15 @@ def _layouts(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
                 if num_gpus % (tp * pp * cp):
                     continue
                 dp = num_gpus // (tp * pp * cp)
-                eps = [1]
+                experts = [(1, tp)]
                 if arch.moe is not None:
-                    eps = [e for e in divisors(dp * cp) if e <= 64 and arch.moe.num_experts % e == 0]
+                    stage = tp * cp * dp
+                    experts = [(e, etp) for etp in sorted({1, tp}) for e in divisors(stage // etp)
+                               if e <= MAX_EP and arch.moe.num_experts % e == 0
+                               and arch.moe.expert_ffn % etp == 0]
                 zeros = zero_stages if dp * cp > 1 else (0,)
-                for vpp, ep, zero, mb in itertools.product(vpps, eps, zeros, MICRO_BATCHES):
-                    yield tp, pp, vpp, dp, cp, ep, zero, mb
+                for vpp, (ep, etp), zero, mb in itertools.product(vpps, experts, zeros, MICRO_BATCHES):
+                    yield tp, pp, vpp, dp, cp, ep, etp, zero, mb
 
 
 def layout_space(arch: Architecture, domain: int, num_gpus: int | list[int], seq_len: int, *,
@@ -102,9 +111,9 @@ def layout_space(arch: Architecture, domain: int, num_gpus: int | list[int], seq
     rows = [row for count in counts for row in _layouts(arch, domain, count, seq_len, zero_stages)]
     if not rows:
         empty = np.zeros(0, dtype=np.int64)
-        return LayoutArrays(tp=empty, pp=empty, vpp=empty, dp=empty, cp=empty, ep=empty, zero=empty,
+        return LayoutArrays(tp=empty, pp=empty, vpp=empty, dp=empty, cp=empty, ep=empty, etp=empty, zero=empty,
                             micro_batch=empty, sequence_parallel=sequence_parallel)
     table = np.array(rows, dtype=np.int64)
     return LayoutArrays(tp=table[:, 0], pp=table[:, 1], vpp=table[:, 2], dp=table[:, 3], cp=table[:, 4],
-                        ep=table[:, 5], zero=table[:, 6], micro_batch=table[:, 7],
+                        ep=table[:, 5], etp=table[:, 6], zero=table[:, 7], micro_batch=table[:, 8],
                         sequence_parallel=sequence_parallel)

@@ -1,0 +1,165 @@
+"""Mixture-of-experts as it trains: routed tokens per expert, expert GEMM shapes, router and
+permutation traffic, and the expert all-to-all on the links it crosses.
+
+Layout (Megatron-Core MoE parallel folding, arXiv 2504.14960, Sec. 3): the GPUs of one pipeline
+stage, tp·cp·dp of them, run the attention layers as tp x cp x dp and the expert layers as
+etp x ep x expert-dp, ranks ordered etp fastest, then ep. A micro-batch of b sequences of s tokens
+leaves T = b·s/cp tokens on each GPU of a cp group; with sequence parallelism (required by
+Megatron-Core for MoE with tp > 1) each GPU routes T/tp of them and sends k copies of each to the
+experts chosen.
+
+Per GPU, balanced routing gives each local expert (E/ep experts of width f/etp per GPU)
+
+    m = (T/tp)·k·ep·etp / E     token copies per micro-batch,
+
+the M dimension of its grouped GEMM; the expert GEMMs run at the dense shape model's efficiency
+of their smallest dimension min(h, f/etp, m·load) (estimate.step). `load` is the busiest rank's
+share over the mean: 1 with forced balancing (benchmarks), DEFAULT_IMBALANCE for dropless routing
+with a load-balancing loss, at most the capacity factor when tokens over capacity are dropped.
+The busiest rank sets the pace: expert GEMMs, permutation and the all-to-all of every rank wait
+for it, so their time is multiplied by `load`.
+
+All-to-all per MoE layer and micro-batch: dispatch and combine forward, their gradients backward
+(and one more forward pair under full recompute). Each carries (T/tp)·k·h elements per rank;
+dispatch in fp8 for fp8 recipes (DeepSeek-V3 Sec. 3.3.2 and DeepEP), everything else in bf16.
+The EP group's members are etp ranks apart, so ep·etp consecutive GPUs per scale-up domain keep it
+on NVLink; beyond, the (ep - k)/ep share of each rank's copies leaves over its NIC
+(comm.hierarchical_all_to_all_s, with its per-peer latency at small messages). With a2a_overlap
+(DeepEP's normal kernels with Megatron-Core's 1F1B A2A overlap, or DualPipe) a token crosses the
+scale-out network once per destination domain (DeepEP forwards over NVLink inside it): of its k
+copies, N·(1 - (1 - 1/N)^k)/k cross for N domains and uniform routing; and the all-to-all hides
+behind the other micro-batch's computation, which loses the SMs the communication kernels take
+(A2A_OVERLAP_SM_SHARE).
+
+Left out: token dropping's effect on the loss, DeepSeek's node-limited routing (at most 4 nodes
+per token; the uniform estimate above gives 5.25 of 8 for 8 nodes), expert placement that
+follows the load, and uneven expert counts per rank.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rigplan.domain.job import Job
+from rigplan.domain.model import Architecture
+from rigplan.estimate import comm
+
+Num = Any
+
+DEFAULT_IMBALANCE = 1.6
+"""Busiest expert-parallel rank's load over the mean for dropless routing with a load-balancing
+loss. Source: Megatron-MoE-ModelZoo best_practice/Qwen3 (yanring/Megatron-MoE-ModelZoo, 'Long
+Context' table), Qwen3-235B-A22B on 256 H100 with DeepEP, forced balance against dropless:
+295 vs 237 TFLOP/s at 16K tokens (1.245x), 335/277 at 32K, 368/320 at 64K, 389/357 at 128K.
+Only the load-paced part of a step stretches (expert GEMMs, permutation, all-to-all), so
+slowdown = 1 + share·(load - 1). rigplan puts that share of the 16K step at 0.31 (0.42 if its
+attention ran at the measured balanced speed), giving load 1.6-1.8; the lower end is taken
+(tests/unit/test_moe.py::test_default_imbalance_against_the_modelzoo_dropless_row). The longer
+rows imply more (their expert share is smaller), which is left out."""
+A2A_OVERLAP_SM_SHARE = 20.0 / 132.0
+"""Share of the SMs the overlapped all-to-all kernels take from computation: DeepSeek-V3 runs
+its dispatch and combine on 20 of the H800's 132 SMs (arXiv 2412.19437, Sec. 3.2.2)."""
+ROUTER_BYTES_PER_EXPERT = 4.0 * 5.0
+"""Router traffic per token and expert, forward: fp32 logits written, read and written by the
+softmax/sigmoid, read by top-k and by the auxiliary loss (5 passes of 4 bytes; Megatron-Core
+keeps router logits in fp32 with --moe-router-dtype fp32)."""
+
+
+def load_factor(job: Job) -> float:
+    """Busiest rank's routed tokens over the mean: the job's imbalance (1 = forced balance) or
+    DEFAULT_IMBALANCE, capped by the capacity factor when tokens over capacity are dropped."""
+    load = job.moe_imbalance or DEFAULT_IMBALANCE
+    if job.capacity_factor:
+        load = min(load, job.capacity_factor)
+    return float(load)
+
+
+def tokens_per_local_expert(arch: Architecture, tokens: Num, tp: Num, ep: Num, etp: Num) -> Num:
+    """Balanced token copies per local expert and micro-batch: (T/tp)·k·ep·etp/E, T = b·s/cp."""
+    if arch.moe is None:
+        return 0.0 * np.asarray(tokens)
+    mo = arch.moe
+    return np.asarray(tokens) / np.asarray(tp) * mo.top_k * np.asarray(ep) * np.asarray(etp) / mo.num_experts
+
+
+def expert_gemm_dims(arch: Architecture, tokens: Num, tp: Num, ep: Num, etp: Num, load: float) -> Num:
+    """Smallest dimension of the busiest rank's expert GEMMs: min(h, f/etp, m·load), m >= 1."""
+    if arch.moe is None:
+        return np.asarray(float(arch.hidden))
+    m = tokens_per_local_expert(arch, tokens, tp, ep, etp) * load
+    width = arch.moe.expert_ffn / np.asarray(etp, dtype=np.float64)
+    return np.minimum(np.minimum(float(arch.hidden), width), np.maximum(m, 1.0))
+
+
+def router_bytes_per_token(arch: Architecture) -> float:
+    """HBM traffic of the router's score function, top-k and auxiliary loss per token, forward."""
+    return 0.0 if arch.moe is None else ROUTER_BYTES_PER_EXPERT * arch.moe.num_experts
+
+
+def permute_bytes_per_token(arch: Architecture, dtype_bytes: int) -> float:
+    """Token permutation before the experts and unpermutation after, per token, forward: k copies
+    of h read and written on each side (Megatron-Core moe_permute / moe_unpermute)."""
+    return 0.0 if arch.moe is None else 4.0 * arch.moe.top_k * arch.hidden * dtype_bytes
+
+
+def inter_domain_copy_share(arch: Architecture, domains: Num, dedup: bool) -> Num:
+    """Share of a token's k copies that cross the scale-out network once the group spans N domains:
+    1 without deduplication; N·(1 - (1 - 1/N)^k)/k with DeepEP's one crossing per domain reached."""
+    if arch.moe is None or not dedup:
+        return np.ones_like(np.asarray(domains, dtype=np.float64))
+    k = arch.moe.top_k
+    n = np.maximum(np.asarray(domains, dtype=np.float64), 1.0)
+    return np.minimum(n * (1.0 - (1.0 - 1.0 / n) ** k) / k, 1.0)
+
+
+def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, ep: Num, etp: Num,
+                        domain: int, intra: comm.Tier, inter: comm.Tier) -> Num:
+    """All-to-all seconds of one MoE layer for one micro-batch (forward, backward, recompute), on the
+    busiest rank, before any overlap (formula in the module docstring)."""
+    if arch.moe is None:
+        return 0.0 * np.asarray(tokens)
+    ep_a = np.asarray(ep, dtype=np.float64)
+    etp_a = np.asarray(etp, dtype=np.float64)
+    per_domain = np.clip(np.floor(domain / etp_a), 1.0, ep_a)
+    domains = ep_a / per_domain
+    elements = np.asarray(tokens) / np.asarray(tp) * arch.moe.top_k * arch.hidden
+    share = inter_domain_copy_share(arch, domains, dedup=job.a2a_overlap)
+
+    def one(bytes_per_element: float) -> Num:
+        # comm.hierarchical_all_to_all_s, with the inter-domain bytes scaled by `share`.
+        size = elements * bytes_per_element
+        k = per_domain
+        lat = (k - 1.0) * intra.latency_s + (ep_a - k) * inter.latency_s
+        intra_s = (k - 1.0) / ep_a * size / intra.effective_bytes_per_s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inter_s = np.where(ep_a > k, (ep_a - k) / ep_a * size * share / inter.effective_bytes_per_s, 0.0)
+        return lat + np.maximum(intra_s, inter_s)
+
+    dispatch_bytes = 1.0 if job.precision == "fp8" else float(job.compute_dtype_bytes)
+    forward = one(dispatch_bytes) + one(float(job.compute_dtype_bytes))
+    backward = 2.0 * one(float(job.compute_dtype_bytes))
+    recompute = forward if job.recompute == "full" else 0.0
+    a2a = forward + backward + recompute
+    # Expert tensor parallelism: the ep-received copies are all-gathered over etp before the experts
+    # and reduce-scattered after (forward), and the reverse backward: 4 collectives of m·h per rank.
+    gathered = elements * etp_a * float(job.compute_dtype_bytes)
+    etp_s = 4.0 * comm.hierarchical_all_gather_s(gathered, etp_a, np.minimum(etp_a, domain), intra, inter)
+    return a2a * load_factor(job) + np.where(etp_a > 1, etp_s, 0.0)
+
+
+def exposed_all_to_all_s(job: Job, a2a_s: Num, compute_s: Num) -> tuple[Num, Num]:
+    """(exposed all-to-all seconds, extra compute seconds) of one micro-batch on the busiest stage.
+
+    Without overlap the all-to-all is on the critical path. With a2a_overlap it runs under the
+    computation of another micro-batch: only what exceeds that computation is exposed, and the
+    overlapped computation runs on (1 - A2A_OVERLAP_SM_SHARE) of the SMs.
+    """
+    a2a = np.asarray(a2a_s, dtype=np.float64)
+    if not job.a2a_overlap:
+        return a2a, 0.0 * a2a
+    compute = np.asarray(compute_s, dtype=np.float64)
+    overlapped = np.minimum(a2a, compute)
+    slowdown = overlapped * A2A_OVERLAP_SM_SHARE / (1.0 - A2A_OVERLAP_SM_SHARE)
+    return np.maximum(a2a - compute, 0.0), slowdown
