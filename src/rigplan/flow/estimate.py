@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rigplan.catalog.load import Catalog
 from rigplan.estimate.calibration import calibrated_efficiency
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.flow.memory import MemoryResult, memory_of
+from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.request import EstimateRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup
 from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job
@@ -119,9 +121,12 @@ def default_global_batch(micro_batch: int, dp: int, seq_len: int) -> int:
     return max(round(DEFAULT_BATCH_TOKENS / seq_len / unit), 1) * unit
 
 
-def estimate(request: EstimateRequest) -> EstimateResult:
-    """Speed, time and energy of one training job on one layout, with its memory check."""
-    setup = build_setup(request)
+def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: ResolvedModel | None = None,
+             ) -> EstimateResult:
+    """Speed, time and energy of one training job on one layout, with its memory check.
+
+    `catalog` and `model`: already resolved for this request (plan passes them; see build_setup)."""
+    setup = build_setup(request, catalog, model)
     gpu = with_network(setup.gpu, gpus_per_node=request.gpus_per_node, nic_gbit_per_s=request.nic_gbit,
                        nics_per_node=request.nics_per_node)
     assumptions = list(setup.assumptions)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rigplan.catalog.load import Catalog
 from rigplan.domain.job import Job
 from rigplan.estimate.memory import MemoryBreakdown, peak_memory
 from rigplan.estimate.params import count_params
@@ -144,9 +145,9 @@ def _calibrated(breakdown: MemoryBreakdown, setup: TrainingSetup) -> MemoryBreak
     return breakdown
 
 
-def memory(request: MemoryRequest) -> MemoryResult:
+def memory(request: MemoryRequest, catalog: Catalog | None = None) -> MemoryResult:
     """Per-GPU peak memory of a training job, whether it fits, and optionally the largest batch/sequence."""
-    return memory_of(build_setup(request), request.ecc, find_max=request.find_max)
+    return memory_of(build_setup(request, catalog), request.ecc, find_max=request.find_max)
 
 
 def memory_of(setup: TrainingSetup, ecc: bool | None, *, find_max: bool = False) -> MemoryResult:

@@ -4,7 +4,7 @@ GPU type x GPU count (node multiples) x layout (tp, pp, vpp, dp, cp, ep, micro-b
 ZeRO stage) x purchase mode. Layouts are evaluated with numpy arrays (search/); for each GPU type
 and count the fastest layout that fits is kept, then priced in every mode: the cheapest cloud
 offer of each pricing kind in the catalog, and owning (cost/onprem.py). The ranked and Pareto
-candidates are then estimated again one by one through `speed.estimate`, so that `rigplan
+candidates are then estimated again one by one through `flow.estimate.estimate`, so that `rigplan
 estimate` with a candidate's options reproduces its numbers exactly.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigplan.catalog.load import load_catalog
+from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.catalog.schema import GpuRecord
 from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
 from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
@@ -23,6 +23,7 @@ from rigplan.cost.power import HOURS_PER_YEAR
 from rigplan.errors import InvalidSpec, RigplanError
 from rigplan.estimate.step import scale_up_domain
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
+from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.request import EstimateRequest, PlanRequest
 from rigplan.flow.resolve import build_setup
 from rigplan.reliab import reliability_for_job
@@ -154,6 +155,8 @@ class PlanResult:
     cny_per_usd: float
     catalog: Any
     onprem_overrides: dict[str, Any] = field(default_factory=dict)
+    model: ResolvedModel | None = None
+    """The model as resolved once for the whole search."""
     candidates: list[Candidate] = field(default_factory=list)
     """Every priced candidate (the fastest fitting layout per GPU type, count and purchase option)."""
 
@@ -217,12 +220,16 @@ def residual_value_usd(record: GpuRecord, gpus: int, overrides: dict[str, Any] |
     return gpus * unit_costs(scenario_for_gpu(record, **(overrides or {}))).residual_credit_usd
 
 
-def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
-    """Search GPU types, counts, layouts and purchase modes; rank and return the Pareto front."""
+def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Catalog | None = None,
+         model: ResolvedModel | None = None) -> PlanResult:
+    """Search GPU types, counts, layouts and purchase modes; rank and return the Pareto front.
+
+    The request is resolved once (catalog, model, reference setup) and that value is carried down:
+    the search and the estimates of the shown candidates look nothing up again."""
     started = time.perf_counter()
     if request.gpus_min > request.gpus_max:
         raise InvalidSpec(f"--gpus-min {request.gpus_min} exceeds --gpus-max {request.gpus_max}")
-    catalog = load_catalog(request.catalog)
+    catalog = catalog or load_catalog(request.catalog)
     records = [catalog.gpu(g) for g in request.gpu] if request.gpu else list(catalog.gpus.values())
     overrides: dict[str, Any] = {}
     build_notes: list[str] = []
@@ -241,7 +248,8 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
     tokens = parse_count(request.tokens, "--tokens")
     if tokens <= 0:
         raise InvalidSpec("--tokens must be positive, e.g. 2T or 300B")
-    reference = build_setup(EstimateRequest(**_base_estimate_fields(request), gpu=records[0].id))
+    reference = build_setup(EstimateRequest(**_base_estimate_fields(request), gpu=records[0].id), catalog, model)
+    model = reference.model
     arch, job = reference.arch, reference.job
     ckpt_bytes = checkpoint_bytes(reference)
     target = request.global_batch or default_global_batch(1, 1, job.seq_len)
@@ -313,7 +321,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
     _explain(ranked, eligible, budget, deadline)
     shown = {id(c): c for c in [*ranked, *front]}
     for c in shown.values():
-        c.estimate = estimate(candidate_request(request, c)).to_dict()
+        c.estimate = estimate(candidate_request(request, c), catalog, model).to_dict()
         c.time_to_train_s = c.estimate["time_to_train_s"]
         c.wall_time_s = c.estimate["wall_time_s"]
         c.tokens_per_s = c.estimate["tokens_per_s"]
@@ -326,7 +334,7 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
                            "the trade-off that exists")
     return PlanResult(request=request, ranked=ranked, pareto=front, stats=stats, assumptions=assumptions,
                       budget_usd=budget, deadline_s=deadline, cny_per_usd=cny_per_usd, catalog=catalog,
-                      candidates=candidates, onprem_overrides=overrides)
+                      candidates=candidates, onprem_overrides=overrides, model=model)
 
 
 def _rank_key(c: Candidate) -> tuple[Any, ...]:
@@ -398,10 +406,14 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
         raise InvalidSpec("compare needs at least two options, e.g. 8xa100-80gb-sxm 4xh100-sxm")
     values: list[dict[str, Any]] = []
     best: list[Candidate | None] = []
+    catalog = load_catalog(base.catalog)
+    model: ResolvedModel | None = None
     for text in options:
         count, gpu_id = parse_option(text)
         result = plan(base.model_copy(update={"gpu": [gpu_id], "gpu_counts": [count], "mode": "both",
-                                              "budget": None, "deadline": None, "top": 100}))
+                                              "budget": None, "deadline": None, "top": 100}),
+                      catalog=catalog, model=model)
+        model = result.model
         fitting = [c for c in result.candidates if c.gpus == count]
         if not fitting:
             values.append({})
@@ -410,7 +422,7 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
         cloud = [c for c in fitting if c.offer.kind == "cloud"]
         owned = [c for c in fitting if c.offer.kind == "onprem"]
         chosen = min(fitting, key=lambda c: c.wall_time_s)
-        chosen.estimate = chosen.estimate or estimate(candidate_request(base, chosen)).to_dict()
+        chosen.estimate = chosen.estimate or estimate(candidate_request(base, chosen), catalog, model).to_dict()
         e = chosen.estimate
         values.append({
             "time_to_train_s": e["time_to_train_s"], "wall_time_s": e["wall_time_s"],

@@ -31,6 +31,8 @@ class TrainingSetup:
     assumptions: list[str] = field(default_factory=list)
     calibration: Calibration | None = None
     """Measured overrides of efficiency/overhead parameters (--calibration), applied when for this GPU."""
+    model: ResolvedModel | None = None
+    """The model as resolved (reused by callers that build more setups of the same request)."""
 
 
 def _derive_dp(spec: JobSpec) -> tuple[int, list[str]]:
@@ -57,10 +59,14 @@ def _routing(spec: JobSpec) -> dict[str, object]:
         raise InvalidSpec(str(exc)) from exc
 
 
-def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
-    """Resolve the catalog, model and GPU, and build a checked Job and Layout."""
+def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedModel | None = None) -> TrainingSetup:
+    """Resolve the catalog, model and GPU, and build a checked Job and Layout.
+
+    A caller that builds many setups of one request (plan, compare) passes the catalog and the model it
+    resolved once, so that neither is looked up again.
+    """
     catalog = catalog or load_catalog(spec.catalog)
-    resolved: ResolvedModel = resolve_model(spec.model, catalog, spec.shape_flags())
+    resolved: ResolvedModel = model or resolve_model(spec.model, catalog, spec.shape_flags())
     arch = resolved.arch
     assumptions = list(resolved.assumptions)
     gpu = catalog.gpu(spec.gpu).to_domain()
@@ -119,4 +125,5 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None) -> TrainingSetup:
         calibration = calibration_file.to_domain()
         assumptions.append(applied_note(calibration_file, gpu))
     return TrainingSetup(arch=arch, job=job, layout=layout, gpu=gpu, catalog=catalog,
-                         model_source=resolved.source, assumptions=assumptions, calibration=calibration)
+                         model_source=resolved.source, assumptions=assumptions, calibration=calibration,
+                         model=resolved)
