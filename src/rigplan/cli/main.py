@@ -2,39 +2,44 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
-from rigplan.cli.catalog import gpus_group, models_group
-from rigplan.cli.compare import compare_command
-from rigplan.cli.estimate import estimate_command
-from rigplan.cli.lint import lint_command
-from rigplan.cli.memory import memory_command
-from rigplan.cli.plan import plan_command
-from rigplan.cli.serve import serve_command
-from rigplan.cli.servers import servers_group
-from rigplan.cli.tco import tco_command
-from rigplan.cli.validate import validate_command
+COMMANDS: dict[str, tuple[str, str]] = {
+    "memory": ("rigplan.cli.memory", "memory_command"),
+    "estimate": ("rigplan.cli.estimate", "estimate_command"),
+    "plan": ("rigplan.cli.plan", "plan_command"),
+    "compare": ("rigplan.cli.compare", "compare_command"),
+    "tco": ("rigplan.cli.tco", "tco_command"),
+    "servers": ("rigplan.cli.servers", "servers_group"),
+    "lint": ("rigplan.cli.lint", "lint_command"),
+    "serve": ("rigplan.cli.serve", "serve_command"),
+    "validate": ("rigplan.cli.validate", "validate_command"),
+    "models": ("rigplan.cli.catalog", "models_group"),
+    "gpus": ("rigplan.cli.catalog", "gpus_group"),
+}
+"""Command name -> (module, attribute). A command's module is imported only when that command runs (or
+`--help` lists it), so `rigplan memory` does not pay for numpy, the plan search or the web app."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(name for name in super().list_commands(ctx) if name not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS:
+            module, attr = COMMANDS[cmd_name]
+            command: click.Command = getattr(importlib.import_module(module), attr)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="rigplan")
 def cli() -> None:
     """rigplan: plan GPUs for LLM training - memory, speed, time, cost - from sourced hardware facts."""
-
-
-cli.add_command(memory_command)
-cli.add_command(estimate_command)
-cli.add_command(plan_command)
-cli.add_command(compare_command)
-cli.add_command(tco_command)
-cli.add_command(servers_group)
-cli.add_command(lint_command)
-cli.add_command(serve_command)
-cli.add_command(validate_command)
-cli.add_command(models_group)
-cli.add_command(gpus_group)
 
 
 def main() -> None:
@@ -51,3 +56,7 @@ def main() -> None:
         sys.exit(2)
     except BrokenPipeError:
         sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
