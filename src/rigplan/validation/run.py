@@ -63,6 +63,7 @@ from rigplan.validation.memory_suite import (
     MemoryCaseFile,
     evaluate_memory_case,
 )
+from rigplan.validation.moe_suite import MoECaseFile, evaluate_moe_case
 from rigplan.validation.throughput_suite import (
     STEP_DETAIL,
     THROUGHPUT_CASE_TOLERANCE,
@@ -137,6 +138,7 @@ SUITES: dict[str, Suite] = {
     "throughput": Suite("throughput", CASES_DIR / "throughput.yaml", ThroughputCaseFile, evaluate_throughput_case,
                         group_median_limit=THROUGHPUT_GROUP_MEDIAN_LIMIT,
                         suite_median_limit=THROUGHPUT_SUITE_MEDIAN_LIMIT),
+    "moe": Suite("moe", CASES_DIR / "moe.yaml", MoECaseFile, evaluate_moe_case),
 }
 
 
