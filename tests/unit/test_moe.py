@@ -145,3 +145,14 @@ def test_default_imbalance_against_the_modelzoo_dropless_row() -> None:
     balanced = speed.estimate(EstimateRequest(**kw, balanced_routing=True)).to_dict()["tokens_per_s_per_gpu"]
     dropless = speed.estimate(EstimateRequest(**kw)).to_dict()["tokens_per_s_per_gpu"]
     assert 1.15 <= balanced / dropless <= 1.35
+
+
+def test_routed_activations_follow_the_busiest_rank() -> None:
+    from rigplan.estimate.activations import mlp_token_bytes
+
+    arch = load_catalog().model("qwen3-30b-a3b").to_domain()
+    even = mlp_token_bytes(arch, Job(moe_imbalance=1.0), False, True)
+    skew = mlp_token_bytes(arch, Job(moe_imbalance=1.5), False, True)
+    k, h, f = 8, arch.hidden, arch.moe.expert_ffn  # type: ignore[union-attr]
+    assert skew.split_by_tp - even.split_by_tp == pytest.approx(2 * 0.5 * k * (2 * h + 4 * f))
+    assert even.replicated_under_tp == 2 * 2 * h + 4 * 128 + 8 * k

@@ -9,7 +9,9 @@ rigplan reads. Per token and layer, in bytes, with p bytes per element (2 for bf
                + eager core: p·a·s (softmax) [+ a·s mask + p·a·s dropout out]
                + flash core: 4·a (fp32 log-sum-exp)
     MLP        p·(h_norm_in + h_fc1_in + 2f (plain) | 4f (gated: gate, silu(gate), up, product)) [+ h mask]
-    MoE MLP    p·(h_norm_in + h_router_in + k·(h + 4·f_e + h) + shared·4·f_s) + 4·E (router probs)
+    MoE MLP    p·(h_norm_in + h_router_in + load·k·(h + 4·f_e + h) + shared·4·f_s) + 4·E (router probs)
+               + 8·k (int32 permutation index and fp32 routing weight per copy); load is the busiest
+               rank's share over the mean (estimate.moe.load_factor: imbalance or capacity factor)
 
 For the GPT case (q_w = kv_w = h, plain MLP f = 4h, eager, dropout) this is exactly the paper's
 s·b·h·(34 + 5·a·s/h). Tensor parallelism without sequence parallelism leaves the norm inputs, the
@@ -19,8 +21,8 @@ Context parallelism splits every per-token tensor by cp. Selective recompute dro
 attention-core terms; full recompute keeps only each layer's input.
 
 Left out: framework-specific extras (unfused RMSNorm fp32 copies, autocast weight caches,
-torch.compile fusions that save less), MoE routing imbalance (tokens per expert vary; rigplan
-assumes the mean) and token-dropping capacity factors.
+torch.compile fusions that save less), and the all-to-all send/receive buffers (freed within
+the layer).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
+from rigplan.estimate.moe import load_factor
 
 MASK_BYTES = 1
 """Dropout masks are stored as uint8/bool (Korthikanti et al. 2022, Sec. 4.1)."""
@@ -84,11 +87,14 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
     inner_per_ffn = 4 if arch.mlp == "gated" else 2
     if moe_layer and arch.moe is not None:
         moe = arch.moe
-        routed = moe.top_k * (2 * h + inner_per_ffn * moe.expert_ffn)
+        # The busiest expert rank holds load x the mean of the k routed copies (estimate.moe).
+        routed = load_factor(job) * moe.top_k * (2 * h + inner_per_ffn * moe.expert_ffn)
         shared = moe.num_shared_experts * inner_per_ffn * moe.shared_ffn
         router_probs = 4 * moe.num_experts
+        # Permutation: an int32 row index and the fp32 routing weight of each of the k copies.
+        permutation = moe.top_k * (4 + 4)
         return TokenActivation(
-            replicated_under_tp=p * 2 * h + mask + router_probs,
+            replicated_under_tp=p * 2 * h + mask + router_probs + permutation,
             split_by_tp=p * (routed + shared),
             attention_core=0.0,
         )
