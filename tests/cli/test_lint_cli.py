@@ -107,12 +107,12 @@ def test_servers_list_table_and_json() -> None:
     assert out.exit_code == 0, out.output
     for bid in ("article-entry", "article-mid-fixed", "dgx-b200", "workstation-4x-rtx5090"):
         assert bid in out.stdout
-    data = json.loads(servers("--json").stdout)
+    data = json.loads(servers("--json").stdout)["servers"]
     ids = [d["id"] for d in data]
     assert ids.index("article-entry") < ids.index("article-entry-fixed") < ids.index("dgx-h100")
     dgx = next(d for d in data if d["id"] == "dgx-h100")
     assert dgx["total_gpus"] == 8 and dgx["load_w_per_node"] == 10200 and dgx["psu"]["redundancy"] == "4+2"
-    only = json.loads(servers("--category", "article", "--json").stdout)
+    only = json.loads(servers("--category", "article", "--json").stdout)["servers"]
     assert {d["id"] for d in only} == {"article-entry", "article-mid", "article-cluster"}
 
 

@@ -35,3 +35,13 @@ def gpus_list(overlays: Sequence[str] = ()) -> list[dict[str, Any]]:
 
 def gpu_show(gpu_id: str, overlays: Sequence[str] = ()) -> dict[str, Any]:
     return load_catalog(list(overlays)).gpu(gpu_id).model_dump(mode="json")
+
+
+def models_listing(overlays: Sequence[str] = ()) -> dict[str, Any]:
+    """What `rigplan models --json` prints and GET /api/models returns: one object, {"models": [...]}."""
+    return {"models": models_list(overlays)}
+
+
+def gpus_listing(overlays: Sequence[str] = ()) -> dict[str, Any]:
+    """What `rigplan gpus --json` prints and GET /api/gpus returns: one object, {"gpus": [...]}."""
+    return {"gpus": gpus_list(overlays)}

@@ -31,7 +31,7 @@ def models_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...
         return
     rows = models_list(catalog_dirs)
     if as_json:
-        echo_json(rows)
+        echo_json({"models": rows})
         return
     table = Table(title="Models")
     for col in ("id", "params", "active", "layers", "hidden", "context", "family"):
@@ -69,7 +69,7 @@ def gpus_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...])
     catalog = load_catalog(catalog_dirs)
     records = list(catalog.gpus.values())
     if as_json:
-        echo_json([r.model_dump(mode="json") for r in records])
+        echo_json({"gpus": [r.model_dump(mode="json") for r in records]})
         return
     table = Table(title="GPUs (dense peak TFLOP/s; sparsity figures are 2x and not used)")
     for col in ("id", "memory", "kind", "HBM/GDDR GB/s", "bf16", "fp8", "TDP W", "link", "GB/s"):

@@ -24,6 +24,17 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
+def check_option(what: str) -> Callable[[F], F]:
+    """`--check`: exit status 1 when the answer is negative (`what`), for scripts; the report is printed first."""
+    return click.option("--check", is_flag=True,
+                        help=f"Exit with status 1 when {what} (0 otherwise; 2 is bad input).")
+
+
+def exit_for_check(check: bool, failed: bool) -> None:
+    if check and failed:
+        sys.exit(1)
+
+
 def pydantic_message(err: ValidationError) -> str:
     first = err.errors()[0]
     field = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "input"

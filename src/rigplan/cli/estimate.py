@@ -6,7 +6,16 @@ from typing import Any
 
 import click
 
-from rigplan.cli.common import build_request, echo_json, guarded, job_options, job_values, model_options
+from rigplan.cli.common import (
+    build_request,
+    check_option,
+    echo_json,
+    exit_for_check,
+    guarded,
+    job_options,
+    job_values,
+    model_options,
+)
 from rigplan.flow.estimate import estimate
 from rigplan.flow.request import EstimateRequest
 from rigplan.report.text import render_estimate
@@ -27,12 +36,15 @@ from rigplan.report.text import render_estimate
 @click.option("--restart-s", type=float, help="Seconds to restart after an interruption (default 600).")
 @click.option("--checkpoint-interval-s", type=float, help="Checkpoint every N seconds (default: Daly's optimum).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@check_option("the job does not fit in GPU memory")
 @guarded
-def estimate_command(model: str | None, as_json: bool, **kwargs: Any) -> None:
+def estimate_command(model: str | None, as_json: bool, check: bool, **kwargs: Any) -> None:
     """Step time, tokens/s, MFU and time-to-train of MODEL on a cluster and parallel layout.
 
     Takes the same model, recipe and layout options as `rigplan memory`, plus the training length
     and the network. A job that does not fit is still estimated and reported with its violations.
+
+    Exit status: 0 with the report, 1 with --check when the job does not fit, 2 for bad input.
 
     \b
     Examples:
@@ -45,3 +57,4 @@ def estimate_command(model: str | None, as_json: bool, **kwargs: Any) -> None:
         echo_json(data)
     else:
         render_estimate(data)
+    exit_for_check(check, not data["fits"])

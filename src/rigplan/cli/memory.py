@@ -7,7 +7,16 @@ from typing import Any
 import click
 
 from rigplan import api
-from rigplan.cli.common import build_request, echo_json, guarded, job_options, job_values, model_options
+from rigplan.cli.common import (
+    build_request,
+    check_option,
+    echo_json,
+    exit_for_check,
+    guarded,
+    job_options,
+    job_values,
+    model_options,
+)
 from rigplan.flow.request import MemoryRequest
 from rigplan.report.text import render_memory
 
@@ -18,12 +27,16 @@ from rigplan.report.text import render_memory
 @job_options
 @click.option("--find-max", is_flag=True, help="Also search the largest micro-batch and the longest sequence that fit.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@check_option("the job does not fit in GPU memory")
 @guarded
-def memory_command(model: str | None, as_json: bool, **kwargs: Any) -> None:
+def memory_command(model: str | None, as_json: bool, check: bool, **kwargs: Any) -> None:
     """Per-GPU peak memory of training MODEL, by part, and whether it fits.
 
     MODEL is a catalog id (rigplan models), a Hugging Face config.json or its folder, a size such
     as 7b, or left out when shape flags (--layers --hidden --heads --vocab ...) are given.
+
+    Exit status: 0 with the report (DOES NOT FIT is a result, not an error), 1 with --check when the
+    job does not fit, 2 for bad input.
 
     \b
     Examples:
@@ -38,3 +51,4 @@ def memory_command(model: str | None, as_json: bool, **kwargs: Any) -> None:
         echo_json(data)
     else:
         render_memory(data)
+    exit_for_check(check, not data["fits"])

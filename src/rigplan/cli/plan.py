@@ -11,7 +11,16 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rigplan.cli.common import build_request, echo_json, fail, guarded, model_options, recipe_options
+from rigplan.cli.common import (
+    build_request,
+    check_option,
+    echo_json,
+    exit_for_check,
+    fail,
+    guarded,
+    model_options,
+    recipe_options,
+)
 from rigplan.cost.money import format_cny, format_usd
 from rigplan.flow.plan import plan
 from rigplan.flow.request import PlanRequest
@@ -80,13 +89,17 @@ def _render(data: dict[str, Any], currency: str) -> None:
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown report.")
 @click.option("--force", is_flag=True, help="Overwrite existing --plot/--markdown files.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@check_option("no option meets the budget and the deadline (infeasible)")
 @guarded
 def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tuple[str, ...], plot_path: str | None,
-                 markdown_path: str | None, force: bool, as_json: bool, **kwargs: Any) -> None:
+                 markdown_path: str | None, force: bool, as_json: bool, check: bool, **kwargs: Any) -> None:
     """Which GPU, how many, which layout, rent or buy: ranked, and the time-vs-cost Pareto front.
 
     Searches GPU type x GPU count x layout x purchase mode, drops what does not fit (counting why),
     prices the rest and keeps what meets --budget and --deadline.
+
+    Exit status: 0 with the report, 1 with --check when no option meets the budget and the deadline,
+    2 for bad input.
 
     \b
     Examples:
@@ -118,3 +131,4 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
         for path in (plot_path, markdown_path):
             if path:
                 click.echo(f"wrote {path}")
+    exit_for_check(check, not data["stats"].get("eligible"))

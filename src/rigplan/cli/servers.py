@@ -44,7 +44,7 @@ def servers_group(ctx: click.Context, as_json: bool, category: str | None, catal
     records = server_records(catalog_dirs, category)
     rows = {r.id: server_row(r, catalog_dirs) for r in records}
     if as_json:
-        echo_json(list(rows.values()))
+        echo_json({"servers": list(rows.values())})
         return
     table = Table(title="Server builds (kW = max per node; * = rigplan estimate)")
     for col in ("id", "category", "GPUs", "CPUs", "RAM", "PSUs", "kW"):

@@ -62,7 +62,7 @@ class MemoryResult:
             },
             "job": {
                 "method": s.job.method, "precision": s.job.precision, "optimizer": s.job.optimizer,
-                "seq_len": s.job.seq_len, "micro_batch": s.job.micro_batch, "global_batch": s.job.global_batch,
+                "seq_len": s.job.seq_len, "micro_batch": s.job.micro_batch, "global_batch": s.job.global_batch or None,
                 "recompute": s.job.recompute, "attention": s.job.attention, "offload": s.job.offload,
                 "lora_rank": s.job.lora_rank if s.job.is_peft else None,
                 "lora_targets": list(s.job.lora_targets) if s.job.is_peft else None,

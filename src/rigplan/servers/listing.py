@@ -50,3 +50,8 @@ def server_show(server_id: str, overlays: Sequence[str] = ()) -> dict[str, Any]:
     dirs = tuple(overlays)
     record = get_server(server_id, dirs)
     return {**record.model_dump(mode="json"), "derived": server_summary(record, dirs)}
+
+
+def servers_listing(overlays: Sequence[str] = (), category: str | None = None) -> dict[str, Any]:
+    """What `rigplan servers --json` prints and GET /api/servers returns: one object, {"servers": [...]}."""
+    return {"servers": servers_list(overlays, category)}

@@ -164,12 +164,12 @@ export async function start() {
     api("GET", "/api/gpus")]);
   state.schemas = openapi.components.schemas;
   state.refs = Object.fromEntries(Object.entries(state.schemas).map(([k, v]) => [`#/components/schemas/${k}`, v]));
-  state.models = models;
-  state.gpus = gpus;
+  state.models = models.models;
+  state.gpus = gpus.gpus;
   state.endpoints = new Set(Object.keys(openapi.paths));
   const lintTab = $('#tabs button[data-view="lint"]');
   lintTab.hidden = !state.endpoints.has("/api/lint");
-  if (state.endpoints.has("/api/servers")) state.servers = await api("GET", "/api/servers");
+  if (state.endpoints.has("/api/servers")) state.servers = (await api("GET", "/api/servers")).servers;
   buildForm();
   const params = new URLSearchParams(location.search);
   state.lang = params.get("lang") || ((navigator.language || "").startsWith("zh") ? "zh" : "en");
