@@ -158,6 +158,20 @@ def job_options(func: F) -> F:
         click.option("--etp", type=int, default=0, show_default=True,
                      help="Expert-tensor-parallel degree (MoE parallel folding); 0 = equal to tp."),
         click.option("--sequence-parallel", is_flag=True, help="Megatron sequence parallelism (needs tp > 1)."),
+        click.option("--stage-layers", help="Layers of each virtual pipeline stage, pp*vpp comma-separated counts "
+                                            "in virtual-stage order (e.g. 7,8,8,7). Default: even, or when the "
+                                            "layers do not divide, embedding and LM head counted as one layer each."),
+        click.option("--first-stage-layers", type=int,
+                     help="Layers on the first pipeline rank; the other ranks share the rest "
+                          "(Megatron --decoder-first-pipeline-num-layers)."),
+        click.option("--last-stage-layers", type=int,
+                     help="Layers on the last pipeline rank (Megatron --decoder-last-pipeline-num-layers)."),
+        click.option("--embedding-layer-weight", type=int,
+                     help="Count the embedding as this many layers when splitting the pipeline "
+                          "(torchtitan input_weight; 1 = Megatron --account-for-embedding-in-pipeline-split)."),
+        click.option("--head-layer-weight", type=int,
+                     help="Count the LM head + loss as this many layers when splitting the pipeline "
+                          "(torchtitan output_weight; 1 = Megatron --account-for-loss-in-pipeline-split)."),
         *moe_routing_option_list(),
         click.option("--recompute", type=click.Choice(["none", "selective", "op", "full"]),
                      help="Activation recomputation: selective = Megatron attention-core recompute; "

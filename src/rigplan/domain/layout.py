@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, split_problem
 from rigplan.errors import InvalidSpec
 
 ZeroStage = Literal[0, 1, 2, 3]
@@ -35,6 +36,8 @@ class Layout:
     """ZeRO stage over the data-parallel group (3 = FSDP full sharding)."""
     sequence_parallel: bool = False
     """Megatron sequence parallelism: norms and dropout split over tp as well."""
+    split: PipelineSplit = DEFAULT_SPLIT
+    """How the layers are split over the pipeline stages (domain.stages)."""
 
     def __post_init__(self) -> None:
         degrees = {"tp": self.tp, "pp": self.pp, "vpp": self.vpp, "dp": self.dp, "cp": self.cp, "ep": self.ep}
@@ -82,11 +85,9 @@ def check_layout_for_model(layout: Layout, *, num_layers: int, num_heads: int, n
     problems: list[str] = []
     if num_heads % layout.tp or num_kv_heads % layout.tp:
         problems.append(f"tp={layout.tp} must divide heads={num_heads} and kv_heads={num_kv_heads}")
-    if num_layers % (layout.pp * layout.vpp):
-        problems.append(
-            f"layers={num_layers} must divide into pp*vpp = {layout.pp}*{layout.vpp} = {layout.pp * layout.vpp} "
-            "equal stages"
-        )
+    split = split_problem(layout.split, num_layers, layout.pp, layout.vpp)
+    if split:
+        problems.append(split)
     if layout.ep > 1 and num_experts == 0:
         problems.append(f"ep={layout.ep} needs a mixture-of-experts model")
     elif num_experts and num_experts % layout.ep:

@@ -352,6 +352,27 @@ def _pick(cond: Any, x: StepFlops, y: StepFlops) -> StepFlops:
                      recompute=op(x.recompute, y.recompute), tokens=_where(cond, x.tokens, y.tokens))
 
 
+def stage_micro_batch_flops(
+    arch: Architecture, job: Job, layout: Layout, *, layers: NumIn, dense_layers: NumIn, lm_head: NumIn,
+    seq_len: NumIn | None = None, micro_batch: NumIn | None = None, tp: NumIn | None = None,
+    cp: NumIn | None = None, causal_fraction: NumIn | None = None, flash_backward_recompute: bool = True,
+) -> StepFlops:
+    """FLOPs one GPU of a pipeline stage with `layers` decoder layers (`dense_layers` of them dense,
+    the rest MoE) executes for one micro-batch; lm_head = 1 where the stage holds the LM head.
+
+    The same counts as gpu_micro_batch_flops for a stage that domain.stages sized; the embedding
+    lookup is 0 FLOP. Arguments may be numpy arrays.
+    """
+    s = _num(job.seq_len if seq_len is None else seq_len)
+    b = _num(job.micro_batch if micro_batch is None else micro_batch)
+    cf = _num(causal_fraction_for(job.attention) if causal_fraction is None else causal_fraction)
+    n, d = _num(layers), _num(dense_layers)
+    return _stage_flops(arch, job, seq_len=s, micro_batch=b, causal_fraction=cf,
+                        flash_backward_recompute=flash_backward_recompute, n_dense=d, n_moe=n - d,
+                        lm_head=_num(lm_head), tp=_num(layout.tp if tp is None else tp),
+                        cp=_num(layout.cp if cp is None else cp), sequence_parallel=layout.sequence_parallel)
+
+
 def gpu_micro_batch_flops(
     arch: Architecture, job: Job, layout: Layout, *, seq_len: NumIn | None = None,
     micro_batch: NumIn | None = None, tp: NumIn | None = None, pp: NumIn | None = None,
@@ -362,9 +383,9 @@ def gpu_micro_batch_flops(
     tp and cp divide the work inside each layer (see layer_forward_flops); pp gives each stage
     ceil(l/pp) layers: the first stage holds the leading (dense) layers and the embedding (0 FLOP),
     the last stage the trailing (MoE) layers and the LM head; the stage with more hardware FLOPs is
-    reported. dp does not divide a micro-batch: each replica runs its own. Interleaved schedules
-    (vpp) hold the same layers per rank and are not modelled separately; uneven custom stage
-    splits are left out. Degrees default to the layout's; pass arrays to sweep them.
+    reported. dp does not divide a micro-batch: each replica runs its own. This is the ceil(l/pp)
+    bound; step time sizes each stage with domain.stages and stage_micro_batch_flops instead.
+    Degrees default to the layout's; pass arrays to sweep them.
     """
     s = _num(job.seq_len if seq_len is None else seq_len)
     b = _num(job.micro_batch if micro_batch is None else micro_batch)

@@ -26,11 +26,12 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
+from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts
 from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.params import count_params
 from rigplan.estimate.setup_peaks import dequantized_copy_bytes, load_peak
-from rigplan.estimate.states import ModelStates, model_states, stage_params
+from rigplan.estimate.states import ModelStates, first_dense_layers, model_states, stage_params
 from rigplan.units import MiB
 
 CUDA_CONTEXT_BYTES = 512 * MiB
@@ -161,20 +162,53 @@ def communicator_count(layout: Any) -> tuple[Num, Num]:
 
 
 
+def chunk_micro_batches_in_flight(layout: Any, rank: Num, num_micro: Num, chunk: int) -> Num:
+    """Micro-batches whose activations model chunk `chunk` of rank `rank` holds at the peak.
+
+    1F1B: min(pp - r, m) on the rank's only chunk. Interleaved (v chunks): Megatron's warm-up runs
+    N = min(2·(pp - r - 1) + (v - 1)·pp + 1, m·v) forward chunk-passes before the first backward, in
+    groups of pp micro-batches per chunk (chunk 0 for micro-batches 0..pp-1, then chunk 1, ...,
+    wrapping to chunk 0): chunk c holds the passes u < N with (u // pp) mod v = c. Summed over
+    chunks this is in_flight_layers_fraction's count.
+    """
+    pp, vpp, r = np.asarray(layout.pp), np.asarray(layout.vpp), np.asarray(rank)
+    plain = (np.where(pp == 1, 1.0, np.minimum(pp - r, num_micro)) if chunk == 0
+             else np.zeros(np.broadcast(pp, r).shape))
+    passes = np.minimum(2 * (pp - r - 1) + (vpp - 1) * pp + 1, num_micro * vpp)
+    cycle = pp * vpp
+    held = passes // cycle * pp + np.clip(passes % cycle - chunk * pp, 0, pp)
+    interleaved = np.where(chunk < vpp, held, 0.0)
+    return _out(np.where(vpp == 1, plain, interleaved))
+
+
 def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num) -> tuple[Num, Num, Num]:
-    """(saved activations, one layer's full working set, in-flight micro-batches) for a rank."""
+    """(saved activations, one layer's full working set, in-flight micro-batches) for a rank.
+
+    saved = Σ over the rank's chunks of (micro-batches that chunk holds) x (its dense and MoE layers'
+    saved bytes); with uneven stages (domain.stages) each chunk counts its own layers. The third
+    value is the layer-weighted mean of micro-batches in flight.
+    """
     counts = count_params(arch)
     stage = stage_params(arch, counts, layout, rank)
     dense = layer_activation_bytes(arch, job, layout, moe_layer=False, dropout=job.dropout)
     moe = layer_activation_bytes(arch, job, layout, moe_layer=True, dropout=job.dropout) if arch.moe else dense
     moe_layers = stage.layers - stage.dense_layers
     saved_stage = dense.saved_bytes * stage.dense_layers + moe.saved_bytes * moe_layers
-    in_flight = in_flight_layers_fraction(layout, rank, micro_batches_per_step(job, layout))
+    num_micro = micro_batches_per_step(job, layout)
+    split = getattr(layout, "split", DEFAULT_SPLIT)
+    saved: Num = 0.0
+    held_layers: Num = 0.0
+    for c in range(int(np.max(np.asarray(layout.vpp)))):
+        layers_c, dense_c = chunk_layer_counts(split, arch.num_layers, first_dense_layers(arch), layout.pp,
+                                               layout.vpp, rank, c)
+        held = chunk_micro_batches_in_flight(layout, rank, num_micro, c)
+        saved = saved + held * (dense.saved_bytes * dense_c + moe.saved_bytes * (layers_c - dense_c))
+        held_layers = held_layers + held * layers_c
+    in_flight = _out(held_layers / np.maximum(stage.layers, 1))
     if job.recompute == "none":
         working: Num = 0.0 * saved_stage
     else:
         working = np.maximum(dense.full_bytes, np.where(np.asarray(moe_layers) > 0, moe.full_bytes, 0.0))
-    saved = saved_stage * in_flight
     if job.activation_offload:
         per_layer = saved_stage / np.maximum(stage.layers, 1)
         saved = np.minimum(saved, 2 * per_layer)
@@ -315,13 +349,16 @@ def peak_total_bytes_batch(arch: Architecture, job: Job, layout: Any) -> Num:
     """Peak device bytes for many layouts at once (layout degrees as numpy arrays).
 
     Evaluates the first and the last pipeline rank, which hold the embedding and the most
-    micro-batches in flight, or the LM head and the logits; a middle rank has neither and is
-    never heavier for evenly split layers. `peak_memory` evaluates every rank of one layout.
+    micro-batches in flight, or the LM head and the logits, and rank 1: under rigplan's uneven
+    default split (domain.stages) it can hold one layer more than rank 0 with one micro-batch less,
+    and no later middle rank holds more layers or micro-batches. `peak_memory` evaluates every rank
+    of one layout.
     """
     pp = np.asarray(layout.pp)
     first = rank_memory(arch, job, layout, np.zeros_like(pp))
+    second = rank_memory(arch, job, layout, np.minimum(1, pp - 1))
     last = rank_memory(arch, job, layout, pp - 1)
-    return np.maximum(first.total_bytes, last.total_bytes)
+    return np.maximum(np.maximum(first.total_bytes, second.total_bytes), last.total_bytes)
 
 
 def fits(breakdown: MemoryBreakdown, gpu: Gpu, ecc: bool | None = None) -> bool:

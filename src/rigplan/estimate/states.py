@@ -39,6 +39,7 @@ import numpy as np
 
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
+from rigplan.domain.stages import DEFAULT_SPLIT, rank_layer_counts
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.params import ParamCounts, count_params
 
@@ -124,18 +125,15 @@ class StageParams:
     dense_layers: Num
 
 
-MAX_VPP = 64
+def first_dense_layers(arch: Architecture) -> int:
+    """Leading dense layers (all of them for a dense model)."""
+    return arch.moe.first_dense_layers if arch.moe else arch.num_layers
 
 
-def stage_dense_layers(num_layers: int, first_dense: int, pp: Num, vpp: Num, rank: Num) -> Num:
-    """Dense layers on rank `rank`: chunk c of a rank holds layers [(c·pp + rank)·Lc, +Lc), Lc = L/(pp·vpp)."""
-    pp_a, vpp_a, rank_a = np.asarray(pp), np.asarray(vpp), np.asarray(rank)
-    chunk = num_layers // (pp_a * vpp_a)
-    total = np.zeros(np.broadcast(pp_a, vpp_a, rank_a).shape)
-    for c in range(int(np.max(vpp_a))):
-        start = (c * pp_a + rank_a) * chunk
-        total = total + np.where(c < vpp_a, np.clip(first_dense - start, 0, chunk), 0)
-    return total if total.ndim else float(total)
+def stage_layer_counts(arch: Architecture, layout: Any, rank: Num) -> tuple[Num, Num]:
+    """(layers, dense layers) on pipeline rank `rank` under the layout's split (domain.stages)."""
+    split = getattr(layout, "split", DEFAULT_SPLIT)
+    return rank_layer_counts(split, arch.num_layers, first_dense_layers(arch), layout.pp, layout.vpp, rank)
 
 
 def stage_params(arch: Architecture, counts: ParamCounts, layout: Any, rank: Num) -> StageParams:
@@ -143,9 +141,7 @@ def stage_params(arch: Architecture, counts: ParamCounts, layout: Any, rank: Num
 
     Degrees and rank may be numpy arrays (the planner evaluates many layouts at once).
     """
-    layers = arch.num_layers // np.asarray(layout.pp)
-    first_dense = arch.moe.first_dense_layers if arch.moe else arch.num_layers
-    dense_layers = stage_dense_layers(arch.num_layers, first_dense, layout.pp, layout.vpp, rank)
+    layers, dense_layers = stage_layer_counts(arch, layout, rank)
     moe_layers = layers - dense_layers
     dense = counts.dense_layer.total * dense_layers
     expert: Num = 0.0

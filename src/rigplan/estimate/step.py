@@ -32,12 +32,13 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
+from rigplan.domain.stages import DEFAULT_SPLIT, busiest_middle_rank, rank_layer_counts
 from rigplan.estimate import comm, moe
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import Efficiency
-from rigplan.estimate.flops import causal_fraction_for, gpu_micro_batch_flops, micro_batch_flops
+from rigplan.estimate.flops import causal_fraction_for, micro_batch_flops, stage_micro_batch_flops
 from rigplan.estimate.params import count_params
-from rigplan.estimate.states import grad_bytes_per_param, lora_params_per_layer
+from rigplan.estimate.states import first_dense_layers, grad_bytes_per_param, lora_params_per_layer
 
 Num = Any
 
@@ -69,6 +70,10 @@ class StepBreakdown:
     model_flop_per_step: Num
     hardware_flop_per_step: Num
     peak_flop_per_s: float
+    pace_stage: Num = 0
+    """Pipeline rank whose micro-batch is slowest: it sets the pace and the bubble."""
+    pace_stage_layers: Num = 0
+    """Decoder layers on that rank."""
 
 
 def _gemm_efficiency(eff: Efficiency, dims: Num) -> Num:
@@ -116,9 +121,11 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
 
 
 def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency,
-                  tp: Num, pp: Num, cp: Num, ep: Num, mb: Num, etp: Num | None = None) -> tuple[Num, Num, Num]:
-    """(compute seconds of one micro-batch on the busiest stage, its backward share, attention core s)."""
-    flops = gpu_micro_batch_flops(arch, job, layout, micro_batch=mb, tp=tp, pp=pp, cp=cp)
+                  tp: Num, cp: Num, ep: Num, mb: Num, stage: StageShape,
+                  etp: Num | None = None) -> tuple[Num, Num, Num]:
+    """(compute seconds of one micro-batch on one stage, its backward share, attention core s)."""
+    flops = stage_micro_batch_flops(arch, job, layout, layers=stage.layers, dense_layers=stage.dense_layers,
+                                    lm_head=stage.lm_head, micro_batch=mb, tp=tp, cp=cp)
     tokens = mb * job.seq_len / cp
     bf16_peak = gpu.peak("fp16" if job.precision == "fp16-mixed" else "bf16")
     if job.precision == "fp32":
@@ -151,7 +158,7 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     recompute_s = time_of(flops.recompute)
     core_s = (flops.forward.attention_core_flop + flops.backward.attention_core_flop
               + flops.recompute.attention_core_flop) / (bf16_peak * attn_eff)
-    layers = np.ceil(arch.num_layers / pp)
+    layers = stage.layers
     passes = 3.0 + (1.0 if job.recompute == "full" else 0.0)
     replicated, split = elementwise_bytes_per_token(arch, job)
     per_token = replicated / (tp if layout.sequence_parallel else 1.0) + split / tp
@@ -160,6 +167,36 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     elementwise_s = elementwise / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
     compute = forward_s + backward_s + recompute_s + elementwise_s
     return compute, backward_s, core_s
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StageShape:
+    """One pipeline rank as step time sees it (arrays in batch mode)."""
+
+    rank: Num
+    layers: Num
+    dense_layers: Num
+    lm_head: Num
+    """1.0 where the rank holds the LM head, loss and MTP modules (the last rank), else 0.0."""
+
+
+def pace_candidates(arch: Architecture, layout: Any, pp: Num, vpp: Num) -> list[StageShape]:
+    """The ranks that can set a pipeline's pace: the first (embedding), the busiest middle one and
+    the last (LM head + loss), each with its layers under the layout's split (domain.stages).
+    Every other middle rank has no more layers than the busiest one and no head."""
+    split = getattr(layout, "split", DEFAULT_SPLIT)
+    first_dense = first_dense_layers(arch)
+    pp_i = np.rint(np.asarray(pp)).astype(np.int64)
+    vpp_i = np.rint(np.asarray(vpp)).astype(np.int64)
+    ranks = [np.zeros_like(pp_i), np.asarray(busiest_middle_rank(split, arch.num_layers, first_dense, pp_i, vpp_i)),
+             pp_i - 1]
+    shapes = []
+    for rank in ranks:
+        layers, dense = rank_layer_counts(split, arch.num_layers, first_dense, pp_i, vpp_i, rank)
+        shapes.append(StageShape(rank=rank, layers=np.asarray(layers, dtype=np.float64),
+                                 dense_layers=np.asarray(dense, dtype=np.float64),
+                                 lm_head=np.where(rank == pp_i - 1, 1.0, 0.0)))
+    return shapes
 
 
 def scale_up_domain(gpu: Gpu) -> int:
@@ -192,36 +229,40 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     tokens = mb * seq / cp
     m = np.maximum(np.asarray(global_batch, dtype=np.float64) / (mb * dp), 1.0)
 
-    compute_mb, backward_mb, core_mb = _compute_time(arch, job, layout, gpu, eff, tp, pp, cp, ep, mb, etp)
-    layers = np.ceil(arch.num_layers / pp)
     intra, inter = calibrated_tiers(gpu, calibration)
     domain = scale_up_domain(gpu)
-
-    # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
-    # 2 more in a full recompute; buffer T·h·p (Shoeybi et al. 2019, Sec. 3; Korthikanti 2022 Sec. 4.2.2).
     tp_place = comm.place_group(gpu, tp, stride=1, domain_size=domain, intra=intra, inter=inter)
-    tp_calls = layers * (4.0 + (2.0 if job.recompute == "full" else 0.0))
-    tp_mb = tp_calls * comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node,
-                                                      intra, inter)
-
-    # Context parallel: ring K/V exchange per layer, hidden behind the attention core when it can be.
     cp_place = comm.place_group(gpu, cp, stride=tp, domain_size=domain, intra=intra, inter=inter)
-    kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
-    block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
-                                            head_dim=arch.dim_per_head, dtype_bytes=p)
-    ring = layers * (comm.ring_attention_s(block, cp, cp_place.per_node, intra, inter)
-                     + comm.ring_attention_s(block, cp, cp_place.per_node, intra, inter, backward=True))
-    cp_mb = np.maximum(ring - core_mb, 0.0)
 
-    # Expert parallel: dispatch and combine all-to-all per MoE layer (estimate.moe), exposed or
-    # overlapped with another micro-batch's computation.
-    ep_mb = np.zeros_like(tp_mb)
-    if arch.moe is not None:
-        moe_layers = np.minimum(layers, arch.num_moe_layers + arch.moe.mtp_layers)
-        a2a = moe_layers * moe.expert_all_to_all_s(arch, job, tokens=tokens, tp=tp, ep=ep, etp=etp,
-                                                   domain=domain, intra=intra, inter=inter)
-        ep_mb, overlap_tax = moe.exposed_all_to_all_s(job, a2a, compute_mb)
-        compute_mb = compute_mb + overlap_tax
+    def stage_terms(stage: StageShape) -> dict[str, Num]:
+        compute, backward, core = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp)
+        layers = stage.layers
+        # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
+        # 2 more in a full recompute; buffer T·h·p (Shoeybi et al. 2019, Sec. 3; Korthikanti 2022 Sec. 4.2.2).
+        tp_calls = layers * (4.0 + (2.0 if job.recompute == "full" else 0.0))
+        tp_s = tp_calls * comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node,
+                                                         intra, inter)
+        # Context parallel: ring K/V exchange per layer, hidden behind the attention core when it can be.
+        kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
+        block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
+                                                head_dim=arch.dim_per_head, dtype_bytes=p)
+        ring = layers * (comm.ring_attention_s(block, cp, cp_place.per_node, intra, inter)
+                         + comm.ring_attention_s(block, cp, cp_place.per_node, intra, inter, backward=True))
+        cp_s = np.maximum(ring - core, 0.0)
+        # Expert parallel: dispatch and combine all-to-all per MoE layer of this stage (MTP modules on
+        # the last), exposed or overlapped with another micro-batch's computation (estimate.moe).
+        ep_s = np.zeros_like(tp_s)
+        if arch.moe is not None:
+            moe_layers = layers - stage.dense_layers + stage.lm_head * arch.moe.mtp_layers
+            a2a = moe_layers * moe.expert_all_to_all_s(arch, job, tokens=tokens, tp=tp, ep=ep, etp=etp,
+                                                       domain=domain, intra=intra, inter=inter)
+            ep_s, overlap_tax = moe.exposed_all_to_all_s(job, a2a, compute)
+            compute = compute + overlap_tax
+        return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s,
+                "layers": layers, "rank": stage.rank}
+
+    candidates = [stage_terms(stage) for stage in pace_candidates(arch, layout, pp, vpp)]
+    most_layers = np.maximum.reduce([np.asarray(c["layers"]) for c in candidates])
 
     # Pipeline: activations forward and gradients backward across each stage boundary, per chunk.
     pp_place = comm.place_group(gpu, pp, stride=tp * cp * dp, domain_size=domain, intra=intra, inter=inter)
@@ -238,7 +279,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     expert_local = counts.routed_experts_total / (etp * ep) / pp
     local_params = dense_local + expert_local
     peft = job.is_peft
-    trainable = lora_params_per_layer(arch, job) * layers / tp if peft else dense_local
+    trainable = lora_params_per_layer(arch, job) * most_layers / tp if peft else dense_local
     group = dp * cp
     dp_place = comm.place_group(gpu, group, stride=tp, domain_size=domain, intra=intra, inter=inter)
     edp = np.maximum(tp * cp * dp / (ep * etp), 1.0)
@@ -258,11 +299,22 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         trainable = local_params
     # ZeRO-0: all-reduce; ZeRO-1/2: reduce-scatter, then the updated weights all-gathered (exposed);
     # ZeRO-3/FSDP: per micro-batch gather forward and backward + reduce-scatter, overlapped with compute.
-    fsdp_mb = np.where(zero >= 3, np.maximum(2.0 * gather + sync_rs - compute_mb, 0.0), 0.0)
+    # The pace of the pipeline is its slowest rank's micro-batch (domain.stages sizes each rank).
+    per_rank_mb = []
+    for c in candidates:
+        c["fsdp"] = np.where((zero >= 3) & (group > 1), np.maximum(2.0 * gather + sync_rs - c["compute"], 0.0), 0.0)
+        per_rank_mb.append(c["compute"] + c["tp"] + c["cp"] + c["ep"] + pp_mb + c["fsdp"])
+    slowest = np.argmax(np.stack(np.broadcast_arrays(*per_rank_mb)), axis=0)
+
+    def pick(key: str) -> Num:
+        return np.choose(slowest, np.broadcast_arrays(*[np.asarray(c[key], dtype=np.float64) for c in candidates]))
+
+    compute_mb, backward_mb = pick("compute"), pick("backward")
+    tp_mb, cp_mb, ep_mb, fsdp_mb = pick("tp"), pick("cp"), pick("ep"), pick("fsdp")
+    pace_layers, pace_rank = pick("layers"), pick("rank")
     tail = np.where(zero >= 3, 0.0, np.where(zero >= 1, sync_rs, sync_ar))
     dp_exposed = np.maximum(tail - backward_mb, 0.0) + np.where((zero >= 1) & (zero < 3), gather, 0.0)
     dp_exposed = np.where(group > 1, dp_exposed, 0.0)
-    fsdp_mb = np.where(group > 1, fsdp_mb, 0.0)
 
     t_mb = compute_mb + tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb
     bubble = (pp - 1.0) / vpp * t_mb
@@ -283,7 +335,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         tokens_per_step=sequences * seq,
         model_flop_per_step=whole.model_flop / mb * sequences,
         hardware_flop_per_step=whole.hardware_flop / mb * sequences,
-        peak_flop_per_s=peak,
+        peak_flop_per_s=peak, pace_stage=pace_rank, pace_stage_layers=pace_layers,
     )
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from rigplan.catalog.load import Catalog
 from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.domain.stages import virtual_stage_layers
 from rigplan.estimate.memory import MemoryBreakdown, peak_memory
 from rigplan.estimate.params import count_params
 from rigplan.flow.request import MemoryRequest
@@ -74,6 +76,7 @@ class MemoryResult:
                 "tp": s.layout.tp, "pp": s.layout.pp, "vpp": s.layout.vpp, "dp": s.layout.dp,
                 "cp": s.layout.cp, "ep": s.layout.ep, "zero": s.layout.zero,
                 "sequence_parallel": s.layout.sequence_parallel, "gpus": s.layout.num_gpus,
+                **pipeline_split_dict(s.layout, s.arch.num_layers),
             },
             "per_gpu": {
                 "weights_bytes": b.weights_bytes,
@@ -143,6 +146,13 @@ def _calibrated(breakdown: MemoryBreakdown, setup: TrainingSetup) -> MemoryBreak
     if cal.fragmentation_fraction is not None:
         breakdown = replace(breakdown, fragmentation_bytes=breakdown.allocated_bytes * cal.fragmentation_fraction)
     return breakdown
+
+
+def pipeline_split_dict(layout: Layout, num_layers: int) -> dict[str, Any]:
+    """Layers per pipeline rank and per virtual stage (domain.stages)."""
+    virtual = virtual_stage_layers(layout.split, num_layers, layout.pp, layout.vpp)
+    per_rank = [sum(virtual[k] for k in range(r, len(virtual), layout.pp)) for r in range(layout.pp)]
+    return {"stage_layers": per_rank, "virtual_stage_layers": list(virtual)}
 
 
 def memory(request: MemoryRequest, catalog: Catalog | None = None) -> MemoryResult:

@@ -86,6 +86,12 @@ class JobSpec(ModelSpec, MoERoutingSpec):
     etp: Annotated[int, Field(ge=0, le=65_536)] = 0
     """Expert-tensor-parallel degree; 0 = equal to tp (Megatron-Core's default)."""
     sequence_parallel: bool = False
+    stage_layers: list[Annotated[int, Field(ge=0, le=100_000)]] = Field(
+        default_factory=list, description="Layers of each virtual pipeline stage (pp*vpp entries), e.g. 7,8,8,7")
+    first_stage_layers: Annotated[int, Field(ge=0, le=100_000)] | None = None
+    last_stage_layers: Annotated[int, Field(ge=0, le=100_000)] | None = None
+    embedding_layer_weight: Annotated[int, Field(ge=0, le=64)] | None = None
+    head_layer_weight: Annotated[int, Field(ge=0, le=64)] | None = None
     recompute: Literal["none", "selective", "op", "full"] | None = None
     """None: full for QLoRA (QLoRA recipes turn gradient checkpointing on), none otherwise."""
     attention: Literal["flash", "eager"] = "flash"
@@ -118,6 +124,17 @@ class JobSpec(ModelSpec, MoERoutingSpec):
     @classmethod
     def _alias_precision(cls, value: str | None) -> str | None:
         return {"bf16": "bf16-mixed", "fp16": "fp16-mixed"}.get(value, value) if value else value
+
+    @field_validator("stage_layers", mode="before")
+    @classmethod
+    def _split_stage_layers(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return [int(t) for t in value.split(",") if t.strip()]
+            except ValueError:
+                raise ValueError(f"--stage-layers takes comma-separated layer counts such as 7,8,8,7, "
+                                 f"got {value!r}") from None
+        return value
 
 
 class MemoryRequest(JobSpec):

@@ -10,6 +10,7 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout, check_layout_for_model
 from rigplan.domain.model import Architecture
+from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.calibration import Calibration
 from rigplan.flow.model_source import ResolvedModel, resolve_model
@@ -80,11 +81,16 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         raise InvalidSpec(f"--seq {seq} exceeds the learned position table ({arch.max_positions} rows) of {arch.id}")
     dp, dp_notes = _derive_dp(spec)
     assumptions.extend(dp_notes)
+    split = PipelineSplit(stage_layers=tuple(spec.stage_layers), first_stage_layers=spec.first_stage_layers,
+                          last_stage_layers=spec.last_stage_layers, embedding_weight=spec.embedding_layer_weight,
+                          head_weight=spec.head_layer_weight)
     layout = Layout(tp=spec.tp, pp=spec.pp, vpp=spec.vpp, dp=dp, cp=spec.cp, ep=spec.ep, etp=spec.etp,
-                    zero=spec.zero, sequence_parallel=spec.sequence_parallel)
+                    zero=spec.zero, sequence_parallel=spec.sequence_parallel, split=split)
     check_layout_for_model(layout, num_layers=arch.num_layers, num_heads=arch.num_heads,
                            num_kv_heads=arch.kv_heads, num_experts=arch.moe.num_experts if arch.moe else 0,
                            seq_len=seq)
+    if layout.pp > 1 and (split != DEFAULT_SPLIT or arch.num_layers % (layout.pp * layout.vpp)):
+        assumptions.append(describe_split(split, arch.num_layers, layout.pp, layout.vpp))
     if spec.global_batch and spec.global_batch % (spec.micro_batch * dp):
         raise InvalidSpec(
             f"--global-batch {spec.global_batch} must be a multiple of micro-batch*dp = "

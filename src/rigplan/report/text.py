@@ -75,6 +75,18 @@ def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
                       "try --recompute full, --zero 3, more --tp/--pp, a smaller --micro-batch, or a larger GPU")
 
 
+def _runs(values: list[int]) -> str:
+    """7, 8, 8, 8, 7 -> '7 | 8 x3 | 7'."""
+    parts: list[str] = []
+    for value in values:
+        if parts and parts[-1].split(" x")[0] == str(value):
+            head, _, count = parts[-1].partition(" x")
+            parts[-1] = f"{head} x{int(count or 1) + 1}"
+        else:
+            parts.append(str(value))
+    return " | ".join(parts)
+
+
 def render_estimate(data: dict[str, Any], console: Console | None = None) -> None:
     from rigplan.units import format_duration
 
@@ -118,6 +130,12 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
     console.print(table)
     console.print(f"memory: {format_bytes(mem['per_gpu']['total_bytes'])} per GPU of "
                   f"{format_bytes(gpu['usable_bytes'])} (pipeline stage {mem['per_gpu']['stage']})")
+    pipe = data.get("pipeline")
+    if pipe and layout["pp"] > 1:
+        console.print(f"pipeline: pace set by stage {pipe['pace_stage']} ({pipe['pace_stage_layers']} layers"
+                      f"{', LM head + loss' if pipe['pace_stage'] == layout['pp'] - 1 else ''}"
+                      f"{', embedding' if pipe['pace_stage'] == 0 else ''}); memory peak on stage "
+                      f"{pipe['memory_peak_stage']}; layers per stage {_runs(pipe['stage_layers'])}")
     for note in data["assumptions"]:
         console.print(f"[dim]assumed: {note}[/dim]")
     if not data["fits"]:

@@ -1,8 +1,9 @@
 """The layouts worth trying for one model, GPU type and GPU count, as numpy arrays.
 
 Divisor generators in the style of Calculon's get_all_* (Isaev et al., SC'23): tensor parallelism
-inside one NVLink domain and dividing heads and kv-heads; pipeline stages dividing the layers
-(with interleaving where the chunks divide evenly); context parallelism for long sequences;
+inside one NVLink domain and dividing heads and kv-heads; any pipeline degree up to the layers,
+split unevenly by rigplan's default rule where it does not divide them (domain.stages), with
+interleaving where every virtual stage keeps a layer; context parallelism for long sequences;
 expert parallelism dividing the experts, folded over the stage's tp*cp*dp GPUs with expert tensor
 parallelism 1 or tp (Megatron-Core MoE parallel folding, EP_OPTIONS_MAX ranks at most); the
 remaining GPUs are data parallel, with each ZeRO stage; micro-batches 1-8; recompute
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rigplan.domain.model import Architecture
+from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, split_problem, virtual_stage_layers
 
 MICRO_BATCHES = (1, 2, 4, 8)
 RECOMPUTE = ("none", "selective", "full")
@@ -52,6 +54,19 @@ def tensor_parallel_options(arch: Architecture, domain: int, num_gpus: int) -> l
             if arch.num_heads % t == 0 and arch.kv_heads % t == 0]
 
 
+def pipeline_options(num_layers: int, gpus_left: int) -> list[int]:
+    """Pipeline degrees up to MAX_PP and the layers; those that do not divide the layers use the
+    default uneven split (domain.stages)."""
+    return [p for p in range(1, min(MAX_PP, num_layers, gpus_left) + 1) if gpus_left % p == 0]
+
+
+def fills_stages(num_layers: int, pp: int, vpp: int) -> bool:
+    """Every virtual stage of the default split gets at least one layer."""
+    if split_problem(DEFAULT_SPLIT, num_layers, pp, vpp):
+        return False
+    return min(virtual_stage_layers(DEFAULT_SPLIT, num_layers, pp, vpp)) >= 1
+
+
 @dataclass(frozen=True)
 class LayoutArrays:
     """Parallel arrays, one entry per layout; duck-compatible with domain.layout.Layout."""
@@ -67,6 +82,7 @@ class LayoutArrays:
     zero: Any
     micro_batch: Any
     sequence_parallel: bool
+    split: PipelineSplit = DEFAULT_SPLIT
 
     def __len__(self) -> int:
         return int(np.size(self.tp))
@@ -78,14 +94,15 @@ class LayoutArrays:
     def take(self, mask: Any) -> LayoutArrays:
         return LayoutArrays(tp=self.tp[mask], pp=self.pp[mask], vpp=self.vpp[mask], dp=self.dp[mask],
                             cp=self.cp[mask], ep=self.ep[mask], etp=self.etp[mask], zero=self.zero[mask],
-                            micro_batch=self.micro_batch[mask], sequence_parallel=self.sequence_parallel)
+                            micro_batch=self.micro_batch[mask], sequence_parallel=self.sequence_parallel,
+                            split=self.split)
 
 
 def _layouts(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
              zero_stages: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
     for tp in tensor_parallel_options(arch, domain, num_gpus):
-        for pp in (p for p in divisors(arch.num_layers) if p <= MAX_PP and tp * p <= num_gpus):
-            vpps = [v for v in VPP_OPTIONS if v == 1 or (pp > 1 and arch.num_layers % (pp * v) == 0)]
+        for pp in pipeline_options(arch.num_layers, num_gpus // tp):
+            vpps = [v for v in VPP_OPTIONS if v == 1 or (pp > 1 and fills_stages(arch.num_layers, pp, v))]
             for cp in CP_OPTIONS:
                 if cp > 1 and (seq_len % cp or seq_len // cp < MIN_TOKENS_PER_CP_RANK):
                     continue

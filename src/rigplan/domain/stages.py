@@ -1,0 +1,261 @@
+"""How a model's decoder layers are split over pipeline stages, as Megatron-Core and torchtitan do it.
+
+A pipeline of pp ranks with vpp model chunks per rank has S = pp·vpp virtual stages. Virtual stage
+k runs on rank k mod pp as its chunk k // pp (Megatron-Core's interleaved order; torchtitan's
+"loop" style, torchtitan/distributed/pipeline_parallel.py `pipeline_module_split`). The embedding
+sits on virtual stage 0 (rank 0), the final norm, LM head and loss on virtual stage S - 1 (rank
+pp - 1). Layers are contiguous: stage k holds the layers after those of stages 0..k-1.
+
+Rules, in order of precedence:
+
+1. Explicit (`--stage-layers 7,8,...,7`): one count per virtual stage, summing to the layers.
+2. First/last (`--first-stage-layers`, `--last-stage-layers`; Megatron-Core
+   `--decoder-first-pipeline-num-layers` / `--decoder-last-pipeline-num-layers`): rank 0 and/or
+   rank pp - 1 hold the given layers, the other ranks share the rest evenly. Megatron requires the
+   rest to divide; rigplan gives the remainder one layer each to the earliest middle ranks.
+3. Layer-equivalents (`--embedding-layer-weight E`, `--head-layer-weight H`): the embedding counts
+   as E layers and the LM head + loss as H in the split; torchtitan's
+   `generate_llm_fqn_per_model_part(num_stages, num_layers, input_weight, output_weight)`: each
+   stage gets (L + E + H) // S layer-equivalents, the first (L + E + H) % S stages one more, and
+   stage 0 gives E of them to the embedding, stage S - 1 gives H to the head. With E = H = 1 and
+   (L + 2) divisible by S this is Megatron-Core's `--account-for-embedding-in-pipeline-split
+   --account-for-loss-in-pipeline-split`.
+4. Default: an even split when S divides the layers (Megatron's and torchtitan's requirement, and
+   their behaviour); otherwise rule 3 with E = H = 1, torchtitan's defaults
+   (`pipeline_parallel_first_stage_less_layers = pipeline_parallel_last_stage_less_layers = 1`).
+   This is the Llama 3 405B split (126 layers, PP16: 7 | 8 x 14 | 7; Llama 3 paper, arXiv
+   2407.21783, Sec. 3.3.2, "we reduce one Transformer layer each from the first and the last
+   stages") and BLOOM-176B's (70 layers, PP12: 5 | 6 x 10 | 5; Megatron-DeepSpeed counts the
+   embedding and head as pipeline layers).
+
+A rank's chunks share its layers as evenly as possible (earlier chunks take the remainder) when rule
+2 gives a rank a count that vpp does not divide.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rigplan.errors import InvalidSpec
+
+MAX_LAYER_WEIGHT = 64
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PipelineSplit:
+    """How the user asked the layers to be split (empty = rigplan's default rule)."""
+
+    stage_layers: tuple[int, ...] = ()
+    """Layers of each virtual stage, in virtual-stage order (pp·vpp entries)."""
+    first_stage_layers: int | None = None
+    """Layers on pipeline rank 0 (Megatron --decoder-first-pipeline-num-layers)."""
+    last_stage_layers: int | None = None
+    """Layers on pipeline rank pp - 1 (Megatron --decoder-last-pipeline-num-layers)."""
+    embedding_weight: int | None = None
+    """The embedding counted as this many layers in the split (torchtitan input_weight)."""
+    head_weight: int | None = None
+    """The LM head and loss counted as this many layers (torchtitan output_weight)."""
+
+    def __post_init__(self) -> None:
+        if any(n < 0 for n in self.stage_layers):
+            raise InvalidSpec(f"--stage-layers entries must be >= 0, got {','.join(map(str, self.stage_layers))}")
+        for name, value in (("--first-stage-layers", self.first_stage_layers),
+                            ("--last-stage-layers", self.last_stage_layers)):
+            if value is not None and value < 0:
+                raise InvalidSpec(f"{name} must be >= 0, got {value}")
+        for name, value in (("--embedding-layer-weight", self.embedding_weight),
+                            ("--head-layer-weight", self.head_weight)):
+            if value is not None and not 0 <= value <= MAX_LAYER_WEIGHT:
+                raise InvalidSpec(f"{name} must be between 0 and {MAX_LAYER_WEIGHT}, got {value}")
+        first_last = self.first_stage_layers is not None or self.last_stage_layers is not None
+        weights = self.embedding_weight is not None or self.head_weight is not None
+        if sum((bool(self.stage_layers), first_last, weights)) > 1:
+            raise InvalidSpec("choose one way to split the pipeline: --stage-layers, or --first-stage-layers/"
+                              "--last-stage-layers, or --embedding-layer-weight/--head-layer-weight")
+
+
+DEFAULT_SPLIT = PipelineSplit()
+
+
+def _even(total: int, parts: int) -> list[int]:
+    """total split into parts counts differing by at most one, the larger ones first."""
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def _weighted(num_layers: int, stages: int, embedding: int, head: int) -> list[int]:
+    if stages == 1:
+        return [num_layers]
+    counts = _even(num_layers + embedding + head, stages)
+    counts[0] -= embedding
+    counts[-1] -= head
+    return counts
+
+
+def _ranks_to_chunks(per_rank: list[int], vpp: int) -> list[int]:
+    """Per-rank counts to virtual-stage order (stage k = chunk k // pp of rank k % pp)."""
+    pp = len(per_rank)
+    chunks = [_even(n, vpp) for n in per_rank]
+    return [chunks[k % pp][k // pp] for k in range(pp * vpp)]
+
+
+def _rule(split: PipelineSplit, num_layers: int, pp: int, vpp: int) -> tuple[list[int], str]:
+    stages = pp * vpp
+    if split.stage_layers:
+        return list(split.stage_layers), "as given by --stage-layers"
+    if split.first_stage_layers is not None or split.last_stage_layers is not None:
+        if pp == 1:
+            raise InvalidSpec("--first-stage-layers/--last-stage-layers need pipeline parallelism (pp > 1)")
+        first, last = split.first_stage_layers, split.last_stage_layers
+        fixed = (first or 0) + (last or 0)
+        middle = pp - (first is not None) - (last is not None)
+        rest = num_layers - fixed
+        if rest < 0 or (middle == 0 and rest != 0):
+            raise InvalidSpec(f"--first-stage-layers {first} and --last-stage-layers {last} leave {rest} of the "
+                              f"{num_layers} layers for {middle} other ranks")
+        shares = _even(rest, middle) if middle else []
+        per_rank = ([first] if first is not None else []) + shares + ([last] if last is not None else [])
+        note = "Megatron first/last-stage split"
+        if middle and rest % middle:
+            note += f" ({rest} remaining layers do not divide over {middle} ranks: earlier ranks take one more)"
+        return _ranks_to_chunks(per_rank, vpp), note
+    if split.embedding_weight is not None or split.head_weight is not None:
+        e, h = split.embedding_weight or 0, split.head_weight or 0
+        return _weighted(num_layers, stages, e, h), (
+            f"embedding counted as {e} and LM head + loss as {h} layer(s) in the split (torchtitan rule)")
+    if num_layers % stages == 0:
+        return [num_layers // stages] * stages, "even split"
+    return _weighted(num_layers, stages, 1, 1), (
+        f"{num_layers} layers do not divide into pp*vpp = {stages} stages: embedding and LM head + loss are "
+        "counted as one layer each and the rest spread evenly, earlier stages taking one more (torchtitan's "
+        "default; Megatron --account-for-embedding/loss-in-pipeline-split); set --stage-layers or "
+        "--first-stage-layers/--last-stage-layers to choose")
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked(split: PipelineSplit, num_layers: int, pp: int, vpp: int) -> tuple[tuple[int, ...], str]:
+    stages = pp * vpp
+    counts, note = _rule(split, num_layers, pp, vpp)
+    if len(counts) != stages:
+        raise InvalidSpec(f"--stage-layers has {len(counts)} entries; pp*vpp = {pp}*{vpp} = {stages} virtual stages "
+                          "need one each")
+    if sum(counts) != num_layers:
+        raise InvalidSpec(f"--stage-layers {','.join(map(str, counts))} sums to {sum(counts)}, the model has "
+                          f"{num_layers} layers")
+    if min(counts) < 0:
+        raise InvalidSpec(f"pp*vpp = {stages} virtual stages are more than the {num_layers} layers (plus embedding "
+                          "and head) can fill")
+    return tuple(counts), note
+
+
+def virtual_stage_layers(split: PipelineSplit, num_layers: int, pp: int, vpp: int) -> tuple[int, ...]:
+    """Layers of each virtual stage (rules in the module docstring); InvalidSpec when impossible."""
+    return _checked(split, num_layers, int(pp), int(vpp))[0]
+
+
+def split_problem(split: PipelineSplit, num_layers: int, pp: int, vpp: int) -> str | None:
+    """Why this split cannot be built, or None."""
+    try:
+        virtual_stage_layers(split, num_layers, pp, vpp)
+    except InvalidSpec as err:
+        return str(err)
+    return None
+
+
+def describe_split(split: PipelineSplit, num_layers: int, pp: int, vpp: int) -> str:
+    """One line for the report: the layers of each rank and the rule that set them."""
+    counts, note = _checked(split, num_layers, int(pp), int(vpp))
+    per_rank = [sum(counts[k] for k in range(r, len(counts), pp)) for r in range(pp)]
+    shown = _runs(per_rank)
+    chunks = f"; virtual stages {_runs(list(counts))}" if vpp > 1 else ""
+    return f"pipeline split {shown} layers per rank{chunks} ({note})"
+
+
+def _runs(values: list[int]) -> str:
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[i]:
+            j += 1
+        parts.append(f"{values[i]}" if j == i else f"{values[i]} x{j - i + 1}")
+        i = j + 1
+    return " | ".join(parts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _chunk_table(split: PipelineSplit, num_layers: int, first_dense: int, pp: int,
+                 vpp: int) -> tuple[np.ndarray, np.ndarray]:
+    """(layers, dense layers) of each (rank, chunk), shape (pp, vpp)."""
+    counts = virtual_stage_layers(split, num_layers, pp, vpp)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    layers = np.zeros((pp, vpp))
+    dense = np.zeros((pp, vpp))
+    for k, n in enumerate(counts):
+        layers[k % pp, k // pp] = n
+        dense[k % pp, k // pp] = np.clip(first_dense - starts[k], 0, n)
+    return layers, dense
+
+
+def chunk_layer_counts(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vpp: Any,
+                       rank: Any, chunk: int) -> tuple[Any, Any]:
+    """(layers, dense layers) of model chunk `chunk` on pipeline rank `rank` (0 where chunk >= vpp).
+
+    pp, vpp and rank may be numpy arrays; the split is computed once per distinct (pp, vpp).
+    `first_dense`: how many leading layers are dense (MoE models); the rest are MoE layers.
+    """
+    pp_a, vpp_a, rank_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64),
+                                              np.asarray(rank, dtype=np.int64))
+    layers = np.zeros(pp_a.shape)
+    dense = np.zeros(pp_a.shape)
+    pairs: Any = np.unique(np.stack([pp_a.ravel(), vpp_a.ravel()], axis=1), axis=0) if pp_a.size else []
+    for p, v in pairs:
+        if chunk >= v:
+            continue
+        table_layers, table_dense = _chunk_table(split, num_layers, first_dense, int(p), int(v))
+        mask = (pp_a == p) & (vpp_a == v)
+        ranks = np.clip(rank_a[mask], 0, p - 1)
+        layers[mask] = table_layers[ranks, chunk]
+        dense[mask] = table_dense[ranks, chunk]
+    if layers.ndim == 0:
+        return float(layers), float(dense)
+    return layers, dense
+
+
+def rank_layer_counts(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vpp: Any,
+                      rank: Any) -> tuple[Any, Any]:
+    """(layers, dense layers) on pipeline rank `rank`, all its chunks together (arrays allowed)."""
+    max_vpp = int(np.max(np.asarray(vpp))) if np.size(vpp) else 1
+    total: Any = 0.0
+    dense: Any = 0.0
+    for c in range(max_vpp):
+        layers_c, dense_c = chunk_layer_counts(split, num_layers, first_dense, pp, vpp, rank, c)
+        total = total + layers_c
+        dense = dense + dense_c
+    return total, dense
+
+
+@functools.lru_cache(maxsize=4096)
+def _busiest_middle(split: PipelineSplit, num_layers: int, first_dense: int, pp: int, vpp: int) -> int:
+    if pp <= 2:
+        return 0
+    layers, dense = _chunk_table(split, num_layers, first_dense, pp, vpp)
+    per_rank = layers.sum(axis=1)
+    moe = per_rank - dense.sum(axis=1)
+    middle = range(1, pp - 1)
+    return max(middle, key=lambda r: (per_rank[r], moe[r], -r))
+
+
+def busiest_middle_rank(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vpp: Any) -> Any:
+    """The rank other than the first and last with the most layers (most MoE layers on a tie);
+    0 when there is none (pp <= 2). Arrays allowed."""
+    pp_a, vpp_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64))
+    out = np.zeros(pp_a.shape, dtype=np.int64)
+    pairs: Any = np.unique(np.stack([pp_a.ravel(), vpp_a.ravel()], axis=1), axis=0) if pp_a.size else []
+    for p, v in pairs:
+        out[(pp_a == p) & (vpp_a == v)] = _busiest_middle(split, num_layers, first_dense, int(p), int(v))
+    return int(out) if out.ndim == 0 else out
