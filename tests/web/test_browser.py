@@ -62,8 +62,7 @@ def test_memory_and_speed_then_plan_view(page, live_server) -> None:  # type: ig
     settle(page, lambda: (page.fill("#f-model", "llama-3.1-70b"), page.select_option("#f-gpu", "h200-sxm"),
                           page.fill("#f-gpus", "16"), page.fill("#f-tp", "8")))
     banner = page.inner_text("#fit-banner")
-    expected = post(live_server, "/api/memory", {"model": "llama-3.1-70b", "gpu": "h200-sxm", "gpus": 16, "tp": 8,
-                                                 "zero": 3})
+    expected = post(live_server, "/api/memory", {"model": "llama-3.1-70b", "gpu": "h200-sxm", "gpus": 16, "tp": 8})
     assert f"{expected['per_gpu']['total_bytes'] / 2**30:.2f} GiB" in banner
     assert ("FITS" in banner) == expected["fits"] and "H200" in banner
     assert page.locator("#memory-out svg rect").count() >= 5  # the stacked bar, one rect per part
@@ -117,7 +116,7 @@ def test_tco_compare_lint_and_chinese(page, live_server) -> None:  # type: ignor
     page.wait_for_selector("body[data-ready=tco]", timeout=TIMEOUT_MS)
     lines = page.locator("#tco-svg polyline.tco-line")
     assert lines.count() >= 2  # owned, and one line per cloud offer
-    expected = post(live_server, "/api/tco", {"gpu": "h100-sxm", "gpus": 8, "currency": "usd"})
+    expected = post(live_server, "/api/tco", {"gpu": "h100-sxm", "gpus": 1, "currency": "usd"})
     months = [b["months"] for b in expected["breakeven"] if b["months"] is not None and b["months"] <= 36]
     marks = page.locator("#tco-svg circle.breakeven")
     assert marks.count() == len(months)
@@ -140,3 +139,63 @@ def test_tco_compare_lint_and_chinese(page, live_server) -> None:  # type: ignor
     page.wait_for_selector("body[data-ready=lint]", timeout=TIMEOUT_MS)
     assert page.locator("#lint-table tr[data-code]").count() >= 1
     assert "FAIL" in page.inner_text("#lint-banner")
+
+
+def test_first_story_is_the_clis(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    """The page opens on what `rigplan memory llama-3.1-8b --gpu h100-sxm` prints: one GPU, no sharding."""
+    page.wait_for_selector("body[data-ready=job]", timeout=TIMEOUT_MS)
+    expected = post(live_server, "/api/memory", {"model": "llama-3.1-8b", "gpu": "h100-sxm"})
+    assert expected["layout"]["gpus"] == 1 and expected["layout"]["zero"] == 0
+    banner = page.inner_text("#fit-banner")
+    assert f"{expected['per_gpu']['total_bytes'] / 2**30:.2f} GiB" in banner and "H100" in banner
+
+
+def _boxes_overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
+                or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+
+
+def test_infeasible_job_is_marked_and_its_bar_labels_stay_apart(page) -> None:  # type: ignore[no-untyped-def]
+    settle(page, lambda: (page.fill("#f-model", "llama-3.1-70b"), page.fill("#f-gpus", "1")))
+    assert "DOES NOT FIT" in page.inner_text("#fit-banner")
+    assert "INFEASIBLE" in page.inner_text("#infeasible-banner")
+    ttt = page.locator("#kpi-ttt")
+    assert "infeasible" in (ttt.get_attribute("class") or "") and "INFEASIBLE" in ttt.inner_text()
+    assert "INFEASIBLE" in page.inner_text("#kpi-rent")
+    svg = page.locator("#memory-out svg.stacked").bounding_box()
+    total = page.locator("#memory-out svg .total-label").bounding_box()
+    capacity = page.locator("#memory-out svg .cap-label").bounding_box()
+    assert svg and total and capacity and not _boxes_overlap(total, capacity)
+    for box in (total, capacity):
+        assert svg["x"] - 1 <= box["x"] and box["x"] + box["width"] <= svg["x"] + svg["width"] + 1
+    settle(page, lambda: page.fill("#f-model", "llama-3.2-1b"))
+    assert page.locator("#infeasible-banner").count() == 0
+    assert "infeasible" not in (page.locator("#kpi-ttt").get_attribute("class") or "")
+
+
+def test_an_input_error_dims_the_old_results_and_says_so_in_plain_words(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_selector("body[data-ready=job]", timeout=TIMEOUT_MS)
+    settle(page, lambda: page.fill("#f-tp", "3"))  # 3 does not divide the heads: the server says so (400/422)
+    banner = page.locator("#error")
+    assert banner.is_visible() and "HTTP" not in banner.inner_text()
+    assert banner.inner_text().startswith("Check the input:")
+    assert "stale" in (page.get_attribute("#view-job", "class") or "")
+    assert page.evaluate("document.querySelector('#error').getBoundingClientRect().top") < 900
+    settle(page, lambda: page.fill("#f-tp", "1"))
+    assert not banner.is_visible() and "stale" not in (page.get_attribute("#view-job", "class") or "")
+
+
+def test_owning_pays_the_capex_up_front_and_gets_the_resale_back_at_the_end(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    page.click('#tabs button[data-view="tco"]')
+    page.wait_for_selector("body[data-ready=tco]", timeout=TIMEOUT_MS)
+    points = [tuple(map(float, p.split(","))) for p in
+              page.get_attribute('#tco-svg polyline[data-line="owned"]', "points").split()]
+    (x_before, y_before), (x_end, y_end) = points[-2], points[-1]
+    assert x_before == pytest.approx(x_end) and y_end > y_before  # a drop (SVG y grows downwards) at the horizon
+    tco = post(live_server, "/api/tco", {"gpu": "h100-sxm", "gpus": 1, "currency": "usd"})["onprem"]
+    running = tco["opex_usd_per_year"] * tco["years"]
+    # The chart's y is linear in cost, so ratios of pixel differences are ratios of costs. Month 0 is the
+    # whole capex; just before the end, capex + running costs; at the end the lifetime total (resale back).
+    assert tco["lifetime_usd"] == pytest.approx(tco["capex_usd"] - tco["residual_credit_usd"] + running, rel=1e-6)
+    y0 = points[0][1]
+    assert (y0 - y_end) / (y0 - y_before) == pytest.approx((running - tco["residual_credit_usd"]) / running, rel=1e-3)

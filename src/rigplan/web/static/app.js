@@ -14,6 +14,14 @@ import {renderTco} from "./view-tco.js";
 export function clearErrors() {
   for (const f of FIELDS) { f.el.classList.remove("invalid"); $(`#err-${f.name}`).textContent = ""; }
   $("#error").hidden = true;
+  for (const v of $$(".view")) v.classList.remove("stale");
+}
+/** What went wrong, in plain words: input problems name the field; others say what failed. */
+function errorLead(status) {
+  if (status === 0) return t("err.unreachable");
+  if (status === 400 || status === 404 || status === 422) return t("err.input");
+  if (status === 408 || status === 503) return t("err.slow");
+  return t("err.server");
 }
 export function formFieldFor(apiField) {
   if (!apiField) return null;
@@ -25,18 +33,25 @@ export function showError(err) {
     ? err.errors.map((e) => ({field: (e.loc || []).filter((p) => !["body", "query", "path"].includes(p))[0],
       message: e.msg}))
     : [{field: err.field, message: err.detail}];
-  let placed = false;
+  const said = [];
   for (const p of problems) {
     const f = formFieldFor(p.field);
-    if (!f) continue;
-    f.el.classList.add("invalid");
-    const box = $(`#err-${f.name}`);
-    if (!box.textContent) box.textContent = p.message;
-    placed = true;
+    if (f) {
+      f.el.classList.add("invalid");
+      const box = $(`#err-${f.name}`);
+      if (!box.textContent) box.textContent = p.message;
+    }
+    said.push(f ? `${t(`f.${f.name}`)}: ${p.message}` : p.message);
   }
+  // Shown above the results (not only beside a field that may be scrolled away), and the results of the
+  // previous input are dimmed: they no longer answer what the form says.
   const banner = $("#error");
-  banner.textContent = (err.status ? `${t("err.status", {s: err.status})}: ` : "") + (err.detail || "");
-  banner.hidden = placed && err.status === 422;
+  const lead = err.status === undefined ? t("err.input") : errorLead(err.status);
+  banner.textContent = `${lead}: ${said.filter(Boolean).join("; ") || err.detail || ""}`;
+  banner.hidden = false;
+  const view = $(`#view-${state.view}`);
+  if (view) view.classList.add("stale");
+  banner.scrollIntoView({block: "nearest"});
 }
 
 // ---------------------------------------------------------------------------------------------- API

@@ -12,7 +12,7 @@ export const LINE_COLORS = ["#e15759", "#f28e2b", "#76b7b2", "#b07aa1", "#9c755f
 // ---------------------------------------------------------------------------------------------- charts
 /** A horizontal stacked bar: parts [{key,label,value,color}], a capacity marker, labels under it. */
 export function stackedBar(parts, capacity, fmt, capLabel) {
-  const W = 760, H = 64, x0 = 4, barY = 8, barH = 28;
+  const W = 760, H = capacity ? 82 : 64, x0 = 4, barY = 8, barH = 28;
   const total = parts.reduce((s, p) => s + p.value, 0);
   const scale = Math.max(total, capacity || 0) * 1.06 || 1;
   const x = (v) => x0 + (W - 2 * x0) * v / scale;
@@ -28,9 +28,13 @@ export function stackedBar(parts, capacity, fmt, capLabel) {
     const cx = x(capacity);
     root.append(svg("line", {x1: cx, x2: cx, y1: 2, y2: barY + barH + 6, stroke: "#101828", "stroke-width": 2,
       "stroke-dasharray": "4 3", class: "capacity"}));
-    root.append(svgText(Math.min(cx, W - 4), H - 6, capLabel, {"text-anchor": "end"}));
+    // One row below the total's, so the two never overlap; anchored to stay inside the chart.
+    const room = capLabel.length * 7 + 8;
+    const atEnd = cx >= room;
+    root.append(svgText(atEnd ? Math.min(cx, W - 4) : cx + 4, H - 4, capLabel,
+      {"text-anchor": atEnd ? "end" : "start", class: "cap-label"}));
   }
-  root.append(svgText(x0, H - 6, `${fmt(total)}`));
+  root.append(svgText(x0, barY + barH + 18, `${fmt(total)}`, {class: "total-label"}));
   const legend = el("div", {class: "legend"}, parts.filter((p) => p.value > 0).map((p) => {
     const s = el("span", {text: `${p.label} ${fmt(p.value)}`});
     s.style.setProperty("--c", p.color);

@@ -32,11 +32,14 @@ export function renderJob({mem, est, cost}) {
     kpi(t("k.tps"), fmtNum(est.tokens_per_s)), kpi(t("k.tpsgpu"), fmtNum(est.tokens_per_s_per_gpu)),
     kpi(t("k.mfu"), `${fmtPct(est.mfu)} / ${fmtPct(est.hfu)}`),
   ];
+  // A job that does not fit is estimated as set, but its time and cost are marked, as the CLI prints INFEASIBLE.
+  const mark = mem.fits ? {} : {class: "kpi infeasible", title: t("infeasible.note")};
+  const flag = (v) => (mem.fits ? v : `${t("infeasible")} ${v}`);
   if (est.time_to_train_s) {
-    kpis.push(kpi(t("k.ttt"), fmtDuration(est.time_to_train_s), {id: "kpi-ttt"}),
-      kpi(t("k.gpuh"), fmtInt(est.gpu_hours)), kpi(t("k.energy"), `${fmtInt(est.energy_kwh)} kWh`));
-    if (cheapest) kpis.push(kpi(`${t("k.rent")} (${cheapest.provider} ${cheapest.pricing})`, fmtMoney(cheapest.total_usd), {id: "kpi-rent"}));
-    if (cost && cost.job) kpis.push(kpi(t("k.own"), fmtMoney(cost.job.onprem_usd), {id: "kpi-own"}));
+    kpis.push(kpi(t("k.ttt"), flag(fmtDuration(est.time_to_train_s)), {id: "kpi-ttt", ...mark}),
+      kpi(t("k.gpuh"), flag(fmtInt(est.gpu_hours)), mark), kpi(t("k.energy"), flag(`${fmtInt(est.energy_kwh)} kWh`), mark));
+    if (cheapest) kpis.push(kpi(`${t("k.rent")} (${cheapest.provider} ${cheapest.pricing})`, flag(fmtMoney(cheapest.total_usd)), {id: "kpi-rent", ...mark}));
+    if (cost && cost.job) kpis.push(kpi(t("k.own"), flag(fmtMoney(cost.job.onprem_usd)), {id: "kpi-own", ...mark}));
     if (costError) kpis.push(kpi(`${t("k.rent")} / ${t("k.own")}: ${costError}`, "–", {id: "kpi-cost-missing"}));
   } else {
     kpis.push(kpi(t("k.ttt"), "–", {title: t("k.notokens")}));
@@ -44,6 +47,7 @@ export function renderJob({mem, est, cost}) {
   const comm = Object.entries(b.comm || {}).filter(([, v]) => v > 0)
     .map(([key, v]) => `${key.replace("_s", "")} ${fmtDuration(v)}`).join(", ");
   $("#speed-out").replaceChildren(...[
+    mem.fits ? null : el("div", {class: "banner bad", id: "infeasible-banner", text: `${t("infeasible")}: ${t("infeasible.note")}`}),
     el("div", {class: "kpis"}, kpis),
     el("h3", {text: `${t("k.step")}: ${fmtDuration(est.step_time_s)}`}),
     stackedBar(steps, null, fmtDuration, ""),

@@ -5,26 +5,30 @@ import {$, HOURS_PER_MONTH, el, kpi, notes, fmtInt, fmtMoney, fmtPct, money, sta
 export function renderTco(data) {
   const own = data.onprem;
   const n = data.num_gpus, u = own.utilisation, months = Math.max(own.years * 12, 1);
-  // The break-even model of rigplan.cost.breakeven, drawn from the API's numbers: owning costs the net capex
-  // up front and its yearly running cost spread over months; renting costs the same busy GPU-hours.
-  const ownAt = (m) => own.net_capex_usd + own.opex_usd_per_year / 12 * m;
+  // Owning costs the whole capex up front and its yearly running cost spread over months; the resale credit
+  // comes back at the horizon's end (the line drops there to the lifetime total). Renting costs the same busy
+  // GPU-hours. A break-even point (rigplan.cost.breakeven: net of resale) is drawn on its cloud line.
+  const ownAt = (m) => own.capex_usd + own.opex_usd_per_year / 12 * m - (m >= months ? own.residual_credit_usd : 0);
   const lines = [{label: t("l.owned"), color: "#2f5fd0", at: ownAt, width: 3, id: "owned"}];
   (data.cloud || []).forEach((c, i) => lines.push({label: `${c.provider} (${c.pricing})`, color: LINE_COLORS[i % LINE_COLORS.length],
-    at: (m) => n * c.usd_per_gpu_hour * u * HOURS_PER_MONTH * m, width: 2, id: `cloud-${i}`}));
+    at: (m) => n * c.usd_per_gpu_hour * u * HOURS_PER_MONTH * m, width: 2, id: `cloud-${i}`, offer: c}));
   const top = Math.max(...lines.map((l) => l.at(months))) * 1.05;
   const conv = state.currency === "cny" ? state.fx : 1;
   const f = frame({W: 760, H: 360, xDomain: [0, months], yDomain: [0, money(top)], xLabel: t("ax.months"),
     yLabel: t("ax.cumcost"), xFmt: (v) => String(Math.round(v)), yFmt: (v) => fmtMoney(v / conv)});
   for (const l of lines) {
     const pts = [];
-    for (let i = 0; i <= 60; i++) { const m = months * i / 60; pts.push(`${f.x(m)},${f.y(money(l.at(m)))}`); }
+    for (let i = 0; i < 60; i++) { const m = months * i / 60; pts.push(`${f.x(m)},${f.y(money(l.at(m)))}`); }
+    pts.push(`${f.x(months)},${f.y(money(l.at(months - 1e-9)))}`, `${f.x(months)},${f.y(money(l.at(months)))}`);
     f.plot.append(svg("polyline", {points: pts.join(" "), fill: "none", stroke: l.color, "stroke-width": l.width,
       class: "tco-line", "data-line": l.id}, svgTitle(l.label)));
   }
   (data.breakeven || []).forEach((b) => {
     if (b.months === null || b.months > months) return;
-    const cx = f.x(b.months), cy = f.y(money(ownAt(b.months)));
-    const text = `${t("l.breakeven")}: ${b.provider} (${b.pricing})\n${b.months.toFixed(1)} ${t("ax.months")} · ${fmtMoney(ownAt(b.months))}`;
+    const cloud = lines.find((l) => l.offer && l.offer.provider === b.provider && l.offer.pricing === b.pricing);
+    const at = cloud ? cloud.at(b.months) : ownAt(b.months);
+    const cx = f.x(b.months), cy = f.y(money(at));
+    const text = `${t("l.breakeven")}: ${b.provider} (${b.pricing})\n${b.months.toFixed(1)} ${t("ax.months")} · ${fmtMoney(at)}`;
     const dot = svg("circle", {cx, cy, r: 6, class: "pareto breakeven", "data-months": b.months.toFixed(3)},
       svgTitle(text.replace("\n", " · ")));
     dot.addEventListener("mousemove", (e) => showTip(e, text));
