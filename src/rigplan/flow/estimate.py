@@ -6,7 +6,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rigplan.catalog.load import Catalog
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.domain.model import Architecture
 from rigplan.estimate.calibration import calibrated_efficiency
+from rigplan.estimate.moe import load_factor
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.flow.memory import MemoryResult, memory_of
@@ -124,6 +128,19 @@ def default_global_batch(micro_batch: int, dp: int, seq_len: int) -> int:
     return max(round(DEFAULT_BATCH_TOKENS / seq_len / unit), 1) * unit
 
 
+def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
+    """One line saying how the MoE layers were routed and laid out."""
+    load = load_factor(job)
+    how = ("balanced routing" if job.moe_imbalance == 1.0 else
+           f"busiest expert rank at {load:g}x the mean load" + ("" if job.moe_imbalance else
+                                                                 " (dropless default; --balanced-routing, "
+                                                                 "--moe-imbalance)"))
+    if job.capacity_factor:
+        how += f", capacity factor {job.capacity_factor:g}"
+    return (f"MoE: {how}; experts laid out ep={layout.ep} x etp={layout.expert_tp} x expert-dp={layout.expert_dp}; "
+            f"all-to-all {'overlapped (DeepEP-style)' if job.a2a_overlap else 'exposed (--a2a-overlap to overlap)'}")
+
+
 def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: ResolvedModel | None = None,
              ) -> EstimateResult:
     """Speed, time and energy of one training job on one layout, with its memory check.
@@ -144,6 +161,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                            f"({eff.source})")
     assumptions.append(f"{gpu.gpus_per_node} GPUs per node, {gpu.nic_bits_per_s / 1e9:.0f} Gb/s scale-out per GPU, "
                        f"{job.kernels} kernels")
+    if setup.arch.moe is not None:
+        assumptions.append(moe_routing_note(setup.arch, job, setup.layout))
     setup = replace(setup, gpu=gpu, job=job, assumptions=assumptions)
     tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
     breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch,
