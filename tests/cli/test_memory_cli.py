@@ -104,8 +104,8 @@ def test_malformed_config_json(tmp_path: Path) -> None:
 
 
 def test_catalog_listing_json() -> None:
-    models = json.loads(run("models", "--json").stdout)
-    gpus = json.loads(run("gpus", "--json").stdout)
+    models = json.loads(run("models", "--json").stdout)["models"]
+    gpus = json.loads(run("gpus", "--json").stdout)["gpus"]
     assert {"llama-3.1-8b", "deepseek-v3", "gpt-3-175b"} <= {m["id"] for m in models}
     assert {"h100-sxm", "rtx-4090", "mi300x"} <= {g["id"] for g in gpus}
     shown = json.loads(run("gpus", "show", "h100-sxm", "--json").stdout)
