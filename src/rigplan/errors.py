@@ -32,3 +32,7 @@ class UnknownEntry(RigplanError):
         self.kind = kind
         self.name = name
         self.suggestions = close
+
+
+class UnsupportedPrecision(InvalidSpec):
+    """The chosen GPU has no tensor cores for the recipe's precision (bf16 on V100, fp8 on A100)."""

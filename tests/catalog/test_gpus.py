@@ -18,13 +18,15 @@ REQUIRED_IDS = {
     "rtx-3090", "rtx-4090", "rtx-5090", "rtx-6000-ada", "rtx-pro-6000",
     "l40s", "l4", "a10", "a10g", "v100-32gb",
     "mi250x", "mi300x", "mi325x", "mi355x", "gaudi3",
+    "t4", "rtx-a6000", "a40", "a800-80gb-sxm", "h200-nvl", "l20", "gaudi2", "mi300a", "rtx-4090d",
+    "tpu-v5e", "tpu-v5p", "tpu-v6e",
 }  # fmt: skip
 
 GEFORCE_IDS = {"rtx-3090", "rtx-4090", "rtx-5090"}
 # Ada and client Blackwell parts have no NVLink of any kind (bridge included).
 NO_NVLINK_IDS = {"rtx-4090", "rtx-5090", "rtx-6000-ada", "rtx-pro-6000", "l40s", "l4"}
-DATACENTER_GDDR_IDS = {"l4", "l40s", "a10", "a10g"}
-WORKSTATION_GDDR_IDS = GEFORCE_IDS | {"rtx-6000-ada", "rtx-pro-6000"}
+DATACENTER_GDDR_IDS = {"l4", "l40s", "a10", "a10g", "t4", "a40", "l20"}
+WORKSTATION_GDDR_IDS = GEFORCE_IDS | {"rtx-6000-ada", "rtx-pro-6000", "rtx-a6000", "rtx-4090d"}
 NVLINK_KINDS = {"nvlink", "nvlink-bridge", "nvlink-c2c"}
 
 
@@ -71,16 +73,17 @@ def test_sources_non_empty(gpus: dict[str, GpuRecord], gpu_id: str) -> None:
 @pytest.mark.parametrize("gpu_id", sorted(REQUIRED_IDS))
 def test_precision_ordering(gpus: dict[str, GpuRecord], gpu_id: str) -> None:
     t = gpus[gpu_id].dense_tflops
+    half = t.half  # bf16, or fp16 on parts without bf16 (V100)
     if t.fp4 is not None:
         assert t.fp8 is not None and t.fp4 >= t.fp8, f"{gpu_id}: fp4 {t.fp4} < fp8 {t.fp8}"
     if t.fp8 is not None:
-        assert t.fp8 >= t.bf16, f"{gpu_id}: fp8 {t.fp8} < bf16 {t.bf16}"
+        assert t.fp8 >= half, f"{gpu_id}: fp8 {t.fp8} < bf16 {half}"
     if t.tf32 is not None:
-        assert t.bf16 >= t.tf32, f"{gpu_id}: bf16 {t.bf16} < tf32 {t.tf32}"
+        assert half >= t.tf32, f"{gpu_id}: bf16 {half} < tf32 {t.tf32}"
         if t.fp32 is not None:
             assert t.tf32 >= t.fp32, f"{gpu_id}: tf32 {t.tf32} < fp32 {t.fp32}"
     if t.fp32 is not None:
-        assert t.bf16 >= t.fp32, f"{gpu_id}: bf16 {t.bf16} < fp32 {t.fp32}"
+        assert half >= t.fp32, f"{gpu_id}: bf16 {half} < fp32 {t.fp32}"
 
 
 @pytest.mark.parametrize("gpu_id", sorted(REQUIRED_IDS))
@@ -119,7 +122,10 @@ def test_to_domain(gpus: dict[str, GpuRecord], gpu_id: str) -> None:
     assert isinstance(gpu, Gpu)
     assert gpu.id == gpu_id
     assert gpu.memory_bytes > 0
-    assert gpu.peak("bf16") == pytest.approx(record.dense_tflops.bf16 * 1e12)
+    if record.dense_tflops.bf16 is not None:
+        assert gpu.peak("bf16") == pytest.approx(record.dense_tflops.bf16 * 1e12)
+    else:
+        assert not gpu.has_precision("bf16")
     assert gpu.peak("fp16") > 0
     assert gpu.link.bandwidth_bytes_per_s == pytest.approx(
         record.link.bandwidth_gb_per_s_bidirectional / 2 * 1e9
@@ -149,6 +155,15 @@ def test_dates_not_after_record(gpus: dict[str, GpuRecord]) -> None:
         ("a100-80gb-pcie", 312.0),
         ("mi300x", 1307.4),
         ("b200", 2250.0),
+        ("mi250x", 191.5),  # one GCD
+        ("h200-nvl", 835.5),
+        ("l20", 119.5),
+        ("a800-80gb-sxm", 312.0),
+        ("gaudi2", 432.0),
+        ("mi300a", 980.6),
+        ("tpu-v5e", 197.0),
+        ("tpu-v5p", 459.0),
+        ("tpu-v6e", 918.0),
     ],
 )
 def test_known_dense_bf16(gpus: dict[str, GpuRecord], gpu_id: str, bf16: float) -> None:
@@ -176,6 +191,10 @@ def test_no_fp8_before_hopper(gpus: dict[str, GpuRecord]) -> None:
         "a10g",
         "rtx-3090",
         "v100-32gb",
+        "t4",
+        "a40",
+        "rtx-a6000",
+        "a800-80gb-sxm",
     ):
         assert gpus[gpu_id].dense_tflops.fp8 is None, gpu_id
 
@@ -188,3 +207,65 @@ def test_no_nvlink_on_geforce_ada_or_client_blackwell(gpus: dict[str, GpuRecord]
         # RTX 3090 keeps a 2-way bridge; no GeForce card is on an NVLink switch fabric
         assert gpus[gpu_id].link.kind != "nvlink", gpu_id
         assert gpus[gpu_id].link.domain_size <= 2 or gpus[gpu_id].link.kind == "pcie", gpu_id
+
+
+def test_mi250x_is_the_device_pytorch_sees(gpus: dict[str, GpuRecord]) -> None:
+    record = gpus["mi250x"]
+    assert record.devices_per_package == 2
+    assert record.memory_gib == 64  # one GCD, not the 128 GB package
+    assert record.dense_tflops.bf16 == pytest.approx(191.5)
+    assert record.node.gpus_per_node == 8  # 4 packages x 2 GCDs
+
+
+def test_blackwell_ultra_usable_memory_below_nominal(gpus: dict[str, GpuRecord]) -> None:
+    for gpu_id, usable_gib in (("b300", 270), ("gb300", 279)):
+        gpu = gpus[gpu_id].to_domain()
+        assert gpu.usable_bytes() == usable_gib * 1024**3, gpu_id
+        assert gpu.usable_bytes() < 285 * 1024**3, f"{gpu_id}: a 285 GiB job must not fit"
+
+
+def test_blackwell_hbm_bandwidth_per_hgx_pages(gpus: dict[str, GpuRecord]) -> None:
+    for gpu_id in ("b200", "b300", "gb200", "gb300"):
+        assert gpus[gpu_id].memory_bandwidth_gb_per_s == 8000, gpu_id
+
+
+def test_v100_has_no_bf16(gpus: dict[str, GpuRecord]) -> None:
+    t = gpus["v100-32gb"].dense_tflops
+    assert t.bf16 is None and t.fp16 == 125
+
+
+def test_full_mesh_links_flagged(gpus: dict[str, GpuRecord]) -> None:
+    for gpu_id in ("mi300x", "mi325x", "mi355x", "gaudi3"):
+        assert gpus[gpu_id].link.topology == "full-mesh", gpu_id
+        assert gpus[gpu_id].to_domain().link.topology == "full-mesh", gpu_id
+    assert gpus["h100-sxm"].link.topology == "switched"
+    assert gpus["a100-80gb-pcie"].link.topology == "pair"
+
+
+def test_host_copies_at_achievable_pcie_rates(gpus: dict[str, GpuRecord]) -> None:
+    assert gpus["a100-80gb-sxm"].to_domain().host_bus_bytes_per_s == pytest.approx(25e9)  # Gen4, not 32
+    assert gpus["h100-sxm"].to_domain().host_bus_bytes_per_s == pytest.approx(50e9)  # Gen5, not 64
+
+
+def test_half_precision_rate_required() -> None:
+    with pytest.raises(ValueError, match="bf16 or fp16"):
+        GpuRecord.model_validate({**yaml.safe_load((GPU_DIR / "v100-32gb.yaml").read_text()),
+                                  "dense_tflops": {"fp32": 15.7}})
+
+
+def test_no_bf16_before_ampere(gpus: dict[str, GpuRecord]) -> None:
+    for gpu_id in ("v100-32gb", "t4"):
+        assert gpus[gpu_id].dense_tflops.bf16 is None, gpu_id
+
+
+def test_china_market_cuts(gpus: dict[str, GpuRecord]) -> None:
+    assert gpus["a800-80gb-sxm"].link.bandwidth_gb_per_s_bidirectional == 400  # A100's 600 cut
+    assert gpus["a800-80gb-sxm"].dense_tflops.bf16 == gpus["a100-80gb-sxm"].dense_tflops.bf16
+    assert gpus["l20"].dense_tflops.bf16 < gpus["l40s"].dense_tflops.bf16 / 2
+    assert gpus["rtx-4090d"].dense_tflops.bf16 < gpus["rtx-4090"].dense_tflops.bf16
+
+
+def test_tpus_use_a_torus(gpus: dict[str, GpuRecord]) -> None:
+    for gpu_id in ("tpu-v5e", "tpu-v5p", "tpu-v6e"):
+        assert gpus[gpu_id].vendor == "google"
+        assert gpus[gpu_id].link.kind == "ici" and gpus[gpu_id].link.topology == "torus", gpu_id

@@ -147,3 +147,38 @@ def test_bad_checkpoint_load_is_one_line() -> None:
     out = run("memory", "llama-2-7b", "--checkpoint-load", "lazy")
     assert out.returncode == 2
     assert "--checkpoint-load" in out.stderr
+
+
+@pytest.mark.parametrize(("args", "alternative"), [
+    (("--gpu", "v100-32gb"), "fp16-mixed"),  # the default recipe, bf16-mixed
+    (("--gpu", "v100-32gb", "--precision", "bf16-true"), "fp16-mixed"),
+    (("--gpu", "v100-32gb", "--method", "qlora"), "fp16-mixed"),  # the PEFT default, bf16-true
+    (("--gpu", "a100-80gb-sxm", "--precision", "fp8"), "bf16-mixed"),
+])
+def test_precision_the_gpu_lacks_is_an_error_naming_the_alternative(args: tuple[str, ...], alternative: str) -> None:
+    out = run("memory", "llama-3.1-8b", *args)
+    assert out.returncode == 2
+    assert out.stderr.startswith("rigplan: error: ") and "Traceback" not in out.stderr
+    assert f"--precision {alternative}" in out.stderr
+
+
+def test_v100_runs_fp16_mixed() -> None:
+    out = run("memory", "llama-3.2-1b", "--gpu", "v100-32gb", "--precision", "fp16-mixed", "--json")
+    assert out.returncode == 0, out.stderr
+
+
+def test_job_between_usable_and_nominal_memory_does_not_fit_on_b300() -> None:
+    # about 282 GiB per GPU: below the 288 GiB nominal, above the ~270 GiB usable
+    out = run("memory", "llama-3.1-70b", "--gpu", "b300", "--gpus", "5", "--zero", "3", "--recompute", "full",
+              "--micro-batch", "2", "--seq", "8192", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert 270 * 1024**3 < data["per_gpu"]["total_bytes"] < 288 * 1024**3
+    assert data["gpu"]["usable_bytes"] == 270 * 1024**3
+    assert data["fits"] is False
+
+
+def test_mi250x_device_is_one_gcd() -> None:
+    out = run("memory", "llama-3.1-8b", "--gpu", "mi250x", "--json")
+    data = json.loads(out.stdout)
+    assert data["gpu"]["usable_bytes"] == 64 * 1024**3

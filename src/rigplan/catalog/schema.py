@@ -8,11 +8,19 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, StringConstraints, model_validator
 
 from rigplan.domain.hardware import Gpu, Link
 from rigplan.domain.model import MLA, Architecture, MoE
 from rigplan.units import GiB, MiB
+
+PCIE_X16_ACHIEVABLE_GB_PER_S = {3: 12.0, 4: 25.0, 5: 50.0, 6: 100.0}
+"""Host<->device copy rate one direction, pinned memory, x16, as measured rather than line rate
+(15.75 / 31.5 / 63 / 126 GB/s): Gen3 12 GB/s (V100, BaM authors, github.com/ZaidQureshi/bam issue 54,
+2025-02); Gen4 25.1 GB/s (A100 SXM4 nvbandwidth host_to_device, github.com/NVIDIA/nvbandwidth issue 42,
+2025-07; BaM paper's 25 GB/s); Gen5 52.8 GB/s device-to-host, 35 host-to-device with SM copies (H100,
+nvbandwidth issue 24, 2024-09), taken as 50. Gen6 has no published measurement: twice Gen5, the line
+rate ratio."""
 
 RecordId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9.\-]*$")]
 
@@ -37,18 +45,39 @@ class DenseTflops(Record):
 
     fp32: PositiveFloat | None = None
     tf32: PositiveFloat | None = None
-    bf16: PositiveFloat
+    bf16: PositiveFloat | None = None
+    """Absent on parts without bf16 tensor cores (V100, T4): bf16 recipes are then an error."""
     fp16: PositiveFloat | None = None
     fp8: PositiveFloat | None = None
     fp4: PositiveFloat | None = None
 
+    @model_validator(mode="after")
+    def _has_a_half_precision_rate(self) -> DenseTflops:
+        if self.bf16 is None and self.fp16 is None:
+            raise ValueError("dense_tflops needs bf16 or fp16 (the half-precision tensor rate training uses)")
+        return self
+
+    @property
+    def half(self) -> float:
+        """The bf16 rate, or fp16 where the part has no bf16."""
+        return float(self.bf16 or self.fp16 or 0.0)
+
+
+LinkTopology = Literal["switched", "full-mesh", "partial-mesh", "pair", "torus"]
+
 
 class LinkRecord(Record):
-    kind: Literal["nvlink", "nvlink-bridge", "nvlink-c2c", "infinity-fabric", "pcie", "roce"]
+    kind: Literal["nvlink", "nvlink-bridge", "nvlink-c2c", "infinity-fabric", "pcie", "roce", "ici", "hccs"]
     bandwidth_gb_per_s_bidirectional: PositiveFloat
     """Per GPU, both directions added (the datasheet convention: H100 SXM 900)."""
     domain_size: PositiveInt
     """GPUs reachable at that bandwidth."""
+    topology: LinkTopology = "switched"
+    """'switched': every GPU reaches every other at the full per-GPU figure through a switch
+    (NVSwitch; PCIe cards through the root complex or a PCIe switch). 'full-mesh': point-to-point
+    links, each pair on its own link(s), so one pair gets only a share of the per-GPU figure
+    (MI300X: 7 links of 128 GB/s; Gaudi: RoCE ports). 'partial-mesh': some pairs have no direct
+    link (V100 hybrid cube-mesh, MI250X). 'pair': a 2-way bridge. 'torus': TPU ICI."""
 
 
 class EccRecord(Record):
@@ -85,21 +114,25 @@ class CloudPriceRecord(Record):
 class GpuRecord(Record):
     id: RecordId
     name: str
-    vendor: Literal["nvidia", "amd", "intel"]
+    vendor: Literal["nvidia", "amd", "intel", "google", "huawei"]
     architecture: str
     launch: str | None = None
     memory_gib: PositiveFloat
     """Nominal capacity from the datasheet ("80 GB" is 80 GiB in practice)."""
     usable_memory_mib: PositiveFloat | None = None
     """Capacity the driver reports in the default ECC state (nvidia-smi), where known."""
-    memory_kind: Literal["HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7"]
+    memory_kind: Literal["HBM", "HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7"]
+    """'HBM' where the vendor does not name the generation (TPU Trillium)."""
     memory_bandwidth_gb_per_s: PositiveFloat
     dense_tflops: DenseTflops
     tdp_w: PositiveFloat
-    form_factor: Literal["sxm", "pcie", "oam", "superchip", "mezzanine"]
+    form_factor: Literal["sxm", "pcie", "oam", "superchip", "mezzanine", "apu", "tray"]
     link: LinkRecord
     pcie_gen: Annotated[int, Field(ge=3, le=6)]
     ecc: EccRecord
+    devices_per_package: PositiveInt = 1
+    """Devices the framework sees per package (MI250X: 2 GCDs). The record describes one device:
+    memory, rates, power and price are per device."""
     node: NodeRecord
     price: PriceRecord | None = None
     cloud_prices: list[CloudPriceRecord] = Field(default_factory=list)
@@ -108,10 +141,10 @@ class GpuRecord(Record):
     as_of: dt.date
 
     def to_domain(self) -> Gpu:
-        pcie_x16_gb_per_s = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}[self.pcie_gen]
         memory_bytes = int(self.usable_memory_mib * MiB) if self.usable_memory_mib else int(self.memory_gib * GiB)
         peaks = {k: v * 1e12 for k, v in self.dense_tflops.model_dump().items() if v}
-        peaks.setdefault("fp16", peaks["bf16"])
+        if "bf16" in peaks:
+            peaks.setdefault("fp16", peaks["bf16"])
         return Gpu(
             id=self.id,
             name=self.name,
@@ -127,8 +160,9 @@ class GpuRecord(Record):
                 kind=self.link.kind,
                 bandwidth_bytes_per_s=self.link.bandwidth_gb_per_s_bidirectional / 2 * 1e9,
                 domain_size=self.link.domain_size,
+                topology=self.link.topology,
             ),
-            host_bus_bytes_per_s=pcie_x16_gb_per_s * 1e9,
+            host_bus_bytes_per_s=PCIE_X16_ACHIEVABLE_GB_PER_S[self.pcie_gen] * 1e9,
             ecc_capacity_loss_fraction=self.ecc.capacity_loss_fraction,
             ecc_default_on=self.ecc.default_on,
             gpus_per_node=self.node.gpus_per_node,

@@ -18,6 +18,8 @@ class Link:
     """Per GPU, one direction."""
     domain_size: int
     """GPUs that reach each other at this bandwidth (8 on HGX, 72 on NVL72, 2 with a bridge)."""
+    topology: str = "switched"
+    """'switched', 'full-mesh', 'partial-mesh', 'pair' or 'torus' (catalog/schema.py LinkRecord)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -39,7 +41,7 @@ class Gpu:
     form_factor: str
     link: Link
     host_bus_bytes_per_s: float
-    """PCIe x16 bandwidth to the host, one direction."""
+    """Achievable host<->device copy rate over PCIe x16, one direction (not the line rate)."""
     ecc_capacity_loss_fraction: float
     """Fraction of capacity lost when ECC is turned on (1/16 on GDDR, 0 on HBM)."""
     ecc_default_on: bool
@@ -57,6 +59,10 @@ class Gpu:
         if not ecc_on and self.ecc_default_on and self.ecc_capacity_loss_fraction:
             return int(self.memory_bytes / (1 - self.ecc_capacity_loss_fraction))
         return self.memory_bytes
+
+    def has_precision(self, precision: str) -> bool:
+        """Whether the part has tensor cores for this precision ('bf16', 'fp16', 'fp8', 'fp4')."""
+        return bool(self.peak_flop_per_s.get(precision))
 
     def peak(self, precision: str) -> float:
         """Dense peak FLOP/s for a precision, falling back to the nearest slower one."""

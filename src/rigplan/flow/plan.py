@@ -20,12 +20,12 @@ from rigplan.catalog.schema import GpuRecord
 from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
 from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
 from rigplan.cost.power import HOURS_PER_YEAR
-from rigplan.errors import InvalidSpec, RigplanError
+from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
 from rigplan.estimate.step import scale_up_domain
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
 from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.request import EstimateRequest, PlanRequest
-from rigplan.flow.resolve import build_setup
+from rigplan.flow.resolve import TrainingSetup, build_setup, check_precision_on_gpu
 from rigplan.reliab import reliability_for_job
 from rigplan.search.evaluate import fastest_per_count, space_memory
 from rigplan.search.pareto import pareto_front
@@ -220,6 +220,20 @@ def residual_value_usd(record: GpuRecord, gpus: int, overrides: dict[str, Any] |
     return gpus * unit_costs(scenario_for_gpu(record, **(overrides or {}))).residual_credit_usd
 
 
+def _reference_setup(request: PlanRequest, records: list[GpuRecord], catalog: Catalog,
+                     model: ResolvedModel | None) -> TrainingSetup:
+    """Model and job from the first GPU that runs the recipe (a V100 cannot run bf16, an A100 not fp8);
+    when none does, the first GPU's error."""
+    first_error: UnsupportedPrecision | None = None
+    for record in records:
+        try:
+            return build_setup(EstimateRequest(**_base_estimate_fields(request), gpu=record.id), catalog, model)
+        except UnsupportedPrecision as err:
+            first_error = first_error or err
+    assert first_error is not None
+    raise first_error
+
+
 def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Catalog | None = None,
          model: ResolvedModel | None = None) -> PlanResult:
     """Search GPU types, counts, layouts and purchase modes; rank and return the Pareto front.
@@ -248,7 +262,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     tokens = parse_count(request.tokens, "--tokens")
     if tokens <= 0:
         raise InvalidSpec("--tokens must be positive, e.g. 2T or 300B")
-    reference = build_setup(EstimateRequest(**_base_estimate_fields(request), gpu=records[0].id), catalog, model)
+    reference = _reference_setup(request, records, catalog, model)
     model = reference.model
     arch, job = reference.arch, reference.job
     ckpt_bytes = checkpoint_bytes(reference)
@@ -264,6 +278,11 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
         if progress:
             progress(done, len(records))
         gpu = record.to_domain()
+        try:
+            check_precision_on_gpu(gpu, job.precision, defaulted=request.precision is None)
+        except UnsupportedPrecision:
+            reasons["precision.unsupported"] = reasons.get("precision.unsupported", 0) + 1
+            continue
         domain = scale_up_domain(gpu)
         offers = _offers_for(record, request.mode, request.onprem_basis)
         if not offers:

@@ -11,7 +11,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout, check_layout_for_model
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
-from rigplan.errors import InvalidSpec
+from rigplan.errors import InvalidSpec, UnsupportedPrecision
 from rigplan.estimate.calibration import Calibration
 from rigplan.flow.model_source import ResolvedModel, resolve_model
 from rigplan.flow.request import JobSpec
@@ -58,6 +58,21 @@ def _routing(spec: JobSpec) -> dict[str, object]:
         return spec.routing_values()
     except ValueError as exc:
         raise InvalidSpec(str(exc)) from exc
+
+
+_TENSOR_PRECISION_OF_RECIPE = {"bf16-mixed": "bf16", "bf16-true": "bf16", "fp16-mixed": "fp16", "fp8": "fp8"}
+
+
+def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False) -> None:
+    """A recipe whose tensor precision the part lacks (bf16 on V100/T4, fp8 before Hopper/Ada) is an
+    error naming the recipe that does run; a silent fallback would misstate both memory and speed."""
+    need = _TENSOR_PRECISION_OF_RECIPE.get(precision)
+    if need is None or gpu.has_precision(need):
+        return
+    alternative = "bf16-mixed" if gpu.has_precision("bf16") else "fp16-mixed"
+    origin = f"the default precision {precision}" if defaulted else f"--precision {precision}"
+    raise UnsupportedPrecision(f"{gpu.name} has no {need} tensor cores, so {origin} cannot run on it; "
+                               f"use --precision {alternative}")
 
 
 def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedModel | None = None) -> TrainingSetup:
@@ -121,8 +136,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         checkpoint_load=spec.checkpoint_load, nf4_quantizer=spec.nf4_quantizer,
         **_routing(spec),
     )
-    if job.precision == "fp8" and not gpu.peak_flop_per_s.get("fp8"):
-        assumptions.append(f"{gpu.name} has no fp8 tensor cores; fp8 memory is shown, speed would fall back")
+    check_precision_on_gpu(gpu, precision, defaulted=spec.precision is None)
     if layout.zero == 3 and job.is_peft:
         assumptions.append("ZeRO-3/FSDP shards the frozen base weights too")
     calibration = None
