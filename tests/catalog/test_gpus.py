@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 import yaml
 
@@ -135,10 +137,20 @@ def test_to_domain(gpus: dict[str, GpuRecord], gpu_id: str) -> None:
 
 def test_dates_not_after_record(gpus: dict[str, GpuRecord]) -> None:
     for gpu_id, record in gpus.items():
-        if record.price is not None:
+        if record.price is not None and record.price.as_of is not None:
             assert record.price.as_of <= record.as_of, gpu_id
         for cp in record.cloud_prices:
-            assert cp.as_of <= record.as_of, f"{gpu_id}: {cp.provider}"
+            assert cp.as_of is None or cp.as_of <= record.as_of, f"{gpu_id}: {cp.provider}"
+
+
+def test_no_price_carries_the_compile_date(gpus: dict[str, GpuRecord]) -> None:
+    # an undated snapshot must say so, not borrow the reference's compile date (it would win as "newest")
+    compiled = {dt.date(2026, 12, 2), dt.date(2026, 12, 3), dt.date(2026, 12, 4)}
+    for gpu_id, record in gpus.items():
+        if record.price is not None:
+            assert record.price.as_of not in compiled, gpu_id
+        for cp in record.cloud_prices:
+            assert cp.as_of not in compiled, f"{gpu_id}: {cp.provider} {cp.pricing}"
 
 
 @pytest.mark.parametrize(

@@ -113,3 +113,41 @@ def test_server_build_supplies_gpu_and_power() -> None:
     assert built["gpu"]["id"] == "h100-sxm"
     assert built["scenario"]["host_w_per_gpu"] == pytest.approx((10200 - 8 * 700) / 8)
     assert default["scenario"]["host_w_per_gpu"] == pytest.approx(250)
+
+
+def test_64_h100_for_12_months_shows_buy_use_sell_beside_the_3_year_view() -> None:
+    data = json.loads(invoke("--gpu", "h100-sxm", "--gpus", "64", "--months", "12", "--json").stdout)
+    deal = data["buy_use_sell"]
+    assert deal["hours"] == pytest.approx(12 * 730)
+    assert deal["resale_fraction"] == pytest.approx(1 - 0.7 / 3)
+    assert deal["total_usd"] < data["onprem"]["lifetime_usd"]
+    assert data["job_verdict"] and data["verdict"]
+    assert data["onprem"]["colo_usd_per_year"] > 0 and data["onprem"]["staff_usd_per_year"] > 0
+    assert data["onprem"]["financing_usd_per_year"] > 0
+    assert "Left out:" in data["verdict"]
+
+
+def test_large_multi_week_job_is_not_priced_at_spot_or_serverless_unless_asked() -> None:
+    data = json.loads(invoke("--gpu", "h100-sxm", "--gpus", "64", "--months", "12", "--json").stdout)
+    assert {c["pricing"] for c in data["cloud"]}.isdisjoint({"spot", "community", "serverless"})
+    assert any("serverless" in note for note in data["assumptions"])
+    asked = json.loads(invoke("--gpu", "h100-sxm", "--gpus", "64", "--months", "12", "--pricing", "serverless",
+                              "--json").stdout)
+    assert [c["pricing"] for c in asked["cloud"]] == ["serverless"]
+    small = json.loads(invoke("--gpu", "h100-sxm", "--gpus", "8", "--hours", "24", "--json").stdout)
+    assert "serverless" in {c["pricing"] for c in small["cloud"]}
+
+
+def test_undated_prices_say_so() -> None:
+    data = json.loads(invoke("--gpu", "h100-sxm", "--gpus", "8", "--hours", "24", "--json").stdout)
+    serverless = [c for c in data["cloud"] if c["pricing"] == "serverless"]
+    assert serverless and serverless[0]["as_of"] is None
+    assert "undated" in invoke("--gpu", "h100-sxm", "--gpus", "8", "--hours", "24").output
+
+
+def test_renting_works_for_a_gpu_without_a_purchase_price() -> None:
+    out = invoke("--gpu", "t4", "--gpus", "4", "--months", "1", "--cloud-price", "0.35")
+    assert out.exit_code == 0, out.output
+    assert "RENT" in out.output and "no purchase price" in out.output
+    data = json.loads(invoke("--gpu", "t4", "--gpus", "4", "--months", "1", "--cloud-price", "0.35", "--json").stdout)
+    assert data["onprem"] is None and data["cloud"][0]["total_usd"] == pytest.approx(4 * 730 * 0.35)

@@ -34,7 +34,8 @@ def bare(**overrides: object) -> OnPremScenario:
     """A GPU and nothing else: no server share, no power, no residual, always busy, 1 year."""
     values: dict[str, object] = dict(gpu_price_usd=7300.0, gpu_tdp_w=1000.0, server_share_fraction=0.0,
                                      fabric_fraction=0.0, depreciation_years=1.0, residual_fraction=0.0,
-                                     utilisation=1.0, pue=1.0, host_w_per_gpu=0.0, usd_per_kwh=0.0)
+                                     utilisation=1.0, pue=1.0, host_w_per_gpu=0.0, usd_per_kwh=0.0,
+                                     colo_usd_per_kw_month=0.0, staff_usd_per_gpu_year=0.0, capital_rate=0.0)
     values.update(overrides)
     return OnPremScenario.model_validate(values)
 
@@ -245,3 +246,43 @@ def test_gpu_without_price_needs_one() -> None:
         with pytest.raises(InvalidSpec, match="--gpu-price"):
             scenario_for_gpu(record)
     assert scenario_for_gpu(record, gpu_price_usd=25_000.0).gpu_price_usd == 25_000
+
+
+# --- the costs of owning that used to default to zero ----------------------------------------------
+def test_owning_defaults_are_not_zero() -> None:
+    from rigplan.cost import onprem as op
+
+    s = OnPremScenario(gpu_price_usd=30_000.0, gpu_tdp_w=700.0)
+    assert s.colo_usd_per_kw_month == pytest.approx(184.06)  # CBRE North America H2 2024
+    assert s.staff_usd_per_gpu_year == pytest.approx(136_000 / 250)
+    assert s.capital_rate == pytest.approx(0.075)
+    unit = unit_costs(s)
+    assert unit.colo_usd_per_year == pytest.approx(184.06 * 12 * (700 + 250) / 1000)
+    assert unit.financing_usd > 0
+    free = s.model_copy(update={"colo_usd_per_kw_month": 0.0, "staff_usd_per_gpu_year": 0.0, "capital_rate": 0.0})
+    assert usd_per_useful_gpu_hour(s) > usd_per_useful_gpu_hour(free)
+    assert "cost of capital" not in op.LEFT_OUT
+
+
+def test_financing_is_an_annuity_on_capex_net_of_discounted_resale() -> None:
+    from rigplan.cost.onprem import financing_usd
+
+    assert financing_usd(1_000.0, 300.0, 0.0, 3.0) == 0.0
+    # one year at 10%: pay capex now, get resale back a year later -> interest = 10% of capex
+    assert financing_usd(1_000.0, 300.0, 0.10, 1.0) == pytest.approx(100.0)
+    # no resale, 2 years at 10%: annuity 576.19 x 2 - 1000
+    assert financing_usd(1_000.0, 0.0, 0.10, 2.0) == pytest.approx(2 * 1_000 * 0.1 / (1 - 1.1**-2) - 1_000)
+
+
+def test_buy_use_sell_sells_at_the_straight_line_resale_value() -> None:
+    from rigplan.cost.onprem import buy_use_sell, resale_fraction_after
+
+    s = bare(depreciation_years=3.0, residual_fraction=0.3)
+    assert resale_fraction_after(s, 0.0) == 1.0
+    assert resale_fraction_after(s, 1.0) == pytest.approx(1 - 0.7 / 3)
+    assert resale_fraction_after(s, 5.0) == pytest.approx(0.3)
+    deal = buy_use_sell(s, 4, 8760.0)
+    # bare: GPU only, 1 kW, no energy price, no fixed costs, no interest -> capex x (1 - resale)
+    assert deal.total_usd == pytest.approx(4 * 7300.0 * 0.7 / 3)
+    with_interest = buy_use_sell(s.model_copy(update={"capital_rate": 0.1}), 4, 8760.0)
+    assert with_interest.financing_usd == pytest.approx(4 * 7300.0 * 0.1)

@@ -11,7 +11,7 @@ from rigplan.errors import InvalidSpec
 from rigplan.reliab.checkpoint import optimal_interval_s
 from rigplan.reliab.failures import DAY_S, HOUR_S, LLAMA3_405B, FailureCause, FailureModel, failure_model_from_mtbf
 from rigplan.reliab.goodput import DEFAULT_RESTART_S, reliability_for_job
-from rigplan.reliab.storage import DEFAULT_STORAGE, nvme_gen4, parallel_fs
+from rigplan.reliab.storage import DEFAULT_STORAGE, ceph, nvme_gen4, parallel_fs
 
 SHARED_10GBPS = parallel_fs(write_bytes_per_s=1e10, read_bytes_per_s=1e10)
 ONE_PER_8E6_GPU_S = failure_model_from_mtbf(gpu_mtbf_s=8e6)
@@ -44,10 +44,15 @@ def test_default_interval_is_daly_for_unexpected_mtbf() -> None:
     assert r.storage == SHARED_10GBPS
 
 
-def test_default_storage_is_node_local_nvme() -> None:
+def test_default_storage_is_node_local_on_one_node_and_shared_beyond() -> None:
+    one_node = reliability_for_job(num_gpus=8, ideal_time_s=DAY_S, checkpoint_bytes=7e9)
+    assert one_node.storage == DEFAULT_STORAGE == nvme_gen4()
+    assert one_node.checkpoint_write_s == pytest.approx(7e9 / 3.5e9)
+    # a checkpoint on a failed node's local disk is lost with the node: multi-node jobs write to shared storage
     r = reliability_for_job(num_gpus=16, ideal_time_s=DAY_S, checkpoint_bytes=7e9)
-    assert r.storage == DEFAULT_STORAGE == nvme_gen4()
-    assert r.checkpoint_write_s == pytest.approx(7e9 / (2 * 3.5e9))
+    assert not r.storage.per_node
+    assert r.storage == ceph(4)
+    assert r.checkpoint_write_s == pytest.approx(7e9 / (4 * 16.6e9 / 3))
 
 
 def test_planned_stops_cost_a_restart_and_a_checkpoint_each() -> None:

@@ -96,10 +96,17 @@ class NodeRecord(Record):
     note: str | None = None
 
 
+def as_of_text(date: dt.date | None) -> str:
+    """A snapshot date as shown to users: ISO, or 'undated'."""
+    return date.isoformat() if date else "undated"
+
+
 class PriceRecord(Record):
     usd: PositiveFloat
     kind: Literal["msrp", "street", "estimate"]
-    as_of: dt.date
+    as_of: dt.date | None = None
+    """Date of the price snapshot; absent ("undated") when the source gives none. Never the
+    catalog's compile date, which would make an undated price look newer than dated ones."""
     source: str
 
 
@@ -107,8 +114,11 @@ class CloudPriceRecord(Record):
     provider: str
     pricing: Literal["on-demand", "reserved", "spot", "community", "serverless"]
     usd_per_gpu_hour: PositiveFloat
-    as_of: dt.date
+    as_of: dt.date | None = None
+    """Snapshot date; absent ("undated") when the source gives none (see PriceRecord.as_of)."""
     source: str
+    capacity_gpus: PositiveInt | None = None
+    """Most GPUs one customer can rent at this price at once, where the provider states it."""
 
 
 class GpuRecord(Record):

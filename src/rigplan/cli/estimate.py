@@ -31,8 +31,10 @@ from rigplan.report.text import render_estimate
 @click.option("--nics-per-node", type=int, help="Scale-out NICs per node.")
 @click.option("--host-power-w", type=float, default=250.0, show_default=True,
               help="Host power per GPU under load (CPUs, NICs, fans; DGX H100 runs 6.5-8.5 kW with 5.6 kW of GPUs).")
-@click.option("--storage", type=click.Choice(["nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"]), default="nvme",
-              show_default=True, help="Checkpoint storage (sets checkpoint write time).")
+@click.option("--storage", type=click.Choice(["auto", "nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"]),
+              default="auto", show_default=True,
+              help="Checkpoint storage (sets checkpoint write time); auto: node-local NVMe on one node, shared "
+                   "ceph-4 beyond (a checkpoint on a failed node's disk is lost with it).")
 @click.option("--restart-s", type=float, help="Seconds to restart after an interruption (default 600).")
 @click.option("--checkpoint-interval-s", type=float, help="Checkpoint every N seconds (default: Daly's optimum).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

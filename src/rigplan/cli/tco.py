@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rigplan.catalog.load import load_catalog
+from rigplan.catalog.schema import as_of_text
 from rigplan.cli.common import build_request, echo_json, guarded
 from rigplan.cost.money import Money
 from rigplan.cost.scenarios import SEED_GPU_ID, SeedScenario, seed_scenario
@@ -27,7 +28,7 @@ def _pct(value: float) -> str:
 
 def render_tco(result: TcoResult, console: Console) -> None:
     m, own, s = result.money, result.onprem, result.scenario
-    n = own.num_gpus
+    n = result.num_gpus
     console.print(f"[bold]{n} x {result.gpu.name}[/bold]: job of {result.job_hours:,.0f} h per GPU "
                   f"({n * result.job_hours:,.0f} GPU-h; {result.job_basis})")
     if result.cloud:
@@ -37,10 +38,13 @@ def render_tco(result: TcoResult, console: Console) -> None:
             table.add_column(name, justify=justify)  # type: ignore[arg-type]
         for c in result.cloud:
             table.add_row(c.offer.provider, c.offer.pricing, m.rate(c.offer.usd_per_gpu_hour),
-                          c.offer.as_of.isoformat() if c.offer.as_of else "-", m.amount(c.total_usd))
+                          "-" if c.offer.pricing == "user" else as_of_text(c.offer.as_of), m.amount(c.total_usd))
         console.print(table)
     else:
         console.print("Cloud: no offers in the catalog for this GPU (give --cloud-price or --offers FILE)")
+    if own is None or s is None:
+        _render_notes(result, console)
+        return
     console.print(f"[bold]Own[/bold] ({own.years:g} y, {own.utilisation:.0%} utilisation)")
     console.print(f"  capex: GPUs {m.amount(own.capex_gpus_usd)} + server share {m.amount(own.capex_server_usd)} "
                   f"+ fabric {m.amount(own.capex_fabric_usd)} = {m.amount(own.capex_usd)}")
@@ -51,6 +55,7 @@ def render_tco(result: TcoResult, console: Console) -> None:
     console.print(f"  per year: power {m.amount(own.power_usd_per_year)} ({own.energy_kwh_per_year:,.0f} kWh at "
                   f"PUE {s.pue:g}, {price}) + colocation {m.amount(own.colo_usd_per_year)} + licence "
                   f"{m.amount(own.licence_usd_per_year)} + staff {m.amount(own.staff_usd_per_year)} "
+                  f"+ capital {m.amount(own.financing_usd_per_year)} ({s.capital_rate:.1%}) "
                   f"= {m.amount(own.opex_usd_per_year)}")
     console.print(f"  total over {own.years:g} y: {m.amount(own.lifetime_usd)} = "
                   f"[bold]{m.rate(own.usd_per_useful_gpu_hour)} per useful GPU-hour[/bold]; "
@@ -69,10 +74,22 @@ def render_tco(result: TcoResult, console: Console) -> None:
         console.print(table)
     grid = " · ".join(f"{u:.0%} {m.rate(c)}" for u, c in result.by_utilisation)
     console.print(f"Own per useful GPU-hour by utilisation: {grid}")
+    bus = result.buy_use_sell
+    if bus is not None:
+        console.print(f"[bold]Buy for this job and sell[/bold] ({bus.hours / 730:.0f} months, busy throughout): capex "
+                      f"{m.amount(bus.capex_usd)} - resale at {bus.resale_fraction:.0%} {m.amount(bus.resale_usd)} + "
+                      f"energy {m.amount(bus.energy_usd)} + host power, colocation, licence, staff "
+                      f"{m.amount(bus.fixed_usd)} + capital {m.amount(bus.financing_usd)} = {m.amount(bus.total_usd)}")
+    _render_notes(result, console)
+
+
+def _render_notes(result: TcoResult, console: Console) -> None:
     console.print("Assumptions:")
     for note in result.assumptions:
         console.print(f"  - {note}", highlight=False)
     console.print(f"[bold]{result.verdict}[/bold]")
+    if result.job_verdict:
+        console.print(f"[bold]{result.job_verdict}[/bold]")
 
 
 def render_seed(seed: SeedScenario, m: Money, console: Console) -> None:
@@ -120,13 +137,18 @@ def render_seed(seed: SeedScenario, m: Money, console: Console) -> None:
               help="Resale value at the end of the period, fraction of capex.")
 @click.option("--licence", default="none", show_default=True,
               help="Software licence per GPU-year: nvaie (4,500 USD), none, or an amount.")
-@click.option("--colo-per-kw-month", "--colo-usd-per-kw-month", "colo_per_kw_month", type=float, default=0.0,
-              show_default=True, help="Colocation / datacentre charge per provisioned IT kW-month.")
+@click.option("--colo-per-kw-month", "--colo-usd-per-kw-month", "colo_per_kw_month", type=float,
+              help="Colocation / datacentre charge per provisioned IT kW-month (default 184.06 USD, CBRE North "
+                   "America H2 2024; 0 for a building you own outright).")
 @click.option("--gpu-price", type=float, help="Purchase price per GPU (default: the catalog's dated price).")
 @click.option("--server-share", type=float, help="Non-GPU server cost per GPU (default: 50% of the GPU price).")
 @click.option("--fabric-share", type=float, help="Network fabric cost per GPU (default: 20% of the GPU price).")
 @click.option("--host-w", type=float, default=250.0, show_default=True, help="Host power per GPU under load, W.")
-@click.option("--staff-per-year", type=float, default=0.0, show_default=True, help="Operations staff per year.")
+@click.option("--staff-per-year", type=float,
+              help="Operations staff of the whole cluster per year (default 544 USD per GPU-year: one operator "
+                   "per 250 GPUs at 136,000 USD loaded).")
+@click.option("--capital-rate", type=float, default=0.075, show_default=True,
+              help="Cost of capital per year as a fraction (US prime rate 7.5% after 2024-12-19; 0 for spare cash).")
 @click.option("--delta-t-f", type=float, default=20.0, show_default=True,
               help="Air temperature rise through the servers, °F (airflow figure).")
 @click.option("--cloud-price", type=float, help="Your cloud price per GPU-hour (replaces the catalog's offers).")
@@ -154,7 +176,7 @@ def tco_command(gpu: str | None, scenario: str | None, as_json: bool, catalog_di
     """Cloud rental vs owning GPUs: totals for a job, owned cost per useful GPU-hour, break-even.
 
     Money flags are read in --currency. Owned cost = capex (GPU + server + fabric) - resale value
-    + years x (power at PUE + colocation + licence + staff), spread over the busy hours.
+    + years x (power at PUE + colocation + licence + staff) + cost of capital, spread over the busy hours.
 
     \b
     Examples:

@@ -36,8 +36,9 @@ def breakeven_months(s: OnPremScenario, usd_per_gpu_hour: float, num_gpus: int =
 
     and never (inf) when renting's monthly bill does not exceed owning's running cost. At
     m* = 12·Y the cloud price equals the owned cost per useful GPU-hour. Leaves out: residual value
-    falling with time (the full-period residual is netted however early you stop), interest, and
-    delivery and installation lead time.
+    falling with time (the full-period residual is netted however early you stop; `tco`'s
+    buy-and-sell view prices an early sale), interest as it really accrues (the period's financing
+    cost is spread evenly over the months in R), and delivery and installation lead time.
     """
     net_capex = unit_costs(s).net_capex_usd
     margin = usd_per_gpu_hour * s.utilisation * HOURS_PER_MONTH - own_running_usd_per_month(s, num_gpus)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rigplan.catalog.load import Catalog
+from rigplan.catalog.schema import as_of_text
 from rigplan.cost.money import CNY_PER_USD_DEFAULT
 from rigplan.servers.schema import ServerRecord
 
@@ -42,7 +43,8 @@ def build_costs(build: ServerRecord, catalog: Catalog, cny_per_usd: float = CNY_
         usd = price.amount / cny_per_usd if price.currency == "CNY" else price.amount
         per_node = usd / build.nodes if "whole" in price.scope.lower() else usd
         share = max(per_node / count - gpu.price.usd, 0.0)
-        notes.append(f"server share ${share:,.0f} per GPU from {build.id}'s price ({price.kind}, {price.as_of}) "
+        dated = as_of_text(price.as_of)
+        notes.append(f"server share ${share:,.0f} per GPU from {build.id}'s price ({price.kind}, {dated}) "
                      f"less {count} x {gpu.id} at the catalog's ${gpu.price.usd:,.0f}")
     elif price is None:
         notes.append(f"{build.id} records no price: the default server share applies")

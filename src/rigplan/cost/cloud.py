@@ -18,6 +18,19 @@ from rigplan.cost.power import HOURS_PER_MONTH
 from rigplan.errors import InvalidSpec
 
 PRICING_KINDS = ("on-demand", "reserved", "spot", "community", "serverless")
+INTERRUPTIBLE_KINDS = ("spot", "community", "serverless")
+"""Capacity that can be taken back or does not hold a gang of ranks: spot is reclaimed (AWS gives a
+two-minute notice), community hosts leave, serverless workers scale per request with an execution
+time limit. One lost rank stops a synchronous multi-node job."""
+LONG_JOB_HOURS = 336.0
+"""Two weeks: a "multi-week" job (rigplan threshold)."""
+LARGE_JOB_GPUS = 8
+"""More than one 8-GPU server (rigplan threshold)."""
+
+
+def interruptible_pricing_unsuitable(num_gpus: int, hours: float) -> bool:
+    """Large multi-week jobs are not priced at spot, community or serverless rates unless asked."""
+    return num_gpus > LARGE_JOB_GPUS and hours > LONG_JOB_HOURS
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -50,6 +50,29 @@ HOST_W_SOURCE = (
     "GPU for CPUs, NICs, NVSwitch, DRAM, fans (hardware-facts B2)"
 )
 DELTA_T_F_DEFAULT = 20.0
+COLO_USD_PER_KW_MONTH_DEFAULT = 184.06
+COLO_SOURCE = (
+    "colocation $184.06 per provisioned IT kW-month: CBRE North America Data Center Trends H2 2024 (2025-02-26), "
+    "average asking rate for a 250-500 kW requirement in primary markets (space, power distribution, cooling; "
+    "energy billed on top, as here). Set --colo-per-kw-month 0 only for a building already owned and paid for"
+)
+STAFF_GPUS_PER_FTE = 250.0
+STAFF_USD_PER_FTE_YEAR = 136_000.0
+STAFF_USD_PER_GPU_YEAR_DEFAULT = STAFF_USD_PER_FTE_YEAR / STAFF_GPUS_PER_FTE
+STAFF_SOURCE = (
+    "staff $544 per GPU-year: one operator per 250 accelerators (Roskies & Zacharia, CTWatch Quarterly 2(2), "
+    "May 2006: sites add one FTE per ~250 processors; GPUs counted as processors) at $136,000 loaded, the BLS "
+    "median pay of network and computer systems administrators ($95,360, May 2023) over wages' ~70% share of "
+    "private-industry compensation (BLS Employer Costs for Employee Compensation). --staff-per-year sets the "
+    "cluster's total instead"
+)
+CAPITAL_RATE_DEFAULT = 0.075
+CAPITAL_SOURCE = (
+    "cost of capital 7.5% a year: the US bank prime loan rate after the 2024-12-19 cut (Federal Reserve H.15); the "
+    "capex is financed over the period as an annuity and the resale value discounted. Use your own rate "
+    "(--capital-rate; 0 for idle cash with no other use)"
+)
+LEFT_OUT = "spares and repairs, support contracts, failure downtime, taxes, delivery and installation lead time"
 LICENCE_PRESETS_USD_PER_GPU_YEAR = {"none": 0.0, "open": 0.0, "nvaie": 4500.0}
 LICENCE_SOURCE = (
     "NVIDIA AI Enterprise $4,500 per GPU per year (Q3 FY2024 earnings call; B5); 5 years bundled with H100 PCIe, "
@@ -81,11 +104,15 @@ class OnPremScenario(BaseModel):
     usd_per_kwh: Annotated[float, Field(ge=0, le=10)] = USD_PER_KWH_DEFAULT
     tariff: TimeOfUseTariff | None = None
     """Time-of-use tariff; replaces usd_per_kwh when given."""
-    colo_usd_per_kw_month: Annotated[float, Field(ge=0)] = 0.0
+    colo_usd_per_kw_month: Annotated[float, Field(ge=0)] = COLO_USD_PER_KW_MONTH_DEFAULT
     """Colocation / datacentre space and cooling per provisioned IT kW (energy billed separately)."""
     licence_usd_per_gpu_year: Annotated[float, Field(ge=0)] = 0.0
     staff_usd_per_year: Annotated[float, Field(ge=0)] = 0.0
-    """Operations staff for the whole cluster (spread over its GPUs)."""
+    """Operations staff for the whole cluster (spread over its GPUs), on top of the per-GPU figure."""
+    staff_usd_per_gpu_year: Annotated[float, Field(ge=0)] = STAFF_USD_PER_GPU_YEAR_DEFAULT
+    """Operations staff that grows with the cluster (STAFF_SOURCE); 0 when the total is given instead."""
+    capital_rate: Annotated[float, Field(ge=0, le=1)] = CAPITAL_RATE_DEFAULT
+    """Yearly cost of the money tied up in the hardware (interest or the return given up)."""
     delta_t_f: Annotated[float, Field(gt=0, le=100)] = DELTA_T_F_DEFAULT
     """Air temperature rise through the servers, °F, for the airflow figure."""
 
@@ -139,8 +166,12 @@ class UnitCosts:
     power_usd_per_year: float
     colo_usd_per_year: float
     licence_usd_per_year: float
+    staff_usd_per_year: float
+    """The per-GPU staff figure (the cluster-level total is added where N is known)."""
+    financing_usd: float
+    """Cost of capital over the whole period: Y x annuity of (capex - PV(resale)) - (capex - resale)."""
     fixed_usd_per_year: float
-    """Paid whether or not the GPU is busy: host power, colocation, licence (staff is per cluster)."""
+    """Paid whether or not the GPU is busy: host power, colocation, licence, per-GPU staff, financing / Y."""
     energy_usd_per_busy_hour: float
     """GPU energy of one busy hour: TDP × PUE × busy price."""
 
@@ -149,6 +180,8 @@ def unit_costs(s: OnPremScenario) -> UnitCosts:
     """Per-GPU costs.
 
     capex = GPU + server share + fabric share; residual credit = residual_fraction × capex.
+    financing = Y·A − (capex − resale), A = (capex − resale/(1+i)^Y) · i / (1 − (1+i)^−Y), the
+    equivalent annual cost of buying with money costing i a year (0 when i = 0).
     energy/yr = (TDP × u + host) × PUE × 8760 h: the GPU draws its TDP when busy and nothing when
     idle; the host draws its loaded power at all hours (the two errors roughly offset; idle GPU draw
     of ~10-15% TDP and lower idle host draw are left out). GPU energy pays the busy price, host
@@ -169,15 +202,80 @@ def unit_costs(s: OnPremScenario) -> UnitCosts:
     energy_per_busy_hour = s.gpu_tdp_w * s.pue * busy_price / 1000
     host_power = host_kwh * mean_price
     colo = s.colo_usd_per_kw_month * 12 * (s.gpu_tdp_w + s.host_w_per_gpu) / 1000
+    financing = financing_usd(capex, residual, s.capital_rate, s.depreciation_years)
     return UnitCosts(
         gpu_usd=s.gpu_price_usd, server_usd=server, fabric_usd=fabric, capex_usd=capex,
         residual_credit_usd=residual, net_capex_usd=capex - residual,
         busy_usd_per_kwh=busy_price, mean_usd_per_kwh=mean_price,
         energy_kwh_per_year=gpu_kwh + host_kwh, power_usd_per_year=gpu_kwh * busy_price + host_power,
         colo_usd_per_year=colo, licence_usd_per_year=s.licence_usd_per_gpu_year,
-        fixed_usd_per_year=host_power + colo + s.licence_usd_per_gpu_year,
+        staff_usd_per_year=s.staff_usd_per_gpu_year, financing_usd=financing,
+        fixed_usd_per_year=(host_power + colo + s.licence_usd_per_gpu_year + s.staff_usd_per_gpu_year
+                            + financing / s.depreciation_years),
         energy_usd_per_busy_hour=energy_per_busy_hour,
     )
+
+
+def financing_usd(capex_usd: float, resale_usd: float, rate: float, years: float) -> float:
+    """Cost of capital over `years` of owning: the annuity that repays capex net of the discounted
+    resale, times the years, less the undiscounted net capex. 0 at rate 0."""
+    if rate <= 0:
+        return 0.0
+    growth = float((1 + rate) ** years)
+    annuity = (capex_usd - resale_usd / growth) * rate / (1 - 1 / growth)
+    return float(annuity * years - (capex_usd - resale_usd))
+
+
+def resale_fraction_after(s: OnPremScenario, years_owned: float) -> float:
+    """Resale value after `years_owned`, a fraction of capex: straight-line from 1 at purchase to
+    `residual_fraction` at the end of the period (and no lower after it).
+
+    Straight-line, not a constant yearly percentage, because the market evidence is gentle early:
+    used H100 fetched 50-70% of new after 2-3 years (hardware-facts B8); a geometric curve to 30% at
+    3 years would already be at 67% after one. A scenario input like the residual itself."""
+    share = min(max(years_owned, 0.0) / s.depreciation_years, 1.0)
+    return 1.0 - (1.0 - s.residual_fraction) * share
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuyUseSell:
+    """Buy `num_gpus` GPUs, run one job continuously for `hours`, sell them at the resale value then."""
+
+    num_gpus: int
+    hours: float
+    resale_fraction: float
+    capex_usd: float
+    resale_usd: float
+    energy_usd: float
+    fixed_usd: float
+    """Host power, colocation, licence and staff over the job's months."""
+    financing_usd: float
+    """Interest on the capex over the job: capex × ((1 + i)^t − 1)."""
+    total_usd: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def buy_use_sell(s: OnPremScenario, num_gpus: int, hours: float) -> BuyUseSell:
+    """total = N·[capex − resale(t) + TDP·PUE·p_busy·H + t·(host power + colo + licence + staff_gpu)
+    + capex·((1+i)^t − 1)] + t·staff_cluster, t = H / 8760 years; the GPUs are busy all H hours.
+    Leaves out what `usd_per_useful_gpu_hour` leaves out, plus selling costs and the time to sell."""
+    if num_gpus < 1 or hours < 0:
+        raise InvalidSpec("buy-use-sell needs at least one GPU and non-negative hours")
+    unit = unit_costs(s)
+    years = hours / HOURS_PER_YEAR
+    n = float(num_gpus)
+    resale_fraction = resale_fraction_after(s, years)
+    resale = unit.capex_usd * resale_fraction
+    energy = unit.energy_usd_per_busy_hour * hours
+    host_power = s.host_w_per_gpu * s.pue * hours / 1000 * unit.mean_usd_per_kwh
+    fixed = host_power + years * (unit.colo_usd_per_year + unit.licence_usd_per_year + unit.staff_usd_per_year)
+    financing = unit.capex_usd * ((1 + s.capital_rate) ** years - 1)
+    total = n * (unit.capex_usd - resale + energy + fixed + financing) + years * s.staff_usd_per_year
+    return BuyUseSell(num_gpus=num_gpus, hours=hours, resale_fraction=resale_fraction, capex_usd=n * unit.capex_usd,
+                      resale_usd=n * resale, energy_usd=n * energy, fixed_usd=n * fixed + years * s.staff_usd_per_year,
+                      financing_usd=n * financing, total_usd=float(total))
 
 
 def _out(value: npt.NDArray[np.float64]) -> FloatOrArray:
@@ -187,12 +285,12 @@ def _out(value: npt.NDArray[np.float64]) -> FloatOrArray:
 def usd_per_useful_gpu_hour(s: OnPremScenario, num_gpus: FloatOrArray = 1.0) -> FloatOrArray:
     """Owned cost of one busy GPU-hour over the depreciation period at the scenario's utilisation.
 
-    c = [capex·(1 − r) + Y·(host power + colo + licence + staff/N)] / (u · 8760 · Y) + TDP·PUE·p_busy
+    c = [capex·(1 − r) + Y·(host power + colo + licence + staff_gpu + financing/Y + staff/N)] / (u · 8760 · Y)
+        + TDP·PUE·p_busy
 
     Y years, r residual fraction, u utilisation, N GPUs in the cluster, p_busy the electricity price
-    of busy hours. `num_gpus` may be a numpy array. Leaves out: cost of capital (interest), spares and
-    repairs, hardware support contracts, failed-GPU downtime, taxes, and facility build-out when
-    colo is 0.
+    of busy hours. `num_gpus` may be a numpy array. Leaves out: spares and repairs, hardware support
+    contracts, failed-GPU downtime, taxes, and facility build-out when colo is 0.
     """
     n = np.asarray(num_gpus, dtype=np.float64)
     if np.any(n <= 0):
@@ -237,6 +335,8 @@ class OnPremTco:
     colo_usd_per_year: float
     licence_usd_per_year: float
     staff_usd_per_year: float
+    financing_usd_per_year: float
+    """Cost of capital, spread evenly over the years."""
     opex_usd_per_year: float
     lifetime_usd: float
     busy_gpu_hours: float
@@ -255,7 +355,8 @@ class OnPremTco:
 
 
 def onprem_tco(s: OnPremScenario, num_gpus: int) -> OnPremTco:
-    """Total cost of owning `num_gpus` GPUs for Y years: capex − residual + Y × (power + colo + licence + staff).
+    """Total cost of owning `num_gpus` GPUs for Y years:
+    capex − residual + Y × (power + colo + licence + staff + financing/Y).
 
     Heat and airflow are at peak IT load, (TDP + host) × N: BTU/h = 3.412 × W; CFM = 3.16 × W / ΔT°F.
     """
@@ -263,7 +364,9 @@ def onprem_tco(s: OnPremScenario, num_gpus: int) -> OnPremTco:
         raise InvalidSpec(f"--gpus must be at least 1, got {num_gpus}")
     unit = unit_costs(s)
     n = float(num_gpus)
-    opex = n * (unit.power_usd_per_year + unit.colo_usd_per_year + unit.licence_usd_per_year) + s.staff_usd_per_year
+    staff = n * unit.staff_usd_per_year + s.staff_usd_per_year
+    opex = (n * (unit.power_usd_per_year + unit.colo_usd_per_year + unit.licence_usd_per_year
+                 + unit.financing_usd / s.depreciation_years) + staff)
     net_capex = n * unit.net_capex_usd
     it_w_peak = n * (s.gpu_tdp_w + s.host_w_per_gpu)
     return OnPremTco(
@@ -272,7 +375,8 @@ def onprem_tco(s: OnPremScenario, num_gpus: int) -> OnPremTco:
         capex_usd=n * unit.capex_usd, residual_credit_usd=n * unit.residual_credit_usd, net_capex_usd=net_capex,
         energy_kwh_per_year=n * unit.energy_kwh_per_year, power_usd_per_year=n * unit.power_usd_per_year,
         colo_usd_per_year=n * unit.colo_usd_per_year, licence_usd_per_year=n * unit.licence_usd_per_year,
-        staff_usd_per_year=s.staff_usd_per_year, opex_usd_per_year=opex,
+        staff_usd_per_year=staff, financing_usd_per_year=n * unit.financing_usd / s.depreciation_years,
+        opex_usd_per_year=opex,
         lifetime_usd=net_capex + s.depreciation_years * opex,
         busy_gpu_hours=n * s.utilisation * s.owned_hours,
         usd_per_useful_gpu_hour=float(usd_per_useful_gpu_hour(s, n)),

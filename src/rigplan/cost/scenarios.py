@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigplan.catalog.schema import GpuRecord
+from rigplan.catalog.schema import GpuRecord, as_of_text
 from rigplan.cost.breakeven import BreakEven, breakeven, breakeven_months, cost_per_useful_gpu_hour_usd
 from rigplan.cost.cloud import CloudOffer, offers_for
 from rigplan.cost.money import Money
@@ -34,7 +34,8 @@ def seed_article_scenario(gpu_tdp_w: float = 400.0) -> OnPremScenario:
     return OnPremScenario(
         gpu_price_usd=SEED_GPU_PRICE_USD, gpu_tdp_w=gpu_tdp_w, server_share_fraction=0.0, fabric_fraction=0.0,
         depreciation_years=SEED_YEARS, residual_fraction=0.0, utilisation=SEED_HOURS_PER_YEAR / HOURS_PER_YEAR,
-        pue=1.0, host_w_per_gpu=0.0, usd_per_kwh=0.0,
+        pue=1.0, host_w_per_gpu=0.0, usd_per_kwh=0.0, colo_usd_per_kw_month=0.0, staff_usd_per_gpu_year=0.0,
+        capital_rate=0.0,
     )
 
 
@@ -130,7 +131,7 @@ def seed_scenario(record: GpuRecord, corrected: OnPremScenario, num_gpus: int = 
     compared with the article's $6.5/h; finally the corrected scenario against current offers."""
     base = seed_article_scenario(record.tdp_w)
     gpu_price = corrected.gpu_price_usd
-    price_note = f"{record.price.kind}, {record.price.as_of}" if record.price else "given"
+    price_note = f"{record.price.kind}, {as_of_text(record.price.as_of)}" if record.price else "given"
     u_hours = corrected.utilisation * HOURS_PER_YEAR
     groups: list[tuple[str, dict[str, Any]]] = [
         (f"GPU price ${gpu_price:,.0f} ({price_note}) instead of $25,000", _fields(corrected, "gpu_price_usd")),
@@ -141,14 +142,20 @@ def seed_scenario(record: GpuRecord, corrected: OnPremScenario, num_gpus: int = 
          _fields(corrected, "server_share_fraction", "server_share_usd_per_gpu", "fabric_fraction",
                  "fabric_usd_per_gpu")),
         (f"+ power: {record.tdp_w:g} W GPU when busy + {corrected.host_w_per_gpu:g} W host, PUE {corrected.pue:g}, "
-         + ("time-of-use tariff" if corrected.tariff else f"${corrected.usd_per_kwh:g}/kWh")
-         + (", colocation" if corrected.colo_usd_per_kw_month else ""),
-         _fields(corrected, "gpu_tdp_w", "host_w_per_gpu", "pue", "usd_per_kwh", "tariff", "colo_usd_per_kw_month")),
+         + ("time-of-use tariff" if corrected.tariff else f"${corrected.usd_per_kwh:g}/kWh"),
+         _fields(corrected, "gpu_tdp_w", "host_w_per_gpu", "pue", "usd_per_kwh", "tariff")),
         (f"{corrected.utilisation:.0%} utilisation ({u_hours:,.0f} h/yr) instead of 2,000 h/yr (23%)",
          _fields(corrected, "utilisation")),
     ]
-    if corrected.licence_usd_per_gpu_year or corrected.staff_usd_per_year:
-        groups.append(("+ licence and staff", _fields(corrected, "licence_usd_per_gpu_year", "staff_usd_per_year")))
+    if corrected.colo_usd_per_kw_month:
+        groups.append((f"+ colocation ${corrected.colo_usd_per_kw_month:g} per IT kW-month",
+                       _fields(corrected, "colo_usd_per_kw_month")))
+    if corrected.staff_usd_per_gpu_year or corrected.staff_usd_per_year:
+        groups.append(("+ operations staff", _fields(corrected, "staff_usd_per_gpu_year", "staff_usd_per_year")))
+    if corrected.capital_rate:
+        groups.append((f"+ cost of capital {corrected.capital_rate:.1%} a year", _fields(corrected, "capital_rate")))
+    if corrected.licence_usd_per_gpu_year:
+        groups.append(("+ licence", _fields(corrected, "licence_usd_per_gpu_year")))
 
     def step(label: str, s: OnPremScenario) -> SeedStep:
         return SeedStep(label=label, own_usd_per_useful_gpu_hour=cost_per_useful_gpu_hour_usd(s, None, num_gpus),
@@ -170,9 +177,8 @@ def seed_scenario(record: GpuRecord, corrected: OnPremScenario, num_gpus: int = 
         gpu_id=record.id, article=seed_article(record.tdp_w), steps=tuple(steps), optional_licence_step=optional,
         current_offers=tuple(breakeven(current, o, num_gpus) for o in offers),
         left_out=(
-            "cost of capital (interest on the capex)",
             "spares, repairs and support contracts; GPU failures and the downtime they cause",
-            "facility build-out when colocation is 0; staff unless --staff-per-year is given",
+            "facility build-out when colocation is 0",
             "data storage and egress on the cloud side unless given",
             "cloud prices are dated snapshots; the article's $6.5/h matches no listed A100 price",
         ),

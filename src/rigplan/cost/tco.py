@@ -12,20 +12,30 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rigplan.catalog.schema import GpuRecord
+from rigplan.catalog.schema import GpuRecord, as_of_text
 from rigplan.cost import onprem as op
 from rigplan.cost.breakeven import BreakEven, breakeven, cost_per_useful_gpu_hour_usd
 from rigplan.cost.cloud import (
+    INTERRUPTIBLE_KINDS,
     CloudExtras,
     CloudJobCost,
     CloudOffer,
     cloud_job_cost,
+    interruptible_pricing_unsuitable,
     offers_for,
     read_offers,
     user_offer,
 )
 from rigplan.cost.money import CNY_PER_USD_DEFAULT, CNY_PER_USD_SOURCE, Currency, Money
-from rigplan.cost.onprem import OnPremScenario, OnPremTco, onprem_cost_usd, onprem_tco, scenario_for_gpu
+from rigplan.cost.onprem import (
+    BuyUseSell,
+    OnPremScenario,
+    OnPremTco,
+    buy_use_sell,
+    onprem_cost_usd,
+    onprem_tco,
+    scenario_for_gpu,
+)
 from rigplan.cost.power import HOURS_PER_MONTH, HOURS_PER_YEAR, parse_tariff
 from rigplan.errors import InvalidSpec
 
@@ -53,14 +63,18 @@ class TcoRequest(BaseModel):
     years: Annotated[float, Field(gt=0, le=20)] = op.DEPRECIATION_YEARS_DEFAULT
     residual: Annotated[float, Field(ge=0, le=1)] = op.RESIDUAL_FRACTION_DEFAULT
     licence: str = "none"
-    colo_per_kw_month: NonNegative = 0.0
+    colo_per_kw_month: NonNegative | None = None
+    """Colocation per provisioned IT kW-month; default 184.06 USD (onprem.COLO_SOURCE)."""
     gpu_price: Annotated[float, Field(gt=0)] | None = None
     server_share: NonNegative | None = None
     """Non-GPU server cost per GPU; default 50% of the GPU price."""
     fabric_share: NonNegative | None = None
     """Network fabric cost per GPU; default 20% of the GPU price."""
     host_w: Annotated[float, Field(ge=0, le=10_000)] = op.HOST_W_PER_GPU_DEFAULT
-    staff_per_year: NonNegative = 0.0
+    staff_per_year: NonNegative | None = None
+    """Operations staff of the whole cluster per year; default 544 USD per GPU-year (onprem.STAFF_SOURCE)."""
+    capital_rate: Annotated[float, Field(ge=0, le=1)] = op.CAPITAL_RATE_DEFAULT
+    """Cost of capital per year, a fraction (0.075 = 7.5%)."""
     delta_t_f: Annotated[float, Field(gt=0, le=100)] = op.DELTA_T_F_DEFAULT
     cloud_price: Annotated[float, Field(gt=0)] | None = None
     offers: str | None = None
@@ -106,9 +120,12 @@ def build_scenario(request: TcoRequest, record: GpuRecord) -> OnPremScenario:
         depreciation_years=request.years, residual_fraction=request.residual, utilisation=request.utilisation,
         pue=request.pue, host_w_per_gpu=request.host_w,
         usd_per_kwh=usd(request.price_per_kwh) if request.price_per_kwh is not None else None,
-        tariff=tariff, colo_usd_per_kw_month=usd(request.colo_per_kw_month),
+        tariff=tariff,
+        colo_usd_per_kw_month=usd(request.colo_per_kw_month) if request.colo_per_kw_month is not None else None,
         licence_usd_per_gpu_year=op.licence_usd_per_gpu_year(request.licence, usd(1.0)),
-        staff_usd_per_year=usd(request.staff_per_year), delta_t_f=request.delta_t_f,
+        staff_usd_per_year=usd(request.staff_per_year) if request.staff_per_year is not None else None,
+        staff_usd_per_gpu_year=0.0 if request.staff_per_year is not None else None,
+        capital_rate=request.capital_rate, delta_t_f=request.delta_t_f,
     )
 
 
@@ -116,31 +133,41 @@ def build_scenario(request: TcoRequest, record: GpuRecord) -> OnPremScenario:
 class TcoResult:
     gpu: GpuRecord
     money: Money
-    scenario: OnPremScenario
+    scenario: OnPremScenario | None
+    """None when the GPU has no purchase price (and none was given): the rental side only."""
     job_hours: float
     job_basis: str
     cloud: tuple[CloudJobCost, ...]
-    onprem: OnPremTco
-    onprem_job_usd: float
+    onprem: OnPremTco | None
+    onprem_job_usd: float | None
     breakevens: tuple[BreakEven, ...]
     by_utilisation: tuple[tuple[float, float], ...]
     assumptions: tuple[str, ...]
     verdict: str
+    buy_use_sell: BuyUseSell | None = None
+    """Buy, run this job, sell at the resale value then (a job shorter than the period)."""
+    job_verdict: str = ""
+
+    @property
+    def num_gpus(self) -> int:
+        return self.onprem.num_gpus if self.onprem else (self.cloud[0].num_gpus if self.cloud else 0)
 
     def to_dict(self) -> dict[str, Any]:
         price = self.gpu.price
         return {
             "gpu": {"id": self.gpu.id, "name": self.gpu.name, "tdp_w": self.gpu.tdp_w,
                     "price_usd": price.usd if price else None, "price_kind": price.kind if price else None,
-                    "price_as_of": price.as_of.isoformat() if price else None,
+                    "price_as_of": price.as_of.isoformat() if price and price.as_of else None,
                     "price_source": price.source if price else None},
-            "num_gpus": self.onprem.num_gpus,
+            "num_gpus": self.num_gpus,
             "currency": str(self.money.currency), "cny_per_usd": self.money.cny_per_usd,
-            "job": {"hours": self.job_hours, "gpu_hours": self.job_hours * self.onprem.num_gpus,
+            "job": {"hours": self.job_hours, "gpu_hours": self.job_hours * self.num_gpus,
                     "basis": self.job_basis, "onprem_usd": self.onprem_job_usd},
-            "scenario": self.scenario.model_dump(mode="json"),
+            "scenario": self.scenario.model_dump(mode="json") if self.scenario else None,
             "cloud": [c.to_dict() for c in self.cloud],
-            "onprem": self.onprem.to_dict(),
+            "onprem": self.onprem.to_dict() if self.onprem else None,
+            "buy_use_sell": self.buy_use_sell.to_dict() if self.buy_use_sell else None,
+            "job_verdict": self.job_verdict,
             "breakeven": [b.to_dict() for b in self.breakevens],
             "by_utilisation": [{"utilisation": u, "usd_per_useful_gpu_hour": c} for u, c in self.by_utilisation],
             "assumptions": list(self.assumptions),
@@ -172,34 +199,83 @@ def verdict(own_usd: float, breakevens: tuple[BreakEven, ...], money: Money, uti
             f"{money.rate(cheapest.usd_per_gpu_hour)} is cheaper still unless {need_text}.")
 
 
-def compare(request: TcoRequest, record: GpuRecord, offers: list[CloudOffer]) -> TcoResult:
-    """Price the job in the cloud (each offer) and on owned hardware, with break-even per offer."""
-    money = request.money
-    scenario = build_scenario(request, record)
-    n = request.gpus
+def _job_hours(request: TcoRequest) -> tuple[float, str]:
     if request.hours is not None:
-        hours, basis = request.hours, "--hours"
-    elif request.months is not None:
-        hours, basis = request.months * HOURS_PER_MONTH, "--months (730 h each, continuous)"
-    else:
-        hours = scenario.utilisation * HOURS_PER_YEAR * scenario.depreciation_years
-        basis = "busy hours over the whole period (utilisation x 8760 h x years)"
+        return request.hours, "--hours"
+    if request.months is not None:
+        return request.months * HOURS_PER_MONTH, "--months (730 h each, continuous)"
+    return (request.utilisation * HOURS_PER_YEAR * request.years,
+            "busy hours over the whole period (utilisation x 8760 h x years)")
+
+
+def job_verdict(result_cloud: tuple[CloudJobCost, ...], bus: BuyUseSell, money: Money, months: float) -> str:
+    """Buy for the job and sell after it, against the cheapest cloud total for the same job."""
+    own = (f"buying for {months:.0f} months and selling at {bus.resale_fraction:.0%} of capex costs "
+           f"{money.amount(bus.total_usd)} for this job")
+    if not result_cloud:
+        return own[0].upper() + own[1:] + "."
+    cheapest = min(result_cloud, key=lambda c: c.total_usd)
+    name = f"{cheapest.offer.provider} {cheapest.offer.pricing}"
+    word = "BUY-AND-SELL" if bus.total_usd < cheapest.total_usd else "RENT"
+    return f"{word} for this job: {own}, against {money.amount(cheapest.total_usd)} renting from {name}."
+
+
+def compare(request: TcoRequest, record: GpuRecord, offers: list[CloudOffer]) -> TcoResult:
+    """Price the job in the cloud (each offer) and on owned hardware, with break-even per offer.
+
+    A GPU without a purchase price (and no --gpu-price) gets the rental side only. A job shorter
+    than the ownership period also gets the buy-use-sell view (onprem.buy_use_sell)."""
+    money = request.money
+    n = request.gpus
+    hours, basis = _job_hours(request)
     extras = CloudExtras(storage_gb=request.storage_tb * 1000,
                          storage_usd_per_gb_month=money.to_usd(request.storage_per_gb_month),
                          egress_gb=request.egress_tb * 1000, egress_usd_per_gb=money.to_usd(request.egress_per_gb))
     cloud = tuple(cloud_job_cost(o, n, hours, extras) for o in offers)
+    if record.price is None and request.gpu_price is None:
+        notes = (f"{record.name} has no purchase price in the catalog: renting only (give --gpu-price to "
+                 "price owning)",)
+        if not cloud:
+            text = (f"{record.name}: no purchase price and no cloud offer in the catalog; give --gpu-price or "
+                    "--cloud-price.")
+        else:
+            cheapest = min(cloud, key=lambda c: c.total_usd)
+            text = (f"RENT: {cheapest.offer.provider} {cheapest.offer.pricing} at "
+                    f"{money.rate(cheapest.offer.usd_per_gpu_hour)} per GPU-hour, {money.amount(cheapest.total_usd)} "
+                    f"for the job; owning is not priced (no purchase price).")
+        return TcoResult(gpu=record, money=money, scenario=None, job_hours=hours, job_basis=basis, cloud=cloud,
+                         onprem=None, onprem_job_usd=None, breakevens=(), by_utilisation=(),
+                         assumptions=notes + _offer_notes(request, offers, n, hours), verdict=text)
+    scenario = build_scenario(request, record)
     tco_own = onprem_tco(scenario, n)
     breakevens = tuple(breakeven(scenario, o, n) for o in offers)
     grid = sorted({*UTILISATION_GRID, scenario.utilisation})
     by_u = tuple((u, cost_per_useful_gpu_hour_usd(scenario, u, n)) for u in grid)
-    assumptions = _assumptions(request, record, scenario, offers)
+    assumptions = _assumptions(request, record, scenario, offers) + _offer_notes(request, offers, n, hours)
     label = f"{n} x {record.name}"
+    bus = None
+    jv = ""
+    if (request.hours is not None or request.months is not None) and hours < scenario.owned_hours:
+        bus = buy_use_sell(scenario, n, hours)
+        jv = job_verdict(cloud, bus, money, hours / HOURS_PER_MONTH)
     return TcoResult(
         gpu=record, money=money, scenario=scenario, job_hours=hours, job_basis=basis, cloud=cloud, onprem=tco_own,
         onprem_job_usd=float(onprem_cost_usd(n, hours, scenario)), breakevens=breakevens, by_utilisation=by_u,
         assumptions=assumptions,
-        verdict=verdict(tco_own.usd_per_useful_gpu_hour, breakevens, money, scenario.utilisation, label),
+        verdict=verdict(tco_own.usd_per_useful_gpu_hour, breakevens, money, scenario.utilisation, label)
+        + f" Left out: {op.LEFT_OUT}.",
+        buy_use_sell=bus, job_verdict=jv,
     )
+
+
+def _offer_notes(request: TcoRequest, offers: list[CloudOffer], n: int, hours: float) -> tuple[str, ...]:
+    if request.pricing or request.cloud_price is not None or request.offers is not None:
+        return ()
+    if interruptible_pricing_unsuitable(n, hours):
+        return (f"spot, community and serverless offers left out: a {n}-GPU job of {hours:,.0f} h cannot hold "
+                "its ranks on capacity that is reclaimed or capped per request (add --pricing spot etc. to "
+                "include them)",)
+    return ()
 
 
 def _assumptions(
@@ -207,7 +283,7 @@ def _assumptions(
 ) -> tuple[str, ...]:
     notes = []
     if request.gpu_price is None and record.price is not None:
-        notes.append(f"GPU price ${record.price.usd:,.0f} ({record.price.kind}, {record.price.as_of}): "
+        notes.append(f"GPU price ${record.price.usd:,.0f} ({record.price.kind}, {as_of_text(record.price.as_of)}): "
                      f"{record.price.source}")
     if request.server_share is None or request.fabric_share is None:
         notes.append(op.SHARE_SOURCE)
@@ -230,15 +306,22 @@ def _assumptions(
     if record.id in NVAIE_BUNDLED and s.licence_usd_per_gpu_year > 0:
         notes.append(f"{record.name} ships with a 5-year NVIDIA AI Enterprise subscription: the licence may "
                      "already be paid")
-    if not s.colo_usd_per_kw_month:
-        notes.append("colocation 0: the building, its power and cooling plant are assumed owned and paid for")
+    if request.colo_per_kw_month is None:
+        notes.append(op.COLO_SOURCE)
+    elif not s.colo_usd_per_kw_month:
+        notes.append("colocation 0 (--colo-per-kw-month): the building, its power and cooling plant are assumed "
+                     "owned and paid for")
+    if request.staff_per_year is None:
+        notes.append(op.STAFF_SOURCE)
+    if request.capital_rate == op.CAPITAL_RATE_DEFAULT:
+        notes.append(op.CAPITAL_SOURCE)
     if request.currency is Currency.CNY:
         rate = CNY_PER_USD_SOURCE if request.fx == CNY_PER_USD_DEFAULT else f"{request.fx:g} CNY per USD (--fx)"
         notes.append(f"money inputs are read in CNY and shown in CNY; {rate}")
     if offers and any(o.pricing != "user" for o in offers):
         notes.append("cloud prices are dated snapshots (see as_of); hyperscaler 8-GPU instances include CPU, RAM, "
                      "local NVMe and networking (hardware-facts A4)")
-    notes.append("left out: cost of capital, spares and repairs, support contracts, failure downtime, taxes")
+    notes.append(f"left out: {op.LEFT_OUT}")
     return tuple(notes)
 
 
@@ -253,7 +336,10 @@ def select_offers(request: TcoRequest, record: GpuRecord) -> list[CloudOffer]:
     if chosen:
         return chosen
     kinds = tuple(request.pricing)
-    return offers_for(record, latest_only=not request.all_offers, pricing=kinds)
+    offers = offers_for(record, latest_only=not request.all_offers, pricing=kinds)
+    if not kinds and interruptible_pricing_unsuitable(request.gpus, _job_hours(request)[0]):
+        offers = [o for o in offers if o.pricing not in INTERRUPTIBLE_KINDS]
+    return offers
 
 
 def tco(request: TcoRequest) -> TcoResult:

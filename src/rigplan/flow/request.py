@@ -151,7 +151,8 @@ class EstimateRequest(JobSpec):
     nic_gbit: Annotated[float, Field(gt=0, le=100_000)] | None = None
     nics_per_node: Annotated[int, Field(ge=1, le=1024)] | None = None
     host_power_w: Annotated[float, Field(ge=0, le=100_000)] = 250.0
-    storage: Literal["nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"] = "nvme"
+    storage: Literal["auto", "nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"] = "auto"
+    """'auto': node-local NVMe on one node, shared storage (ceph-4) beyond one node."""
     """Where checkpoints are written: one PCIe 4 NVMe per node, a PCIe 5 drive, RAID 0 of 4 drives,
     a 4-node Ceph cluster, or a Tectonic-class parallel file system (2 TB/s)."""
     restart_s: Annotated[float, Field(ge=0, le=10 * 86400)] | None = None

@@ -33,7 +33,7 @@ from typing import Any
 from rigplan.errors import InvalidSpec
 from rigplan.reliab.checkpoint import IntervalRule, daly_wall_time_s, optimal_interval_s
 from rigplan.reliab.failures import DAY_S, DEFAULT_FAILURE_MODEL, FailureModel, job_interruption_rate_per_s
-from rigplan.reliab.storage import DEFAULT_STORAGE, StorageSpec, checkpoint_write_s
+from rigplan.reliab.storage import StorageSpec, checkpoint_write_s, default_storage_for
 
 DEFAULT_RESTART_S = 600.0
 """Restart after an interruption: 10 min to detect, reschedule, re-initialise and load the checkpoint.
@@ -119,7 +119,8 @@ def reliability_for_job(*, num_gpus: int, ideal_time_s: float, checkpoint_bytes:
                         interval_rule: IntervalRule = "daly", step_time_s: float | None = None) -> ReliabilityResult:
     """Expected wall time, goodput and checkpoint plan of a job of `num_gpus` GPUs (model: module doc).
 
-    `storage` defaults to one PCIe 4.0 NVMe drive per node (`DEFAULT_STORAGE`, an assumption);
+    `storage` defaults to one PCIe 4.0 NVMe drive for a one-node job and to shared storage for a
+    multi-node one (`default_storage_for`: a local checkpoint dies with its node);
     `failure_model` to the Llama 3 405B rates; `restart_s` to 10 min (assumption);
     `interval_s` to Daly's optimum; `blocking_fraction` is the share of the write that stalls
     training: 1.0 for a synchronous checkpoint, less for an asynchronous one (only the
@@ -138,7 +139,7 @@ def reliability_for_job(*, num_gpus: int, ideal_time_s: float, checkpoint_bytes:
         raise InvalidSpec(f"checkpoint interval must be finite and > 0 s, got {interval_s}")
     if step_time_s is not None and not (step_time_s > 0 and math.isfinite(step_time_s)):
         raise InvalidSpec(f"step time must be finite and > 0 s, got {step_time_s}")
-    store = DEFAULT_STORAGE if storage is None else storage
+    store = default_storage_for(num_gpus, gpus_per_node) if storage is None else storage
 
     write_s = checkpoint_write_s(checkpoint_bytes, store, num_gpus=num_gpus, gpus_per_node=gpus_per_node)
     delta_s = blocking_fraction * write_s

@@ -131,7 +131,16 @@ def tectonic_llama3() -> StorageSpec:
 
 
 DEFAULT_STORAGE = nvme_gen4()
-"""Used when no storage is given: one PCIe 4.0 NVMe drive in every GPU node (rigplan assumption)."""
+"""A single-node job's default: one PCIe 4.0 NVMe drive in the GPU node (rigplan assumption)."""
+DEFAULT_SHARED_STORAGE = ceph(4)
+"""A multi-node job's default: shared storage, because a checkpoint on a failed node's local disk is
+lost with the node (Llama 3, Sec. 3.3.1, checkpoints to Tectonic, a shared file system). Four
+all-NVMe Ceph nodes is a rigplan ASSUMPTION of a modest shared store (`ceph`)."""
+
+
+def default_storage_for(num_gpus: int, gpus_per_node: int) -> StorageSpec:
+    """Node-local NVMe for a job on one node, shared storage (DEFAULT_SHARED_STORAGE) for more."""
+    return DEFAULT_STORAGE if num_nodes_for(num_gpus, gpus_per_node) <= 1 else DEFAULT_SHARED_STORAGE
 
 
 def num_nodes_for(num_gpus: int, gpus_per_node: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rigplan.catalog.schema import as_of_text
 from rigplan.lint.context import LintContext
 from rigplan.lint.findings import Finding, finding
 from rigplan.lint.money import CNY_PER_USD, CNY_PER_USD_SOURCE, fmt_money, to_currency
@@ -21,11 +22,12 @@ def budget_price(ctx: LintContext) -> list[Finding]:
     values = {"currency": currency, "cny_per_usd": CNY_PER_USD, "rate_source": CNY_PER_USD_SOURCE,
               "gpu_price_floor": gpu_floor, "build_price": price,
               "budget_min": b.budget.min if b.budget else None, "budget_max": b.budget.max if b.budget else None}
-    gpu_text = (f"the GPUs alone are {b.total_gpus} x ${g.price.usd:,.0f} ({g.price.kind}, {g.price.as_of}) = "
+    gpu_dated = as_of_text(g.price.as_of) if g.price else ""
+    gpu_text = (f"the GPUs alone are {b.total_gpus} x ${g.price.usd:,.0f} ({g.price.kind}, {gpu_dated}) = "
                 f"{fmt_money(gpu_floor, currency)}" if g.price and gpu_floor is not None
                 else f"no catalog price for {g.name}")
     price_text = (f"the build is priced {fmt_money(price, currency)} ({b.price.kind}, {b.price.scope}, "
-                  f"{b.price.as_of})" if b.price and price is not None else "")
+                  f"{as_of_text(b.price.as_of)})" if b.price and price is not None else "")
     rate = f" (at {CNY_PER_USD:g} CNY/USD)" if currency == "CNY" else ""
     if b.budget is None:
         known = "; ".join(t for t in (price_text, gpu_text) if t)
