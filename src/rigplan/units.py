@@ -75,13 +75,24 @@ def format_bytes(n_bytes: float) -> str:
     return f"{value:.0f} B"
 
 
+def _three_significant(value: float) -> str:
+    """3 significant digits, never in exponent notation: 8.03, 300, 1000 (not 1e+03)."""
+    text = f"{value:.3g}"
+    return f"{value:.0f}" if "e" in text else text
+
+
 def format_count(n: float, unit: str = "") -> str:
     """Decimal prefixes: 8.03e9 -> '8.03 B'."""
     value = float(n)
     for suffix, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(value) >= size:
-            return f"{value / size:.3g} {suffix}{unit}".rstrip()
-    return f"{value:.3g} {unit}".rstrip()
+            return f"{_three_significant(value / size)} {suffix}{unit}".rstrip()
+    return f"{_three_significant(value)} {unit}".rstrip()
+
+
+def format_tokens(n: float) -> str:
+    """A token count as people write it: 5e10 -> '50B tokens', 1e12 -> '1T tokens', 2.5e6 -> '2.5M tokens'."""
+    return format_count(n).replace(" ", "") + " tokens"
 
 
 def format_duration(seconds: float) -> str:

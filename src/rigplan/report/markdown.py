@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.cost.money import format_cny, format_usd
-from rigplan.units import format_bytes, format_duration
+from rigplan.units import format_bytes, format_duration, format_tokens
 
 
 def _row(c: dict[str, Any]) -> str:
@@ -20,7 +20,7 @@ def _row(c: dict[str, Any]) -> str:
 
 
 def plan_markdown(data: dict[str, Any]) -> str:
-    lines = [f"# Training plan: {data['model']}, {data['tokens']:.3g} tokens", ""]
+    lines = [f"# Training plan: {data['model']}, {format_tokens(data['tokens'])}", ""]
     limits = []
     if data.get("budget_usd"):
         cny = format_cny(data["budget_usd"] * data["cny_per_usd"])

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from rigplan.errors import InvalidSpec
+from rigplan.units import format_tokens
 
 
 def plan_plot(data: dict[str, Any], candidates: list[dict[str, Any]], path: str | Path) -> Path:
@@ -44,7 +45,7 @@ def plan_plot(data: dict[str, Any], candidates: list[dict[str, Any]], path: str 
     ax.set_yscale("log")
     ax.set_xlabel("wall-clock time to train, failures and checkpoints included (days)")
     ax.set_ylabel("cost (USD)")
-    ax.set_title(f"{data['model']}: {data['tokens']:.3g} tokens - circles: cloud, squares: owned")
+    ax.set_title(f"{data['model']}: {format_tokens(data['tokens'])} - circles: cloud, squares: owned")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, ncol=2, loc="upper right")
     fig.tight_layout()

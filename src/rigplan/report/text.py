@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from rigplan.units import format_bytes, format_count
+from rigplan.units import format_bytes, format_count, format_tokens
 
 MEMORY_ROWS = (
     ("weights_bytes", "weights"),
@@ -117,7 +117,7 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
         table.add_row("  of which", comm)
     if data["time_to_train_s"]:
         table.add_section()
-        table.add_row(f"time to train {format_count(data['tokens'])} tokens", format_duration(data["time_to_train_s"]))
+        table.add_row(f"time to train {format_tokens(data['tokens'])}", format_duration(data["time_to_train_s"]))
         table.add_row("GPU-hours", f"{data['gpu_hours']:,.0f}")
         rel = data.get("reliability")
         if rel:
