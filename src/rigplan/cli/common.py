@@ -187,8 +187,9 @@ def job_options(func: F) -> F:
         click.option("--loss", type=click.Choice(["unfused", "fused", "chunked"]), default="unfused",
                      show_default=True, help="Cross-entropy implementation (logit buffers)."),
         click.option("--dropout", is_flag=True, help="Dropout active (1-byte masks saved)."),
-        click.option("--kernels", type=click.Choice(["fused", "eager"]), default="fused", show_default=True,
-                     help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan, HF)."),
+        click.option("--kernels", type=click.Choice(["fused", "eager", "hf"]), default="fused", show_default=True,
+                     help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan); "
+                          "hf: Hugging Face transformers modules (fp32 norm copies)."),
         click.option("--checkpoint-load", type=click.Choice(["sharded", "full"]), default="sharded",
                      show_default=True,
                      help="sharded: each rank reads its shard; full: the whole checkpoint is materialised on "

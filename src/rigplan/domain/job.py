@@ -14,7 +14,7 @@ Recompute = Literal["none", "selective", "op", "full"]
 AttentionImpl = Literal["flash", "eager"]
 Offload = Literal["none", "optimizer", "all"]
 LossImpl = Literal["unfused", "fused", "chunked"]
-KernelStack = Literal["fused", "eager"]
+KernelStack = Literal["fused", "eager", "hf"]
 CheckpointLoad = Literal["sharded", "full"]
 Nf4Quantizer = Literal["bitsandbytes", "torchao-unchunked"]
 
@@ -54,7 +54,8 @@ class Job:
     kernels: KernelStack = "fused"
     """'fused': Megatron-LM / NeMo / TransformerEngine kernels (fused norms, activations, softmax,
     cuDNN or FlashAttention-3 attention); 'eager': plain PyTorch modules (torchtitan, llm-foundry,
-    Hugging Face) with FlashAttention-2 through SDPA and unfused element-wise ops."""
+    Hugging Face) with FlashAttention-2 through SDPA and unfused element-wise ops; 'hf': Hugging Face
+    transformers' own modules, eager plus fp32 norm copies and (eager attention) fp32 softmax outputs."""
     dropout: bool = False
     """Dropout layers are active (1-byte masks saved); off for most modern LLM recipes."""
     checkpoint_load: CheckpointLoad = "sharded"

@@ -20,9 +20,8 @@ and splits the rest by t; with sequence parallelism everything is split by t (pa
 Context parallelism splits every per-token tensor by cp. Selective recompute drops the
 attention-core terms; full recompute keeps only each layer's input.
 
-Left out: framework-specific extras (unfused RMSNorm fp32 copies, autocast weight caches,
-torch.compile fusions that save less), and the all-to-all send/receive buffers (freed within
-the layer).
+            replicated_under_tp=p * 2 * h + mask + router_probs + permutation
+            + (hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0),
 """
 
 from __future__ import annotations
@@ -76,7 +75,32 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
         replicated = p * 2 * h + mask
     s = job.seq_len
     core = p * a * s + ((MASK_BYTES + p) * a * s if dropout else 0) if job.attention == "eager" else LSE_BYTES * a
+    if job.kernels == "hf":
+        replicated += hf_norm_extra_bytes(arch)
+        if job.attention == "eager" and arch.mla is None:
+            # eager_attention_forward: q, repeat_kv copies of k and v (a heads each), o_proj input;
+            # softmax(dtype=float32) saves its fp32 result and the matmul with v its bf16 cast.
+            split = p * 4 * a * arch.dim_per_head
+            core = (4 + p) * a * s
     return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
+
+
+HF_RMSNORM_EXTRA_BYTES_PER_HIDDEN = 4
+"""Hugging Face RMSNorm modules (LlamaRMSNorm, Qwen2RMSNorm, MistralRMSNorm) compute in fp32:
+hidden_states.to(float32) is saved by pow and mul (4·h), rsqrt by mul (4 B), and the cast back by the
+weight multiply (p·h, the norm input rigplan already counts). Measured with saved_tensors_hooks in
+tests/validation/test_hf_saved_tensors.py."""
+
+
+def hf_norm_extra_bytes(arch: Architecture) -> float:
+    """Per token, one norm: what a Hugging Face norm module saves beyond the p·h norm input.
+
+    RMSNorm: fp32 input copy 4·h + fp32 rsqrt 4 B. LayerNorm (torch.nn.LayerNorm, GPT-2): the
+    native kernel saves the input plus fp32 mean and rstd, 8 B.
+    """
+    if arch.norm == "layernorm":
+        return 8.0
+    return HF_RMSNORM_EXTRA_BYTES_PER_HIDDEN * arch.hidden + 4.0
 
 
 def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool) -> TokenActivation:
@@ -94,12 +118,14 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         # Permutation: an int32 row index and the fp32 routing weight of each of the k copies.
         permutation = moe.top_k * (4 + 4)
         return TokenActivation(
-            replicated_under_tp=p * 2 * h + mask + router_probs + permutation,
+            replicated_under_tp=p * 2 * h + mask + router_probs + permutation
+            + (hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0),
             split_by_tp=p * (routed + shared),
             attention_core=0.0,
         )
+    norm_extra = hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0
     return TokenActivation(
-        replicated_under_tp=p * 2 * h + mask,
+        replicated_under_tp=p * 2 * h + mask + norm_extra,
         split_by_tp=p * inner_per_ffn * arch.ffn,
         attention_core=0.0,
     )

@@ -101,7 +101,7 @@ class JobSpec(ModelSpec, MoERoutingSpec):
     optimizer_foreach: bool = False
     loss: Literal["unfused", "fused", "chunked"] = "unfused"
     dropout: bool = False
-    kernels: Literal["fused", "eager"] = "fused"
+    kernels: Literal["fused", "eager", "hf"] = "fused"
     checkpoint_load: Literal["sharded", "full"] = "sharded"
     nf4_quantizer: Literal["bitsandbytes", "torchao-unchunked"] = "bitsandbytes"
     gpu: str = "h100-sxm"
@@ -186,7 +186,7 @@ class PlanRequest(ModelSpec, MoERoutingSpec):
     optimizer: Literal[
         "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"
     ] = "adamw"
-    kernels: Literal["fused", "eager"] = "fused"
+    kernels: Literal["fused", "eager", "hf"] = "fused"
     currency: Literal["usd", "cny"] = "usd"
     fx_cny_per_usd: Annotated[float, Field(gt=0, le=1000)] | None = None
     top: Annotated[int, Field(ge=1, le=100)] = 10

@@ -1,0 +1,101 @@
+"""Per-layer saved activations of Hugging Face transformers modules, measured exactly on CPU.
+
+A tiny random-weight model (no download) is run forward in bf16 under
+torch.autograd.graph.saved_tensors_hooks; the bytes of every tensor autograd saves while a decoder
+layer runs are summed per layer, each storage once (views share storage), parameters excluded, and
+storages saved by more than one layer (the rotary cos/sin tables, computed once per model) left to
+the model. rigplan's `--kernels hf` per-layer formula must match within 3%; its plain `eager`
+formula is shown to be below (the gap the hf stack closes).
+
+Needs torch and transformers (pip install -e '.[frameworks]'); skipped with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rigplan.catalog.hf_config import architecture_from_hf_config
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.estimate.activations import layer_activation_bytes
+
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[frameworks]')")
+transformers = pytest.importorskip("transformers",
+                                   reason="transformers is not installed (pip install -e '.[frameworks]')")
+
+TOLERANCE = 0.03
+SHAPES: dict[str, dict[str, Any]] = {
+    # model_type: config keys; sizes chosen so no activation has the shape of a weight.
+    "llama": {"hidden_size": 384, "intermediate_size": 1024, "num_attention_heads": 6, "num_key_value_heads": 2},
+    "qwen2": {"hidden_size": 256, "intermediate_size": 704, "num_attention_heads": 4, "num_key_value_heads": 4},
+    "mistral": {"hidden_size": 320, "intermediate_size": 896, "num_attention_heads": 5, "num_key_value_heads": 1,
+                "sliding_window": None},
+}
+CONFIG_CLASSES = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "mistral": "MistralConfig"}
+MODEL_CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "mistral": "MistralForCausalLM"}
+
+
+def measure_saved_bytes_per_layer(model: Any, input_ids: Any) -> list[int]:
+    """Bytes autograd saves while each decoder layer runs (unique storages, parameters excluded)."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    current: list[int | None] = [None]
+    per_layer: dict[int, dict[int, int]] = {}
+
+    def pack(tensor: Any) -> Any:
+        if current[0] is not None:
+            storage = tensor.untyped_storage()
+            if storage.data_ptr() not in params:
+                per_layer.setdefault(current[0], {})[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    handles = []
+    for index, layer in enumerate(model.model.layers):
+        handles.append(layer.register_forward_pre_hook(lambda _m, _a, i=index: current.__setitem__(0, i)))
+        handles.append(layer.register_forward_hook(lambda _m, _a, _o: current.__setitem__(0, None)))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=input_ids, labels=input_ids)
+    for handle in handles:
+        handle.remove()
+    counts: dict[int, int] = {}
+    for storages in per_layer.values():
+        for ptr in storages:
+            counts[ptr] = counts.get(ptr, 0) + 1
+    return [sum(n for ptr, n in storages.items() if counts[ptr] == 1) for _, storages in sorted(per_layer.items())]
+
+
+def build(model_type: str, attention: str, tmp_path: Path) -> tuple[Any, Path]:
+    config_cls = getattr(transformers, CONFIG_CLASSES[model_type])
+    config = config_cls(num_hidden_layers=3, vocab_size=512, max_position_embeddings=4096,
+                        attn_implementation=attention, **SHAPES[model_type])
+    torch.manual_seed(0)
+    model = getattr(transformers, MODEL_CLASSES[model_type])(config).to(torch.bfloat16)
+    model.train()
+    path = tmp_path / model_type / "config.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = config.to_dict()
+    data["model_type"] = model_type
+    path.write_text(json.dumps(data, default=str))
+    return model, path
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("model_type", sorted(SHAPES))
+def test_hf_stack_matches_measured_saved_tensors(model_type: str, attention: str, tmp_path: Path) -> None:
+    model, config_path = build(model_type, attention, tmp_path)
+    batch, seq = 2, 160
+    input_ids = torch.randint(0, 512, (batch, seq))
+    measured = measure_saved_bytes_per_layer(model, input_ids)
+    assert len(measured) == 3 and len(set(measured)) == 1, measured
+    arch = architecture_from_hf_config(config_path)
+    rigplan_attention = "eager" if attention == "eager" else "flash"
+    job = Job(precision="bf16-true", seq_len=seq, micro_batch=batch, attention=rigplan_attention, kernels="hf")
+    predicted = layer_activation_bytes(arch, job, Layout(), moe_layer=False).saved_bytes
+    assert predicted == pytest.approx(measured[0], rel=TOLERANCE)
+    plain = layer_activation_bytes(arch, Job(precision="bf16-true", seq_len=seq, micro_batch=batch,
+                                             attention=rigplan_attention, kernels="eager"),
+                                   Layout(), moe_layer=False).saved_bytes
+    assert measured[0] > plain * 1.10, "Hugging Face modules save more than plain eager kernels"
