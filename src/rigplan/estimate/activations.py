@@ -67,7 +67,7 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
         v_w = a * mla.v_head_dim
         low_rank = 2 * mla.q_lora_rank + 2 * mla.kv_lora_rank + mla.qk_rope_head_dim
         split = p * (q_w + q_w + v_w + v_w)  # Q, K, V kept for the core; out-projection input
-        replicated = p * (2 * h + low_rank) + mask
+        replicated: float = p * (2 * h + low_rank) + mask
     else:
         q_w = a * arch.dim_per_head
         kv_w = arch.kv_heads * arch.dim_per_head
@@ -76,7 +76,7 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
     s = job.seq_len
     core = p * a * s + ((MASK_BYTES + p) * a * s if dropout else 0) if job.attention == "eager" else LSE_BYTES * a
     if job.kernels == "hf":
-        replicated += hf_norm_extra_bytes(arch)
+        replicated = replicated + hf_norm_extra_bytes(arch)
         if job.attention == "eager" and arch.mla is None:
             # eager_attention_forward: q, repeat_kv copies of k and v (a heads each), o_proj input;
             # softmax(dtype=float32) saves its fp32 result and the matmul with v its bf16 cast.
