@@ -69,11 +69,16 @@ def scale_out(ctx: LintContext) -> list[Finding]:
     values = {"bits_per_s_per_gpu": per_gpu * 1e9, "reference_bits_per_s_per_gpu": reference * 1e9,
               "nodes": b.nodes, "scale_out_bits_per_s_per_node": scale_gbit * 1e9}
     if b.nodes == 1:
-        fast = sum((n.count or 0) * n.ports * n.gbit_per_s for n in b.nics)
+        # Only scale-out NICs are compute fabric; storage, front-end and management NICs are named apart.
+        fabric = scale_gbit or total_gbit
+        others = sum((n.count or 0) * n.ports * n.gbit_per_s for n in b.nics if n.role != "scale-out")
+        kind = "scale-out NICs" if scale_gbit else "NICs (none is marked scale-out)"
+        apart = f"; its other NICs ({others:g} Gb/s: storage, front-end) are not counted" if scale_gbit and others \
+            else ""
         return [finding(code, "info", f"Single node: NVLink/PCIe carries the training traffic. For multi-node "
-                        f"training its NICs ({fast:g} Gb/s in all) would give {fast / b.gpus.count:g} Gb/s per GPU "
-                        f"vs {reference:g} Gb/s in the {g.name} reference design.",
-                        **{**values, "bits_per_s_per_gpu": fast / b.gpus.count * 1e9})]
+                        f"training its {kind} ({fabric:g} Gb/s in all) would give {fabric / b.gpus.count:g} Gb/s "
+                        f"per GPU vs {reference:g} Gb/s in the {g.name} reference design{apart}.",
+                        **{**values, "bits_per_s_per_gpu": fabric / b.gpus.count * 1e9})]
     if unknown:
         return [finding(code, "warning", f"{b.nodes} nodes but the number of scale-out NICs per node is not stated "
                         f"({unknown[0].model}); the {g.name} reference is {reference:g} Gb/s per GPU, i.e. "

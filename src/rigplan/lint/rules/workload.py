@@ -32,7 +32,10 @@ def workload_fit(ctx: LintContext) -> list[Finding]:
                   "origin": ev.workload.origin, "text": ev.workload.text}
         head = _what(ev)
         if ev.fits_plain:
-            fit = min((t for t in ev.plain if t.fits), key=lambda t: t.per_gpu_bytes)
+            # One report, one layout: when the workload is timed, the fit is told for the layout timed.
+            fitting = [t for t in ev.plain if t.fits]
+            fit = next((t for t in fitting if t.label == ev.time_layout), min(fitting, key=lambda t: t.per_gpu_bytes))
+            values.update(per_gpu_bytes=fit.per_gpu_bytes, layout=fit.label)
             out.append(finding("workload.fit", "info", f"{head}: fits, {format_bytes(fit.per_gpu_bytes)} per GPU of "
                                f"{format_bytes(ev.usable_bytes)} with {fit.label}.", **values))
             continue
