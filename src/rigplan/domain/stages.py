@@ -210,17 +210,26 @@ def chunk_layer_counts(split: PipelineSplit, num_layers: int, first_dense: int, 
     """
     pp_a, vpp_a, rank_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64),
                                               np.asarray(rank, dtype=np.int64))
-    layers = np.zeros(pp_a.shape)
-    dense = np.zeros(pp_a.shape)
-    pairs: Any = np.unique(np.stack([pp_a.ravel(), vpp_a.ravel()], axis=1), axis=0) if pp_a.size else []
-    for p, v in pairs:
+    if pp_a.size == 0:
+        return np.zeros(pp_a.shape), np.zeros(pp_a.shape)
+    # (pp, vpp) are small integers: one table row per distinct pair, indexed by rank, then one gather
+    # (no sort or per-pair mask over the whole layout array).
+    width = int(vpp_a.max()) + 1
+    key = pp_a * width + vpp_a
+    present = np.flatnonzero(np.bincount(key.ravel()))
+    max_pp = int(pp_a.max())
+    table_layers = np.zeros((int(present.max()) + 1, max_pp))
+    table_dense = np.zeros_like(table_layers)
+    for k in present:
+        p, v = divmod(int(k), width)
         if chunk >= v:
             continue
-        table_layers, table_dense = _chunk_table(split, num_layers, first_dense, int(p), int(v))
-        mask = (pp_a == p) & (vpp_a == v)
-        ranks = np.clip(rank_a[mask], 0, p - 1)
-        layers[mask] = table_layers[ranks, chunk]
-        dense[mask] = table_dense[ranks, chunk]
+        chunk_layers, chunk_dense = _chunk_table(split, num_layers, first_dense, p, v)
+        table_layers[k, :p] = chunk_layers[:, chunk]
+        table_dense[k, :p] = chunk_dense[:, chunk]
+    ranks = np.clip(rank_a, 0, pp_a - 1)
+    layers = table_layers[key, ranks]
+    dense = table_dense[key, ranks]
     if layers.ndim == 0:
         return float(layers), float(dense)
     return layers, dense
@@ -255,7 +264,9 @@ def busiest_middle_rank(split: PipelineSplit, num_layers: int, first_dense: int,
     0 when there is none (pp <= 2). Arrays allowed."""
     pp_a, vpp_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64))
     out = np.zeros(pp_a.shape, dtype=np.int64)
-    pairs: Any = np.unique(np.stack([pp_a.ravel(), vpp_a.ravel()], axis=1), axis=0) if pp_a.size else []
-    for p, v in pairs:
+    # One integer key per (pp, vpp): a 1-D unique is far cheaper than np.unique(axis=0) on rows.
+    keys: Any = np.unique(pp_a.ravel() * 65_536 + vpp_a.ravel()) if pp_a.size else []
+    for key in keys:
+        p, v = divmod(int(key), 65_536)
         out[(pp_a == p) & (vpp_a == v)] = _busiest_middle(split, num_layers, first_dense, int(p), int(v))
     return int(out) if out.ndim == 0 else out
