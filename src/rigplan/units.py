@@ -29,7 +29,7 @@ _BYTES_SUFFIX = {
 _DURATION_SUFFIX = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0,
                     "mo": 30 * 86400.0, "y": 365 * 86400.0}
 
-_NUMBER = r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
+_NUMBER = r"([+-]?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
 
 
 def parse_count(text: str | float | int, what: str = "value") -> float:
@@ -41,8 +41,10 @@ def parse_count(text: str | float | int, what: str = "value") -> float:
         if not match:
             raise InvalidSpec(f"{what} '{text}' is not a number; use e.g. 2T, 300B, 1.5M or 7e9")
         value = float(match.group(1)) * _COUNT_SUFFIX[match.group(2)]
-    if not math.isfinite(value) or value < 0:
-        raise InvalidSpec(f"{what} must be a finite non-negative number, got {text}")
+    if not math.isfinite(value):
+        raise InvalidSpec(f"{what} must be a finite number, got {text}")
+    if value < 0:
+        raise InvalidSpec(f"{what} must be >= 0, got {text}")
     return value
 
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rigplan.domain.hardware import Gpu, Link
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.calibration import Calibration
+from rigplan.files import load_json, load_yaml, read_text, user_path
 
 SCHEMA = "rigplan-calibration/1"
 
@@ -83,15 +84,11 @@ class CalibrationFile(BaseModel):
 
 def load_calibration(path: str | Path) -> CalibrationFile:
     """Read and validate a calibration file; InvalidSpec with the reason when it is not one."""
-    p = Path(path)
-    if not p.is_file():
+    p = user_path(path, "calibration", "send the calibration's content inline")
+    if not p.exists():
         raise InvalidSpec(f"--calibration {path}: no such file (write one with `rigplan probe` or `rigplan calibrate`)")
-    try:
-        text = p.read_text()
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as err:
-        raise InvalidSpec(f"--calibration {path}: cannot be read as {'JSON' if p.suffix == '.json' else 'YAML'}: "
-                          f"{str(err).splitlines()[0]}") from err
+    text = read_text(p, "--calibration")
+    data = load_json(text, f"--calibration {path}") if p.suffix == ".json" else load_yaml(text, f"--calibration {path}")
     if not isinstance(data, dict):
         raise InvalidSpec(f"--calibration {path}: expected a mapping with schema: {SCHEMA}")
     try:

@@ -8,15 +8,33 @@ key) raises InvalidSpec with one line that names the file and the key.
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rigplan.bounds import check
 from rigplan.domain.model import MLA, Architecture, MoE
 from rigplan.errors import InvalidSpec
+from rigplan.files import load_json, read_text
 
 Config = Mapping[str, Any]
+
+KEY_BOUNDS = {
+    "hidden_size": "hidden", "n_embd": "hidden", "d_model": "hidden", "word_embed_proj_dim": "hidden",
+    "num_hidden_layers": "layers", "n_layer": "layers", "n_layers": "layers", "num_layers": "layers",
+    "num_attention_heads": "heads", "n_head": "heads", "n_heads": "heads",
+    "num_key_value_heads": "kv_heads", "head_dim": "head_dim",
+    "intermediate_size": "ffn", "n_inner": "ffn", "ffn_dim": "ffn",
+    "vocab_size": "vocab", "num_experts": "experts", "num_local_experts": "experts", "n_routed_experts": "experts",
+    "num_experts_per_tok": "top_k", "moe_intermediate_size": "expert_ffn", "n_shared_experts": "shared_experts",
+    "max_position_embeddings": "context", "n_positions": "context", "max_seq_len": "context",
+}
+"""config.json keys checked against the same bounds as the shape flags (rigplan.bounds)."""
+ZERO_MEANS_NONE = frozenset({"experts", "top_k", "expert_ffn", "shared_experts", "head_dim"})
+"""Bounds whose 0 in a config.json means "none" (a dense model's num_experts: 0)."""
+MAX_CONFIG_INT = 1 << 31
+"""Any other whole number in a config.json (a window size, a layer index) is at most 2^31."""
 
 
 class _Reader:
@@ -43,8 +61,14 @@ class _Reader:
         return None
 
     def _as_int(self, key: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                or value != int(value):
             raise self.fail(f"key '{self.prefix}{key}' must be a whole number, got {value!r}")
+        name = KEY_BOUNDS.get(key)
+        if name is not None and not (value == 0 and name in ZERO_MEANS_NONE):
+            check(name, value, label=f"{self.path}: key '{self.prefix}{key}'")
+        elif not 0 <= value <= MAX_CONFIG_INT:
+            raise self.fail(f"key '{self.prefix}{key}' must be between 0 and {MAX_CONFIG_INT:,}, got {value!r}")
         return int(value)
 
     def req_int(self, *keys: str) -> int:
@@ -63,8 +87,8 @@ class _Reader:
         value = self.cfg.get(key)
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(f"key '{self.prefix}{key}' must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise self.fail(f"key '{self.prefix}{key}' must be a finite number, got {value!r}")
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
@@ -498,19 +522,9 @@ def _load_json(path: str | Path) -> tuple[Path, dict[str, Any]]:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    if not p.is_file():
+    if not p.exists():
         raise InvalidSpec(f"{p}: no such file; give a Hugging Face config.json or a folder holding one")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidSpec(f"{p}: not UTF-8 text ({exc.reason})") from exc
-    except OSError as exc:
-        raise InvalidSpec(f"{p}: cannot be read ({exc.strerror or exc})") from exc
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}"
-        raise InvalidSpec(f"{p}: not valid JSON ({exc.msg} at {where})") from exc
+    raw = load_json(read_text(p, "MODEL"), str(p))
     if not isinstance(raw, dict):
         raise InvalidSpec(f"{p}: a config.json must hold a JSON object, not {type(raw).__name__}")
     return p, raw

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from rigplan.catalog.schema import GpuRecord, ModelRecord
 from rigplan.errors import InvalidSpec, UnknownEntry
+from rigplan.files import load_yaml, read_text, user_path
 
 BUILTIN_DIR = Path(__file__).parent / "data"
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -62,10 +63,7 @@ def _read_records(folder: Path, schema: type[R]) -> dict[str, R]:
     if not folder.is_dir():
         return records
     for path in sorted(folder.glob("*.y*ml")):
-        try:
-            raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_SafeLoader)
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise InvalidSpec(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from exc
+        raw = load_yaml(read_text(path, "catalog record"), str(path), _SafeLoader)
         if not isinstance(raw, dict):
             raise InvalidSpec(f"{path}: a catalog record must be a YAML mapping")
         try:
@@ -98,5 +96,5 @@ def _load(overlays: tuple[Path, ...]) -> Catalog:
 
 def load_catalog(overlays: Sequence[str | Path] | None = None) -> Catalog:
     """The built-in catalog plus overlays from the environment and then `overlays`."""
-    folders: Iterable[Path] = (*overlay_dirs_from_env(), *(Path(p) for p in overlays or ()))
+    folders: Iterable[Path] = (*overlay_dirs_from_env(), *(user_path(p, "--catalog") for p in overlays or ()))
     return _load(tuple(p.resolve() for p in folders))

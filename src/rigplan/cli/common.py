@@ -7,11 +7,13 @@ import json
 import math
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 from pydantic import BaseModel, ValidationError
 
+from rigplan.bounds import BOUND_ERROR_TYPE
 from rigplan.errors import RigplanError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,10 +39,26 @@ def exit_for_check(check: bool, failed: bool) -> None:
 
 def pydantic_message(err: ValidationError) -> str:
     first = err.errors()[0]
+    if first["type"] == BOUND_ERROR_TYPE:
+        return str(first["msg"])
     field = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "input"
     value = first.get("input")
     shown = f" (got {value!r})" if value is not None and not isinstance(value, dict) else ""
     return f"{field}: {first['msg']}{shown}"
+
+
+def check_output_path(path: str, flag: str, force: bool) -> None:
+    """Fail (exit 2) unless `path` can be written: its folder exists, it is not a folder, and it is new
+    or --force was given."""
+    target = Path(path)
+    if target.is_dir():
+        fail(f"{flag} {path} is a folder; give a file name")
+    if not target.parent.is_dir():
+        fail(f"{flag} {path}: the folder {target.parent} does not exist; create it or choose another path")
+    if target.exists() and not force:
+        fail(f"{path} exists; pass --force to overwrite it or choose another name")
+    if target.exists() and not target.is_file():
+        fail(f"{flag} {path} is not a regular file")
 
 
 def build_request(model_cls: type[M], **values: Any) -> M:
@@ -62,6 +80,9 @@ def guarded(func: F) -> F:
             fail(str(err))
         except ValidationError as err:
             fail(pydantic_message(err))
+        except OSError as err:  # a report or plot that cannot be written, a file that vanished
+            where = f"{err.filename}: " if err.filename else ""
+            fail(f"{where}{err.strerror or err}")
         return None
 
     return wrapper  # type: ignore[return-value]
@@ -138,7 +159,8 @@ def job_options(func: F) -> F:
         click.option("--no-double-quant", "single_quant", is_flag=True, help="QLoRA without double quantization."),
         click.option("--seq", type=int, help="Sequence length in tokens. Default: min(4096, model context)."),
         click.option("--micro-batch", type=int, default=1, show_default=True, help="Sequences per micro-batch."),
-        click.option("--global-batch", type=int, default=0, help="Sequences per optimizer step (all GPUs)."),
+        click.option("--global-batch", type=int,
+                     help="Sequences per optimizer step (all GPUs). Default: about 4M tokens per step."),
         click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
                                                        "bf16", "fp16"]),
                      help="Precision recipe (bf16 = bf16-mixed). Default: bf16-mixed for full training, "
@@ -228,7 +250,7 @@ def recipe_options(func: F) -> F:
         click.option("--lora-rank", type=int, default=16, show_default=True),
         click.option("--lora-targets", default="q,v", show_default=True),
         click.option("--seq", type=int, help="Sequence length (default: min(4096, model context))."),
-        click.option("--global-batch", type=int, default=0, help="Sequences per step (default: about 4M tokens)."),
+        click.option("--global-batch", type=int, help="Sequences per step (default: about 4M tokens)."),
         click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
                                                        "bf16", "fp16"])),
         calibration_option(),

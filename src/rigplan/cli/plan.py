@@ -14,6 +14,7 @@ from rich.table import Table
 from rigplan.cli.common import (
     build_request,
     check_option,
+    check_output_path,
     echo_json,
     exit_for_check,
     fail,
@@ -72,9 +73,9 @@ def _render(data: dict[str, Any], currency: str) -> None:
 @click.option("--gpus-min", type=int, default=1, show_default=True, help="Smallest cluster to consider.")
 @click.option("--server", help="Server build (rigplan servers) to plan on: its GPU, price and power.")
 @click.option("--gpu", "gpu_ids", multiple=True, help="GPU id to consider (repeatable); default: whole catalog.")
-@click.option("--cloud", "mode", flag_value="cloud", help="Only rent.")
-@click.option("--onprem", "mode", flag_value="onprem", help="Only buy.")
-@click.option("--both", "mode", flag_value="both", default=True, help="Rent or buy (default).")
+@click.option("--cloud", "cloud_only", is_flag=True, help="Only rent.")
+@click.option("--onprem", "onprem_only", is_flag=True, help="Only buy.")
+@click.option("--both", "both_modes", is_flag=True, help="Rent or buy (the default).")
 @click.option("--onprem-basis", type=click.Choice(["purchase", "amortized"]), default="purchase", show_default=True,
               help="purchase: buying counts in full; amortized: the job's share of a busy owned cluster.")
 @recipe_options
@@ -92,7 +93,8 @@ def _render(data: dict[str, Any], currency: str) -> None:
 @check_option("no option meets the budget and the deadline (infeasible)")
 @guarded
 def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tuple[str, ...], plot_path: str | None,
-                 markdown_path: str | None, force: bool, as_json: bool, check: bool, **kwargs: Any) -> None:
+                 markdown_path: str | None, force: bool, as_json: bool, check: bool, cloud_only: bool,
+                 onprem_only: bool, both_modes: bool, **kwargs: Any) -> None:
     """Which GPU, how many, which layout, rent or buy: ranked, and the time-vs-cost Pareto front.
 
     Searches GPU type x GPU count x layout x purchase mode, drops what does not fit (counting why),
@@ -107,10 +109,16 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
       rigplan plan gpt-3-175b --tokens 300B --gpu a100-80gb-sxm --gpu h100-sxm --cloud --plot plan.png
       rigplan plan qwen2.5-7b --tokens 50B --method lora --budget 20万 --currency cny --markdown plan.md
     """
+    modes = [flag for flag, given in (("--cloud", cloud_only), ("--onprem", onprem_only), ("--both", both_modes))
+             if given]
+    if len(modes) > 1:
+        fail(f"give one of --cloud, --onprem or --both, not {' and '.join(modes)}")
+    mode = "cloud" if cloud_only else "onprem" if onprem_only else "both"
     for path in (plot_path, markdown_path):
-        if path and Path(path).exists() and not force:
-            fail(f"{path} exists; pass --force to overwrite it or choose another name")
-    request = build_request(PlanRequest, model=model, gpu=list(gpu_ids), catalog=list(catalog_dirs), **kwargs)
+        if path:
+            check_output_path(path, "--plot" if path == plot_path else "--markdown", force)
+    request = build_request(PlanRequest, model=model, gpu=list(gpu_ids), catalog=list(catalog_dirs), mode=mode,
+                            **kwargs)
     show_progress = not as_json and sys.stderr.isatty()
     if show_progress:
         with Progress(TextColumn("searching GPU types"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

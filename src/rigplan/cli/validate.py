@@ -10,7 +10,7 @@ from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
-from rigplan.cli.common import echo_json, guarded
+from rigplan.cli.common import echo_json, fail, guarded
 from rigplan.validation.run import (
     SUITES,
     CaseResult,
@@ -164,6 +164,10 @@ def validate_command(suite: str, group: str | None, case_id: str | None, as_json
       rigplan validate --case torchtitan-h100-202412-t1-fsdp --json
     """
     results = run_suite(suite, group=group, case=case_id, cases_file=cases_file)
+    if not results:
+        given = ", ".join(f"{flag} {value}" for flag, value in (("--suite", suite), ("--group", group),
+                                                                 ("--case", case_id)) if value)
+        fail(f"no validation case matches {given}; run 'rigplan validate --json' to list the case ids and groups")
     summaries = summarize(results)
     suites = summarize_suites(results)
     breaches = suite_thresholds_breached(results, groups=case_id is None, overall=case_id is None and group is None)
@@ -179,8 +183,6 @@ def validate_command(suite: str, group: str | None, case_id: str | None, as_json
         }
         echo_json(payload)
     else:
-        if not results:
-            click.echo("rigplan validate: no case matches the filters", err=True)
         render(results, summaries, verbose, suites, breaches)
     if failed:
         sys.exit(1)

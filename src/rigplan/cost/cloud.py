@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigplan.catalog.schema import CloudPriceRecord, GpuRecord
 from rigplan.cost.onprem import FloatOrArray
 from rigplan.cost.power import HOURS_PER_MONTH
 from rigplan.errors import InvalidSpec
+from rigplan.files import load_yaml, read_text, user_path
 
 PRICING_KINDS = ("on-demand", "reserved", "spot", "community", "serverless")
 INTERRUPTIBLE_KINDS = ("spot", "community", "serverless")
@@ -88,13 +88,8 @@ def user_offer(usd_per_gpu_hour: float, provider: str = "user") -> CloudOffer:
 def read_offers(path: str | Path, usd_per_unit: float = 1.0) -> list[CloudOffer]:
     """Offers from a YAML file: a list of {provider, pricing, usd_per_gpu_hour, as_of, source}
     (the catalog's `cloud_prices` entries; the price is read in a currency worth `usd_per_unit` USD)."""
-    file = Path(path)
-    try:
-        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InvalidSpec(f"--offers: cannot read '{file}': {err.strerror}") from err
-    except yaml.YAMLError as err:
-        raise InvalidSpec(f"--offers: '{file}' is not valid YAML ({str(err).splitlines()[0]})") from err
+    file = user_path(path, "--offers", "send the offers as YAML text in offers_yaml")
+    raw = load_yaml(read_text(file, "--offers"), f"--offers: '{file}'")
     if isinstance(raw, dict) and "cloud_prices" in raw:
         raw = raw["cloud_prices"]
     if not isinstance(raw, list) or not raw:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rigplan.bounds import Bounded
 from rigplan.catalog.schema import GpuRecord, as_of_text
 from rigplan.cost import onprem as op
 from rigplan.cost.breakeven import BreakEven, breakeven, cost_per_useful_gpu_hour_usd
@@ -39,7 +40,6 @@ from rigplan.cost.onprem import (
 from rigplan.cost.power import HOURS_PER_MONTH, HOURS_PER_YEAR, parse_tariff
 from rigplan.errors import InvalidSpec
 
-NonNegative = Annotated[float, Field(ge=0)]
 Pricing = Literal["on-demand", "reserved", "spot", "community", "serverless"]
 NVAIE_BUNDLED = ("h100-pcie", "h100-nvl", "h200-nvl")
 """GPUs sold with a 5-year NVIDIA AI Enterprise subscription (hardware-facts B5)."""
@@ -52,41 +52,41 @@ class TcoRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     gpu: str = "h100-sxm"
-    gpus: Annotated[int, Field(ge=1, le=10_000_000)] = 8
-    hours: Annotated[float, Field(gt=0, le=1e7)] | None = None
+    gpus: Annotated[int, Bounded("gpus")] = 8
+    hours: Annotated[float, Bounded("hours")] | None = None
     """Job wall-clock hours on every GPU. Default: the busy hours of the whole period (u × 8760 × years)."""
-    months: Annotated[float, Field(gt=0, le=1200)] | None = None
+    months: Annotated[float, Bounded("months")] | None = None
     """Job length in months of continuous running (730 h each)."""
-    utilisation: Annotated[float, Field(gt=0, le=1)] = op.UTILISATION_DEFAULT
-    price_per_kwh: Annotated[float, Field(ge=0, le=100)] | None = None
-    pue: Annotated[float, Field(ge=1, le=3)] = op.PUE_DEFAULT
-    years: Annotated[float, Field(gt=0, le=20)] = op.DEPRECIATION_YEARS_DEFAULT
-    residual: Annotated[float, Field(ge=0, le=1)] = op.RESIDUAL_FRACTION_DEFAULT
+    utilisation: Annotated[float, Bounded("utilisation")] = op.UTILISATION_DEFAULT
+    price_per_kwh: Annotated[float, Bounded("price_per_kwh")] | None = None
+    pue: Annotated[float, Bounded("pue")] = op.PUE_DEFAULT
+    years: Annotated[float, Bounded("years")] = op.DEPRECIATION_YEARS_DEFAULT
+    residual: Annotated[float, Bounded("residual")] = op.RESIDUAL_FRACTION_DEFAULT
     licence: str = "none"
-    colo_per_kw_month: NonNegative | None = None
+    colo_per_kw_month: Annotated[float, Bounded("colo_per_kw_month")] | None = None
     """Colocation per provisioned IT kW-month; default 184.06 USD (onprem.COLO_SOURCE)."""
-    gpu_price: Annotated[float, Field(gt=0)] | None = None
-    server_share: NonNegative | None = None
+    gpu_price: Annotated[float, Bounded("gpu_price")] | None = None
+    server_share: Annotated[float, Bounded("server_share")] | None = None
     """Non-GPU server cost per GPU; default 50% of the GPU price."""
-    fabric_share: NonNegative | None = None
+    fabric_share: Annotated[float, Bounded("fabric_share")] | None = None
     """Network fabric cost per GPU; default 20% of the GPU price."""
-    host_w: Annotated[float, Field(ge=0, le=10_000)] = op.HOST_W_PER_GPU_DEFAULT
-    staff_per_year: NonNegative | None = None
+    host_w: Annotated[float, Bounded("host_w")] = op.HOST_W_PER_GPU_DEFAULT
+    staff_per_year: Annotated[float, Bounded("staff_per_year")] | None = None
     """Operations staff of the whole cluster per year; default 544 USD per GPU-year (onprem.STAFF_SOURCE)."""
-    capital_rate: Annotated[float, Field(ge=0, le=1)] = op.CAPITAL_RATE_DEFAULT
+    capital_rate: Annotated[float, Bounded("capital_rate")] = op.CAPITAL_RATE_DEFAULT
     """Cost of capital per year, a fraction (0.075 = 7.5%)."""
-    delta_t_f: Annotated[float, Field(gt=0, le=100)] = op.DELTA_T_F_DEFAULT
-    cloud_price: Annotated[float, Field(gt=0)] | None = None
+    delta_t_f: Annotated[float, Bounded("delta_t_f")] = op.DELTA_T_F_DEFAULT
+    cloud_price: Annotated[float, Bounded("cloud_price")] | None = None
     offers: str | None = None
     """YAML file of offers (provider, pricing, usd_per_gpu_hour, as_of, source); replaces the catalog's."""
     pricing: list[Pricing] = Field(default_factory=list)
     all_offers: bool = False
-    storage_tb: NonNegative = 0.0
-    storage_per_gb_month: NonNegative = 0.0
-    egress_tb: NonNegative = 0.0
-    egress_per_gb: NonNegative = 0.0
+    storage_tb: Annotated[float, Bounded("storage_tb")] = 0.0
+    storage_per_gb_month: Annotated[float, Bounded("storage_per_gb_month")] = 0.0
+    egress_tb: Annotated[float, Bounded("egress_tb")] = 0.0
+    egress_per_gb: Annotated[float, Bounded("egress_per_gb")] = 0.0
     currency: Currency = Currency.USD
-    fx: Annotated[float, Field(gt=0, le=1000)] = CNY_PER_USD_DEFAULT
+    fx: Annotated[float, Bounded("fx")] = CNY_PER_USD_DEFAULT
     tou: str | None = None
     shiftable: bool = False
     server: str | None = None

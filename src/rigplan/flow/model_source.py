@@ -7,10 +7,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from rigplan.bounds import BOUNDS
 from rigplan.catalog.load import Catalog
 from rigplan.domain.model import Architecture, MoE
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.params import count_params
+from rigplan.files import paths_allowed, user_path
 from rigplan.units import parse_count
 
 # Llama-family shapes by size (Touvron et al. 2023, Llama 2 Table 1; Llama 3 herd paper Table 3):
@@ -45,7 +47,7 @@ class ResolvedModel:
 def generic_architecture(size_text: str) -> ResolvedModel:
     """A Llama-style dense model of about the given size: nearest shape, FFN solved to hit the size."""
     target = parse_count(size_text, "model size")
-    if not 1e6 <= target <= 1e14:
+    if not 1e6 <= target <= BOUNDS["params"].high:
         raise InvalidSpec(f"model size {size_text} is out of range; give between 1M and 100T parameters, e.g. 7b")
     _, layers, hidden, heads, kv = min(GENERIC_SHAPES, key=lambda row: abs(row[0] - target) / row[0])
     probe = Architecture(id="generic", num_layers=layers, hidden=hidden, num_heads=heads, num_kv_heads=kv,
@@ -57,6 +59,16 @@ def generic_architecture(size_text: str) -> ResolvedModel:
             f"hidden={hidden}, heads={heads}, kv_heads={kv}, ffn={ffn}, vocab={GENERIC_VOCAB} "
             f"({count_params(arch).total / 1e9:.2f} B params); pass a config.json or shape flags for a real one")
     return ResolvedModel(arch=arch, source="generic-size", assumptions=[note])
+
+
+def _names_a_file(model: str) -> bool:
+    """MODEL is a config.json (or its folder). Where no file may be named (over HTTP) only its spelling
+    decides, so that the file system is never looked at for an id or a size."""
+    spelled = model.endswith(".json") or "/" in model or "\\" in model or model.startswith((".", "~"))
+    if not paths_allowed():
+        return spelled
+    path = Path(model)
+    return spelled or path.is_dir() or path.is_file()
 
 
 def _is_size(text: str) -> bool:
@@ -107,7 +119,19 @@ def _apply_shape_flags(arch: Architecture | None, flags: dict[str, Any]) -> Arch
 
 
 def resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, Any] | None = None) -> ResolvedModel:
-    """MODEL is a catalog id, a config.json (or a folder holding one), a size like '70b', or None."""
+    """MODEL is a catalog id, a config.json (or a folder holding one), a size like '70b', or None.
+    A shape whose parameter count is beyond the bound `params` (shape flags or a config.json of
+    10^6 hidden x 10^7 vocab) is an error, not an estimate."""
+    resolved = _resolve_model(model, catalog, shape_flags)
+    total = count_params(resolved.arch).total
+    if BOUNDS["params"].problem(total):
+        raise InvalidSpec(f"the model has {total:.3g} parameters; rigplan plans models of up to "
+                          f"{BOUNDS['params'].high:.0e} (100 T): check --layers, --hidden, --ffn, --vocab "
+                          "(or the config.json)")
+    return resolved
+
+
+def _resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, Any] | None) -> ResolvedModel:
     flags = {k: v for k, v in (shape_flags or {}).items() if v is not None}
     unknown_flags = set(flags) - set(SHAPE_FLAGS)
     if unknown_flags:
@@ -117,10 +141,10 @@ def resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, An
             raise InvalidSpec("give MODEL (a catalog id, a config.json path or a size like 7b) or shape flags")
         return ResolvedModel(arch=_apply_shape_flags(None, flags), source="flags",
                              assumptions=["model built from shape flags"])
-    path = Path(model)
-    if model.endswith(".json") or path.is_dir() or (path.exists() and path.is_file()):
+    if _names_a_file(model):
         from rigplan.catalog.hf_config import architecture_from_hf_config
 
+        path = user_path(model, "model", "send the config.json's content as hf_config")
         arch = architecture_from_hf_config(path)
         resolved = ResolvedModel(arch=arch, source="hf-config", assumptions=[f"model read from {path}"])
     elif model.strip().lower().replace("_", "-") in catalog.models or not _is_size(model):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigplan.bounds import check
 from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.catalog.schema import GpuRecord, as_of_text
 from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
@@ -84,7 +85,9 @@ def parse_money(text: str | float | None, currency: str, cny_per_usd: float) -> 
         elif raw.endswith("亿"):
             raw, scale = raw[:-1], YI
         amount = parse_count(raw, "--budget") * scale
-    return amount / cny_per_usd if currency == "cny" else amount
+    usd = amount / cny_per_usd if currency == "cny" else amount
+    check("budget", usd, label="--budget (in USD)")
+    return usd
 
 
 def cloud_offers(record: GpuRecord) -> list[Offer]:
@@ -418,6 +421,7 @@ def parse_option(text: str) -> tuple[int, str]:
     count, sep, gpu = text.lower().replace(" ", "").partition("x")
     if not sep or not count.isdigit() or not gpu:
         raise InvalidSpec(f"option '{text}' is not COUNTxGPU, e.g. 8xa100-80gb-sxm or 4xh100-sxm")
+    check("option_gpus", int(count), label=f"option '{text}': the GPU count")
     return int(count), gpu
 
 

@@ -6,9 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rigplan.bounds import Bounded
 from rigplan.domain.job import LORA_TARGET_NAMES
-
-PositiveDegree = Annotated[int, Field(ge=1, le=65_536)]
 
 
 class ModelSpec(BaseModel):
@@ -17,20 +16,20 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = Field(None, description="Catalog id, path to a config.json (or its folder), or a size like 7b")
-    layers: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    hidden: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
-    heads: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    kv_heads: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    head_dim: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    ffn: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
-    vocab: Annotated[int, Field(ge=1, le=100_000_000)] | None = None
+    layers: Annotated[int, Bounded("layers")] | None = None
+    hidden: Annotated[int, Bounded("hidden")] | None = None
+    heads: Annotated[int, Bounded("heads")] | None = None
+    kv_heads: Annotated[int, Bounded("kv_heads")] | None = None
+    head_dim: Annotated[int, Bounded("head_dim")] | None = None
+    ffn: Annotated[int, Bounded("ffn")] | None = None
+    vocab: Annotated[int, Bounded("vocab")] | None = None
     mlp: Literal["gated", "plain"] | None = None
     positions: Literal["rope", "learned", "alibi"] | None = None
     tied_embeddings: bool | None = None
-    experts: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    top_k: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    expert_ffn: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
-    shared_experts: Annotated[int, Field(ge=0, le=1_000)] | None = None
+    experts: Annotated[int, Bounded("experts")] | None = None
+    top_k: Annotated[int, Bounded("top_k")] | None = None
+    expert_ffn: Annotated[int, Bounded("expert_ffn")] | None = None
+    shared_experts: Annotated[int, Bounded("shared_experts")] | None = None
 
     def shape_flags(self) -> dict[str, object]:
         shape_fields = set(ModelSpec.model_fields) - {"model"}
@@ -42,11 +41,11 @@ class MoERoutingSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    moe_imbalance: Annotated[float, Field(ge=1.0, le=1000.0)] | None = Field(
+    moe_imbalance: Annotated[float, Bounded("moe_imbalance")] | None = Field(
         None, description="Busiest expert-parallel rank's tokens over the mean; default: estimate.moe's "
                           "DEFAULT_IMBALANCE for dropless routing")
     balanced_routing: bool = Field(False, description="Forced balanced routing, as benchmarks run (imbalance 1)")
-    capacity_factor: Annotated[float, Field(ge=0.0, le=1000.0)] = Field(
+    capacity_factor: Annotated[float, Bounded("capacity_factor")] = Field(
         0.0, description="Expert capacity over the mean load, tokens beyond it dropped; 0 = dropless")
     a2a_overlap: bool = Field(False, description="DeepEP-style expert all-to-all overlapped with another "
                                                   "micro-batch's computation (one NIC crossing per node)")
@@ -65,33 +64,34 @@ class JobSpec(ModelSpec, MoERoutingSpec):
     """Model, training recipe, parallel layout and GPU: the inputs of `rigplan memory`."""
 
     method: Literal["full", "lora", "qlora"] = "full"
-    lora_rank: Annotated[int, Field(ge=1, le=65_536)] = 16
+    lora_rank: Annotated[int, Bounded("lora_rank")] = 16
     lora_targets: list[str] = Field(default_factory=lambda: ["q", "v"])
     qlora_double_quant: bool = True
-    seq: Annotated[int, Field(ge=1, le=16_777_216)] | None = None
-    micro_batch: Annotated[int, Field(ge=1, le=65_536)] = 1
-    global_batch: Annotated[int, Field(ge=0, le=100_000_000)] = 0
+    seq: Annotated[int, Bounded("seq")] | None = None
+    micro_batch: Annotated[int, Bounded("micro_batch")] = 1
+    global_batch: Annotated[int, Bounded("global_batch")] = 0
+    """0 (the default, never accepted when given): about 4M tokens per step (see flow.estimate)."""
     precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
     """None: bf16-mixed for full training, bf16-true for LoRA/QLoRA (base model loaded in bf16)."""
     optimizer: Literal[
         "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"
     ] = "adamw"
     zero: Literal[0, 1, 2, 3] = 0
-    tp: PositiveDegree = 1
-    pp: PositiveDegree = 1
-    vpp: PositiveDegree = 1
-    dp: PositiveDegree | None = None
-    cp: PositiveDegree = 1
-    ep: PositiveDegree = 1
-    etp: Annotated[int, Field(ge=0, le=65_536)] = 0
+    tp: Annotated[int, Bounded("tp")] = 1
+    pp: Annotated[int, Bounded("pp")] = 1
+    vpp: Annotated[int, Bounded("vpp")] = 1
+    dp: Annotated[int, Bounded("dp")] | None = None
+    cp: Annotated[int, Bounded("cp")] = 1
+    ep: Annotated[int, Bounded("ep")] = 1
+    etp: Annotated[int, Bounded("etp")] = 0
     """Expert-tensor-parallel degree; 0 = equal to tp (Megatron-Core's default)."""
     sequence_parallel: bool = False
-    stage_layers: list[Annotated[int, Field(ge=0, le=100_000)]] = Field(
+    stage_layers: list[Annotated[int, Bounded("stage_layers")]] = Field(
         default_factory=list, description="Layers of each virtual pipeline stage (pp*vpp entries), e.g. 7,8,8,7")
-    first_stage_layers: Annotated[int, Field(ge=0, le=100_000)] | None = None
-    last_stage_layers: Annotated[int, Field(ge=0, le=100_000)] | None = None
-    embedding_layer_weight: Annotated[int, Field(ge=0, le=64)] | None = None
-    head_layer_weight: Annotated[int, Field(ge=0, le=64)] | None = None
+    first_stage_layers: Annotated[int, Bounded("first_stage_layers")] | None = None
+    last_stage_layers: Annotated[int, Bounded("last_stage_layers")] | None = None
+    embedding_layer_weight: Annotated[int, Bounded("embedding_layer_weight")] | None = None
+    head_layer_weight: Annotated[int, Bounded("head_layer_weight")] | None = None
     recompute: Literal["none", "selective", "op", "full"] | None = None
     """None: full for QLoRA (QLoRA recipes turn gradient checkpointing on), none otherwise."""
     attention: Literal["flash", "eager"] = "flash"
@@ -105,7 +105,7 @@ class JobSpec(ModelSpec, MoERoutingSpec):
     checkpoint_load: Literal["sharded", "full"] = "sharded"
     nf4_quantizer: Literal["bitsandbytes", "torchao-unchunked"] = "bitsandbytes"
     gpu: str = "h100-sxm"
-    gpus: PositiveDegree | None = None
+    gpus: Annotated[int, Bounded("gpus")] | None = None
     ecc: bool | None = None
     catalog: list[str] = Field(default_factory=list)
     calibration: str | dict[str, Any] | None = Field(
@@ -146,29 +146,32 @@ class MemoryRequest(JobSpec):
 class EstimateRequest(JobSpec):
     """`rigplan estimate`: the job plus the cluster's network and the training length."""
 
-    tokens: str | float | None = Field(None, description="Tokens to train on, e.g. 2T or 300B")
-    gpus_per_node: Annotated[int, Field(ge=1, le=1024)] | None = None
-    nic_gbit: Annotated[float, Field(gt=0, le=100_000)] | None = None
-    nics_per_node: Annotated[int, Field(ge=1, le=1024)] | None = None
-    host_power_w: Annotated[float, Field(ge=0, le=100_000)] = 250.0
+    tokens: Annotated[str | float, Bounded("tokens", parse="count")] | None = Field(
+        None, description="Tokens to train on, e.g. 2T or 300B")
+    gpus_per_node: Annotated[int, Bounded("gpus_per_node")] | None = None
+    nic_gbit: Annotated[float, Bounded("nic_gbit")] | None = None
+    nics_per_node: Annotated[int, Bounded("nics_per_node")] | None = None
+    host_power_w: Annotated[float, Bounded("host_power_w")] = 250.0
     storage: Literal["auto", "nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"] = "auto"
     """'auto': node-local NVMe on one node, shared storage (ceph-4) beyond one node."""
     """Where checkpoints are written: one PCIe 4 NVMe per node, a PCIe 5 drive, RAID 0 of 4 drives,
     a 4-node Ceph cluster, or a Tectonic-class parallel file system (2 TB/s)."""
-    restart_s: Annotated[float, Field(ge=0, le=10 * 86400)] | None = None
-    checkpoint_interval_s: Annotated[float, Field(gt=0, le=365 * 86400)] | None = None
+    restart_s: Annotated[float, Bounded("restart_s")] | None = None
+    checkpoint_interval_s: Annotated[float, Bounded("checkpoint_interval_s")] | None = None
 
 
 class PlanRequest(ModelSpec, MoERoutingSpec):
     """`rigplan plan`: what to train, and the limits of budget, time and cluster size."""
 
-    tokens: str | float = Field(..., description="Tokens to train on, e.g. 2T")
+    tokens: Annotated[str | float, Bounded("tokens", parse="count")] = Field(
+        ..., description="Tokens to train on, e.g. 2T")
     budget: str | float | None = Field(
         None, description="Total budget in USD (e.g. 500k, 3M), or CNY with --currency cny")
-    deadline: str | float | None = Field(None, description="Longest acceptable time to train, e.g. 30d")
-    gpus_max: Annotated[int, Field(ge=1, le=1_000_000)] = 4096
-    gpus_min: Annotated[int, Field(ge=1, le=1_000_000)] = 1
-    gpu_counts: list[Annotated[int, Field(ge=1, le=1_000_000)]] = Field(
+    deadline: Annotated[str | float, Bounded("deadline", parse="duration")] | None = Field(
+        None, description="Longest acceptable time to train, e.g. 30d")
+    gpus_max: Annotated[int, Bounded("gpus_max")] = 4096
+    gpus_min: Annotated[int, Bounded("gpus_min")] = 1
+    gpu_counts: list[Annotated[int, Bounded("gpu_counts")]] = Field(
         default_factory=list, description="Exact GPU counts to try instead of node multiples up to gpus_max")
     gpu: list[str] = Field(default_factory=list, description="GPU ids to consider; empty = the whole catalog")
     mode: Literal["cloud", "onprem", "both"] = "both"
@@ -178,18 +181,19 @@ class PlanRequest(ModelSpec, MoERoutingSpec):
     """purchase: buying the GPUs counts in full (their residual value is reported); amortized: the job pays
     its share of a cluster kept busy at the scenario's utilisation."""
     method: Literal["full", "lora", "qlora"] = "full"
-    lora_rank: Annotated[int, Field(ge=1, le=65_536)] = 16
+    lora_rank: Annotated[int, Bounded("lora_rank")] = 16
     lora_targets: list[str] = Field(default_factory=lambda: ["q", "v"])
-    seq: Annotated[int, Field(ge=1, le=16_777_216)] | None = None
-    global_batch: Annotated[int, Field(ge=0, le=100_000_000)] = 0
+    seq: Annotated[int, Bounded("seq")] | None = None
+    global_batch: Annotated[int, Bounded("global_batch")] = 0
+    """0 (the default, never accepted when given): about 4M tokens per step (see flow.estimate)."""
     precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
     optimizer: Literal[
         "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"
     ] = "adamw"
     kernels: Literal["fused", "eager", "hf"] = "fused"
     currency: Literal["usd", "cny"] = "usd"
-    fx_cny_per_usd: Annotated[float, Field(gt=0, le=1000)] | None = None
-    top: Annotated[int, Field(ge=1, le=100)] = 10
+    fx_cny_per_usd: Annotated[float, Bounded("fx_cny_per_usd")] | None = None
+    top: Annotated[int, Bounded("top")] = 10
     catalog: list[str] = Field(default_factory=list)
     calibration: str | dict[str, Any] | None = Field(
         None, description="Calibration file path (rigplan probe / calibrate), or its content inline (HTTP API)")

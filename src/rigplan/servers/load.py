@@ -11,11 +11,11 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from rigplan.catalog.load import normalize_id, overlay_dirs_from_env
 from rigplan.errors import InvalidSpec, UnknownEntry
+from rigplan.files import load_yaml, paths_allowed, read_text, user_path
 from rigplan.servers.schema import ServerRecord
 
 BUILTIN_DIR = Path(__file__).parent / "data"
@@ -41,13 +41,7 @@ def parse_server(raw: object, where: str) -> ServerRecord:
 def read_server_file(path: str | Path) -> ServerRecord:
     """One BUILD.yaml (any file name; the id inside is kept)."""
     file = Path(path)
-    try:
-        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InvalidSpec(f"{file}: cannot read ({exc.strerror or exc})") from exc
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InvalidSpec(f"{file}: not valid YAML ({str(exc).splitlines()[0]})") from exc
-    return parse_server(raw, str(file))
+    return parse_server(load_yaml(read_text(file, "server build"), str(file)), str(file))
 
 
 def _read_folder(folder: Path) -> dict[str, ServerRecord]:
@@ -74,7 +68,7 @@ def _load(overlays: tuple[Path, ...]) -> dict[str, ServerRecord]:
 
 def load_servers(overlays: Sequence[str | Path] | None = None) -> dict[str, ServerRecord]:
     """Built-in builds plus overlays from the environment and then `overlays`, by id."""
-    folders: Iterable[Path] = (*overlay_dirs_from_env(), *(Path(p) for p in overlays or ()))
+    folders: Iterable[Path] = (*overlay_dirs_from_env(), *(user_path(p, "--catalog") for p in overlays or ()))
     return dict(_load(tuple(p.resolve() for p in folders)))
 
 
@@ -88,9 +82,14 @@ def get_server(server_id: str, overlays: Sequence[str | Path] | None = None) -> 
 
 def resolve_build(spec: str, overlays: Sequence[str | Path] | None = None) -> ServerRecord:
     """A BUILD.yaml path (anything ending in .yaml/.yml or an existing file) or a build id."""
+    if not paths_allowed():
+        if spec.lower().endswith((".yaml", ".yml")) or "/" in spec or "\\" in spec:
+            user_path(spec, "build", "send the build's YAML text as build_yaml")
+        return get_server(spec, overlays)
     path = Path(spec)
-    if spec.lower().endswith((".yaml", ".yml")) or path.is_file():
-        if not path.is_file():
+    if spec.lower().endswith((".yaml", ".yml")) or "/" in spec or path.exists():
+        path = user_path(spec, "build", "send the build's YAML text as build_yaml")
+        if not path.exists():
             raise InvalidSpec(f"build file '{spec}' not found")
         return read_server_file(path)
     return get_server(spec, overlays)

@@ -42,10 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from rigplan.errors import InvalidSpec
+from rigplan.files import load_yaml, read_text
 from rigplan.validation.common import (
     CASES_DIR,
     PACKAGE_DIR,
@@ -151,10 +151,7 @@ def _format_error(path: Path, err: ValidationError) -> str:
 def load_case_file(path: str | Path) -> Any:
     """Read and validate one case file; the schema comes from its `suite` key."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InvalidSpec(f"{path}: cannot read case file ({str(exc).splitlines()[0]})") from exc
+    raw = load_yaml(read_text(path, "case file"), str(path))
     if not isinstance(raw, dict) or raw.get("suite") not in SUITES:
         raise InvalidSpec(f"{path}: a case file is a mapping with suite: one of {', '.join(SUITES)}")
     try:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rigplan.bounds import BOUND_ERROR_TYPE
 from rigplan.errors import RigplanError, UnknownEntry
 
 _FLAG = re.compile(r"--([a-z][a-z0-9-]*)")
@@ -70,7 +71,11 @@ def validation_payload(errors: list[Any]) -> dict[str, Any]:
     first = errors[0]
     field = _loc_field(tuple(first.get("loc", ())))
     where = ".".join(p for p in clean[0]["loc"] if p not in ("body", "query", "path")) or "body"
-    return {"detail": f"{where}: {clean[0]['msg']}", "field": field, "errors": clean}
+    detail = f"{where}: {clean[0]['msg']}"
+    flag = (first.get("ctx") or {}).get("flag") if clean[0]["type"] == BOUND_ERROR_TYPE else None
+    if isinstance(flag, str) and clean[0]["msg"].startswith(flag):
+        detail = where + clean[0]["msg"][len(flag):]  # "--tp must be >= 1 ..." -> "tp must be >= 1 ..."
+    return {"detail": detail, "field": field, "errors": clean}
 
 
 def pydantic_payload(err: ValidationError) -> dict[str, Any]:

@@ -1,0 +1,227 @@
+"""The allowed range of every quantity a user gives: one table shared by the CLI, the HTTP API and
+the readers of config.json files.
+
+A bound is named by its request field (`hidden`, `global_batch`) and knows the CLI flag the user
+typed (`--hidden`), so every message says which flag is wrong and what range is allowed:
+`--hidden must be <= 1,000,000 (allowed 1 to 1,000,000); got 1e+30`.
+
+Adding a request field: add a row to `BOUNDS`, then annotate the field
+    my_field: Annotated[int, Bounded("my_field")] | None = None
+(pydantic checks it, the JSON schema shows minimum/maximum). Values that are not pydantic fields
+(a parsed "2T", a config.json key) go through `check(name, value, label=...)`.
+
+The ranges are wide: they stop nonsense (0 GPUs, 10^30 tokens, NaN), not unusual jobs. Each
+upper limit is at least 10x beyond the largest published training run it could describe
+(Llama 3 405B: 16,384 GPUs, 15.6 T tokens, 126 layers, hidden 16,384, FFN 53,248, vocab 128,256;
+Dubey et al. 2024, Tables 3-4; Gemma 3's vocabulary of 262,144 is the largest in the catalog).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
+
+from rigplan import units
+from rigplan.errors import InvalidSpec
+
+BOUND_ERROR_TYPE = "rigplan_bound"
+"""The pydantic error type of a value outside its bound: its message is the whole line, starting with the
+CLI flag (context key `flag`), which the HTTP API replaces by the field name."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """`low <= value <= high` (`low < value` when `low_open`), shown as `flag`."""
+
+    flag: str
+    low: float
+    high: float
+    low_open: bool = False
+    integer: bool = False
+
+    def allowed(self) -> str:
+        low = f"above {_fmt(self.low)}" if self.low_open else _fmt(self.low)
+        return f"{low} to {_fmt(self.high)}"
+
+    def problem(self, value: float) -> str | None:
+        """What is wrong with `value`, or None when it is allowed."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"must be a number ({self.allowed()})"
+        if not math.isfinite(value):
+            return f"must be a finite number ({self.allowed()})"
+        if self.integer and value != int(value):
+            return f"must be a whole number ({self.allowed()})"
+        if value < self.low or (self.low_open and value == self.low):
+            return f"must be {'>' if self.low_open else '>='} {_fmt(self.low)} (allowed {self.allowed()})"
+        if value > self.high:
+            return f"must be <= {_fmt(self.high)} (allowed {self.allowed()})"
+        return None
+
+
+def _fmt(value: float) -> str:
+    if value == int(value) and abs(value) < 1e9:
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+def _int(flag: str, low: float, high: float) -> Bound:
+    return Bound(flag, low, high, integer=True)
+
+
+def _pos(flag: str, high: float) -> Bound:
+    """A positive real amount (> 0)."""
+    return Bound(flag, 0.0, high, low_open=True)
+
+
+def _amount(flag: str, high: float) -> Bound:
+    """A non-negative real amount (>= 0), e.g. money or a rate that may be zero."""
+    return Bound(flag, 0.0, high)
+
+
+MAX_GPUS = 1_000_000
+"""60x the 16,384 GPUs of Llama 3 405B."""
+MAX_USD = 1e13
+"""Ten trillion USD: no budget, price or share of one is larger."""
+
+BOUNDS: dict[str, Bound] = {
+    # model shape (flags and config.json)
+    "layers": _int("--layers", 1, 10_000),
+    "hidden": _int("--hidden", 1, 1 << 18),
+    "heads": _int("--heads", 1, 1 << 14),
+    "kv_heads": _int("--kv-heads", 1, 1 << 14),
+    "head_dim": _int("--head-dim", 1, 1 << 14),
+    "ffn": _int("--ffn", 1, 1 << 21),
+    "vocab": _int("--vocab", 1, 1 << 22),
+    "experts": _int("--experts", 1, 1 << 16),
+    "top_k": _int("--top-k", 1, 1 << 16),
+    "expert_ffn": _int("--expert-ffn", 1, 1 << 21),
+    "shared_experts": _int("--shared-experts", 0, 1_000),
+    "context": _int("context length", 1, 1 << 30),
+    "params": _pos("the model's parameter count", 1e14),
+    # recipe and layout
+    "lora_rank": _int("--lora-rank", 1, 65_536),
+    "seq": _int("--seq", 1, 1 << 24),
+    "micro_batch": _int("--micro-batch", 1, 65_536),
+    "global_batch": _int("--global-batch", 1, 100_000_000),
+    "tp": _int("--tp", 1, 65_536),
+    "pp": _int("--pp", 1, 65_536),
+    "vpp": _int("--vpp", 1, 65_536),
+    "dp": _int("--dp", 1, MAX_GPUS),
+    "cp": _int("--cp", 1, 65_536),
+    "ep": _int("--ep", 1, 65_536),
+    "etp": _int("--etp", 0, 65_536),
+    "stage_layers": _int("--stage-layers (each count)", 0, 10_000),
+    "first_stage_layers": _int("--first-stage-layers", 0, 10_000),
+    "last_stage_layers": _int("--last-stage-layers", 0, 10_000),
+    "embedding_layer_weight": _int("--embedding-layer-weight", 0, 64),
+    "head_layer_weight": _int("--head-layer-weight", 0, 64),
+    "moe_imbalance": Bound("--moe-imbalance", 1.0, 1000.0),
+    "capacity_factor": _amount("--capacity-factor", 1000.0),
+    "gpus": _int("--gpus", 1, MAX_GPUS),
+    # cluster and training length
+    "tokens": Bound("--tokens", 1.0, 1e15),
+    "gpus_per_node": _int("--gpus-per-node", 1, 1024),
+    "nic_gbit": _pos("--nic", 100_000),
+    "nics_per_node": _int("--nics-per-node", 1, 1024),
+    "host_power_w": _amount("--host-power-w", 100_000),
+    "restart_s": _amount("--restart-s", 10 * 86400),
+    "checkpoint_interval_s": _pos("--checkpoint-interval-s", 365 * 86400),
+    # plan and compare
+    "budget": _pos("--budget", MAX_USD),
+    "deadline": _pos("--deadline", 100 * 365 * 86400),
+    "gpus_max": _int("--gpus-max", 1, MAX_GPUS),
+    "gpus_min": _int("--gpus-min", 1, MAX_GPUS),
+    "gpu_counts": _int("GPU count", 1, MAX_GPUS),
+    "option_gpus": _int("the GPU count of an option", 1, MAX_GPUS),
+    "fx_cny_per_usd": _pos("--fx", 1000),
+    "top": _int("--top", 1, 100),
+    # tco
+    "hours": _pos("--hours", 1e7),
+    "months": _pos("--months", 1200),
+    "utilisation": _pos("--utilisation", 1),
+    "price_per_kwh": _amount("--price-per-kwh", 100),
+    "pue": Bound("--pue", 1, 3),
+    "years": _pos("--years", 20),
+    "residual": _amount("--residual", 1),
+    "colo_per_kw_month": _amount("--colo-per-kw-month", 1e6),
+    "gpu_price": _pos("--gpu-price", 1e9),
+    "server_share": _amount("--server-share", 1e9),
+    "fabric_share": _amount("--fabric-share", 1e9),
+    "host_w": _amount("--host-w", 10_000),
+    "staff_per_year": _amount("--staff-per-year", 1e10),
+    "capital_rate": _amount("--capital-rate", 1),
+    "delta_t_f": _pos("--delta-t-f", 100),
+    "cloud_price": _pos("--cloud-price", 1e6),
+    "storage_tb": _amount("--storage-tb", 1e7),
+    "storage_per_gb_month": _amount("--storage-per-gb-month", 1e3),
+    "egress_tb": _amount("--egress-tb", 1e7),
+    "egress_per_gb": _amount("--egress-per-gb", 1e3),
+    "fx": _pos("--fx", 1000),
+}
+
+
+def bound(name: str) -> Bound:
+    return BOUNDS[name]
+
+
+def check(name: str, value: Any, *, label: str | None = None) -> Any:
+    """`value` when it is inside the bound `name`; otherwise InvalidSpec naming `label` (default: the flag)."""
+    b = BOUNDS[name]
+    problem = b.problem(value)
+    if problem:
+        raise InvalidSpec(f"{label or b.flag} {problem}; got {value!r}")
+    return value
+
+
+PARSERS: dict[str, Callable[[str | float, str], float]] = {
+    "count": units.parse_count, "duration": units.parse_duration, "bytes": units.parse_bytes}
+
+
+def parse(name: str, text: str | float, kind: str = "count") -> float:
+    """Parse human text ("2T", "30d", "80GiB") with the unit parser `kind`, then check the bound `name`."""
+    b = BOUNDS[name]
+    return float(check(name, PARSERS[kind](text, b.flag)))
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """pydantic marker: `Annotated[int, Bounded("hidden")]` checks the bound after the type check and puts
+    minimum/maximum into the JSON schema. With `parse="count"` (or "duration", "bytes") the field holds
+    human text such as "2T": it is parsed to check it, and kept as given."""
+
+    name: str
+    parse: str | None = None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        b = BOUNDS[self.name]
+        parser = PARSERS[self.parse] if self.parse else None
+
+        def validate(value: Any) -> Any:
+            try:
+                number = parser(value, b.flag) if parser is not None and isinstance(value, str | int | float) \
+                    else value
+            except InvalidSpec as err:
+                raise PydanticCustomError(BOUND_ERROR_TYPE, "{line}", {"line": str(err), "flag": b.flag}) from None
+            problem = b.problem(number)
+            if problem:
+                raise PydanticCustomError(BOUND_ERROR_TYPE, "{line}",
+                                          {"line": f"{b.flag} {problem}; got {value!r}", "flag": b.flag})
+            return value
+
+        return core_schema.no_info_after_validator_function(validate, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        b = BOUNDS[self.name]
+        result = dict(handler(schema))
+        if self.parse:
+            return result
+        result["exclusiveMinimum" if b.low_open else "minimum"] = int(b.low) if b.integer else b.low
+        result["maximum"] = int(b.high) if b.integer else b.high
+        return result

@@ -1,0 +1,157 @@
+"""Every file rigplan reads goes through here: size-capped, regular files only, never blocking.
+
+`read_text(path, what)` opens without blocking (a FIFO or a device is refused, not read), checks on
+the open descriptor that it is a regular file no larger than the cap, then reads at most cap + 1
+bytes and decodes UTF-8. `load_json` / `load_yaml` turn nesting too deep to parse into one clear
+line instead of a RecursionError.
+
+Over HTTP nobody may name a file on the server: the web worker runs requests inside
+`confined(root)`. There, `user_path()` refuses any path unless the server was started with a data
+folder (`rigplan serve --data-dir DIR`), in which case the path must resolve inside it. Files the
+server writes for a request itself (an uploaded config.json) are granted by `grant()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rigplan.errors import InvalidSpec
+
+FILE_CAP_BYTES = 4 * 1024 * 1024
+"""Largest file rigplan reads (4 MiB). The largest real inputs are far smaller: a Hugging Face
+config.json is a few KiB, a catalog record or a server build under 20 KiB, the biggest validation
+case file under 1 MiB."""
+
+
+@dataclass(frozen=True)
+class _Confinement:
+    root: Path | None
+    granted: frozenset[Path] = field(default_factory=frozenset)
+
+
+_CONFINEMENT: ContextVar[_Confinement | None] = ContextVar("rigplan_file_confinement", default=None)
+
+
+@contextlib.contextmanager
+def confined(root: str | Path | None) -> Iterator[None]:
+    """Within this block, user-named paths must lie in `root` (None: no user path is allowed)."""
+    token = _CONFINEMENT.set(_Confinement(Path(root).resolve() if root is not None else None))
+    try:
+        yield
+    finally:
+        _CONFINEMENT.reset(token)
+
+
+@contextlib.contextmanager
+def grant(path: Path) -> Iterator[None]:
+    """Allow `path` (a file the server wrote for this request) inside a confined block."""
+    current = _CONFINEMENT.get()
+    if current is None:
+        yield
+        return
+    token = _CONFINEMENT.set(_Confinement(current.root, current.granted | {path.resolve()}))
+    try:
+        yield
+    finally:
+        _CONFINEMENT.reset(token)
+
+
+def paths_allowed() -> bool:
+    """Whether a user may name files at all here (the CLI: yes; HTTP: only with a data folder)."""
+    current = _CONFINEMENT.get()
+    return current is None or current.root is not None or bool(current.granted)
+
+
+def user_path(text: str | Path, what: str, hint: str = "") -> Path:
+    """The path a user named, checked against the confinement. `what` names the flag or field."""
+    current = _CONFINEMENT.get()
+    path = Path(text)
+    if current is None:
+        return path
+    if "\x00" in str(text):
+        raise InvalidSpec(f"{what}: contains a NUL character")
+    resolved = (current.root / path if current.root is not None else path).resolve()
+    if resolved in current.granted:
+        return resolved
+    if current.root is None:
+        advice = f"; {hint}" if hint else ""
+        raise InvalidSpec(f"{what}: this server reads no files named in a request{advice} "
+                          "(the server can be started with --data-dir DIR to allow files inside DIR)")
+    if not resolved.is_relative_to(current.root):
+        raise InvalidSpec(f"{what}: '{text}' is outside the server's data folder")
+    return resolved
+
+
+def read_bytes(path: str | Path, what: str, cap_bytes: int = FILE_CAP_BYTES) -> bytes:
+    """The bytes of a regular file of at most `cap_bytes`; InvalidSpec for anything else."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise InvalidSpec(f"{what}: {p}: no such file") from None
+    except IsADirectoryError:
+        raise InvalidSpec(f"{what}: {p} is a folder; give a file") from None
+    except OSError as err:
+        raise InvalidSpec(f"{what}: {p}: cannot be read ({err.strerror or err})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InvalidSpec(f"{what}: {p} is a folder; give a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidSpec(f"{what}: {p} is not a regular file (a pipe, socket or device is never read)")
+        if info.st_size > cap_bytes:
+            raise InvalidSpec(f"{what}: {p} is {info.st_size:,} bytes, over the {cap_bytes:,}-byte cap")
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= cap_bytes:
+            chunk = os.read(fd, min(1 << 20, cap_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > cap_bytes:
+            raise InvalidSpec(f"{what}: {p} grew past the {cap_bytes:,}-byte cap while being read")
+        return b"".join(chunks)
+    except OSError as err:
+        raise InvalidSpec(f"{what}: {p}: cannot be read ({err.strerror or err})") from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str | Path, what: str, cap_bytes: int = FILE_CAP_BYTES) -> str:
+    """A UTF-8 text file of at most `cap_bytes` (see `read_bytes`)."""
+    data = read_bytes(path, what, cap_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InvalidSpec(f"{what}: {path} is not UTF-8 text (byte {err.start}: {err.reason})") from None
+
+
+def load_json(text: str, where: str) -> Any:
+    """json.loads, with every failure as one line naming `where`."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InvalidSpec(f"{where}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    except RecursionError:
+        raise InvalidSpec(f"{where}: JSON nested too deeply") from None
+
+
+def load_yaml(text: str, where: str, loader: Any = None) -> Any:
+    """yaml.load with the safe loader (or `loader`), every failure as one line naming `where`."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=loader or yaml.SafeLoader)
+    except yaml.YAMLError as err:
+        raise InvalidSpec(f"{where}: not valid YAML ({str(err).splitlines()[0]})") from None
+    except RecursionError:
+        raise InvalidSpec(f"{where}: YAML nested too deeply") from None

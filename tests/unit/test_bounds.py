@@ -1,0 +1,74 @@
+"""The one table of allowed ranges: messages name the CLI flag and the range; pydantic fields use it."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from rigplan.bounds import BOUND_ERROR_TYPE, BOUNDS, Bounded, check, parse
+from rigplan.errors import InvalidSpec
+from rigplan.flow.request import EstimateRequest, JobSpec, PlanRequest
+
+
+def test_check_names_the_flag_and_the_range() -> None:
+    with pytest.raises(InvalidSpec, match=r"^--hidden must be <= 262,144 \(allowed 1 to 262,144\); got 1e\+30$"):
+        check("hidden", 1e30)
+    with pytest.raises(InvalidSpec, match=r"--hours must be > 0"):
+        check("hours", -5.0)
+    with pytest.raises(InvalidSpec, match="finite"):
+        check("utilisation", math.nan)
+    with pytest.raises(InvalidSpec, match="whole number"):
+        check("layers", 2.5)
+    with pytest.raises(InvalidSpec, match=r"^config\.json: key 'hidden_size' must be"):
+        check("hidden", 0, label="config.json: key 'hidden_size'")
+    assert check("hidden", 4096) == 4096
+
+
+def test_parse_checks_the_parsed_value() -> None:
+    assert parse("tokens", "2T") == 2e12
+    with pytest.raises(InvalidSpec, match=r"--tokens must be <= 1e\+15"):
+        parse("tokens", "1e30")
+    with pytest.raises(InvalidSpec, match=r"--tokens must be >= 0"):
+        parse("tokens", "-5")
+    with pytest.raises(InvalidSpec, match=r"--deadline must be > 0"):
+        parse("deadline", "0d", kind="duration")
+
+
+class _Probe(BaseModel):
+    gpus: Annotated[int, Bounded("gpus")] | None = None
+    tokens: Annotated[str | float, Bounded("tokens", parse="count")] | None = None
+
+
+def test_pydantic_marker_reports_one_line_and_the_schema_has_the_range() -> None:
+    with pytest.raises(ValidationError) as info:
+        _Probe(gpus=0)
+    first = info.value.errors()[0]
+    assert first["type"] == BOUND_ERROR_TYPE
+    assert first["msg"].startswith("--gpus must be >= 1")
+    assert _Probe(tokens="300B").tokens == "300B"  # kept as given
+    schema = _Probe.model_json_schema()["properties"]["gpus"]["anyOf"][0]
+    assert (schema["minimum"], schema["maximum"]) == (1, BOUNDS["gpus"].high)
+
+
+@pytest.mark.parametrize(("model", "values", "flag"), [
+    (JobSpec, {"global_batch": 0}, "--global-batch"),
+    (JobSpec, {"tp": 0}, "--tp"),
+    (JobSpec, {"hidden": 10**6}, "--hidden"),
+    (EstimateRequest, {"tokens": "0"}, "--tokens"),
+    (EstimateRequest, {"tokens": 1e30}, "--tokens"),
+    (PlanRequest, {"tokens": "1T", "deadline": "-3d"}, "--deadline"),
+    (PlanRequest, {"tokens": "1T", "gpu_counts": [8, 0]}, "GPU count"),
+])
+def test_request_fields_use_the_table(model, values, flag) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValidationError) as info:
+        model.model_validate(values)
+    assert info.value.errors()[0]["msg"].startswith(flag)
+
+
+def test_every_bound_is_well_formed() -> None:
+    for name, b in BOUNDS.items():
+        assert b.low < b.high, name
+        assert b.flag, name
