@@ -14,6 +14,8 @@ The ranges are wide: they stop nonsense (0 GPUs, 10^30 tokens, NaN), not unusual
 upper limit is at least 10x beyond the largest published training run it could describe
 (Llama 3 405B: 16,384 GPUs, 15.6 T tokens, 126 layers, hidden 16,384, FFN 53,248, vocab 128,256;
 Dubey et al. 2024, Tables 3-4; Gemma 3's vocabulary of 262,144 is the largest in the catalog).
+
+May import: units, errors.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ Over HTTP nobody may name a file on the server: the web worker runs requests ins
 `confined(root)`. There, `user_path()` refuses any path unless the server was started with a data
 folder (`rigplan serve --data-dir DIR`), in which case the path must resolve inside it. Files the
 server writes for a request itself (an uploaded config.json) are granted by `grant()`.
+
+May import: errors.
 """
 
 from __future__ import annotations

@@ -4,5 +4,5 @@ load.py reads and validates the records (pydantic, unknown keys are errors), sch
 hf_config.py reads a local Hugging Face config.json into an Architecture, views.py builds the listings
 `rigplan models|gpus --json` print (with parameter counts from the pure estimators).
 
-May import: domain, estimate, units, errors.
+May import: domain, estimate, bounds, files, units, errors.
 """

@@ -2,7 +2,7 @@
 
 Amounts are USD inside (`_usd`); CNY only on input and output (`money`).
 
-May import: servers, catalog, domain, units, errors.
+May import: servers, catalog, domain, bounds, files, units, errors.
 """
 
 from rigplan.cost.breakeven import (

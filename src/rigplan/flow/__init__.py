@@ -8,6 +8,6 @@
 
     memory.py        a setup -> per-GPU peak memory, whether it fits, the largest batch/sequence
 
-May import: cost, servers, catalog, calibration, search, estimate, reliab, domain, units, errors.
+May import: cost, servers, catalog, calibration, search, estimate, reliab, domain, bounds, files, units, errors.
 Must not import: lint, api, report, cli, web, validation (those sit above it).
 """

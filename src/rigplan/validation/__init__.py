@@ -8,7 +8,7 @@ source's reliability. `rigplan validate` prints the comparison; tests/validation
 The suites: memory_suite.py, throughput_suite.py (what they share: common.py); run.py runs and
 summarizes them.
 
-May import: api, flow, catalog, domain, units, errors.
+May import: api, flow, catalog, domain, files, units, errors.
 """
 
 from rigplan.validation.run import (
