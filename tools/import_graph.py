@@ -22,7 +22,7 @@ FLOORS: dict[str, int] = {
     "errors": 0, "units": 1, "files": 1, "domain": 2, "bounds": 2,
     "estimate": 3, "reliab": 3,
     "search": 4, "catalog": 4, "calibration": 4,
-    "servers": 5, "cost": 6, "flow": 7, "lint": 8, "api": 9, "report": 10,
+    "servers": 5, "cost": 6, "flow": 7, "lint": 8, "measure": 8, "export": 8, "api": 9, "report": 10,
     "validation": 11, "web": 11, "cli": 12,
 }
 """Lower floors are imported by higher ones, never the reverse; a floor's packages do not import each other."""

@@ -114,9 +114,10 @@ def write_calibration(calibration: CalibrationFile, path: str | Path, *, overwri
 def device_gpu(calibration: CalibrationFile) -> Gpu:
     """A Gpu record for an uncatalogued device (a CPU, an unlisted card) from its measured figures.
 
-    Its peaks are the best measured rates (so the efficiency overrides are fractions of what this
-    device was seen to reach), its bandwidth the measured copy bandwidth, its link the measured
-    collective bus bandwidth. Memory capacity is not measured: the memory check is not meaningful.
+    Its peaks are the asymptotes of the fitted GEMM curves (the best measured rates when no fit was
+    made), so the efficiency overrides are fractions of what this device was seen to reach; its
+    bandwidth is the measured copy bandwidth, its link the measured collective bus bandwidth.
+    Memory capacity is not measured: the memory check is not meaningful.
     """
     m = calibration.measured
     gemm = [g for g in m.get("gemm", []) if g.get("flop_per_s")]
@@ -124,10 +125,12 @@ def device_gpu(calibration: CalibrationFile) -> Gpu:
         raise InvalidSpec("calibration file has no GEMM or bandwidth measurements to describe the device "
                           "(run `rigplan probe`)")
     peaks: dict[str, float] = {}
+    fitted = calibration.fit.get("gemm_by_dtype", {})
     for g in gemm:
         key = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "fp8"}.get(g["dtype"])
         if key:
-            peaks[key] = max(peaks.get(key, 0.0), float(g["flop_per_s"]))
+            peak = fitted.get(g["dtype"], {}).get("peak_flop_per_s") or float(g["flop_per_s"])
+            peaks[key] = max(peaks.get(key, 0.0), float(peak))
     if "fp32" in peaks:
         peaks.setdefault("tf32", peaks["fp32"])
     busbw = [c["bus_bandwidth_bytes_per_s"] for c in m.get("collectives", []) if c.get("bus_bandwidth_bytes_per_s")]

@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("rigplan.cli.validate", "validate_command"),
     "models": ("rigplan.cli.catalog", "models_group"),
     "gpus": ("rigplan.cli.catalog", "gpus_group"),
+    "probe": ("rigplan.cli.probe", "probe_command"),
+    "check": ("rigplan.cli.check", "check_command"),
+    "calibrate": ("rigplan.cli.calibrate", "calibrate_command"),
+    "export": ("rigplan.cli.export", "export_command"),
 }
 """Command name -> (module, attribute). A command's module is imported only when that command runs (or
 `--help` lists it), so `rigplan memory` does not pay for numpy, the plan search or the web app."""

@@ -22,9 +22,12 @@ from rigplan.cli.common import (
     model_options,
     recipe_options,
 )
+from rigplan.cli.export import show_export, write_export
 from rigplan.cost.money import format_cny, format_usd
-from rigplan.flow.plan import plan
+from rigplan.export import FRAMEWORKS, export
+from rigplan.flow.plan import candidate_request, plan
 from rigplan.flow.request import PlanRequest
+from rigplan.flow.resolve import build_setup
 from rigplan.report.markdown import plan_markdown
 from rigplan.report.plots import plan_plot
 from rigplan.units import format_bytes, format_duration
@@ -88,13 +91,17 @@ def _render(data: dict[str, Any], currency: str) -> None:
 @click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write the time-vs-cost plot (.png/.svg).")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown report.")
-@click.option("--force", is_flag=True, help="Overwrite existing --plot/--markdown files.")
+@click.option("--export", "export_framework", type=click.Choice(FRAMEWORKS),
+              help="Also write the best candidate as this framework's configuration (see rigplan export).")
+@click.option("--export-dir", type=click.Path(file_okay=False), help="Folder for --export files (default: print).")
+@click.option("--force", is_flag=True, help="Overwrite existing --plot/--markdown/--export files.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @check_option("no option meets the budget and the deadline (infeasible)")
 @guarded
 def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tuple[str, ...], plot_path: str | None,
-                 markdown_path: str | None, force: bool, as_json: bool, check: bool, cloud_only: bool,
-                 onprem_only: bool, both_modes: bool, **kwargs: Any) -> None:
+                 markdown_path: str | None, export_framework: str | None, export_dir: str | None, force: bool,
+                 as_json: bool, check: bool, cloud_only: bool, onprem_only: bool, both_modes: bool,
+                 **kwargs: Any) -> None:
     """Which GPU, how many, which layout, rent or buy: ranked, and the time-vs-cost Pareto front.
 
     Searches GPU type x GPU count x layout x purchase mode, drops what does not fit (counting why),
@@ -128,6 +135,13 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
     else:
         result = plan(request)
     data = result.to_dict()
+    exported = None
+    if export_framework:
+        if not result.ranked:
+            fail("--export: no candidate meets the limits, so there is nothing to export")
+        best = build_setup(candidate_request(request, result.ranked[0]))
+        exported = export(best, export_framework)
+        data["export"] = {**exported.to_dict(), "written": write_export(exported, export_dir, force)}
     if plot_path:
         plan_plot(data, data["candidates"], plot_path)
     if markdown_path:
@@ -139,4 +153,7 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
         for path in (plot_path, markdown_path):
             if path:
                 click.echo(f"wrote {path}")
+        if exported is not None:
+            click.echo(f"\nbest candidate as {export_framework}:")
+            show_export(exported, data["export"]["written"], as_json=False)
     exit_for_check(check, not data["stats"].get("eligible"))

@@ -1,0 +1,80 @@
+"""Hugging Face TrainingArguments keyword arguments (JSON), with the model dtype, PEFT and 4-bit settings.
+
+`TrainingArguments(**file["training_arguments"])` builds the trainer's arguments; `peft` holds
+peft.LoraConfig's arguments and `quantization` transformers.BitsAndBytesConfig's for QLoRA. FSDP goes
+through TrainingArguments' fsdp=True and fsdp_config (FSDP2; reshard_after_forward true = ZeRO-3,
+false = ZeRO-2), the form of transformers 5.
+Optimizer names are TrainingArguments' `optim` values (transformers.training_args.OptimizerNames).
+Not expressible here: tensor / pipeline / context / expert parallelism, ZeRO-1 (pass a DeepSpeed
+config: `rigplan export ... --framework deepspeed`), optimizer-only offload, selective/per-op recompute.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rigplan.export.common import Exported, batch_of, require, torchrun_prefix, unsupported
+from rigplan.flow.resolve import TrainingSetup
+
+NAME = "Hugging Face Trainer"
+OPTIM = {"adamw": "adamw_torch_fused", "adamw-8bit": "adamw_bnb_8bit", "paged-adamw": "paged_adamw_32bit",
+         "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "sgd-momentum": "sgd", "adafactor": "adafactor"}
+PEFT_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
+              "down": "down_proj"}
+
+
+def hf_training_file(setup: TrainingSetup) -> dict[str, Any]:
+    job, lay = setup.job, setup.layout
+    require(NAME, setup, tp=False, pp=False, cp=False, ep=False, qlora=True)
+    if lay.zero == 1:
+        raise unsupported(NAME, "ZeRO-1 through TrainingArguments' FSDP",
+                          "export a DeepSpeed config (--framework deepspeed) and pass deepspeed=ds_config.json")
+    if job.offload == "optimizer":
+        raise unsupported(NAME, "optimizer-only offload", "FSDP offload moves parameters too: use --offload all")
+    if job.offload == "all" and lay.zero < 2:
+        raise unsupported(NAME, "offload without FSDP", "use --zero 3")
+    if job.recompute in ("selective", "op"):
+        raise unsupported(NAME, f"{job.recompute} recompute", "use --recompute full (gradient_checkpointing)")
+    if job.precision == "fp8":
+        raise unsupported(NAME, "fp8 training in TrainingArguments", "use accelerate's fp8 mixed precision")
+    b = batch_of(setup)
+    args: dict[str, Any] = {
+        "output_dir": "outputs", "per_device_train_batch_size": b.micro_batch,
+        "gradient_accumulation_steps": b.accumulation, "bf16": job.precision in ("bf16-mixed", "bf16-true"),
+        "fp16": job.precision == "fp16-mixed", "gradient_checkpointing": job.recompute == "full" and lay.zero < 2,
+        "optim": OPTIM[job.optimizer], "max_grad_norm": 1.0, "learning_rate": 2e-4 if job.is_peft else 3e-4,
+        "report_to": "none",
+    }
+    if lay.zero >= 2:
+        # FSDP2; reshard_after_forward false keeps parameters gathered until backward (ZeRO-2); FSDP's own
+        # activation checkpointing, as TrainingArguments' docs advise under FSDP.
+        args["fsdp"] = True
+        args["fsdp_config"] = {"version": 2, "reshard_after_forward": lay.zero == 3,
+                               "cpu_offload": job.offload == "all",
+                               "activation_checkpointing": job.recompute == "full",
+                               "auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "state_dict_type": "SHARDED_STATE_DICT"}
+    data: dict[str, Any] = {"training_arguments": args,
+                            "model": {"torch_dtype": "float32" if job.precision == "fp32" or
+                                      job.precision.endswith("-mixed") else "bfloat16",
+                                      "attn_implementation": "sdpa" if job.attention == "flash" else "eager"},
+                            "sequence_length": job.seq_len, "world_size": lay.num_gpus,
+                            "peft": None, "quantization": None}
+    if job.is_peft:
+        data["peft"] = {"r": job.lora_rank, "lora_alpha": 2 * job.lora_rank, "lora_dropout": 0.0,
+                        "target_modules": [PEFT_NAMES[t] for t in job.lora_targets], "task_type": "CAUSAL_LM"}
+    if job.method == "qlora":
+        data["quantization"] = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+                                "bnb_4bit_use_double_quant": job.qlora_double_quant,
+                                "bnb_4bit_compute_dtype": "bfloat16"}
+    return data
+
+
+def export_hf_trainer(setup: TrainingSetup) -> Exported:
+    data = hf_training_file(setup)
+    command = f"{torchrun_prefix(setup)} train.py --config hf_training.json"
+    notes = ["train.py: TrainingArguments(**cfg['training_arguments']); the model with cfg['model'] "
+             "(from_pretrained(..., **cfg['model'])); peft.LoraConfig(**cfg['peft']) when set; "
+             "BitsAndBytesConfig(**cfg['quantization']) for QLoRA"]
+    return Exported(framework="hf-trainer", files={"hf_training.json": json.dumps(data, indent=2) + "\n"},
+                    command=command, notes=notes, values=data)

@@ -1,0 +1,130 @@
+"""Megatron-LM arguments (pretrain_gpt.py under torchrun), and the megatron-core configs they make.
+
+Argument names are Megatron-LM's (megatron/training/arguments.py). `core_config_kwargs` is the
+translation Megatron-LM applies when it builds megatron-core's TransformerConfig from them
+(core_transformer_config_from_args: most fields share the argument's name; --num-experts becomes
+num_moe_experts, --swiglu gated_linear_unit with SiLU, --disable-bias-linear add_bias_linear=False,
+--num-layers-per-virtual-pipeline-stage the virtual pipeline size).
+Not expressible here: LoRA/QLoRA (Megatron-LM has no PEFT; NeMo's PEFT adds it), ZeRO-2 (the
+distributed optimizer is ZeRO-1, FSDP2 is ZeRO-3), bf16 weights without fp32 masters, torchtitan's
+per-op selective recompute, parameter offload.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigplan.export.common import Exported, batch_of, flag_line, require, torchrun_prefix, unsupported
+from rigplan.flow.resolve import TrainingSetup
+
+NAME = "Megatron-LM"
+
+
+def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
+    """Megatron-LM's arguments for the setup, in the order they are printed."""
+    arch, job, lay = setup.arch, setup.job, setup.layout
+    require(NAME, setup)
+    if job.method == "lora":
+        raise unsupported(NAME, "LoRA", "NeMo's PEFT (LoRA on Megatron-Core) or Hugging Face PEFT do")
+    if lay.zero == 2:
+        raise unsupported(NAME, "ZeRO-2", "use --zero 1 (distributed optimizer) or --zero 3 (--use-torch-fsdp2)")
+    if job.precision == "bf16-true":
+        raise unsupported(NAME, "bf16 weights without fp32 master weights (bf16-true)",
+                          "Megatron's --bf16 keeps fp32 masters: use --precision bf16-mixed")
+    if job.recompute == "op":
+        raise unsupported(NAME, "per-op selective recompute (--recompute op)",
+                          "use --recompute selective (attention core) or full")
+    if job.offload == "all":
+        raise unsupported(NAME, "parameter offload (--offload all)", "--offload optimizer is supported")
+    if job.optimizer not in ("adamw", "sgd"):
+        raise unsupported(NAME, f"the {job.optimizer} optimizer", "Megatron-LM has adam (AdamW) and sgd")
+    if job.activation_offload or job.optimizer_in_backward:
+        raise unsupported(NAME, "activation offload / optimizer-in-backward")
+    if arch.positions != "rope":
+        raise unsupported(NAME, f"{arch.positions} positions in this export", "rope models only")
+    b = batch_of(setup)
+    args: dict[str, Any] = {
+        "num_layers": arch.num_layers, "hidden_size": arch.hidden, "num_attention_heads": arch.num_heads,
+        "kv_channels": arch.dim_per_head,
+        "group_query_attention": arch.kv_heads < arch.num_heads,
+        "num_query_groups": arch.kv_heads if arch.kv_heads < arch.num_heads else None,
+        "ffn_hidden_size": arch.ffn, "seq_length": job.seq_len,
+        "max_position_embeddings": max(arch.context_length or 0, job.seq_len),
+        "position_embedding_type": "rope", "swiglu": arch.mlp == "gated",
+        "normalization": "RMSNorm" if arch.norm == "rmsnorm" else "LayerNorm",
+        "untie_embeddings_and_output_weights": not arch.tied_embeddings,
+        "disable_bias_linear": not (arch.qkv_bias or arch.mlp_bias),
+        "add_qkv_bias": arch.qkv_bias, "qk_layernorm": arch.qk_norm,
+        "vocab_size": arch.vocab, "tokenizer_type": "NullTokenizer",
+    }
+    if arch.mla is not None:
+        m = arch.mla
+        args.update({"multi_latent_attention": True, "q_lora_rank": m.q_lora_rank or None,
+                     "kv_lora_rank": m.kv_lora_rank, "qk_head_dim": m.qk_nope_head_dim,
+                     "qk_pos_emb_head_dim": m.qk_rope_head_dim, "v_head_dim": m.v_head_dim})
+    if arch.moe is not None:
+        moe = arch.moe
+        args.update({"num_experts": moe.num_experts, "moe_router_topk": moe.top_k,
+                     "moe_ffn_hidden_size": moe.expert_ffn,
+                     "moe_shared_expert_intermediate_size": (moe.shared_expert_ffn or moe.expert_ffn)
+                     * moe.num_shared_experts or None,
+                     "moe_grouped_gemm": True, "moe_token_dispatcher_type": "alltoall" if lay.ep > 1 else None})
+        if moe.first_dense_layers:
+            dense = [1 if i >= moe.first_dense_layers else 0 for i in range(arch.num_layers)]
+            args["moe_layer_freq"] = f"'[{','.join(map(str, dense))}]'"
+    args.update({
+        "tensor_model_parallel_size": lay.tp, "pipeline_model_parallel_size": lay.pp,
+        "num_layers_per_virtual_pipeline_stage": arch.num_layers // (lay.pp * lay.vpp) if lay.vpp > 1 else None,
+        "context_parallel_size": lay.cp, "expert_model_parallel_size": lay.ep,
+        "sequence_parallel": lay.sequence_parallel,
+        "use_distributed_optimizer": lay.zero == 1, "use_torch_fsdp2": lay.zero == 3,
+        "overlap_grad_reduce": lay.dp * lay.cp > 1, "overlap_param_gather": lay.zero == 1 and lay.dp * lay.cp > 1,
+        "micro_batch_size": b.micro_batch, "global_batch_size": b.global_batch,
+    })
+    if job.recompute == "selective":
+        args["recompute_granularity"] = "selective"
+    elif job.recompute == "full":
+        args.update({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1})
+    precision = {"bf16-mixed": {"bf16": True}, "fp16-mixed": {"fp16": True},
+                 "fp8": {"bf16": True, "fp8_format": "hybrid", "transformer_impl": "transformer_engine"},
+                 "fp32": {}}[job.precision]
+    args.update(precision)
+    args["attention_backend"] = "flash" if job.attention == "flash" else "unfused"
+    args["optimizer"] = "adam" if job.optimizer == "adamw" else "sgd"
+    if job.offload == "optimizer":
+        args.update({"optimizer_cpu_offload": True, "use_precision_aware_optimizer": True})
+    return args
+
+
+def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
+    """megatron-core TransformerConfig keyword arguments that Megatron-LM derives from `args`."""
+    renamed = {"num_experts": "num_moe_experts"}
+    direct = ("num_layers", "hidden_size", "num_attention_heads", "kv_channels", "num_query_groups",
+              "ffn_hidden_size", "normalization", "qk_layernorm", "tensor_model_parallel_size",
+              "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
+              "sequence_parallel", "recompute_granularity", "recompute_method", "recompute_num_layers",
+              "bf16", "fp16", "num_experts", "moe_router_topk", "moe_ffn_hidden_size",
+              "moe_shared_expert_intermediate_size", "moe_grouped_gemm", "moe_token_dispatcher_type",
+              "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim")
+    out: dict[str, Any] = {renamed.get(k, k): args[k] for k in direct if args.get(k) not in (None, False)}
+    out["gated_linear_unit"] = bool(args.get("swiglu"))
+    out["add_bias_linear"] = not args.get("disable_bias_linear", False)
+    out["add_qkv_bias"] = bool(args.get("add_qkv_bias"))
+    if args.get("num_layers_per_virtual_pipeline_stage"):
+        per_stage = args["num_layers"] // args["pipeline_model_parallel_size"]
+        out["virtual_pipeline_model_parallel_size"] = per_stage // args["num_layers_per_virtual_pipeline_stage"]
+    if args.get("fp8_format"):
+        out["fp8"] = args["fp8_format"]
+    return out
+
+
+def export_megatron(setup: TrainingSetup) -> Exported:
+    args = megatron_args(setup)
+    command = (f"{torchrun_prefix(setup)} pretrain_gpt.py \\\n  {flag_line(args)} \\\n"
+               "  --data-path $DATA --train-iters $ITERS --lr 3e-4 --save $CHECKPOINTS")
+    notes = ["run from a Megatron-LM checkout; --tokenizer-type NullTokenizer keeps the vocabulary size: use "
+             "your tokenizer (e.g. --tokenizer-type HuggingFaceTokenizer --tokenizer-model ...) for real data"]
+    if args.get("fp8_format"):
+        notes.append("fp8 needs TransformerEngine and an fp8-capable GPU (Hopper or later)")
+    return Exported(framework="megatron", files={"megatron_args.sh": command + "\n"}, command=command, notes=notes,
+                    values=args)

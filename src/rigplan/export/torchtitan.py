@@ -1,0 +1,121 @@
+"""A torchtitan job TOML (the job-file format of torchtitan 0.1-0.2; `--job.config_file FILE`).
+
+torchtitan takes model shapes from its own registry (a model name and a flavor), so only models that
+registry holds can be exported; the flavors below are the ones torchtitan 0.2.2 defines
+(torchtitan/models/{llama3,deepseek_v3,qwen3}/__init__.py). Parallel degrees map one to one:
+data_parallel_shard_degree is the FSDP (ZeRO-3) group, data_parallel_replicate_degree the DDP group
+(HSDP when both exceed 1); torchtitan always shards the FSDP group fully, so ZeRO-1/2 have no place.
+Not expressible: LoRA/QLoRA, ZeRO-1/2, Megatron selective (attention-core) recompute, optimizer offload
+without parameter offload, 8-bit optimizers, fp16.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigplan.export.common import Exported, batch_of, require, torchrun_prefix, unsupported
+from rigplan.flow.resolve import TrainingSetup
+
+NAME = "torchtitan"
+
+FLAVORS = {
+    "llama-3.1-8b": ("llama3", "8B"), "llama-3-8b": ("llama3", "8B"),
+    "llama-3.1-70b": ("llama3", "70B"), "llama-3-70b": ("llama3", "70B"),
+    "llama-3.1-405b": ("llama3", "405B"),
+    "deepseek-v3": ("deepseek_v3", "671B"),
+    "qwen3-8b": ("qwen3", "8B"),
+}
+"""rigplan catalog id -> (torchtitan model name, flavor), same shapes as torchtitan's registry."""
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def to_toml(sections: dict[str, dict[str, Any]]) -> str:
+    """TOML text of one level of tables (what a torchtitan job file holds); None values are left out."""
+    lines: list[str] = []
+    for name, table in sections.items():
+        nested = {k: v for k, v in table.items() if isinstance(v, dict)}
+        lines.append(f"[{name}]")
+        lines.extend(f"{k} = {_toml_value(v)}" for k, v in table.items() if v is not None and not isinstance(v, dict))
+        for sub, values in nested.items():
+            lines.append(f"\n[{name}.{sub}]")
+            lines.extend(f"{k} = {_toml_value(v)}" for k, v in values.items() if v is not None)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
+    arch, job, lay = setup.arch, setup.job, setup.layout
+    require(NAME, setup)
+    if job.method == "lora":
+        raise unsupported(NAME, "LoRA", "torchtune or Hugging Face PEFT fine-tune with adapters")
+    if arch.id not in FLAVORS:
+        raise unsupported(NAME, f"the model {arch.id!r} (its shapes come from torchtitan's model registry)",
+                          f"registered: {', '.join(sorted(FLAVORS))}")
+    if lay.zero in (1, 2):
+        raise unsupported(NAME, f"ZeRO-{lay.zero} (torchtitan's FSDP2 shards parameters, gradients and optimizer "
+                                "states together)", "use --zero 3 (FSDP) or --zero 0 (DDP replicas)")
+    if job.recompute == "selective":
+        raise unsupported(NAME, "Megatron's selective (attention-core) recompute",
+                          "use --recompute op (torchtitan's per-op selective AC) or full")
+    if job.precision in ("fp16-mixed", "bf16-true"):
+        raise unsupported(NAME, f"--precision {job.precision}", "torchtitan trains fp32 parameters with bf16 compute "
+                                                                 "(bf16-mixed), fp32 or fp8")
+    if job.offload == "optimizer":
+        raise unsupported(NAME, "optimizer-only offload", "--offload all (enable_cpu_offload) moves parameters too")
+    if job.optimizer != "adamw":
+        raise unsupported(NAME, f"the {job.optimizer} optimizer", "torchtitan ships AdamW and Adam")
+    model_name, flavor = FLAVORS[arch.id]
+    b = batch_of(setup)
+    fsdp = lay.zero == 3
+    ac_mode = {"none": "none", "op": "selective", "full": "full"}[job.recompute]
+    parallelism: dict[str, Any] = {
+        "data_parallel_replicate_degree": 1 if fsdp else lay.dp,
+        "data_parallel_shard_degree": lay.dp if fsdp else 1,
+        "tensor_parallel_degree": lay.tp, "pipeline_parallel_degree": lay.pp,
+        "context_parallel_degree": lay.cp, "expert_parallel_degree": lay.ep,
+    }
+    if lay.pp > 1:
+        parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if lay.vpp > 1 else "1F1B"
+        parallelism["pipeline_parallel_layers_per_stage"] = arch.num_layers // (lay.pp * lay.vpp)
+        parallelism["pipeline_parallel_microbatch_size"] = b.micro_batch
+    training: dict[str, Any] = {
+        "local_batch_size": b.micro_batch * b.accumulation if lay.pp > 1 else b.micro_batch,
+        "global_batch_size": b.global_batch, "seq_len": job.seq_len,
+        "mixed_precision_param": "float32" if job.precision == "fp32" else "bfloat16",
+        "enable_cpu_offload": job.offload == "all", "steps": 1000,
+    }
+    sections: dict[str, dict[str, Any]] = {
+        "job": {"description": f"rigplan export: {arch.name or arch.id} on {lay.num_gpus} GPUs"},
+        "model": {"name": model_name, "flavor": flavor},
+        "optimizer": {"name": "AdamW", "lr": 3e-4, "implementation": "fused",
+                      "early_step_in_backward": job.optimizer_in_backward},
+        "training": training, "parallelism": parallelism,
+        "activation_checkpoint": {"mode": ac_mode, "selective_ac_option": "op" if ac_mode == "selective" else None},
+        "compile": {"enable": job.kernels == "fused"},
+    }
+    if job.precision == "fp8":
+        sections["model"]["converters"] = ["quantize.linear.float8"]
+        sections["quantize"] = {"linear": {"float8": {"enable_fsdp_float8_all_gather": fsdp,
+                                                      "precompute_float8_dynamic_scale_for_fsdp": fsdp}}}
+    return sections
+
+
+def export_torchtitan(setup: TrainingSetup) -> Exported:
+    sections = torchtitan_sections(setup)
+    text = to_toml(sections)
+    command = f"{torchrun_prefix(setup)} -m torchtitan.train --job.config_file torchtitan_job.toml"
+    notes = ["set [training] dataset and [model] hf_assets_path (tokenizer) for your data"]
+    if setup.layout.pp > 1:
+        notes.append("with pipeline parallelism local_batch_size is the whole step's batch per data-parallel rank, "
+                     "split into pipeline_parallel_microbatch_size micro-batches")
+    return Exported(framework="torchtitan", files={"torchtitan_job.toml": text}, command=command, notes=notes,
+                    values=sections)

@@ -1,0 +1,298 @@
+"""Every export format read back by its framework's own config classes, for dense, MoE, LoRA and
+pipeline layouts; what a framework cannot express is an Unsupported error naming the feature."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rigplan.export import Unsupported, export
+from rigplan.flow.request import EstimateRequest
+from rigplan.flow.resolve import build_setup
+
+LAYOUTS = {
+    "dense": dict(model="llama-3.1-8b", gpus=16, tp=2, zero=1, recompute="selective", global_batch=256),
+    "dense-fsdp": dict(model="llama-3.1-8b", gpus=16, zero=3, recompute="full", global_batch=256),
+    "moe": dict(model="mixtral-8x7b", gpus=32, ep=8, zero=1, global_batch=256),
+    "moe-fsdp": dict(model="mixtral-8x7b", gpus=16, zero=3, global_batch=256),
+    "lora": dict(model="llama-3.1-8b", gpus=8, method="lora", lora_targets="q,k,v,o", precision="bf16-mixed",
+                 global_batch=64),
+    "lora-zero2": dict(model="llama-3.1-8b", gpus=8, method="lora", zero=2, precision="bf16-mixed", global_batch=64),
+    "pipeline": dict(model="llama-3.1-70b", gpus=64, tp=8, pp=4, vpp=5, zero=1, sequence_parallel=True,
+                     recompute="full", global_batch=512),
+    "pipeline-zero1": dict(model="llama-3.1-70b", gpus=32, pp=4, zero=1, global_batch=256),
+}
+
+
+def setup_of(name: str, **changes: object):
+    return build_setup(EstimateRequest(**{**LAYOUTS[name], **changes}))
+
+
+def need(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed: pip install 'rigplan[frameworks]'")
+
+
+# --- Megatron-LM / megatron-core -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["dense", "moe", "pipeline", "dense-fsdp"])
+def test_megatron_args_build_megatron_core_configs(name: str) -> None:
+    need("megatron.core")
+    import torch
+    from megatron.core.distributed import DistributedDataParallelConfig
+    from megatron.core.optimizer import OptimizerConfig
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    from rigplan.export.megatron import core_config_kwargs
+
+    setup = setup_of(name)
+    out = export(setup, "megatron")
+    args = out.values
+    kwargs = core_config_kwargs(args)
+    dtype = torch.bfloat16 if args.get("bf16") else torch.float32
+    config = TransformerConfig(**kwargs, params_dtype=dtype, pipeline_dtype=dtype)
+    lay = setup.layout
+    assert (config.tensor_model_parallel_size, config.pipeline_model_parallel_size) == (lay.tp, lay.pp)
+    assert config.expert_model_parallel_size == lay.ep and config.sequence_parallel == lay.sequence_parallel
+    assert config.num_layers == setup.arch.num_layers and config.num_query_groups == setup.arch.kv_heads
+    if lay.vpp > 1:
+        assert config.virtual_pipeline_model_parallel_size == lay.vpp
+    if setup.arch.moe:
+        assert config.num_moe_experts == setup.arch.moe.num_experts
+    assert config.recompute_granularity == {"none": None, "selective": "selective", "full": "full"}[setup.job.recompute]
+    ddp = DistributedDataParallelConfig(overlap_grad_reduce=args["overlap_grad_reduce"],
+                                        overlap_param_gather=args["overlap_param_gather"],
+                                        use_distributed_optimizer=args["use_distributed_optimizer"])
+    assert ddp.use_distributed_optimizer == (lay.zero == 1)
+    OptimizerConfig(optimizer=args["optimizer"], bf16=bool(args.get("bf16")),
+                    use_distributed_optimizer=args["use_distributed_optimizer"])
+    for flag in ("--tensor-model-parallel-size", "--micro-batch-size", "--global-batch-size"):
+        assert flag in out.command
+
+
+def test_megatron_refuses_lora_and_zero2() -> None:
+    with pytest.raises(Unsupported, match="Megatron-LM cannot express LoRA"):
+        export(setup_of("lora"), "megatron")
+    with pytest.raises(Unsupported, match="ZeRO-2"):
+        export(setup_of("lora-zero2", method="full"), "megatron")
+
+
+# --- torchtitan -------------------------------------------------------------------------------------
+
+
+def torchtitan_config_manager():
+    """torchtitan's own ConfigManager and JobConfig, without the package __init__: torchtitan 0.2.2
+    imports its MoE Triton kernels there, and the CPU build of torch has no Triton."""
+    if "torchtitan" not in sys.modules:
+        need("torchtitan")
+        root = Path(importlib.util.find_spec("torchtitan").origin).parent
+        package = types.ModuleType("torchtitan")
+        package.__path__ = [str(root)]
+        sys.modules["torchtitan"] = package
+    from torchtitan.config.manager import ConfigManager
+
+    return ConfigManager
+
+
+@pytest.mark.parametrize("name,changes", [
+    ("dense-fsdp", {"recompute": "op", "tp": 2}),
+    ("pipeline", {"zero": 3, "recompute": "op", "vpp": 2}),
+    ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "zero": 3}),
+])
+def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: str, changes: dict) -> None:
+    config_manager = torchtitan_config_manager()
+    setup = setup_of(name, **changes)
+    out = export(setup, "torchtitan")
+    path = tmp_path / "job.toml"
+    path.write_text(out.files["torchtitan_job.toml"])
+    config = config_manager().parse_args(["--job.config_file", str(path)])
+    lay = setup.layout
+    p = config.parallelism
+    assert (p.tensor_parallel_degree, p.pipeline_parallel_degree, p.expert_parallel_degree) == (lay.tp, lay.pp, lay.ep)
+    assert p.data_parallel_shard_degree == lay.dp
+    assert config.training.seq_len == setup.job.seq_len
+    assert config.training.global_batch_size == out.values["training"]["global_batch_size"]
+    if lay.pp > 1:
+        assert p.pipeline_parallel_schedule == ("Interleaved1F1B" if lay.vpp > 1 else "1F1B")
+        assert p.pipeline_parallel_layers_per_stage * lay.pp * lay.vpp == setup.arch.num_layers
+    assert config.activation_checkpoint.mode == {"none": "none", "op": "selective", "full": "full"}[
+        setup.job.recompute]
+
+
+def test_torchtitan_refuses_lora_zero1_and_unknown_models() -> None:
+    with pytest.raises(Unsupported, match="torchtitan cannot express LoRA"):
+        export(setup_of("lora"), "torchtitan")
+    with pytest.raises(Unsupported, match="ZeRO-1"):
+        export(setup_of("dense"), "torchtitan")
+    with pytest.raises(Unsupported, match="model registry"):
+        export(setup_of("moe-fsdp"), "torchtitan")
+
+
+# --- DeepSpeed --------------------------------------------------------------------------------------
+
+
+class DataParallelGroup:
+    """The one query DeepSpeed's config makes of its `mpu` argument: the data-parallel size."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def get_data_parallel_world_size(self) -> int:
+        return self.size
+
+
+@pytest.fixture(scope="module")
+def deepspeed_comm():
+    """A one-process gloo group: DeepSpeed's config asks the data-parallel size of its `mpu` only once
+    a process group exists (otherwise it takes a world of 1)."""
+    need("deepspeed")
+    import os
+    import socket
+
+    import deepspeed
+    import torch.distributed as dist
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = not dist.is_initialized()
+    if started:
+        os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": "0", "WORLD_SIZE": "1",
+                           "LOCAL_RANK": "0"})
+        dist.init_process_group("gloo", rank=0, world_size=1)
+    deepspeed.init_distributed(dist_backend="gloo", auto_mpi_discovery=False)
+    yield
+    if started:
+        dist.destroy_process_group()
+        for key in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"):
+            os.environ.pop(key, None)
+
+
+@pytest.mark.parametrize("name,changes", [
+    ("dense-fsdp", {"zero": 2, "offload": "optimizer", "recompute": "none"}),
+    ("moe", {}),
+    ("lora-zero2", {}),
+    ("lora-zero2", {"precision": "bf16-true"}),
+    ("pipeline-zero1", {}),
+    ("dense-fsdp", {"offload": "all"}),
+])
+def test_deepspeed_json_loads_in_its_config_class(deepspeed_comm, name: str, changes: dict) -> None:
+    from deepspeed.runtime.config import DeepSpeedConfig
+
+    setup = setup_of(name, **changes)
+    out = export(setup, "deepspeed")
+    config = DeepSpeedConfig(json.loads(out.files["ds_config.json"]), mpu=DataParallelGroup(setup.layout.dp))
+    assert config.zero_optimization_stage == setup.layout.zero
+    assert config.train_batch_size == setup.job.global_batch
+    assert config.train_micro_batch_size_per_gpu == setup.job.micro_batch
+    assert config.bfloat16_config.enabled == setup.job.precision.startswith("bf16")
+    assert config.bfloat16_config.bf16_master_weights_and_grads == (setup.job.precision == "bf16-true")
+    if setup.job.offload != "none":
+        assert config.zero_config.offload_optimizer is not None
+    if setup.layout.pp > 1:
+        assert any("PipelineModule" in n for n in out.notes)
+
+
+def test_deepspeed_refuses_tensor_parallel_and_zero3_pipelines() -> None:
+    with pytest.raises(Unsupported, match="tensor parallelism"):
+        export(setup_of("dense"), "deepspeed")
+    with pytest.raises(Unsupported, match="ZeRO-3 with pipeline"):
+        export(setup_of("pipeline-zero1", zero=3), "deepspeed")
+
+
+# --- accelerate -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,changes", [
+    ("dense-fsdp", {}), ("moe-fsdp", {}), ("lora", {}), ("lora-zero2", {"offload": "all", "zero": 3}),
+])
+def test_accelerate_config_loads(tmp_path: Path, name: str, changes: dict) -> None:
+    need("accelerate")
+    from accelerate.commands.config.config_args import ClusterConfig
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    setup = setup_of(name, **changes)
+    out = export(setup, "accelerate")
+    path = tmp_path / "accelerate.yaml"
+    path.write_text(out.files["accelerate_config.yaml"])
+    cluster = ClusterConfig.from_yaml_file(yaml_file=str(path))
+    assert cluster.num_processes == setup.layout.num_gpus
+    if setup.layout.zero >= 2:
+        assert str(cluster.distributed_type).endswith("FSDP")
+        fsdp = yaml.safe_load(path.read_text())["fsdp_config"]
+        plugin = FullyShardedDataParallelPlugin(
+            fsdp_version=fsdp["fsdp_version"], reshard_after_forward=fsdp["fsdp_reshard_after_forward"],
+            cpu_offload=fsdp["fsdp_offload_params"], activation_checkpointing=fsdp["fsdp_activation_checkpointing"],
+            auto_wrap_policy=fsdp["fsdp_auto_wrap_policy"], state_dict_type=fsdp["fsdp_state_dict_type"],
+            cpu_ram_efficient_loading=fsdp["fsdp_cpu_ram_efficient_loading"])
+        assert plugin.reshard_after_forward == (setup.layout.zero == 3)
+    else:
+        assert str(cluster.distributed_type).endswith("MULTI_GPU")
+
+
+def test_accelerate_refuses_pipelines_and_zero1() -> None:
+    with pytest.raises(Unsupported, match="pipeline parallelism"):
+        export(setup_of("pipeline-zero1"), "accelerate")
+    with pytest.raises(Unsupported, match="ZeRO-1"):
+        export(setup_of("moe", ep=1), "accelerate")
+
+
+# --- Hugging Face TrainingArguments -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,changes", [
+    ("dense-fsdp", {}), ("moe-fsdp", {}), ("lora", {}), ("lora", {"method": "qlora", "precision": None}),
+])
+def test_training_arguments_construct(tmp_path: Path, name: str, changes: dict) -> None:
+    need("transformers")
+    from transformers import TrainingArguments
+
+    setup = setup_of(name, **changes)
+    data = json.loads(export(setup, "hf-trainer").files["hf_training.json"])
+    kwargs = {**data["training_arguments"], "output_dir": str(tmp_path)}
+    # use_cpu: TrainingArguments checks bf16 against the hardware it runs on; the file is for GPUs.
+    args = TrainingArguments(**kwargs, use_cpu=True)
+    assert args.per_device_train_batch_size == setup.job.micro_batch
+    assert args.gradient_accumulation_steps * setup.job.micro_batch * setup.layout.dp == setup.job.global_batch
+    fsdp = setup.layout.zero >= 2
+    assert args.gradient_checkpointing == (setup.job.recompute == "full" and not fsdp)
+    if fsdp:
+        assert args.fsdp and args.fsdp_config["reshard_after_forward"] == (setup.layout.zero == 3)
+        assert args.fsdp_config["activation_checkpointing"] == (setup.job.recompute == "full")
+    if setup.job.is_peft:
+        assert data["peft"]["r"] == setup.job.lora_rank
+    if setup.job.method == "qlora":
+        assert data["quantization"]["bnb_4bit_quant_type"] == "nf4"
+
+
+def test_training_arguments_refuse_tensor_parallel() -> None:
+    with pytest.raises(Unsupported, match="tensor parallelism"):
+        export(setup_of("dense"), "hf-trainer")
+
+
+def test_cli_export_writes_files_and_refuses_overwrite(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rigplan.cli.main import cli
+
+    args = ["export", "llama-3.1-8b", "--gpus", "8", "--zero", "2", "--framework", "deepspeed",
+            "--output-dir", str(tmp_path)]
+    runner = CliRunner()
+    first = runner.invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    assert json.loads((tmp_path / "ds_config.json").read_text())["zero_optimization"]["stage"] == 2
+    again = runner.invoke(cli, args)
+    assert again.exit_code == 2 and "exists" in again.output
+    refused = runner.invoke(cli, ["export", "llama-3.1-8b", "--gpus", "8", "--method", "lora", "--framework",
+                                  "megatron"])
+    assert refused.exit_code == 2 and "rigplan: error: Megatron-LM cannot express LoRA" in refused.output
+    as_json = runner.invoke(cli, ["export", "llama-3.1-8b", "--gpus", "8", "--fsdp", "--framework", "accelerate",
+                                  "--json"])
+    assert json.loads(as_json.output)["values"]["distributed_type"] == "FSDP"
