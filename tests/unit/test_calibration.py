@@ -98,3 +98,21 @@ def test_device_gpu_from_measurements():
     gpu = device_gpu(cal)
     assert gpu.peak("fp32") == 7e10 and gpu.peak("tf32") == 7e10
     assert gpu.link.bandwidth_bytes_per_s == 2e9 and gpu.gpus_per_node == 2
+
+
+def test_http_api_takes_a_calibration_inline():
+    pytest.importorskip("fastapi", reason="the web extra is not installed")
+    from fastapi.testclient import TestClient
+
+    from rigplan.web.app import create_app
+
+    client = TestClient(create_app(), raise_server_exceptions=False)
+    body = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "gpus": 8}
+    calibration = {"schema": "rigplan-calibration/1", "device": {"name": "H100", "kind": "cuda", "gpu_id": "h100-sxm"},
+                   "overrides": {"efficiency": {"gemm_max": 0.3}}}
+    plain = client.post("/api/estimate", json=body)
+    calibrated = client.post("/api/estimate", json={**body, "calibration": calibration})
+    assert plain.status_code == 200 and calibrated.status_code == 200, calibrated.text
+    assert calibrated.json()["step_time_s"] > plain.json()["step_time_s"]
+    bad = client.post("/api/estimate", json={**body, "calibration": {**calibration, "overrides": {"efficiency": {"x": 1}}}})
+    assert bad.status_code == 400 and "unknown efficiency parameter" in bad.text
