@@ -42,8 +42,9 @@ def need(module: str) -> None:
 # --- Megatron-LM / megatron-core -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["dense", "moe", "pipeline", "dense-fsdp"])
-def test_megatron_args_build_megatron_core_configs(name: str) -> None:
+@pytest.mark.parametrize("name,changes", [("dense", {}), ("moe", {}), ("pipeline", {}), ("dense-fsdp", {}),
+                                          ("moe", {"tp": 2, "etp": 1, "ep": 4, "sequence_parallel": True})])
+def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> None:
     need("megatron.core")
     import torch
     from megatron.core.distributed import DistributedDataParallelConfig
@@ -52,7 +53,7 @@ def test_megatron_args_build_megatron_core_configs(name: str) -> None:
 
     from rigplan.export.megatron import core_config_kwargs
 
-    setup = setup_of(name)
+    setup = setup_of(name, **changes)
     out = export(setup, "megatron")
     args = out.values
     kwargs = core_config_kwargs(args)
@@ -61,6 +62,8 @@ def test_megatron_args_build_megatron_core_configs(name: str) -> None:
     lay = setup.layout
     assert (config.tensor_model_parallel_size, config.pipeline_model_parallel_size) == (lay.tp, lay.pp)
     assert config.expert_model_parallel_size == lay.ep and config.sequence_parallel == lay.sequence_parallel
+    if setup.arch.moe:
+        assert (config.expert_tensor_parallel_size or config.tensor_model_parallel_size) == lay.expert_tp
     assert config.num_layers == setup.arch.num_layers and config.num_query_groups == setup.arch.kv_heads
     if lay.vpp > 1:
         assert config.virtual_pipeline_model_parallel_size == lay.vpp
@@ -198,6 +201,11 @@ def test_deepspeed_json_loads_in_its_config_class(deepspeed_comm, name: str, cha
         assert config.zero_config.offload_optimizer is not None
     if setup.layout.pp > 1:
         assert any("PipelineModule" in n for n in out.notes)
+
+
+def test_deepspeed_refuses_expert_tensor_parallelism() -> None:
+    with pytest.raises(Unsupported, match="expert tensor parallelism"):
+        export(setup_of("moe", etp=2), "deepspeed")
 
 
 def test_deepspeed_refuses_tensor_parallel_and_zero3_pipelines() -> None:

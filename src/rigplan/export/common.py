@@ -78,6 +78,8 @@ def require(framework: str, setup: TrainingSetup, *, tp: bool = True, pp: bool =
               (cp, lay.cp > 1, f"context parallelism (cp={lay.cp})"),
               (ep, lay.ep > 1, f"expert parallelism (ep={lay.ep})"),
               (lora, job.method == "lora", "LoRA"), (qlora, job.method == "qlora", "QLoRA (4-bit NF4 base weights)")]
+    if not tp and setup.arch.moe is not None and lay.expert_tp > 1:
+        checks.append((False, True, f"expert tensor parallelism (etp={lay.expert_tp})"))
     for allowed, used, feature in checks:
         if used and not allowed:
             raise unsupported(framework, feature)

@@ -73,6 +73,8 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
         raise unsupported(NAME, "optimizer-only offload", "--offload all (enable_cpu_offload) moves parameters too")
     if job.optimizer != "adamw":
         raise unsupported(NAME, f"the {job.optimizer} optimizer", "torchtitan ships AdamW and Adam")
+    if arch.moe is not None and lay.expert_tp not in (1, lay.tp):
+        raise unsupported(NAME, f"expert tensor parallelism etp={lay.expert_tp} other than 1 or tp={lay.tp}")
     model_name, flavor = FLAVORS[arch.id]
     b = batch_of(setup)
     fsdp = lay.zero == 3
@@ -82,6 +84,7 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
         "data_parallel_shard_degree": lay.dp if fsdp else 1,
         "tensor_parallel_degree": lay.tp, "pipeline_parallel_degree": lay.pp,
         "context_parallel_degree": lay.cp, "expert_parallel_degree": lay.ep,
+        "expert_tensor_parallel_degree": lay.expert_tp if arch.moe is not None else None,
     }
     if lay.pp > 1:
         parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if lay.vpp > 1 else "1F1B"
