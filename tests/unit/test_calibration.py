@@ -114,5 +114,6 @@ def test_http_api_takes_a_calibration_inline():
     calibrated = client.post("/api/estimate", json={**body, "calibration": calibration})
     assert plain.status_code == 200 and calibrated.status_code == 200, calibrated.text
     assert calibrated.json()["step_time_s"] > plain.json()["step_time_s"]
-    bad = client.post("/api/estimate", json={**body, "calibration": {**calibration, "overrides": {"efficiency": {"x": 1}}}})
+    unknown = {**calibration, "overrides": {"efficiency": {"x": 1}}}
+    bad = client.post("/api/estimate", json={**body, "calibration": unknown})
     assert bad.status_code == 400 and "unknown efficiency parameter" in bad.text
