@@ -195,6 +195,16 @@ def job_options(func: F) -> F:
                      help="Count the LM head + loss as this many layers when splitting the pipeline "
                           "(torchtitan output_weight; 1 = Megatron --account-for-loss-in-pipeline-split)."),
         *moe_routing_option_list(),
+        click.option("--recompute-method", type=click.Choice(["uniform", "block"]), default="uniform",
+                     show_default=True,
+                     help="With --recompute full and --recompute-num-layers N (Megatron): uniform saves one "
+                          "input per N layers and recomputes them all; block recomputes only the first N layers "
+                          "of each pipeline chunk."),
+        click.option("--recompute-num-layers", type=int,
+                     help="Megatron --recompute-num-layers N for --recompute full (default 1: every layer)."),
+        click.option("--recompute-every", type=int,
+                     help="With --recompute full: checkpoint every N-th layer only (torchtitan's layer-level "
+                          "selective checkpointing, selective_ac_option N)."),
         click.option("--recompute", type=click.Choice(["none", "selective", "op", "full"]),
                      help="Activation recomputation: selective = Megatron attention-core recompute; "
                           "op = torchtitan per-op selective checkpointing; full = every layer. "

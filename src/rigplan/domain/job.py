@@ -11,6 +11,7 @@ Method = Literal["full", "lora", "qlora"]
 PrecisionRecipe = Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8"]
 Optimizer = Literal["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"]
 Recompute = Literal["none", "selective", "op", "full"]
+RecomputeMethod = Literal["uniform", "block", "every"]
 AttentionImpl = Literal["flash", "eager"]
 Offload = Literal["none", "optimizer", "all"]
 LossImpl = Literal["unfused", "fused", "chunked"]
@@ -33,6 +34,13 @@ class Job:
     seq_len: int = 4096
     micro_batch: int = 1
     recompute: Recompute = "none"
+    recompute_method: RecomputeMethod = "uniform"
+    """With recompute 'full': which layers (estimate.recompute): 'uniform' saves one input per
+    recompute_layers layers (Megatron --recompute-method uniform), 'block' recomputes the first
+    recompute_layers of each chunk (Megatron block), 'every' every recompute_layers-th layer
+    (torchtitan's layer-level selective checkpointing)."""
+    recompute_layers: int = 1
+    """Megatron --recompute-num-layers, or torchtitan's checkpointing frequency for 'every'."""
     attention: AttentionImpl = "flash"
     offload: Offload = "none"
     lora_rank: int = 16
@@ -96,6 +104,11 @@ class Job:
             raise InvalidSpec(f"--moe-imbalance (busiest rank load / mean) must be >= 1, got {self.moe_imbalance}")
         if self.capacity_factor and self.capacity_factor < 1.0:
             raise InvalidSpec(f"--capacity-factor must be >= 1 (0: dropless), got {self.capacity_factor}")
+        if self.recompute_layers < 1:
+            raise InvalidSpec(f"--recompute-num-layers must be >= 1, got {self.recompute_layers}")
+        if self.recompute != "full" and (self.recompute_method != "uniform" or self.recompute_layers != 1):
+            raise InvalidSpec("--recompute-method, --recompute-num-layers and --recompute-every choose which layers "
+                              f"a full recompute covers; add --recompute full (got --recompute {self.recompute})")
         if self.global_batch < 0 or self.tokens < 0:
             raise InvalidSpec("--global-batch and --tokens must be >= 0")
 

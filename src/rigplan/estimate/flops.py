@@ -275,7 +275,7 @@ def op_recompute_matmul_share(arch: Architecture) -> float:
 def _stage_flops(
     arch: Architecture, job: Job, *, seq_len: Num, micro_batch: Num, causal_fraction: Num,
     flash_backward_recompute: bool, n_dense: Num, n_moe: Num, lm_head: Num,
-    tp: Num, cp: Num, sequence_parallel: bool,
+    tp: Num, cp: Num, sequence_parallel: bool, recompute_fraction: Num = 1.0,
 ) -> StepFlops:
     """`lm_head` is 1 on the stage holding the output head (and the MTP modules), 0 elsewhere."""
     kw: dict[str, Any] = {"seq_len": seq_len, "micro_batch": micro_batch, "tp": tp, "cp": cp}
@@ -298,7 +298,7 @@ def _stage_flops(
     else:
         backward = forward.times(2.0)
     if job.recompute == "full":
-        recompute = layers
+        recompute = layers.times(recompute_fraction)
     elif job.recompute == "selective":
         recompute = OpFlops(attention_core_flop=layers.attention_core_flop)
     elif job.recompute == "op":
@@ -319,6 +319,7 @@ def _stage_flops(
 def micro_batch_flops(
     arch: Architecture, job: Job, *, seq_len: NumIn | None = None, micro_batch: NumIn | None = None,
     causal_fraction: NumIn | None = None, flash_backward_recompute: bool = True,
+    recompute_fraction: NumIn = 1.0,
 ) -> StepFlops:
     """FLOPs of one micro-batch through the whole model (all layers, LM head), no parallelism.
 
@@ -341,7 +342,7 @@ def micro_batch_flops(
         arch, job, seq_len=s, micro_batch=b, causal_fraction=cf,
         flash_backward_recompute=flash_backward_recompute,
         n_dense=float(arch.num_dense_layers), n_moe=float(arch.num_moe_layers), lm_head=1.0,
-        tp=1.0, cp=1.0, sequence_parallel=False,
+        tp=1.0, cp=1.0, sequence_parallel=False, recompute_fraction=_num(recompute_fraction),
     )
 
 
@@ -356,9 +357,11 @@ def stage_micro_batch_flops(
     arch: Architecture, job: Job, layout: Layout, *, layers: NumIn, dense_layers: NumIn, lm_head: NumIn,
     seq_len: NumIn | None = None, micro_batch: NumIn | None = None, tp: NumIn | None = None,
     cp: NumIn | None = None, causal_fraction: NumIn | None = None, flash_backward_recompute: bool = True,
+    recompute_fraction: NumIn = 1.0,
 ) -> StepFlops:
     """FLOPs one GPU of a pipeline stage with `layers` decoder layers (`dense_layers` of them dense,
     the rest MoE) executes for one micro-batch; lm_head = 1 where the stage holds the LM head.
+    recompute_fraction: share of the layers a full recompute runs again (estimate.recompute).
 
     The same counts as gpu_micro_batch_flops for a stage that domain.stages sized; the embedding
     lookup is 0 FLOP. Arguments may be numpy arrays.
@@ -370,7 +373,8 @@ def stage_micro_batch_flops(
     return _stage_flops(arch, job, seq_len=s, micro_batch=b, causal_fraction=cf,
                         flash_backward_recompute=flash_backward_recompute, n_dense=d, n_moe=n - d,
                         lm_head=_num(lm_head), tp=_num(layout.tp if tp is None else tp),
-                        cp=_num(layout.cp if cp is None else cp), sequence_parallel=layout.sequence_parallel)
+                        cp=_num(layout.cp if cp is None else cp), sequence_parallel=layout.sequence_parallel,
+                        recompute_fraction=_num(recompute_fraction))
 
 
 def gpu_micro_batch_flops(

@@ -27,6 +27,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts
+from rigplan.estimate import recompute
 from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.params import count_params
@@ -186,7 +187,9 @@ def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num)
 
     saved = Σ over the rank's chunks of (micro-batches that chunk holds) x (its dense and MoE layers'
     saved bytes); with uneven stages (domain.stages) each chunk counts its own layers. The third
-    value is the layer-weighted mean of micro-batches in flight.
+    value is the layer-weighted mean of micro-batches in flight. Partial full recompute
+    (estimate.recompute): a chunk saves the inputs of its recomputed layers and everything of the
+    others; the working set is the group of layers recomputed at once.
     """
     counts = count_params(arch)
     stage = stage_params(arch, counts, layout, rank)
@@ -196,19 +199,34 @@ def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num)
     saved_stage = dense.saved_bytes * stage.dense_layers + moe.saved_bytes * moe_layers
     num_micro = micro_batches_per_step(job, layout)
     split = getattr(layout, "split", DEFAULT_SPLIT)
+    granular = recompute.is_granular(job)
+    if granular:
+        kept_job = replace(job, recompute="none", recompute_method="uniform", recompute_layers=1)
+        dense_kept = layer_activation_bytes(arch, kept_job, layout, moe_layer=False, dropout=job.dropout)
+        moe_kept = (layer_activation_bytes(arch, kept_job, layout, moe_layer=True, dropout=job.dropout)
+                    if arch.moe else dense_kept)
     saved: Num = 0.0
     held_layers: Num = 0.0
+    group: Num = 1.0
     for c in range(int(np.max(np.asarray(layout.vpp)))):
         layers_c, dense_c = chunk_layer_counts(split, arch.num_layers, first_dense_layers(arch), layout.pp,
                                                layout.vpp, rank, c)
         held = chunk_micro_batches_in_flight(layout, rank, num_micro, c)
-        saved = saved + held * (dense.saved_bytes * dense_c + moe.saved_bytes * (layers_c - dense_c))
+        chunk_bytes = dense.saved_bytes * dense_c + moe.saved_bytes * (layers_c - dense_c)
+        if granular:
+            redone = recompute.recomputed_layers(job, layers_c, stage.layers)
+            kept_share = (layers_c - redone) / np.maximum(layers_c, 1)
+            kept_bytes = dense_kept.saved_bytes * dense_c + moe_kept.saved_bytes * (layers_c - dense_c)
+            inputs = recompute.saved_inputs(job, layers_c, stage.layers)
+            chunk_bytes = inputs * dense.saved_bytes + kept_share * kept_bytes
+            group = np.maximum(group, recompute.working_layers(job, layers_c))
+        saved = saved + held * chunk_bytes
         held_layers = held_layers + held * layers_c
     in_flight = _out(held_layers / np.maximum(stage.layers, 1))
     if job.recompute == "none":
         working: Num = 0.0 * saved_stage
     else:
-        working = np.maximum(dense.full_bytes, np.where(np.asarray(moe_layers) > 0, moe.full_bytes, 0.0))
+        working = np.maximum(dense.full_bytes, np.where(np.asarray(moe_layers) > 0, moe.full_bytes, 0.0)) * group
     if job.activation_offload:
         per_layer = saved_stage / np.maximum(stage.layers, 1)
         saved = np.minimum(saved, 2 * per_layer)

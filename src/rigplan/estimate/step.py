@@ -32,8 +32,14 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.domain.stages import DEFAULT_SPLIT, busiest_middle_rank, rank_layer_counts
-from rigplan.estimate import comm, moe
+from rigplan.domain.stages import (
+    DEFAULT_SPLIT,
+    busiest_middle_rank,
+    chunk_layer_counts,
+    rank_layer_counts,
+    virtual_stage_layers,
+)
+from rigplan.estimate import comm, moe, recompute
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import Efficiency
 from rigplan.estimate.flops import causal_fraction_for, micro_batch_flops, stage_micro_batch_flops
@@ -124,8 +130,10 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
                   tp: Num, cp: Num, ep: Num, mb: Num, stage: StageShape,
                   etp: Num | None = None) -> tuple[Num, Num, Num]:
     """(compute seconds of one micro-batch on one stage, its backward share, attention core s)."""
+    recomputed_share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
     flops = stage_micro_batch_flops(arch, job, layout, layers=stage.layers, dense_layers=stage.dense_layers,
-                                    lm_head=stage.lm_head, micro_batch=mb, tp=tp, cp=cp)
+                                    lm_head=stage.lm_head, micro_batch=mb, tp=tp, cp=cp,
+                                    recompute_fraction=recomputed_share)
     tokens = mb * job.seq_len / cp
     bf16_peak = gpu.peak("fp16" if job.precision == "fp16-mixed" else "bf16")
     if job.precision == "fp32":
@@ -159,7 +167,7 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     core_s = (flops.forward.attention_core_flop + flops.backward.attention_core_flop
               + flops.recompute.attention_core_flop) / (bf16_peak * attn_eff)
     layers = stage.layers
-    passes = 3.0 + (1.0 if job.recompute == "full" else 0.0)
+    passes = 3.0 + recomputed_share
     replicated, split = elementwise_bytes_per_token(arch, job)
     per_token = replicated / (tp if layout.sequence_parallel else 1.0) + split / tp
     stack_passes = eff.elementwise_passes_fused if job.kernels == "fused" else eff.elementwise_passes_eager
@@ -178,9 +186,11 @@ class StageShape:
     dense_layers: Num
     lm_head: Num
     """1.0 where the rank holds the LM head, loss and MTP modules (the last rank), else 0.0."""
+    recomputed_layers: Num
+    """Layers a full recompute runs again on this rank (all of them unless estimate.recompute says less)."""
 
 
-def pace_candidates(arch: Architecture, layout: Any, pp: Num, vpp: Num) -> list[StageShape]:
+def pace_candidates(arch: Architecture, job: Job, layout: Any, pp: Num, vpp: Num) -> list[StageShape]:
     """The ranks that can set a pipeline's pace: the first (embedding), the busiest middle one and
     the last (LM head + loss), each with its layers under the layout's split (domain.stages).
     Every other middle rank has no more layers than the busiest one and no head."""
@@ -193,10 +203,31 @@ def pace_candidates(arch: Architecture, layout: Any, pp: Num, vpp: Num) -> list[
     shapes = []
     for rank in ranks:
         layers, dense = rank_layer_counts(split, arch.num_layers, first_dense, pp_i, vpp_i, rank)
+        redone: Num = 0.0
+        for c in range(int(np.max(vpp_i)) if vpp_i.size else 1):
+            chunk, _ = chunk_layer_counts(split, arch.num_layers, first_dense, pp_i, vpp_i, rank, c)
+            redone = redone + recompute.recomputed_layers(job, chunk, layers)
         shapes.append(StageShape(rank=rank, layers=np.asarray(layers, dtype=np.float64),
                                  dense_layers=np.asarray(dense, dtype=np.float64),
-                                 lm_head=np.where(rank == pp_i - 1, 1.0, 0.0)))
+                                 lm_head=np.where(rank == pp_i - 1, 1.0, 0.0),
+                                 recomputed_layers=np.asarray(redone, dtype=np.float64)))
     return shapes
+
+
+def whole_model_recompute_fraction(arch: Architecture, job: Job, layout: Any, pp: Num, vpp: Num) -> Num:
+    """Share of all layers a full recompute runs again, summed over the virtual stages."""
+    if not recompute.is_granular(job):
+        return 1.0
+    split = getattr(layout, "split", DEFAULT_SPLIT)
+    pp_i, vpp_i = np.broadcast_arrays(np.rint(np.asarray(pp)).astype(np.int64),
+                                      np.rint(np.asarray(vpp)).astype(np.int64))
+    out = np.ones(pp_i.shape)
+    for p_, v_ in {(int(a), int(b)) for a, b in zip(pp_i.ravel(), vpp_i.ravel(), strict=True)}:
+        counts = np.asarray(virtual_stage_layers(split, arch.num_layers, p_, v_))
+        per_rank = np.asarray([counts[r::p_].sum() for r in range(p_)])
+        redone = float(np.sum(recompute.recomputed_layers(job, counts, per_rank[np.arange(counts.size) % p_])))
+        out[(pp_i == p_) & (vpp_i == v_)] = redone / arch.num_layers
+    return float(out) if out.ndim == 0 else out
 
 
 def scale_up_domain(gpu: Gpu) -> int:
@@ -234,12 +265,12 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     tp_place = comm.place_group(gpu, tp, stride=1, domain_size=domain, intra=intra, inter=inter)
     cp_place = comm.place_group(gpu, cp, stride=tp, domain_size=domain, intra=intra, inter=inter)
 
-    def stage_terms(stage: StageShape) -> dict[str, Num]:
+    def stage_terms(stage: StageShape) -> dict[str, Num]:  # one rank's micro-batch, by cause
         compute, backward, core = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp)
         layers = stage.layers
         # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
         # 2 more in a full recompute; buffer T·h·p (Shoeybi et al. 2019, Sec. 3; Korthikanti 2022 Sec. 4.2.2).
-        tp_calls = layers * (4.0 + (2.0 if job.recompute == "full" else 0.0))
+        tp_calls = 4.0 * layers + 2.0 * stage.recomputed_layers
         tp_s = tp_calls * comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node,
                                                          intra, inter)
         # Context parallel: ring K/V exchange per layer, hidden behind the attention core when it can be.
@@ -261,7 +292,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s,
                 "layers": layers, "rank": stage.rank}
 
-    candidates = [stage_terms(stage) for stage in pace_candidates(arch, layout, pp, vpp)]
+    candidates = [stage_terms(stage) for stage in pace_candidates(arch, job, layout, pp, vpp)]
     most_layers = np.maximum.reduce([np.asarray(c["layers"]) for c in candidates])
 
     # Pipeline: activations forward and gradients backward across each stage boundary, per chunk.
@@ -324,7 +355,8 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     optimizer_s = updated * touched / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
     step = m * t_mb + bubble + dp_exposed + optimizer_s
 
-    whole = micro_batch_flops(arch, job, micro_batch=mb, causal_fraction=causal_fraction_for(job.attention))
+    whole = micro_batch_flops(arch, job, micro_batch=mb, causal_fraction=causal_fraction_for(job.attention),
+                              recompute_fraction=whole_model_recompute_fraction(arch, job, layout, pp, vpp))
     sequences = m * mb * dp
     peak = gpu.peak(job.matmul_precision)
     return StepBreakdown(

@@ -65,7 +65,9 @@ class MemoryResult:
             "job": {
                 "method": s.job.method, "precision": s.job.precision, "optimizer": s.job.optimizer,
                 "seq_len": s.job.seq_len, "micro_batch": s.job.micro_batch, "global_batch": s.job.global_batch or None,
-                "recompute": s.job.recompute, "attention": s.job.attention, "offload": s.job.offload,
+                "recompute": s.job.recompute,
+                "recompute_method": s.job.recompute_method, "recompute_layers": s.job.recompute_layers,
+                "attention": s.job.attention, "offload": s.job.offload,
                 "lora_rank": s.job.lora_rank if s.job.is_peft else None,
                 "lora_targets": list(s.job.lora_targets) if s.job.is_peft else None,
                 "optimizer_in_backward": s.job.optimizer_in_backward,

@@ -93,6 +93,9 @@ class JobSpec(ModelSpec, MoERoutingSpec):
     embedding_layer_weight: Annotated[int, Bounded("embedding_layer_weight")] | None = None
     head_layer_weight: Annotated[int, Bounded("head_layer_weight")] | None = None
     recompute: Literal["none", "selective", "op", "full"] | None = None
+    recompute_method: Literal["uniform", "block"] = "uniform"
+    recompute_num_layers: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    recompute_every: Annotated[int, Field(ge=1, le=100_000)] | None = None
     """None: full for QLoRA (QLoRA recipes turn gradient checkpointing on), none otherwise."""
     attention: Literal["flash", "eager"] = "flash"
     offload: Literal["none", "optimizer", "all"] = "none"

@@ -75,6 +75,16 @@ def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False)
                                f"use --precision {alternative}")
 
 
+def _recompute_granularity(spec: JobSpec) -> dict[str, object]:
+    """Job.recompute_method and recompute_layers from Megatron's or torchtitan's spelling."""
+    if spec.recompute_every is not None:
+        if spec.recompute_num_layers is not None or spec.recompute_method != "uniform":
+            raise InvalidSpec("--recompute-every (torchtitan) and --recompute-num-layers/--recompute-method "
+                              "(Megatron) choose the recomputed layers two ways; give one")
+        return {"recompute_method": "every", "recompute_layers": spec.recompute_every}
+    return {"recompute_method": spec.recompute_method, "recompute_layers": spec.recompute_num_layers or 1}
+
+
 def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedModel | None = None) -> TrainingSetup:
     """Resolve the catalog, model and GPU, and build a checked Job and Layout.
 
@@ -128,6 +138,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     job = Job(
         method=spec.method, precision=precision,  # type: ignore[arg-type]
         optimizer=spec.optimizer, seq_len=seq, micro_batch=spec.micro_batch, recompute=recompute,
+        **_recompute_granularity(spec),
         attention=spec.attention, offload=spec.offload, lora_rank=spec.lora_rank,
         lora_targets=tuple(spec.lora_targets), optimizer_in_backward=spec.optimizer_in_backward,
         activation_offload=spec.activation_offload,

@@ -1,0 +1,73 @@
+"""Recompute granularity: how many layers of a pipeline chunk are checkpointed and run again.
+
+With --recompute full, three ways to choose the layers (Job.recompute_method, Job.recompute_layers = N):
+
+    uniform (Megatron-Core --recompute-method uniform --recompute-num-layers N): the chunk's layers
+        are grouped N at a time and only each group's input is saved; backward recomputes one group
+        at a time, so every layer is recomputed, ceil(L/N) inputs are saved and the working set is N
+        layers' full activations. N = 1 is plain full recompute.
+    block (Megatron-Core --recompute-method block --recompute-num-layers N): the first N layers of
+        each chunk (each virtual pipeline stage) are recomputed, one at a time, and the others keep
+        all their activations; min(N, L) layers recomputed.
+    every (torchtitan activation_checkpoint mode "selective" with selective_ac_option = N, its
+        layer-level 'ac_freq'; torchtitan/models/llama3/infra/parallelize.py): every N-th layer of
+        the rank's model part is checkpointed (the counter runs 1, 2, ... and layer i is wrapped
+        when i % N == 0), so floor(L/N) layers; the rest keep all their activations.
+
+Source for Megatron: megatron/core/transformer/transformer_block.py `_checkpointed_forward`
+(uniform: checkpoint custom(l, l + N) per group; block: checkpoint layer l only when l < N).
+Left out: Megatron's --distribute-saved-activations (saved inputs split over tp) and
+recompute of only some modules (--recompute-modules), and which of a chunk's layers are MoE when
+only some are recomputed (the recomputed share is taken as the chunk's mix).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rigplan.domain.job import Job
+
+Num = Any
+
+
+def is_granular(job: Job) -> bool:
+    """Whether only part of the layers is recomputed, or inputs are saved per group of layers."""
+    return job.recompute == "full" and (job.recompute_method != "uniform" or job.recompute_layers != 1)
+
+
+def recomputed_layers(job: Job, chunk_layers: Num, rank_layers: Num | None = None) -> Num:
+    """Layers of one chunk (virtual stage) whose forward runs again in the backward pass.
+
+    'every' counts along the rank's layers (torchtitan's counter runs over all its model parts), so
+    a chunk gets its share of floor(rank_layers / N); without rank_layers the chunk is the rank.
+    """
+    layers = np.asarray(chunk_layers, dtype=np.float64)
+    if job.recompute != "full":
+        return 0.0 * layers
+    n = job.recompute_layers
+    if job.recompute_method == "block":
+        return np.minimum(float(n), layers)
+    if job.recompute_method == "every":
+        if rank_layers is None:
+            return np.floor(layers / n)
+        whole = np.asarray(rank_layers, dtype=np.float64)
+        return layers * np.floor(whole / n) / np.maximum(whole, 1.0)
+    return layers
+
+
+def saved_inputs(job: Job, chunk_layers: Num, rank_layers: Num | None = None) -> Num:
+    """Layer inputs one chunk saves per micro-batch for its recomputed layers."""
+    layers = np.asarray(chunk_layers, dtype=np.float64)
+    if job.recompute == "full" and job.recompute_method == "uniform":
+        return np.ceil(layers / job.recompute_layers)
+    return recomputed_layers(job, layers, rank_layers)
+
+
+def working_layers(job: Job, chunk_layers: Num) -> Num:
+    """Layers whose full activations exist at once while one is being recomputed."""
+    layers = np.asarray(chunk_layers, dtype=np.float64)
+    if job.recompute == "full" and job.recompute_method == "uniform":
+        return np.minimum(float(job.recompute_layers), np.maximum(layers, 1.0))
+    return np.ones_like(layers)

@@ -1,0 +1,74 @@
+"""Published layouts whose layers do not divide the pipeline: memory and estimate now answer, and say how
+they split (issue: Llama 3.1 405B TP8 x PP16, DeepSeek-V3 PP16, Qwen3-235B PP8 x VPP2, BLOOM-176B PP12)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rigplan.cli.main import cli
+
+FAMOUS = [
+    (("llama-3.1-405b", "--tp", "8", "--pp", "16", "--gpus", "16384", "--global-batch", "2048", "--seq", "8192"),
+     [7] + [8] * 14 + [7]),
+    (("deepseek-v3", "--tp", "2", "--pp", "16", "--ep", "64", "--gpus", "2048", "--global-batch", "4096"),
+     [3] + [4] * 14 + [2]),
+    (("qwen3-235b-a22b", "--tp", "4", "--pp", "8", "--vpp", "2", "--ep", "8", "--gpus", "1024",
+      "--global-batch", "1024"), [11] + [12] * 6 + [11]),
+    (("bloom-176b", "--tp", "4", "--pp", "12", "--gpus", "384", "--gpu", "a100-80gb-sxm", "--global-batch", "2048",
+      "--seq", "2048"), [5] + [6] * 10 + [5]),
+]
+COMMON = ("--zero", "1", "--recompute", "full", "--json")
+
+
+def run(*args: str) -> dict:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.mark.parametrize(("args", "per_rank"), FAMOUS)
+def test_famous_uneven_layouts_estimate_and_say_their_split(args: tuple[str, ...], per_rank: list[int]) -> None:
+    memory = run("memory", *args, *COMMON)
+    assert memory["layout"]["stage_layers"] == per_rank
+    assert any("pipeline split" in note for note in memory["assumptions"])
+    estimate = run("estimate", *args, *COMMON)
+    pipe = estimate["pipeline"]
+    assert pipe["stage_layers"] == per_rank
+    # The pace is set by a rank with the most layers (first and last carry embedding / head instead).
+    assert pipe["pace_stage_layers"] == max(per_rank)
+    assert 0 <= pipe["memory_peak_stage"] < len(per_rank)
+    assert 0 < estimate["mfu"] < 1
+
+
+def test_explicit_split_moves_the_pace_and_the_peak() -> None:
+    base = ("llama-3.1-405b", "--tp", "8", "--pp", "16", "--gpus", "16384", "--global-batch", "2048",
+            "--seq", "8192", *COMMON)
+    heavy_last = ",".join(["7"] * 15 + ["21"])
+    data = run("estimate", *base, "--stage-layers", heavy_last)
+    assert data["pipeline"]["pace_stage"] == 15 and data["pipeline"]["pace_stage_layers"] == 21
+    even = run("estimate", *base)
+    assert data["step_time_s"] > even["step_time_s"]
+    first = run("memory", *base, "--first-stage-layers", "16")
+    assert first["layout"]["stage_layers"][0] == 16 and first["per_gpu"]["stage"] == 0
+
+
+def test_recompute_granularity_flags() -> None:
+    base = ("llama-3.1-70b", "--tp", "8", "--pp", "4", "--gpus", "64", "--global-batch", "64", "--seq", "4096",
+            "--zero", "1", "--json")
+    full = run("estimate", *base, "--recompute", "full")
+    block = run("estimate", *base, "--recompute", "full", "--recompute-method", "block", "--recompute-num-layers", "4")
+    every = run("estimate", *base, "--recompute", "full", "--recompute-every", "2")
+    none = run("estimate", *base, "--recompute", "none")
+    act = [d["memory"]["per_gpu"]["activations_bytes"] for d in (full, block, every, none)]
+    assert act[0] < act[1] < act[3] and act[0] < act[2] < act[3]
+    steps = [d["step_time_s"] for d in (full, block, every, none)]
+    assert steps[0] > steps[1] > steps[3] and steps[0] > steps[2] > steps[3]
+    assert block["memory"]["job"]["recompute_method"] == "block"
+    bad = CliRunner().invoke(cli, ["memory", "llama-3.1-8b", "--recompute-num-layers", "2"])
+    assert bad.exit_code == 2 and "add --recompute full" in bad.output
+    both = CliRunner().invoke(cli, ["memory", "llama-3.1-8b", "--recompute", "full", "--recompute-every", "2",
+                                    "--recompute-num-layers", "2"])
+    assert both.exit_code == 2 and "give one" in both.output
