@@ -54,7 +54,9 @@ def _render(data: dict[str, Any], currency: str) -> None:
             where = f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else f"buy ({mode['pricing']})"
             table.add_row(f"{c['gpus']} x {c['gpu']}", where, layout, format_duration(c["wall_time_s"]),
                           money(c["cost_usd"]), f"{100 * (c['mfu'] or 0):.0f}%",
-                          format_bytes(c["memory"]["total_bytes"]), "; ".join(c["reasons"]))
+                          format_bytes(c["memory"]["total_bytes"])
+                          + (" (borderline)" if c["memory"]["borderline"] else ""),
+                          "; ".join(c["reasons"]))
         console.print(table)
     stats = data["stats"]
     reasons = ", ".join(f"{k} {v:,}" for k, v in stats["infeasible_by_reason"].items())

@@ -73,6 +73,18 @@ class Job:
     nf4_quantizer: Nf4Quantizer = "bitsandbytes"
     """QLoRA: what quantizes the base at load, which sets the load peak (estimate/setup_peaks.py):
     bitsandbytes' CUDA kernel, or torchao's NF4Tensor before it quantized in chunks (torchtune, 2024-H1)."""
+    main_grads_fp32: bool = False
+    """Megatron/NeMo: gradients accumulate in an fp32 main-grad buffer (4 B/param, not 2)."""
+    ddp_grad_copy: bool = False
+    """PyTorch DDP's buckets are a second copy of the gradients (gradient_as_bucket_view=False)."""
+    fsdp_prefetch: int = 1
+    """FSDP units all-gathered ahead of the one computing (FSDP2 default 1)."""
+    fp8_transpose_cache: bool = False
+    """TransformerEngine fp8 keeps the transposed fp8 weight too (+1 B/param)."""
+    fused_swiglu: bool = False
+    """Megatron-Core/TE fused SwiGLU: 3f saved per token instead of 4f."""
+    nvls_buffers: bool = False
+    """NCCL NVLS buffers on NVSwitch systems (on by default in NCCL 2.18-2.19): 1 GiB per 8-GPU communicator."""
     global_batch: int = 0
     """Sequences per optimizer step; 0 means micro_batch x dp (no accumulation)."""
     tokens: float = 0.0
@@ -109,6 +121,8 @@ class Job:
         if self.recompute != "full" and (self.recompute_method != "uniform" or self.recompute_layers != 1):
             raise InvalidSpec("--recompute-method, --recompute-num-layers and --recompute-every choose which layers "
                               f"a full recompute covers; add --recompute full (got --recompute {self.recompute})")
+        if not 0 <= self.fsdp_prefetch <= 64:
+            raise InvalidSpec(f"--fsdp-prefetch must be between 0 and 64, got {self.fsdp_prefetch}")
         if self.global_batch < 0 or self.tokens < 0:
             raise InvalidSpec("--global-batch and --tokens must be >= 0")
 

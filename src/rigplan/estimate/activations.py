@@ -108,7 +108,7 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
     p = job.compute_dtype_bytes
     h = arch.hidden
     mask = MASK_BYTES * h if dropout else 0
-    inner_per_ffn = 4 if arch.mlp == "gated" else 2
+    inner_per_ffn = (3 if job.fused_swiglu else 4) if arch.mlp == "gated" else 2
     if moe_layer and arch.moe is not None:
         moe = arch.moe
         # The busiest expert rank holds load x the mean of the k routed copies (estimate.moe).

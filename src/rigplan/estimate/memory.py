@@ -30,9 +30,16 @@ from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts
 from rigplan.estimate import recompute
 from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.arrays import scalar_or_array as _out
+from rigplan.estimate.framework_buffers import ddp_grad_copy_bytes, nvls_bytes
 from rigplan.estimate.params import count_params
 from rigplan.estimate.setup_peaks import dequantized_copy_bytes, load_peak
-from rigplan.estimate.states import ModelStates, first_dense_layers, model_states, stage_params
+from rigplan.estimate.states import (
+    ModelStates,
+    first_dense_layers,
+    grad_bytes_per_param,
+    model_states,
+    stage_params,
+)
 from rigplan.units import MiB
 
 CUDA_CONTEXT_BYTES = 512 * MiB
@@ -245,7 +252,7 @@ def _logits_bytes(arch: Architecture, job: Job, layout: Any) -> Num:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Transients:
     gathered: Num
-    """ZeRO-3/FSDP: current and prefetched unit gathered (stored dtype)."""
+    """ZeRO-3/FSDP: current and job.fsdp_prefetch prefetched units gathered (stored dtype)."""
     grad_bucket: Num
     """ZeRO-2/3: one unit's unsharded gradient before its reduce-scatter."""
     step_temp: Num
@@ -264,7 +271,7 @@ def _transients(job: Job, layout: Any, states: ModelStates) -> _Transients:
     zero = np.asarray(layout.zero)
     unit = states.largest_unit_params
     stored_bytes_per_param = states.unsharded_weight_bytes / np.maximum(states.local_params, 1.0)
-    two_units = 2 * unit * stored_bytes_per_param
+    two_units = (1 + job.fsdp_prefetch) * unit * stored_bytes_per_param
     if job.offload == "all":
         gathered: Num = np.minimum(two_units, states.unsharded_weight_bytes)
     else:
@@ -315,7 +322,8 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
     dequantized = dequantized_copy_bytes(arch, job, layout)
     working = working + dequantized
     persist = gradients_persist(job, layout)
-    grads = states.gradients_bytes
+    grads = states.gradients_bytes + ddp_grad_copy_bytes(job, layout, states.trainable_params,
+                                                         grad_bytes_per_param(job))
     base = states.weights_bytes + states.optimizer_bytes
     recompute_dominates = np.asarray(working) > np.asarray(logits)
     phase_parts = [  # (gradients, activations, logits, transient) live in each phase
@@ -344,7 +352,7 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
         logits_bytes=l_live,
         transient_bytes=transient,
         cuda_context_bytes=CUDA_CONTEXT_BYTES,
-        nccl_bytes=pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP,
+        nccl_bytes=pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout),
         fragmentation_bytes=allocated * FRAGMENTATION_FRACTION,
         host_bytes=host,
         stage=rank,

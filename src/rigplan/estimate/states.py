@@ -26,8 +26,9 @@ per 64 weights (0.0625 B/param), or with double quantization 8-bit absmax per 64
 constant per 256 blocks (about 0.127 bits/param, Sec. 3 of the paper); embeddings, norms and the
 LM head stay in bf16.
 
-Left out: DDP/DeepSpeed gradient bucket copies, framework-specific fp32 gradient accumulation
-buffers (Megatron keeps fp32 main grads: +2 B/param over this table), fp8 transpose caches.
+Switches (estimate/framework_buffers.py): Megatron's fp32 main grads (main_grads_fp32, 4 B/param of
+gradients), TransformerEngine's fp8 transpose cache (fp8_transpose_cache, +1 B/param). Left out:
+DeepSpeed's contiguous gradient buffers.
 """
 
 from __future__ import annotations
@@ -52,11 +53,13 @@ BNB_8BIT_STATE_BYTES = 2 + 2 * 4 / 256
 
 
 def weight_bytes_per_param(job: Job) -> float:
-    return {"fp32": 4.0, "fp8": 3.0}.get(job.precision, 2.0)
+    if job.precision == "fp8":
+        return 4.0 if job.fp8_transpose_cache else 3.0
+    return 4.0 if job.precision == "fp32" else 2.0
 
 
 def grad_bytes_per_param(job: Job) -> float:
-    return 4.0 if job.precision == "fp32" else 2.0
+    return 4.0 if job.precision == "fp32" or job.main_grads_fp32 else 2.0
 
 
 def master_bytes_per_param(job: Job) -> float:

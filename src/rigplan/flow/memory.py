@@ -11,6 +11,7 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.stages import virtual_stage_layers
 from rigplan.estimate.memory import MemoryBreakdown, peak_memory
 from rigplan.estimate.params import count_params
+from rigplan.flow.fit import advice, fit_verdict, nothing_fits_note
 from rigplan.flow.request import MemoryRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup
 
@@ -73,6 +74,9 @@ class MemoryResult:
                 "optimizer_in_backward": s.job.optimizer_in_backward,
                 "activation_offload": s.job.activation_offload, "loss": s.job.loss,
                 "checkpoint_load": s.job.checkpoint_load, "nf4_quantizer": s.job.nf4_quantizer,
+                "main_grads_fp32": s.job.main_grads_fp32, "ddp_grad_copy": s.job.ddp_grad_copy,
+                "fsdp_prefetch": s.job.fsdp_prefetch, "fp8_transpose_cache": s.job.fp8_transpose_cache,
+                "fused_swiglu": s.job.fused_swiglu, "nvls_buffers": s.job.nvls_buffers,
             },
             "layout": {
                 "tp": s.layout.tp, "pp": s.layout.pp, "vpp": s.layout.vpp, "dp": s.layout.dp,
@@ -110,9 +114,27 @@ class MemoryResult:
             "host_bytes_per_node": b.host_bytes * min(s.gpu.gpus_per_node, s.layout.num_gpus),
             "max_micro_batch": self.max_micro_batch,
             "max_seq_len": self.max_seq_len,
+            "find_max_note": self.find_max_note(),
+            "fit": fit_verdict(float(b.total_bytes), float(self.usable_bytes)),
+            "advice": self.advice(),
             "violations": self.violations(),
             "assumptions": list(s.assumptions),
         }
+
+    def advice(self) -> list[dict[str, Any]]:
+        """Remedies ranked by what they save, when the job does not fit or is borderline."""
+        total = float(self.breakdown.total_bytes)
+        if fit_verdict(total, float(self.usable_bytes))["verdict"] == "fits":
+            return []
+        return advice(self.setup, total, float(self.usable_bytes))
+
+    def find_max_note(self) -> str | None:
+        """Why --find-max found nothing (instead of a micro-batch of 0)."""
+        if self.max_micro_batch != 0:
+            return None
+        b = self.breakdown
+        return nothing_fits_note(self.setup, float(b.weights_bytes), float(b.cuda_context_bytes + b.nccl_bytes),
+                                 float(self.usable_bytes))
 
 
 def _fits_with(setup: TrainingSetup, usable: int, job: Job) -> bool:

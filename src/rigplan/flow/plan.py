@@ -175,7 +175,8 @@ class PlanResult:
                 "mfu": e.get("mfu"), "step_time_s": e.get("step_time_s"),
                 "memory": {k: e["memory"]["per_gpu"][k] for k in ("total_bytes", "allocated_bytes")} | {
                     "usable_bytes": e["memory"]["gpu"]["usable_bytes"],
-                    "headroom_bytes": e["memory"]["headroom_bytes"], "fits": e["memory"]["fits"]},
+                    "headroom_bytes": e["memory"]["headroom_bytes"], "fits": e["memory"]["fits"],
+                    "borderline": e["memory"]["fit"]["borderline"]},
                 "energy_kwh": e.get("energy_kwh"), "meets_deadline": c.meets_deadline,
                 "residual_value_usd": residual_value_usd(self.catalog.gpu(c.gpu), c.gpus, self.onprem_overrides)
                 if c.offer.pricing == "purchase" else None,

@@ -107,6 +107,12 @@ class JobSpec(ModelSpec, MoERoutingSpec):
     kernels: Literal["fused", "eager", "hf"] = "fused"
     checkpoint_load: Literal["sharded", "full"] = "sharded"
     nf4_quantizer: Literal["bitsandbytes", "torchao-unchunked"] = "bitsandbytes"
+    main_grads_fp32: bool = False
+    ddp_grad_copy: bool = False
+    fsdp_prefetch: Annotated[int, Field(ge=0, le=64)] = 1
+    fp8_transpose_cache: bool = False
+    fused_swiglu: bool = False
+    nvls_buffers: bool = False
     gpu: str = "h100-sxm"
     gpus: Annotated[int, Bounded("gpus")] | None = None
     ecc: bool | None = None

@@ -145,6 +145,8 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         optimizer_foreach=spec.optimizer_foreach, qlora_double_quant=spec.qlora_double_quant,
         loss=spec.loss, dropout=spec.dropout, global_batch=spec.global_batch, kernels=spec.kernels,
         checkpoint_load=spec.checkpoint_load, nf4_quantizer=spec.nf4_quantizer,
+        main_grads_fp32=spec.main_grads_fp32, ddp_grad_copy=spec.ddp_grad_copy, fsdp_prefetch=spec.fsdp_prefetch,
+        fp8_transpose_cache=spec.fp8_transpose_cache, fused_swiglu=spec.fused_swiglu, nvls_buffers=spec.nvls_buffers,
         **_routing(spec),
     )
     check_precision_on_gpu(gpu, precision, defaulted=spec.precision is None)

@@ -61,18 +61,37 @@ def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
     if data["host_bytes"]:
         console.print(f"host RAM: {format_bytes(data['host_bytes'])} per GPU, "
                       f"{format_bytes(data['host_bytes_per_node'])} per node")
-    if data["max_micro_batch"] is not None:
+    if data.get("find_max_note"):
+        console.print(f"[red]--find-max[/red]: {data['find_max_note']}")
+    elif data["max_micro_batch"] is not None:
         console.print(f"largest micro-batch that fits at seq {job['seq_len']}: {data['max_micro_batch']}")
-    if data["max_seq_len"] is not None:
+    if data["max_seq_len"] is not None and not data.get("find_max_note"):
         console.print(f"longest sequence that fits at micro-batch {job['micro_batch']}: {data['max_seq_len']}")
     for note in data["assumptions"]:
         console.print(f"[dim]assumed: {note}[/dim]")
+    render_fit(data, console)
+
+
+def render_fit(data: dict[str, Any], console: Console) -> None:
+    """The verdict with the model's uncertainty, then the remedies ranked by what each saves."""
     headroom = data["headroom_bytes"]
-    if data["fits"]:
-        console.print(f"[green]FITS[/green]: {format_bytes(headroom)} headroom of {format_bytes(gpu['usable_bytes'])}")
+    fit = data["fit"]
+    usable = format_bytes(data["gpu"]["usable_bytes"])
+    within = f" (within the model's uncertainty of ±{format_bytes(fit['uncertainty_bytes'])})"
+    if fit["verdict"] == "fits":
+        console.print(f"[green]FITS[/green]: {format_bytes(headroom)} to spare of {usable}")
+    elif fit["verdict"] == "fits-borderline":
+        console.print(f"[yellow]FITS, BORDERLINE[/yellow]: fits with {format_bytes(headroom)} to spare of {usable}"
+                      + within)
+    elif fit["verdict"] == "over-borderline":
+        console.print(f"[yellow]OVER, BORDERLINE[/yellow]: over by {format_bytes(-headroom)} of {usable}" + within
+                      + "; it may fit")
     else:
-        console.print(f"[red]DOES NOT FIT[/red]: over by {format_bytes(-headroom)}; "
-                      "try --recompute full, --zero 3, more --tp/--pp, a smaller --micro-batch, or a larger GPU")
+        console.print(f"[red]DOES NOT FIT[/red]: over by {format_bytes(-headroom)} of {usable}")
+    for row in data["advice"]:
+        verdict = "fits" if row["fits"] else "still over"
+        console.print(f"  try {row['flag']}: saves {format_bytes(row['saves_bytes'])} "
+                      f"-> {format_bytes(row['total_bytes'])} ({verdict})")
 
 
 def _runs(values: list[int]) -> str:

@@ -1,0 +1,94 @@
+"""The fit boundary: how sure rigplan is that a job fits, and what to change when it does not.
+
+Uncertainty: MEMORY_UNCERTAINTY_FRACTION of the predicted total. A job whose headroom (or overrun)
+is within it is borderline: "fits with 1.2 GiB to spare (within the model's uncertainty)".
+
+Advice: each remedy that applies to this job is re-estimated and ranked by the bytes it saves.
+Nothing that is already on is suggested again, and nothing that needs GPUs the job does not have
+(ZeRO-3 on one GPU, tensor or pipeline parallelism) is suggested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.errors import InvalidSpec
+from rigplan.estimate.memory import peak_memory
+from rigplan.flow.resolve import TrainingSetup
+
+MEMORY_UNCERTAINTY_FRACTION = 0.127
+"""80th percentile of |predicted / measured - 1| over the memory validation cases within their
+tolerance (`rigplan validate --suite memory --json`, 54 cases, 2026-12-04); four in five published
+peaks lie within it. tests/unit/test_fit.py recomputes it from the suite."""
+
+
+def fit_verdict(total_bytes: float, usable_bytes: float) -> dict[str, Any]:
+    """fits / fits-borderline / over-borderline / does-not-fit, with the uncertainty in bytes."""
+    uncertainty = total_bytes * MEMORY_UNCERTAINTY_FRACTION
+    headroom = usable_bytes - total_bytes
+    borderline = abs(headroom) <= uncertainty
+    if headroom >= 0:
+        verdict = "fits-borderline" if borderline else "fits"
+    else:
+        verdict = "over-borderline" if borderline else "does-not-fit"
+    return {"verdict": verdict, "borderline": borderline, "uncertainty_bytes": uncertainty,
+            "uncertainty_fraction": MEMORY_UNCERTAINTY_FRACTION}
+
+
+def _remedies(job: Job, layout: Layout) -> list[tuple[str, Job, Layout]]:
+    out: list[tuple[str, Job, Layout]] = []
+    if job.offload == "none":
+        out.append(("--offload optimizer", replace(job, offload="optimizer"), layout))
+    if job.recompute != "full":
+        out.append(("--recompute full", replace(job, recompute="full"), layout))
+    if job.micro_batch > 1:
+        half = job.micro_batch // 2
+        out.append((f"--micro-batch {half}", replace(job, micro_batch=half), layout))
+    step = 128 * layout.cp
+    if job.seq_len >= 2 * step:
+        half_seq = job.seq_len // 2 // step * step
+        out.append((f"--seq {half_seq}", replace(job, seq_len=half_seq), layout))
+    if job.method != "qlora" and job.precision not in ("fp32", "fp8"):
+        out.append(("--method qlora", replace(job, method="qlora", precision="bf16-true",
+                                                 recompute="full" if job.recompute == "none" else job.recompute),
+                    layout))
+    shards = layout.dp * layout.cp
+    if layout.zero < 3 and shards > 1:
+        out.append(("--zero 3", job, replace(layout, zero=3)))
+    else:
+        gpus = layout.num_gpus * 2
+        out.append((f"--gpus {gpus}" + (" --fsdp" if layout.zero < 3 else ""), job,
+                    replace(layout, dp=layout.dp * 2, zero=3)))
+    return out
+
+
+def advice(setup: TrainingSetup, total_bytes: float, usable_bytes: float) -> list[dict[str, Any]]:
+    """Remedies for this job, each re-estimated, the one that saves most first."""
+    rows: list[dict[str, Any]] = []
+    for flag, job, layout in _remedies(setup.job, setup.layout):
+        try:
+            new_total = float(peak_memory(setup.arch, job, layout).total_bytes)
+        except InvalidSpec:
+            continue
+        saves = total_bytes - new_total
+        if saves <= 0:
+            continue
+        rows.append({"flag": flag, "saves_bytes": saves, "total_bytes": new_total,
+                     "fits": new_total <= usable_bytes})
+    rows.sort(key=lambda r: -r["saves_bytes"])
+    return rows
+
+
+def nothing_fits_note(setup: TrainingSetup, weights_bytes: float, fixed_bytes: float,
+                      usable_bytes: float) -> str:
+    """Why --find-max found no micro-batch: the weights alone, or one sequence of this length."""
+    if weights_bytes + fixed_bytes > usable_bytes:
+        over = weights_bytes + fixed_bytes - usable_bytes
+        return (f"the weights alone ({weights_bytes / 2**30:.2f} GiB, plus {fixed_bytes / 2**30:.2f} GiB of CUDA "
+                f"context and NCCL) exceed the {usable_bytes / 2**30:.2f} GiB usable by {over / 2**30:.2f} GiB; "
+                "no micro-batch fits")
+    return (f"not even one sequence of {setup.job.seq_len} tokens fits next to the model states; "
+            "see the advice below")

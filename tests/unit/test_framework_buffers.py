@@ -1,0 +1,66 @@
+"""Framework buffer switches, each against its hand-computed size."""
+
+from __future__ import annotations
+
+import pytest
+
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.domain.model import Architecture
+from rigplan.errors import InvalidSpec
+from rigplan.estimate.activations import mlp_token_bytes
+from rigplan.estimate.framework_buffers import ddp_grad_copy_bytes, nvls_bytes
+from rigplan.estimate.memory import peak_memory
+from rigplan.estimate.states import model_states
+
+TINY = Architecture(id="tiny", num_layers=4, hidden=256, num_heads=4, ffn=1024, vocab=1000)
+GiB = 2**30
+
+
+def test_fp32_main_grads_double_the_gradient_bytes() -> None:
+    plain = model_states(TINY, Job(), Layout(), 0)
+    main = model_states(TINY, Job(main_grads_fp32=True), Layout(), 0)
+    assert main.gradients_bytes == pytest.approx(2 * plain.gradients_bytes)
+
+
+def test_ddp_bucket_copy_only_when_replicated() -> None:
+    job = Job(ddp_grad_copy=True)
+    assert ddp_grad_copy_bytes(job, Layout(dp=4), 1000.0, 2.0) == 2000.0
+    assert ddp_grad_copy_bytes(job, Layout(dp=1), 1000.0, 2.0) == 0.0
+    assert ddp_grad_copy_bytes(job, Layout(dp=4, zero=2), 1000.0, 2.0) == 0.0
+    assert ddp_grad_copy_bytes(Job(), Layout(dp=4), 1000.0, 2.0) == 0.0
+    with_copy = peak_memory(TINY, Job(seq_len=128, ddp_grad_copy=True), Layout(dp=4))
+    without = peak_memory(TINY, Job(seq_len=128), Layout(dp=4))
+    local = model_states(TINY, Job(), Layout(dp=4), 0).trainable_params
+    assert with_copy.gradients_bytes - without.gradients_bytes == pytest.approx(2 * local)
+
+
+def test_fsdp_prefetch_gathers_more_units() -> None:
+    layout = Layout(dp=8, zero=3)
+    one = peak_memory(TINY, Job(seq_len=128, recompute="full"), layout)
+    none = peak_memory(TINY, Job(seq_len=128, recompute="full", fsdp_prefetch=0), layout)
+    two = peak_memory(TINY, Job(seq_len=128, recompute="full", fsdp_prefetch=2), layout)
+    assert none.total_bytes < one.total_bytes < two.total_bytes
+    with pytest.raises(InvalidSpec):
+        Job(fsdp_prefetch=-1)
+
+
+def test_fp8_transpose_cache_adds_one_byte_per_param() -> None:
+    fp8 = model_states(TINY, Job(precision="fp8"), Layout(), 0)
+    cached = model_states(TINY, Job(precision="fp8", fp8_transpose_cache=True), Layout(), 0)
+    assert cached.weights_bytes - fp8.weights_bytes == pytest.approx(fp8.local_params)
+
+
+def test_fused_swiglu_saves_3f_not_4f() -> None:
+    gated = Architecture(id="g", num_layers=2, hidden=256, num_heads=4, ffn=1024, vocab=1000, mlp="gated")
+    eager = mlp_token_bytes(gated, Job(), dropout=False, moe_layer=False)
+    fused = mlp_token_bytes(gated, Job(fused_swiglu=True), dropout=False, moe_layer=False)
+    assert eager.split_by_tp - fused.split_by_tp == 2 * 1024
+
+
+def test_nvls_is_one_gib_per_8_gpu_communicator() -> None:
+    job = Job(nvls_buffers=True)
+    assert nvls_bytes(job, Layout(dp=8)) == 1 * GiB
+    assert nvls_bytes(job, Layout(tp=8, dp=16)) == 2 * GiB
+    assert nvls_bytes(job, Layout(dp=2)) == 0.0
+    assert nvls_bytes(Job(), Layout(dp=8)) == 0.0
