@@ -139,6 +139,10 @@ class GpuRecord(Record):
     form_factor: Literal["sxm", "pcie", "oam", "superchip", "mezzanine", "apu", "tray"]
     link: LinkRecord
     pcie_gen: Annotated[int, Field(ge=3, le=6)]
+    gpudirect_rdma: bool = True
+    """NICs read and write GPU memory directly. False on GeForce cards (NVIDIA supports GPUDirect
+    RDMA on data-centre and professional GPUs only): NCCL then stages inter-node traffic through
+    host memory, so the node-local and network phases of a collective run one after the other."""
     ecc: EccRecord
     devices_per_package: PositiveInt = 1
     """Devices the framework sees per package (MI250X: 2 GCDs). The record describes one device:
@@ -175,6 +179,7 @@ class GpuRecord(Record):
             host_bus_bytes_per_s=PCIE_X16_ACHIEVABLE_GB_PER_S[self.pcie_gen] * 1e9,
             ecc_capacity_loss_fraction=self.ecc.capacity_loss_fraction,
             ecc_default_on=self.ecc.default_on,
+            gpudirect_rdma=self.gpudirect_rdma,
             gpus_per_node=self.node.gpus_per_node,
             nic_bits_per_s=self.node.nic_gbit_per_s_per_gpu * 1e9,
             price_usd=self.price.usd if self.price else None,

@@ -36,6 +36,8 @@ from rigplan.report.text import render_estimate
               help="Checkpoint storage (sets checkpoint write time); auto: node-local NVMe on one node, shared "
                    "ceph-4 beyond (a checkpoint on a failed node's disk is lost with it).")
 @click.option("--restart-s", type=float, help="Seconds to restart after an interruption (default 600).")
+@click.option("--preemptions-per-node-month", type=float, default=0.0, show_default=True,
+              help="Reclaims of rented capacity per node and month (spot/community; AWS's top band is >0.2).")
 @click.option("--checkpoint-interval-s", type=float, help="Checkpoint every N seconds (default: Daly's optimum).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @check_option("the job does not fit in GPU memory")

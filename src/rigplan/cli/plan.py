@@ -68,6 +68,15 @@ def _render(data: dict[str, Any], currency: str) -> None:
         console.print(f"[dim]assumed: {note}[/dim]")
 
 
+def parse_cluster(text: str) -> tuple[int, int, str | None]:
+    """'6x8' -> (6, 8, None); '6x8:h100-sxm' or '6x8 h100-sxm' -> (6, 8, 'h100-sxm')."""
+    shape, _, gpu = text.strip().replace(" ", ":", 1).partition(":")
+    nodes, sep, per_node = shape.lower().partition("x")
+    if not sep or not nodes.isdigit() or not per_node.isdigit() or int(nodes) < 1 or int(per_node) < 1:
+        fail(f"--cluster '{text}' is not NODESxGPUS[:GPU], e.g. 6x8 or 6x8:h100-sxm")
+    return int(nodes), int(per_node), gpu.strip() or None
+
+
 @click.command("plan")
 @click.argument("model", required=False)
 @model_options
@@ -76,6 +85,12 @@ def _render(data: dict[str, Any], currency: str) -> None:
 @click.option("--deadline", help="Longest acceptable training time, e.g. 30d, 12w.")
 @click.option("--gpus-max", type=int, default=4096, show_default=True, help="Largest cluster to consider.")
 @click.option("--gpus-min", type=int, default=1, show_default=True, help="Smallest cluster to consider.")
+@click.option("--gpus-exact", "gpu_counts", multiple=True, type=int,
+              help="Exact GPU count to plan for (repeatable) instead of every node count up to --gpus-max.")
+@click.option("--cluster", help="The cluster you have: NODESxGPUS[:GPU], e.g. 6x8 or 6x8:h100-sxm; plans for "
+                                "exactly that many GPUs in nodes of that size.")
+@click.option("--interruptible", is_flag=True,
+              help="Also price spot, community and serverless offers for large multi-week jobs.")
 @click.option("--server", help="Server build (rigplan servers) to plan on: its GPU, price and power.")
 @click.option("--gpu", "gpu_ids", multiple=True, help="GPU id to consider (repeatable); default: whole catalog.")
 @click.option("--cloud", "cloud_only", is_flag=True, help="Only rent.")
@@ -126,7 +141,16 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
     for path in (plot_path, markdown_path):
         if path:
             check_output_path(path, "--plot" if path == plot_path else "--markdown", force)
-    request = build_request(PlanRequest, model=model, gpu=list(gpu_ids), catalog=list(catalog_dirs), mode=mode,
+    cluster = kwargs.pop("cluster", None)
+    counts = list(kwargs.pop("gpu_counts", ()) or ())
+    gpus = list(gpu_ids)
+    if cluster:
+        nodes, per_node, cluster_gpu = parse_cluster(cluster)
+        counts, kwargs["gpus_per_node"] = [nodes * per_node], per_node
+        if cluster_gpu:
+            gpus = [cluster_gpu]
+    request = build_request(PlanRequest, model=model, gpu=gpus, catalog=list(catalog_dirs), mode=mode,
+                            gpu_counts=counts,
                             **kwargs)
     show_progress = not as_json and sys.stderr.isatty()
     if show_progress:

@@ -28,6 +28,13 @@ LARGE_JOB_GPUS = 8
 """More than one 8-GPU server (rigplan threshold)."""
 
 
+DEFAULT_CAPACITY_GPUS = {"on-demand": 512, "reserved": 512, "spot": 64, "community": 64, "serverless": 8}
+"""Most GPUs one customer gets at once under an offer that states no capacity (CloudPriceRecord.
+capacity_gpus): AWS EC2 Capacity Blocks sell 1 to 64 instances (up to 512 GPUs) per block, taken for
+on-demand and reserved; spot and community pools, and serverless worker quotas, far smaller
+(rigplan ASSUMPTION: 64, 64 and 8). A provider cannot rent 4,096 B200 as spot instances."""
+
+
 def interruptible_pricing_unsuitable(num_gpus: int, hours: float) -> bool:
     """Large multi-week jobs are not priced at spot, community or serverless rates unless asked."""
     return num_gpus > LARGE_JOB_GPUS and hours > LONG_JOB_HOURS

@@ -45,6 +45,8 @@ class Gpu:
     ecc_capacity_loss_fraction: float
     """Fraction of capacity lost when ECC is turned on (1/16 on GDDR, 0 on HBM)."""
     ecc_default_on: bool
+    gpudirect_rdma: bool = True
+    """NIC reads/writes GPU memory directly; without it collectives stage through host memory."""
     gpus_per_node: int = 8
     nic_bits_per_s: float = 0.0
     """Scale-out bandwidth per GPU (one direction), in bits/s, for the default node."""

@@ -316,11 +316,16 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     edp = np.maximum(tp * cp * dp / (ep * etp), 1.0)
     edp_place = comm.place_group(gpu, edp, stride=ep * etp, domain_size=domain, intra=intra, inter=inter)
 
+    # Without GPUDirect RDMA (GeForce) the network phase is staged through host memory after the
+    # node-local phase instead of streaming beside it (comm.hierarchical_*: pipelined=False).
+    staged = not gpu.gpudirect_rdma
+
     def sync(fn: Any, dense_bytes: Num, expert_bytes: Num) -> Num:
-        dense_s = fn(dense_bytes, group, dp_place.per_node, intra, inter)
+        dense_s = fn(dense_bytes, group, dp_place.per_node, intra, inter, pipelined=not staged)
         if peft or arch.moe is None:
             return dense_s
-        return dense_s + np.where(edp > 1, fn(expert_bytes, edp, edp_place.per_node, intra, inter), 0.0)
+        return dense_s + np.where(edp > 1, fn(expert_bytes, edp, edp_place.per_node, intra, inter,
+                                              pipelined=not staged), 0.0)
 
     g = grad_bytes_per_param(job)
     sync_ar = sync(comm.hierarchical_all_reduce_s, trainable * g, expert_local * g)
@@ -329,11 +334,15 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     if not peft:
         trainable = local_params
     # ZeRO-0: all-reduce; ZeRO-1/2: reduce-scatter, then the updated weights all-gathered (exposed);
-    # ZeRO-3/FSDP: per micro-batch gather forward and backward + reduce-scatter, overlapped with compute.
+    # ZeRO-3/FSDP: per micro-batch gather forward and backward + reduce-scatter, overlapped with compute
+    # layer by layer (prefetch), except the first layer's forward gather and the last layer's
+    # reduce-scatter, which have no compute to hide behind: at least (gather + reduce-scatter)/layers.
     # The pace of the pipeline is its slowest rank's micro-batch (domain.stages sizes each rank).
     per_rank_mb = []
     for c in candidates:
-        c["fsdp"] = np.where((zero >= 3) & (group > 1), np.maximum(2.0 * gather + sync_rs - c["compute"], 0.0), 0.0)
+        fsdp_edge = (gather + sync_rs) / np.maximum(c["layers"], 1.0)
+        c["fsdp"] = np.where((zero >= 3) & (group > 1),
+                             np.maximum(2.0 * gather + sync_rs - c["compute"], fsdp_edge), 0.0)
         per_rank_mb.append(c["compute"] + c["tp"] + c["cp"] + c["ep"] + pp_mb + c["fsdp"])
     slowest = np.argmax(np.stack(np.broadcast_arrays(*per_rank_mb)), axis=0)
 

@@ -19,6 +19,7 @@ from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.request import EstimateRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup
 from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job
+from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, with_preemptions
 from rigplan.reliab.storage import (
     StorageRequirements,
     StorageSpec,
@@ -191,6 +192,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
         reliability = reliability_for_job(
             num_gpus=setup.layout.num_gpus, ideal_time_s=ideal_s, checkpoint_bytes=checkpoint_bytes(setup),
             storage=store, restart_s=request.restart_s or DEFAULT_RESTART_S,
+            failure_model=with_preemptions(DEFAULT_FAILURE_MODEL, request.preemptions_per_node_month,
+                                           gpu.gpus_per_node),
             interval_s=request.checkpoint_interval_s, gpus_per_node=gpu.gpus_per_node,
             step_time_s=float(breakdown.step_time_s))
         storage = storage_requirements(

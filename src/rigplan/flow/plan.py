@@ -18,18 +18,20 @@ from typing import Any
 from rigplan.bounds import check
 from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.catalog.schema import GpuRecord, as_of_text
+from rigplan.cost.cloud import DEFAULT_CAPACITY_GPUS, INTERRUPTIBLE_KINDS, interruptible_pricing_unsuitable
 from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
 from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
 from rigplan.cost.power import HOURS_PER_YEAR
 from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
-from rigplan.estimate.step import scale_up_domain
+from rigplan.estimate.step import scale_up_domain, with_network
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
 from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.request import EstimateRequest, PlanRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup, check_precision_on_gpu
 from rigplan.reliab import reliability_for_job
+from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, PREEMPTIONS_PER_NODE_MONTH, with_preemptions
 from rigplan.search.evaluate import fastest_per_count, space_memory
-from rigplan.search.pareto import pareto_front
+from rigplan.search.pareto import pareto_front, thin_front
 from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
 from rigplan.units import parse_count, parse_duration
 
@@ -46,10 +48,13 @@ class Offer:
     """For cloud; on-prem cost comes from the ownership scenario."""
     as_of: str = ""
     source: str = ""
+    capacity_gpus: int | None = None
+    """Most GPUs rentable at once under this offer (cloud.DEFAULT_CAPACITY_GPUS when not stated)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "provider": self.provider, "pricing": self.pricing,
-                "usd_per_gpu_hour": self.usd_per_gpu_hour, "as_of": self.as_of, "source": self.source}
+                "usd_per_gpu_hour": self.usd_per_gpu_hour, "as_of": self.as_of, "source": self.source,
+                "capacity_gpus": self.capacity_gpus}
 
 
 @dataclass
@@ -97,7 +102,8 @@ def cloud_offers(record: GpuRecord) -> list[Offer]:
         if price.pricing not in best or price.usd_per_gpu_hour < (best[price.pricing].usd_per_gpu_hour or 0):
             best[price.pricing] = Offer(kind="cloud", provider=price.provider, pricing=price.pricing,
                                         usd_per_gpu_hour=price.usd_per_gpu_hour, as_of=as_of_text(price.as_of),
-                                        source=price.source)
+                                        source=price.source,
+                                        capacity_gpus=price.capacity_gpus or DEFAULT_CAPACITY_GPUS[price.pricing])
     return list(best.values())
 
 
@@ -114,7 +120,10 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
 def candidate_request(request: PlanRequest, cand: Candidate) -> EstimateRequest:
     """The EstimateRequest that reproduces a candidate."""
     lay = cand.layout
-    return EstimateRequest(**_base_estimate_fields(request), gpu=cand.gpu, gpus=cand.gpus, tp=lay["tp"], pp=lay["pp"],
+    return EstimateRequest(**_base_estimate_fields(request), gpu=cand.gpu, gpus=cand.gpus,
+                           gpus_per_node=request.gpus_per_node,
+                           preemptions_per_node_month=PREEMPTIONS_PER_NODE_MONTH.get(cand.offer.pricing, 0.0),
+                           tp=lay["tp"], pp=lay["pp"],
                            vpp=lay["vpp"], cp=lay["cp"], ep=lay["ep"], etp=lay.get("etp", 0), zero=lay["zero"],
                            micro_batch=lay["micro_batch"], recompute=lay["recompute"],
                            sequence_parallel=lay["sequence_parallel"], global_batch=cand.global_batch)
@@ -131,6 +140,10 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
         parts.append(f"--etp {lay['etp']}")
     if lay["sequence_parallel"]:
         parts.append("--sequence-parallel")
+    if request.gpus_per_node:
+        parts.append(f"--gpus-per-node {request.gpus_per_node}")
+    if cand.offer.pricing in PREEMPTIONS_PER_NODE_MONTH:
+        parts.append(f"--preemptions-per-node-month {PREEMPTIONS_PER_NODE_MONTH[cand.offer.pricing]:g}")
     for switch, on in (("--balanced-routing", request.balanced_routing), ("--a2a-overlap", request.a2a_overlap)):
         if on:
             parts.append(switch)
@@ -283,7 +296,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     for done, record in enumerate(records):
         if progress:
             progress(done, len(records))
-        gpu = record.to_domain()
+        gpu = with_network(record.to_domain(), gpus_per_node=request.gpus_per_node)
         try:
             check_precision_on_gpu(gpu, job.precision, defaulted=request.precision is None)
         except UnsupportedPrecision:
@@ -318,10 +331,24 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
                       "micro_batch": int(lay.micro_batch[i]), "recompute": best.recompute,
                       "sequence_parallel": bool(lay.tp[i] > 1)}
             ideal_s = tokens / best.tokens_per_s
-            wall_s = reliability_for_job(num_gpus=count, ideal_time_s=ideal_s, checkpoint_bytes=ckpt_bytes,
-                                         gpus_per_node=gpu.gpus_per_node, step_time_s=best.step_time_s).wall_time_s
-            hours = wall_s / 3600
+            walls: dict[float, float] = {}
             for offer in offers:
+                if offer.capacity_gpus is not None and count > offer.capacity_gpus:
+                    reasons["cloud.capacity"] = reasons.get("cloud.capacity", 0) + 1
+                    continue
+                if (offer.pricing in INTERRUPTIBLE_KINDS and not request.interruptible
+                        and interruptible_pricing_unsuitable(count, ideal_s / 3600)):
+                    reasons["cloud.interruptible_for_long_job"] = reasons.get("cloud.interruptible_for_long_job", 0) + 1
+                    continue
+                reclaims = PREEMPTIONS_PER_NODE_MONTH.get(offer.pricing, 0.0)
+                if reclaims not in walls:
+                    walls[reclaims] = reliability_for_job(
+                        num_gpus=count, ideal_time_s=ideal_s, checkpoint_bytes=ckpt_bytes,
+                        gpus_per_node=gpu.gpus_per_node, step_time_s=best.step_time_s,
+                        failure_model=with_preemptions(DEFAULT_FAILURE_MODEL, reclaims, gpu.gpus_per_node),
+                    ).wall_time_s
+                wall_s = walls[reclaims]
+                hours = wall_s / 3600
                 try:
                     cost = _price(record, offer, count, hours, overrides)
                 except RigplanError:
@@ -342,7 +369,15 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
             reasons[code] = missed
     eligible = [c for c in candidates if c.meets_deadline and c.meets_budget]
     ranked = _best_per_option(sorted(eligible, key=_rank_key))[: request.top]
-    front = pareto_front(candidates, time_of=lambda c: c.wall_time_s, cost_of=lambda c: c.cost_usd)
+    limited = budget is not None or deadline is not None
+    front = thin_front(pareto_front(eligible if limited and eligible else candidates,
+                                    time_of=lambda c: c.wall_time_s, cost_of=lambda c: c.cost_usd),
+                       time_of=lambda c: c.wall_time_s, cost_of=lambda c: c.cost_usd)
+    for c in front:
+        if not c.meets_deadline:
+            c.reasons.append("misses the deadline")
+        if not c.meets_budget:
+            c.reasons.append("over budget")
     _explain(ranked, eligible, budget, deadline)
     shown = {id(c): c for c in [*ranked, *front]}
     for c in shown.values():
@@ -356,7 +391,12 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     stats["elapsed_s"] = time.perf_counter() - started
     if not eligible:
         assumptions.append("no candidate meets both the budget and the deadline; the Pareto front shows "
-                           "the trade-off that exists")
+                           "the trade-off that exists, each option marked with the limit it breaks")
+    elif limited:
+        assumptions.append("the Pareto front holds only options within the budget and the deadline")
+    assumptions.append("cloud capacity per offer: 512 GPUs on-demand/reserved, 64 spot/community, 8 serverless "
+                       "unless the offer states its own (AWS Capacity Blocks: 1-64 instances); spot and community "
+                       "offers add 0.2 reclaims per node-month to the failure rate (AWS Spot Advisor's top band)")
     return PlanResult(request=request, ranked=ranked, pareto=front, stats=stats, assumptions=assumptions,
                       budget_usd=budget, deadline_s=deadline, cny_per_usd=cny_per_usd, catalog=catalog,
                       candidates=candidates, onprem_overrides=overrides, model=model)

@@ -166,6 +166,8 @@ class EstimateRequest(JobSpec):
     """Where checkpoints are written: one PCIe 4 NVMe per node, a PCIe 5 drive, RAID 0 of 4 drives,
     a 4-node Ceph cluster, or a Tectonic-class parallel file system (2 TB/s)."""
     restart_s: Annotated[float, Bounded("restart_s")] | None = None
+    preemptions_per_node_month: Annotated[float, Field(ge=0, le=1000)] = 0.0
+    """Reclaims of rented capacity per node and month (spot, community), added to the failure rate."""
     checkpoint_interval_s: Annotated[float, Bounded("checkpoint_interval_s")] | None = None
 
 
@@ -183,6 +185,10 @@ class PlanRequest(ModelSpec, MoERoutingSpec):
     gpu_counts: list[Annotated[int, Bounded("gpu_counts")]] = Field(
         default_factory=list, description="Exact GPU counts to try instead of node multiples up to gpus_max")
     gpu: list[str] = Field(default_factory=list, description="GPU ids to consider; empty = the whole catalog")
+    gpus_per_node: Annotated[int, Field(ge=1, le=1024)] | None = None
+    """Node size of a stated cluster (--cluster 6x8); default: each GPU's catalog node."""
+    interruptible: bool = False
+    """Also price spot, community and serverless offers for large multi-week jobs."""
     mode: Literal["cloud", "onprem", "both"] = "both"
     server: str | None = None
     """A server build id or BUILD.yaml: plan on its GPU, with its price and power for owning."""

@@ -234,3 +234,23 @@ def psu_redundancy_factor(*, installed: int, required: int, unit_mtbf_s: float, 
                                      repair_s=repair_s)
     return k_of_n_failure_rate_per_s(installed=installed, required=required, unit_mtbf_s=unit_mtbf_s,
                                      repair_s=repair_s) / base
+
+
+PREEMPTIONS_PER_NODE_MONTH = {"spot": 0.20, "community": 0.20}
+"""Reclaims per rented node and month by pricing kind: AWS Spot Instance Advisor's highest band of
+'frequency of interruption', >20% of instances a month, the usual band for GPU instance types
+(taken as 20%); community hosts (vast.ai, RunPod community) assumed alike. rigplan ASSUMPTION
+anchored to that band; give your provider's figure."""
+
+
+def with_preemptions(model: FailureModel, per_node_month: float, gpus_per_node: int) -> FailureModel:
+    """`model` plus reclaims of rented capacity: one interruption per node every 1/per_node_month
+    months, unannounced for the job (a two-minute notice rarely covers a checkpoint write)."""
+    if not math.isfinite(per_node_month) or per_node_month < 0 or gpus_per_node < 1:
+        raise InvalidSpec(f"preemptions per node-month must be finite and >= 0, got {per_node_month}")
+    if per_node_month == 0:
+        return model
+    rate = per_node_month / (730.0 * HOUR_S) / gpus_per_node
+    cause = FailureCause(name="preemption", label="rented capacity reclaimed (spot / community host)",
+                         category="preemption", rate_per_gpu_s=rate / model.scale if model.scale else rate)
+    return replace(model, name=f"{model.name}+preemption", causes=(*model.causes, cause))

@@ -38,13 +38,26 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+EVERY_NODE_COUNT_UP_TO = 16
+"""Every whole node count up to this many nodes is a candidate (3, 5, 6 ... nodes included)."""
+STEPS_PER_DOUBLING = 4
+"""Beyond EVERY_NODE_COUNT_UP_TO nodes, 4 node counts per doubling (20, 24, 28, 32, 40 ...): gaps of at
+most 25%, which keeps the search about 3x the powers-of-two one (each count multiplies the layouts
+evaluated). A stated cluster (--cluster, --gpus-exact) is evaluated as given."""
+
+
 def gpu_counts(gpus_per_node: int, gpus_max: int, gpus_min: int = 1) -> list[int]:
-    """GPU counts to try: 1, 2, 4 ... up to one node, then whole nodes in powers of two."""
+    """GPU counts to try: 1, 2, 4 ... below one node, every whole node count up to
+    EVERY_NODE_COUNT_UP_TO nodes, then STEPS_PER_DOUBLING node counts per doubling."""
     counts = [c for c in (1, 2, 4) if c < gpus_per_node]
     nodes = 1
     while nodes * gpus_per_node <= gpus_max:
         counts.append(nodes * gpus_per_node)
-        nodes *= 2
+        if nodes < EVERY_NODE_COUNT_UP_TO:
+            nodes += 1
+        else:
+            power = 1 << (nodes.bit_length() - 1)
+            nodes += max(1, power // STEPS_PER_DOUBLING)
     return [c for c in counts if gpus_min <= c <= gpus_max]
 
 

@@ -1,0 +1,70 @@
+"""Plan against what a buyer can really get: node counts, cloud capacity, reclaims, limits, a stated cluster."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rigplan.flow.estimate import estimate
+from rigplan.flow.plan import plan
+from rigplan.flow.request import EstimateRequest, PlanRequest
+from rigplan.search.space import gpu_counts
+
+
+def test_every_small_node_count_is_a_candidate() -> None:
+    counts = gpu_counts(8, 4096)
+    assert {24, 40, 48} <= set(counts)  # 3, 5 and 6 nodes
+    assert counts == sorted(set(counts)) and counts[-1] == 4096
+
+
+@pytest.fixture(scope="module")
+def b200_plan():  # type: ignore[no-untyped-def]
+    return plan(PlanRequest(model="llama-3.2-1b", tokens="2T", gpu=["b200"], gpus_max=4096))
+
+
+def test_no_offer_rents_more_gpus_than_it_has(b200_plan) -> None:  # type: ignore[no-untyped-def]
+    for c in b200_plan.candidates:
+        if c.offer.kind == "cloud":
+            assert c.offer.capacity_gpus is not None and c.gpus <= c.offer.capacity_gpus, (c.gpus, c.offer)
+    assert not any(c.gpus == 4096 and c.offer.pricing == "spot" for c in b200_plan.candidates)
+    assert b200_plan.stats["infeasible_by_reason"].get("cloud.capacity", 0) > 0
+
+
+def test_spot_reclaims_lengthen_the_wall_time() -> None:
+    result = plan(PlanRequest(model="llama-3.2-1b", tokens="10B", gpu=["a100-80gb-sxm"], gpus_max=64))
+    spot = {c.gpus: c for c in result.candidates if c.offer.pricing == "spot"}
+    on_demand = {c.gpus: c for c in result.candidates if c.offer.pricing == "on-demand"}
+    shared = sorted(set(spot) & set(on_demand))
+    assert shared
+    n = shared[-1]
+    assert spot[n].wall_time_s > on_demand[n].wall_time_s
+
+
+def test_pareto_front_keeps_to_the_limits() -> None:
+    result = plan(PlanRequest(model="llama-3.2-1b", tokens="200B", gpu=["h100-sxm"], deadline="30d", budget="200k"))
+    assert result.pareto
+    assert all(c.meets_deadline and c.meets_budget for c in result.pareto)
+
+
+def test_a_stated_cluster_gets_its_best_plan() -> None:
+    out = subprocess.run([sys.executable, "-c", "from rigplan.cli.main import main; main()", "plan", "llama-3.1-8b",
+                          "--tokens", "100B", "--cluster", "6x8:h100-sxm", "--json"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    data = json.loads(out.stdout)
+    assert data["ranked"] and {c["gpus"] for c in data["candidates"]} == {48}
+    assert {c["gpu"] for c in data["candidates"]} == {"h100-sxm"}
+    bad = subprocess.run([sys.executable, "-c", "from rigplan.cli.main import main; main()", "plan", "llama-3.1-8b",
+                          "--tokens", "100B", "--cluster", "six nodes"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.startswith("rigplan: error: --cluster")
+
+
+def test_multi_host_geforce_zero3_exposes_its_communication() -> None:
+    # 64 nodes of 4 RTX 4090 on 25 Gb/s per GPU, ZeRO-3: the gathers cannot hide entirely
+    result = estimate(EstimateRequest(model="llama-3.1-8b", gpu="rtx-4090", gpus=256, zero=3, micro_batch=2,
+                                      recompute="full", global_batch=1024))
+    assert float(result.step.exposed_comm_s) > 0.05 * float(result.step.step_time_s)
