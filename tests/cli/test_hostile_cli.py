@@ -1,0 +1,70 @@
+"""Hostile CLI input (files, numbers, paths): each is one line `rigplan: error: ...` and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _files(folder: Path) -> dict[str, str]:
+    config = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 10,
+              "intermediate_size": 8}
+    made = {
+        "nan": {**config, "hidden_size": float("nan")}, "huge": {**config, "hidden_size": 1e30},
+        "negative": {**config, "hidden_size": -8}, "wide": {**config, "hidden_size": 10**6, "vocab_size": 10**7},
+    }
+    paths = {}
+    for name, data in made.items():
+        paths[name] = str(folder / f"{name}.json")
+        Path(paths[name]).write_text(json.dumps(data))
+    paths["deep"] = str(folder / "deep.json")
+    Path(paths["deep"]).write_text("[" * 100_000 + "]" * 100_000)
+    paths["latin1"] = str(folder / "offers.yaml")
+    Path(paths["latin1"]).write_bytes(b"- provider: caf\xe9\n")
+    paths["fifo"] = str(folder / "fifo.json")
+    os.mkfifo(paths["fifo"])
+    paths["big"] = str(folder / "big.json")
+    with open(paths["big"], "wb") as f:
+        f.truncate(64 * 1024 * 1024)
+    paths["folder"] = str(folder)
+    return paths
+
+
+CORPUS = [
+    "memory {nan}", "memory {huge}", "memory {negative}", "memory {wide}", "memory {deep}", "memory {fifo}",
+    "memory {big}", "memory /dev/zero", "tco --offers /dev/zero", "tco --offers {latin1}", "tco --offers {fifo}",
+    "tco --offers {folder}", "lint {fifo}", "memory {folder}/missing.json",
+    "plan llama-3.1-8b --tokens 1T --gpu h100-sxm --markdown {folder}/no/such/dir/plan.md",
+    "plan llama-3.1-8b --tokens 1T --gpu h100-sxm --markdown {folder}",
+    "validate --case no-case-has-this-id", "validate --group no-group-has-this-name",
+    "compare llama-3.1-8b 0xh100-sxm 8xh100-sxm --tokens 1B",
+    "compare llama-3.1-8b 99999999xh100-sxm 8xh100-sxm --tokens 1B",
+    "plan llama-3.1-8b --tokens 1T --cloud --onprem",
+    "memory llama-3.1-8b --global-batch 0", "estimate llama-3.1-8b --tokens 0", "estimate llama-3.1-8b --tokens 1e30",
+    "estimate llama-3.1-8b --tokens -5", "estimate llama-3.1-8b --tokens nan",
+    "memory --hidden 1000000 --vocab 10000000 --layers 10 --heads 10", "memory llama-3.1-8b --tp 0",
+    "memory llama-3.1-8b --gpus 99999999", "tco --hours -5", "tco --utilisation nan", "tco --gpu-price 1e300",
+    "plan llama-3.1-8b --tokens 1T --deadline -3d", "plan llama-3.1-8b --tokens 1T --budget -5",
+    "plan llama-3.1-8b --tokens 1T --budget 0",
+]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return _files(tmp_path_factory.mktemp("hostile"))
+
+
+@pytest.mark.parametrize("line", CORPUS)
+def test_hostile_cli_input_is_one_line_and_exit_2(files, line, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from rigplan.cli.main import main
+
+    monkeypatch.setattr(sys, "argv", ["rigplan", *line.format(**files).split()])
+    with pytest.raises(SystemExit) as info:
+        main()  # an exception other than SystemExit escaping here would be a traceback
+    assert info.value.code == 2, line
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("rigplan: error: "), (line, lines)
