@@ -39,7 +39,10 @@ export function renderJob({mem, est, cost}) {
     kpis.push(kpi(t("k.ttt"), flag(fmtDuration(est.time_to_train_s)), {id: "kpi-ttt", ...mark}),
       kpi(t("k.gpuh"), flag(fmtInt(est.gpu_hours)), mark), kpi(t("k.energy"), flag(`${fmtInt(est.energy_kwh)} kWh`), mark));
     if (cheapest) kpis.push(kpi(`${t("k.rent")} (${cheapest.provider} ${cheapest.pricing})`, flag(fmtMoney(cheapest.total_usd)), {id: "kpi-rent", ...mark}));
-    if (cost && cost.job) kpis.push(kpi(t("k.own"), flag(fmtMoney(cost.job.onprem_usd)), {id: "kpi-own", ...mark}));
+    if (cost && cost.job) {
+      const own = cost.job.onprem_usd == null ? t("k.nopurchase") : flag(fmtMoney(cost.job.onprem_usd));
+      kpis.push(kpi(t("k.own"), own, {id: "kpi-own", ...mark}));
+    }
     if (costError) kpis.push(kpi(`${t("k.rent")} / ${t("k.own")}: ${costError}`, "–", {id: "kpi-cost-missing"}));
   } else {
     kpis.push(kpi(t("k.ttt"), "–", {title: t("k.notokens")}));
