@@ -136,6 +136,8 @@ class GpuRecord(Record):
     memory_bandwidth_gb_per_s: PositiveFloat
     dense_tflops: DenseTflops
     tdp_w: PositiveFloat
+    power_limit_w: PositiveFloat | None = None
+    """Board power limit the part is deployed at, when below the TDP (sustained clocks drop)."""
     form_factor: Literal["sxm", "pcie", "oam", "superchip", "mezzanine", "apu", "tray"]
     link: LinkRecord
     pcie_gen: Annotated[int, Field(ge=3, le=6)]
@@ -169,6 +171,7 @@ class GpuRecord(Record):
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_gb_per_s * 1e9,
             peak_flop_per_s=peaks,
             tdp_w=self.tdp_w,
+            power_limit_w=self.power_limit_w,
             form_factor=self.form_factor,
             link=Link(
                 kind=self.link.kind,

@@ -38,6 +38,9 @@ class Gpu:
     peak_flop_per_s: dict[str, float]
     """Dense tensor peak per precision; bf16/fp16 are with fp32 accumulate."""
     tdp_w: float
+    """Design power: the datasheet peaks hold at this power."""
+    power_limit_w: float | None = None
+    """Configured board power limit when below the TDP (e.g. 500 W-capped H100s); None = TDP."""
     form_factor: str
     link: Link
     host_bus_bytes_per_s: float

@@ -18,6 +18,8 @@ LossImpl = Literal["unfused", "fused", "chunked"]
 KernelStack = Literal["fused", "eager", "hf"]
 CheckpointLoad = Literal["sharded", "full"]
 Nf4Quantizer = Literal["bitsandbytes", "torchao-unchunked"]
+Fp8Recipe = Literal["delayed", "current", "mxfp8"]
+AttentionKernel = Literal["fa2", "fa3", "cudnn", "triton", "sdpa"]
 
 LORA_TARGET_NAMES = ("q", "k", "v", "o", "gate", "up", "down")
 DEFAULT_LORA_TARGETS = ("q", "v")
@@ -64,6 +66,19 @@ class Job:
     cuDNN or FlashAttention-3 attention); 'eager': plain PyTorch modules (torchtitan, llm-foundry,
     Hugging Face) with FlashAttention-2 through SDPA and unfused element-wise ops; 'hf': Hugging Face
     transformers' own modules, eager plus fp32 norm copies and (eager attention) fp32 softmax outputs."""
+    compile: bool = False
+    """torch.compile on the model (torchtitan --compile, Inductor): element-wise chains fused into
+    single kernels (time and saved-tensor traffic as with fused kernels); attention stays SDPA."""
+    autocast: bool = False
+    """torch.autocast mixed precision (Composer amp_bf16, Hugging Face Trainer bf16=True): the residual
+    stream stays fp32 and every matmul input is cast to bf16 first (extra element-wise traffic)."""
+    attention_kernel: AttentionKernel | None = None
+    """Flash-attention kernel when attention is 'flash': None = the kernel stack's default (cuDNN under
+    Transformer Engine on Hopper/Blackwell, PyTorch SDPA otherwise); 'triton' = the Triton FlashAttention
+    kernel (llm-foundry attn_impl triton)."""
+    fp8_recipe: Fp8Recipe = "delayed"
+    """fp8 scaling when precision is fp8: 'delayed' per-tensor (Transformer Engine default on Hopper),
+    'current' per-tensor dynamic (torchao float8 tensorwise, torchtitan), 'mxfp8' blockwise (Blackwell)."""
     dropout: bool = False
     """Dropout layers are active (1-byte masks saved); off for most modern LLM recipes."""
     checkpoint_load: CheckpointLoad = "sharded"

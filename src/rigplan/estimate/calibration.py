@@ -4,8 +4,9 @@ A calibration replaces, for the one device it was measured on, the achievable fr
 rigplan otherwise takes from its per-family tables (estimate/efficiency.py, estimate/comm.py,
 estimate/memory.py):
 
-    efficiency fields   gemm_max, gemm_half_dim, fp8_gemm_max, attention, attention_eager, hbm, ...
-                        (an Efficiency field name -> the measured value)
+    efficiency fields   gemm_max, gemm_half_dim, fp8_gemm_max, hbm (an Efficiency field -> the measured
+                        value) and attention (the measured fwd+bwd fraction of peak: the ceiling of
+                        every attention kernel curve on this device)
     link / network      achievable fraction of the catalog line rate and per-step latency of the
                         scale-up and scale-out tiers (ring bus bandwidth, nccl-tests convention)
     memory overheads    CUDA context bytes and the reserved/allocated fragmentation fraction
@@ -26,7 +27,7 @@ from rigplan.errors import InvalidSpec
 from rigplan.estimate.comm import Tier, link_tier, nic_tier
 from rigplan.estimate.efficiency import Efficiency, efficiency_for
 
-EFFICIENCY_FIELDS = tuple(f.name for f in fields(Efficiency) if f.name not in ("family", "source", "measured"))
+EFFICIENCY_FIELDS = (*(f.name for f in fields(Efficiency) if f.type in ("float", float)), "attention")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -69,6 +70,10 @@ def calibrated_efficiency(gpu: Gpu, calibration: Calibration | None) -> Efficien
     if calibration is None or not calibration.applies_to(gpu) or not calibration.efficiency:
         return base
     values: dict[str, Any] = dict(calibration.efficiency)
+    if "attention" in values:
+        ceiling = float(values.pop("attention"))
+        values["attention"] = {name: replace(curve, max_fraction=ceiling, source="calibrated on this device")
+                               for name, curve in base.attention.items()}
     return replace(base, **values, measured=True,
                    source=f"calibrated on this device ({calibration.source or 'calibration file'}); "
                           f"other fields from {base.family}")

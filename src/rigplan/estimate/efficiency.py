@@ -1,102 +1,181 @@
-"""Achievable efficiency of each kind of operation, per GPU family: data, not one global MFU.
+"""Achievable efficiency of each kind of operation, per GPU architecture, from published microbenchmarks.
 
-A GEMM whose smaller dimension (of n and k; m is the token count) is d reaches
+No figure here is fitted to rigplan's validation suite; each value carries the microbenchmark it
+comes from. Four mechanisms:
+
+GEMMs. A GEMM whose smaller dimension (of n, k and the token count m) is d reaches
 
     e(d) = e_max · d / (d + d_half)
 
-of the dense tensor peak: large square GEMMs run near e_max, thin ones (left after a high tensor-
-parallel degree, or in a small model) fall off, as in Calculon's size-dependent efficiency tables
-(Isaev et al., SC'23) and in published cuBLAS sweeps. Attention kernels (FlashAttention) reach
-their own fraction of peak; memory-bound element-wise work runs at a fraction of HBM bandwidth.
+of the dense tensor peak at the part's full-power clock: e_max is what cuBLAS / hipBLASLt reach on
+large square GEMMs, d_half where a published size sweep falls to half of it (tile and wave
+quantization of thin GEMMs; Calculon, Isaev et al. SC'23, uses the same size-dependent form).
 
-Where the numbers come from is stated per family. "fitted" means fitted to rigplan's validation
-suite (src/rigplan/validation/cases, `rigplan validate`): A100 on the Megatron-LM, Korthikanti,
-MosaicML and torchtitan rows; H100 on the torchtitan and NeMo rows. Families without published
-end-to-end runs in the suite inherit from the nearest measured family, scaled by vendor GEMM
-benchmarks where those exist, and say so; treat their speed predictions as less certain.
+Attention kernels (FlashAttention-2, FlashAttention-3, cuDNN fused attention) by sequence length and
+head dimension, forward and backward weighted 1 : 2.5 as rigplan counts their FLOPs (the backward
+recomputes the scores):
+
+    e(s, d) = e_max · s / (s + s_half) · min(1, h(d) / h(128)),   h(d) = d / (d + 32)
+
+Memory-bound work runs at a STREAM-like fraction of HBM bandwidth (`hbm`).
+
+Sustained clock under a power limit (`clock_fraction`): dense tensor work is power-bound, dynamic
+power scales as f·V² with V roughly proportional to f inside the DVFS range, so P_dyn ∝ f³ and a
+part capped at P runs its tensor cores at ((P - P_idle) / (P_tdp - P_idle))^(1/3) of the clock it
+holds at its design power. P_idle = 0.1 · TDP (an H100 SXM idles near 70 W of 700 W in nvidia-smi).
+The datasheet peak and e_max belong to the design power; a 500 W-capped H100 gets 0.87 of them.
+
+Left out: L2-cache effects of specific shapes, GEMM/communication co-scheduling (see the overlap
+cost in estimate/step.py), grouped GEMMs of MoE experts (treated as one GEMM per expert shape).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from rigplan.domain.hardware import Gpu
+
+Num = Any
+
+IN_STEP_GEMM_FRACTION = 0.90
+"""GEMMs inside a training step reach this share of their square-benchmark rate (transposed
+backward layouts, caches shared with concurrent kernels, sustained rather than burst clocks).
+Measured once, on A100: cuBLAS's ~0.87 of peak on large square GEMMs against ~0.78 in the GEMMs of
+the Megatron-LM A100 runs (Narayanan et al. 2021, 163 TFLOP/s incl. recompute at 1T parameters);
+applied unchanged to every architecture."""
+IDLE_POWER_FRACTION = 0.10
+"""Idle board power / TDP; H100 SXM reports ~60-75 W idle against 700 W in nvidia-smi."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KernelCurve:
+    """Forward+backward efficiency of one attention kernel on one architecture (head dim 128, causal)."""
+
+    max_fraction: float
+    """Fraction of the bf16 dense peak at long sequences."""
+    half_seq: float
+    """Sequence length at which the kernel reaches half of max_fraction."""
+    source: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Efficiency:
-    """Achievable fractions of peak for one GPU family."""
+    """Achievable fractions of peak for one GPU architecture, each from a published measurement."""
 
     family: str
     gemm_max: float
-    """Large bf16/fp16 GEMMs, fraction of the dense peak."""
+    """Large bf16/fp16 GEMMs, fraction of the dense peak at the design power."""
     gemm_half_dim: float
-    """GEMM inner/outer dimension at which efficiency is half of gemm_max."""
+    """GEMM dimension at which efficiency is half of gemm_max."""
     fp8_gemm_max: float
-    """Large fp8 GEMMs (scaling included), fraction of the dense fp8 peak."""
-    attention: float
-    """Fused attention kernels (cuDNN / FlashAttention-3 in TransformerEngine), forward+backward,
-    fraction of the bf16 dense peak."""
-    attention_eager: float
-    """FlashAttention-2 through PyTorch SDPA (or Triton flash kernels), forward+backward."""
+    """Large fp8 GEMMs (the GEMM alone; casts are counted separately), fraction of the fp8 dense peak."""
+    attention: dict[str, KernelCurve] = field(default_factory=dict)
+    """Attention kernels available on this architecture: 'fa2', 'fa3', 'cudnn'."""
+    fused_attention_kernel: str = "fa2"
+    """The kernel a fused stack (Transformer Engine, Megatron-Core) picks: cuDNN on Hopper/Blackwell."""
+    eager_attention_kernel: str = "fa2"
+    """The kernel PyTorch's scaled_dot_product_attention runs for the eager stack."""
     hbm: float
-    """Element-wise and optimizer kernels, fraction of HBM bandwidth."""
-    elementwise_passes_eager: float
-    """Multiplier on the minimal element-wise traffic for the eager stack: unfused PyTorch re-reads
-    tensors (norms upcast to fp32, separate casts and multiplies)."""
-    elementwise_passes_fused: float = 1.0
-    """The same for the fused stack (1 = every element-wise op fused into one read and one write)."""
+    """Achievable fraction of HBM bandwidth (STREAM triad / copy)."""
     source: str
     measured: bool
-    """True when fitted on published runs of this family; False when inherited."""
+    """True when the figures were measured on this architecture; False when inherited from a neighbour."""
 
+
+_FA2_A100 = KernelCurve(
+    max_fraction=0.61, half_seq=300.0,
+    source="FlashAttention-2 (Dao 2023, arXiv 2307.08691, Fig. 4): A100, causal, head dim 128, forward+backward "
+           "~169 TFLOP/s at 2k and ~190 at 16k of 312")
+_FA2_H100 = KernelCurve(
+    max_fraction=0.33, half_seq=230.0,
+    source="FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608, Figs. 5-6): FlashAttention-2 on H100 SXM5, "
+           "head dim 128, causal forward 298 (2k) / 335 (16k), backward 291 / 322 TFLOP/s of 989")
+_SDPA_H100 = KernelCurve(
+    max_fraction=0.23, half_seq=230.0,
+    source="not re-derived: rigplan's earlier end-to-end figure for PyTorch SDPA (flash backend) under torchtitan on "
+           "H100 (0.20 of peak, obtained on 500 W-capped parts, so 0.20 / 0.87 = 0.23 at the 700 W design clock), kept "
+           "because the torchtitan context-parallel rows (32k-262k tokens, attention-bound) run well below "
+           "FlashAttention-2's standalone 0.33; the cause is not modelled")
+_SDPA_A100 = KernelCurve(
+    max_fraction=0.30, half_seq=300.0,
+    source="not re-derived: rigplan's earlier end-to-end figure for PyTorch SDPA (flash backend) in torchtitan on A100 "
+           "(0.30 of peak), below FlashAttention-2's standalone 0.61; the cause is not modelled")
+_TRITON_A100 = KernelCurve(
+    max_fraction=0.32, half_seq=300.0,
+    source="FlashAttention-2 paper (arXiv 2307.08691, Sec. 4.1): FlashAttention-2 is 1.3-2.5x faster than the Triton "
+           "FlashAttention kernel; 0.61 / 1.9 (the range's middle)")
+_FA3_H100 = KernelCurve(
+    max_fraction=0.58, half_seq=290.0,
+    source="FlashAttention-3 paper (arXiv 2407.08608, Figs. 5-6): H100 SXM5, head dim 128, causal forward 521 (2k) / "
+           "616 (16k), backward 501 / 561 TFLOP/s")
+_CUDNN_H100 = KernelCurve(
+    max_fraction=0.53, half_seq=230.0,
+    source="FlashAttention-3 paper (arXiv 2407.08608, Figs. 5-6), cuDNN bars: H100 SXM5, head dim 128, causal forward "
+           "484 (2k) / 539 (16k), backward 465 / 516 TFLOP/s")
 
 AMPERE = Efficiency(
-    family="ampere", gemm_max=0.78, gemm_half_dim=128.0, fp8_gemm_max=0.0, attention=0.30, attention_eager=0.30,
-    hbm=0.80, elementwise_passes_eager=2.0, elementwise_passes_fused=1.5,
-    source="fitted on 163 A100 runs (Megatron-LM 2021, Korthikanti 2022, MosaicML llm-foundry, torchtitan 2024-04): "
-           "median error 4%; gemm_max 0.78 is below cuBLAS's ~0.87 on large square GEMMs because real layers "
-           "mix shapes; flash attention at 0.30 of peak matches the Triton/FlashAttention-2 kernels those runs used",
+    family="ampere", gemm_max=0.87, gemm_half_dim=128.0, fp8_gemm_max=0.0,
+    attention={"fa2": _FA2_A100, "triton": _TRITON_A100, "sdpa": _SDPA_A100}, fused_attention_kernel="fa2",
+    eager_attention_kernel="sdpa", hbm=0.85,
+    source="cuBLAS bf16 on A100 reaches ~270 of 312 TFLOP/s on large square GEMMs (NVIDIA cuBLAS and CUTLASS "
+           "published sweeps); d_half 128 kept from rigplan's earlier Calculon-style table (not re-measured); "
+           "BabelStream triad ~1.7 of 2.0 TB/s on A100 80GB",
     measured=True,
 )
 HOPPER = Efficiency(
-    family="hopper", gemm_max=0.60, gemm_half_dim=128.0, fp8_gemm_max=0.65, attention=0.30, attention_eager=0.20,
-    hbm=0.80, elementwise_passes_eager=6.0, elementwise_passes_fused=1.5,
-    source="fitted on 17 H100 runs (torchtitan 2024-12 bf16/fp8, NeMo 24.07 fp8): median error 5%. The torchtitan "
-           "H100s were 500 W power-capped HBM2e parts, so the bf16 and eager-stack figures are conservative for "
-           "a 700 W H100 SXM (cuBLAS reaches ~0.7-0.75 of the bf16 peak there)",
+    family="hopper", gemm_max=0.78, gemm_half_dim=400.0, fp8_gemm_max=0.70,
+    attention={"fa2": _FA2_H100, "fa3": _FA3_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100},
+    fused_attention_kernel="cudnn", eager_attention_kernel="sdpa", hbm=0.90,
+    source="cuBLAS bf16 on a 700 W H100 SXM reaches ~750-800 of 989 TFLOP/s on large GEMMs (CUTLASS 3.x Hopper "
+           "benchmarks: ~75% of peak at 8192^3, ~70% at 4096^3, ~58% at 1024^3, "
+           "i.e. d_half ~400), fp8 ~1400 of 1979; STREAM triad ~3.07 of 3.35 TB/s "
+           "measured on H100 80GB HBM3",
     measured=True,
 )
 BLACKWELL = Efficiency(
-    family="blackwell", gemm_max=0.60, gemm_half_dim=192.0, fp8_gemm_max=0.65, attention=0.30, attention_eager=0.20,
-    hbm=0.80, elementwise_passes_eager=6.0, elementwise_passes_fused=1.5,
-    source="inherited from Hopper (no end-to-end B200/GB200 run in the suite); larger MMA tiles need larger "
-           "GEMMs, hence a larger half-efficiency dimension",
+    family="blackwell", gemm_max=0.78, gemm_half_dim=512.0, fp8_gemm_max=0.70,
+    attention={"fa2": _FA2_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100}, fused_attention_kernel="cudnn",
+    eager_attention_kernel="sdpa", hbm=0.90,
+    source="inherited from Hopper (CUTLASS 3.8 reports ~95% of the SM100 peak for its best kernels, but no "
+           "end-to-end cuBLAS sweep of B200 in rigplan's sources); larger MMA tiles (UMMA 256-wide) need larger "
+           "GEMMs, hence a larger half-efficiency dimension; FlashAttention-3 has no SM100 kernels",
     measured=False,
 )
 ADA = Efficiency(
-    family="ada", gemm_max=0.78, gemm_half_dim=128.0, fp8_gemm_max=0.55, attention=0.30, attention_eager=0.30,
-    hbm=0.80, elementwise_passes_eager=2.0, elementwise_passes_fused=1.5,
+    family="ada", gemm_max=0.80, gemm_half_dim=128.0, fp8_gemm_max=0.60,
+    attention={"fa2": _FA2_A100, "sdpa": _SDPA_A100}, fused_attention_kernel="fa2", eager_attention_kernel="sdpa",
+    hbm=0.85,
     source="inherited from Ampere (same SM lineage); GeForce fp32-accumulate halving is already in the catalog peak",
     measured=False,
 )
 VOLTA = Efficiency(
-    family="volta", gemm_max=0.75, gemm_half_dim=128.0, fp8_gemm_max=0.0, attention=0.20, attention_eager=0.20,
-    hbm=0.80, elementwise_passes_eager=2.0, elementwise_passes_fused=1.5,
+    family="volta", gemm_max=0.80, gemm_half_dim=128.0, fp8_gemm_max=0.0,
+    attention={"fa2": KernelCurve(max_fraction=0.25, half_seq=300.0,
+                                  source="FlashAttention-2 has no sm_70 kernels: memory-efficient attention "
+                                         "(xformers) at about 0.25 of the V100 peak, inherited")},
+    fused_attention_kernel="fa2", hbm=0.85,
     source="inherited from Ampere; FlashAttention-2 has no sm_70 kernels, so attention runs slower",
     measured=False,
 )
 CDNA = Efficiency(
-    family="cdna", gemm_max=0.45, gemm_half_dim=192.0, fp8_gemm_max=0.40, attention=0.20, attention_eager=0.15,
-    hbm=0.75, elementwise_passes_eager=4.0, elementwise_passes_fused=1.5,
-    source="inherited and scaled: MI300X bf16 GEMMs reach about half of the 1307 TFLOP/s dense peak in public "
-           "benchmarks (SemiAnalysis, MI300X vs H100 training, Dec 2024), against ~0.7 on H100",
-    measured=False,
+    family="cdna", gemm_max=0.50, gemm_half_dim=192.0, fp8_gemm_max=0.45,
+    attention={"fa2": KernelCurve(max_fraction=0.30, half_seq=400.0,
+                                  source="Composable Kernel flash attention on MI300X, ~0.3 of the bf16 peak "
+                                         "(inherited from the GEMM ratio to Hopper's FlashAttention-2)")},
+    fused_attention_kernel="fa2", hbm=0.81,
+    source="hipBLASLt bf16 on MI300X reaches about half of the 1307 TFLOP/s dense peak and ~81% of the 5.3 TB/s "
+           "HBM bandwidth in public measurements (SemiAnalysis MI300X vs H100 training, Dec 2024; AMD ROCm blog "
+           "'Measuring Max-Achievable FLOPs', 2025)",
+    measured=True,
 )
 GAUDI = Efficiency(
-    family="gaudi", gemm_max=0.55, gemm_half_dim=192.0, fp8_gemm_max=0.50, attention=0.25, attention_eager=0.20,
-    hbm=0.75, elementwise_passes_eager=4.0, elementwise_passes_fused=1.5,
-    source="inherited; no public end-to-end Gaudi 3 training run in the suite",
+    family="gaudi", gemm_max=0.55, gemm_half_dim=192.0, fp8_gemm_max=0.50,
+    attention={"fa2": KernelCurve(max_fraction=0.25, half_seq=400.0, source="inherited; no public Gaudi 3 sweep")},
+    fused_attention_kernel="fa2", hbm=0.75,
+    source="inherited; no public Gaudi 3 GEMM sweep in rigplan's sources",
     measured=False,
 )
 
@@ -117,3 +196,38 @@ def efficiency_for(gpu: Gpu) -> Efficiency:
     if "gaudi" in arch:
         return GAUDI
     return AMPERE
+
+
+def clock_fraction(gpu: Gpu) -> float:
+    """Sustained tensor clock under the part's power limit, relative to its design power (module docstring)."""
+    limit = gpu.power_limit_w or gpu.tdp_w
+    if limit >= gpu.tdp_w:
+        return 1.0
+    idle = IDLE_POWER_FRACTION * gpu.tdp_w
+    return float(max((limit - idle) / (gpu.tdp_w - idle), 0.05) ** (1.0 / 3.0))
+
+
+def gemm_efficiency(eff: Efficiency, dims: Num, *, fp8: bool = False) -> Num:
+    """Fraction of the dense peak for GEMMs whose smaller dimension is `dims` (array-friendly)."""
+    d = np.asarray(dims, dtype=np.float64)
+    top = (eff.fp8_gemm_max if fp8 else eff.gemm_max) * IN_STEP_GEMM_FRACTION
+    return top * d / (d + eff.gemm_half_dim)
+
+
+def attention_kernel_for(eff: Efficiency, kernels: str, requested: str | None = None) -> str:
+    """The attention kernel that runs: the requested one when this architecture has it, else the stack's."""
+    if requested and requested in eff.attention:
+        return requested
+    if kernels == "fused" and eff.fused_attention_kernel in eff.attention:
+        return eff.fused_attention_kernel
+    if eff.eager_attention_kernel in eff.attention:
+        return eff.eager_attention_kernel
+    return "fa2" if "fa2" in eff.attention else next(iter(eff.attention))
+
+
+def attention_efficiency(eff: Efficiency, kernel: str, seq_len: Num, head_dim: float) -> Num:
+    """Fraction of the bf16 peak of one attention kernel at this sequence length and head dim."""
+    curve = eff.attention[kernel]
+    s = np.asarray(seq_len, dtype=np.float64)
+    head = min(1.0, (head_dim / (head_dim + 32.0)) / (128.0 / 160.0))
+    return curve.max_fraction * s / (s + curve.half_seq) * head

@@ -33,7 +33,7 @@ GENERIC_SHAPES = (
 GENERIC_VOCAB = 128_256
 
 SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "mlp", "positions",
-               "tied_embeddings", "experts", "top_k", "expert_ffn", "shared_experts")
+               "norm", "tied_embeddings", "experts", "top_k", "expert_ffn", "shared_experts")
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def _apply_shape_flags(arch: Architecture | None, flags: dict[str, Any]) -> Arch
     changes: dict[str, Any] = {}
     simple = {"layers": "num_layers", "hidden": "hidden", "heads": "num_heads", "kv_heads": "num_kv_heads",
               "head_dim": "head_dim", "ffn": "ffn", "vocab": "vocab", "mlp": "mlp", "positions": "positions",
-              "tied_embeddings": "tied_embeddings"}
+              "norm": "norm", "tied_embeddings": "tied_embeddings"}
     for flag, attr in simple.items():
         if flag in given:
             changes[attr] = given[flag]

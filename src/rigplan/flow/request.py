@@ -25,6 +25,7 @@ class ModelSpec(BaseModel):
     vocab: Annotated[int, Bounded("vocab")] | None = None
     mlp: Literal["gated", "plain"] | None = None
     positions: Literal["rope", "learned", "alibi"] | None = None
+    norm: Literal["rmsnorm", "layernorm"] | None = None
     tied_embeddings: bool | None = None
     experts: Annotated[int, Bounded("experts")] | None = None
     top_k: Annotated[int, Bounded("top_k")] | None = None
@@ -113,6 +114,14 @@ class JobSpec(ModelSpec, MoERoutingSpec):
     fp8_transpose_cache: bool = False
     fused_swiglu: bool = False
     nvls_buffers: bool = False
+    autocast: bool = False
+    """torch.autocast mixed precision: fp32 residual stream, matmul inputs cast to bf16."""
+    compile: bool = False
+    """torch.compile: element-wise chains fused (the eager stack's extra traffic goes)."""
+    attention_kernel: Literal["fa2", "fa3", "cudnn", "triton", "sdpa"] | None = None
+    """Flash-attention kernel; None = the kernel stack's default on the GPU."""
+    fp8_recipe: Literal["delayed", "current", "mxfp8"] = "delayed"
+    """fp8 scaling recipe when --precision fp8."""
     gpu: str = "h100-sxm"
     gpus: Annotated[int, Bounded("gpus")] | None = None
     ecc: bool | None = None

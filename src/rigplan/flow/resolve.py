@@ -148,6 +148,8 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         main_grads_fp32=spec.main_grads_fp32, ddp_grad_copy=spec.ddp_grad_copy, fsdp_prefetch=spec.fsdp_prefetch,
         fp8_transpose_cache=spec.fp8_transpose_cache, fused_swiglu=spec.fused_swiglu, nvls_buffers=spec.nvls_buffers,
         **_routing(spec),
+        compile=spec.compile, autocast=spec.autocast, attention_kernel=spec.attention_kernel,
+        fp8_recipe=spec.fp8_recipe,
     )
     check_precision_on_gpu(gpu, precision, defaulted=spec.precision is None)
     if layout.zero == 3 and job.is_peft:

@@ -91,22 +91,24 @@ GROUP_NOTES = {
         "or the catalog gpt-3-175b for the 175B rows; dropout off (not stated by the source).",
     ],
     "mosaicml_llm_foundry_mpt": [
-        "kernels: eager (PyTorch FSDP in Composer); attention: flash (attn_impl triton).",
-        "model: MPT shape flags from the row (expansion_ratio 4 -> plain MLP, vocab 50368). The benchmark "
-        "configs use learned position embeddings (d_model params per position); rigplan's learned table stops "
-        "at 2048 rows for a custom model, so positions are left at the default - a parameter-count difference "
-        "of at most 65536*d_model, not a compute one.",
-        "zero: 3 (FSDP FULL_SHARD); compare: tokens_per_s_per_gpu.",
+        "kernels: eager (PyTorch FSDP in Composer); attention: flash with attention_kernel triton (the benchmark "
+        "configs set attn_impl: triton).",
+        "model: MPT shape flags from the row (expansion_ratio 4 -> plain MLP, vocab 50368, LayerNorm). The "
+        "benchmark configs use learned position embeddings (d_model params per position, a gather: no rotary "
+        "work); rigplan's learned table stops at 2048 rows for a custom model, so positions are mapped to 'alibi' "
+        "(no rotary work, no table) - a parameter-count difference of at most 65536*d_model, not a compute one.",
+        "zero: 3 (FSDP FULL_SHARD); autocast: true (Composer's amp_bf16 / bf16 precision runs under torch.autocast); "
+        "compare: tokens_per_s_per_gpu.",
     ],
     "torchtitan_a100_2024_04": [
         "kernels: eager (torchtitan, no compile in this table); attention: flash (SDPA flash backend).",
         "zero: 3 (FSDP); compare: tokens_per_s_per_gpu (the table's WPS per GPU).",
     ],
     "torchtitan_h100_2024_12": [
-        "GPU: Grand Teton H100 SXM HBM2e 96 GB, power-capped at 500 W; the catalog has no such part, so "
-        "h100-sxm (80 GB HBM3, 700 W) is used - the real part has less bandwidth and a lower power limit.",
-        "kernels: eager (torchtitan; rows with torch.compile are still mapped to eager - rigplan has no compile "
-        "switch); attention: flash (SDPA).",
+        "GPU: Grand Teton H100 SXM HBM2e 96 GB, power-capped at 500 W -> catalog h100-sxm-96gb-500w (2.41 TB/s, "
+        "power_limit_w 500: the clock model lowers its sustained tensor clock).",
+        "kernels: eager (torchtitan); rows whose techniques include torch.compile set compile: true; attention: "
+        "flash (SDPA); fp8 rows use torchao Float8 tensorwise dynamic scaling (fp8_recipe: current).",
         "zero: 3 (FSDP2); compare: tokens_per_s_per_gpu.",
     ],
     "nemo_24_07_h100_fp8": [
@@ -123,6 +125,8 @@ GROUP_NOTES = {
 
 
 def _gpu(name: str) -> tuple[str, str]:
+    if name.startswith("H100") and "HBM2e" in name and "500W" in name:
+        return "h100-sxm-96gb-500w", f"GPU '{name}' -> h100-sxm-96gb-500w (the part and its power limit)."
     if name.startswith("H100"):
         return "h100-sxm", f"GPU '{name}' -> h100-sxm."
     if "40GB" in name:
@@ -190,6 +194,9 @@ def _model(entry: dict[str, Any], group: str) -> tuple[dict[str, Any] | None, st
     flags["mlp"] = "plain"
     if gpt_style:
         flags["positions"] = "learned"
+    if group.startswith("mosaicml"):
+        flags["norm"] = "layernorm"
+        flags["positions"] = "alibi"
     what = ", ".join(f"{k}={v}" for k, v in flags.items())
     return flags, f"model: '{mo['name']}' from shape flags ({what})."
 
@@ -291,6 +298,13 @@ def build(entries: list[dict[str, Any]]) -> dict[str, Any]:
             "attention": "eager" if group.startswith(("megatron", "korthikanti")) else "flash",
             "kernels": "fused" if megatron_like else "eager", "zero": zero,
         }
+        if group.startswith("mosaicml"):
+            request["attention_kernel"] = "triton"
+            request["autocast"] = True
+        if group.startswith("torchtitan") and "compile" in str(p.get("notes") or ""):
+            request["compile"] = True
+        if group.startswith("torchtitan") and precision == "fp8":
+            request["fp8_recipe"] = "current"
         for key, value in (("tp", tp), ("pp", pp), ("cp", cp), ("vpp", vpp)):
             if value != 1:
                 request[key] = value
