@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from rigplan.cli.main import cli
 from rigplan.estimate.calibration import Calibration
-from rigplan.estimate.efficiency import efficiency_for
+from rigplan.estimate.efficiency import attention_ceiling, efficiency_for
 from rigplan.estimate.step import step_time
 from rigplan.flow.estimate import estimate
 from rigplan.flow.request import EstimateRequest
@@ -29,8 +29,8 @@ def _measured(values: dict, compute_scale: float) -> float:
     s = result.setup
     base = efficiency_for(s.gpu)
     cal = Calibration(gpu_id=s.gpu.id, efficiency={"gemm_max": base.gemm_max * compute_scale,
-                                                   "attention": base.attention * compute_scale,
-                                                   "attention_eager": base.attention_eager * compute_scale,
+                                                   "attention": attention_ceiling(base, "fused") * compute_scale,
+                                                   "attention_eager": attention_ceiling(base, "eager") * compute_scale,
                                                    "fp8_gemm_max": base.fp8_gemm_max * compute_scale})
     return float(step_time(s.arch, s.job, s.layout, s.gpu, global_batch=s.job.global_batch,
                            calibration=cal).step_time_s)

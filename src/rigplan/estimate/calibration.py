@@ -6,7 +6,8 @@ estimate/memory.py):
 
     efficiency fields   gemm_max, gemm_half_dim, fp8_gemm_max, hbm (an Efficiency field -> the measured
                         value) and attention (the measured fwd+bwd fraction of peak: the ceiling of
-                        every attention kernel curve on this device)
+                        the fused stack's attention kernels on this device) and attention_eager (the same for the kernel
+                        PyTorch SDPA runs)
     link / network      achievable fraction of the catalog line rate and per-step latency of the
                         scale-up and scale-out tiers (ring bus bandwidth, nccl-tests convention)
     memory overheads    CUDA context bytes and the reserved/allocated fragmentation fraction
@@ -25,9 +26,10 @@ from typing import Any
 from rigplan.domain.hardware import Gpu
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.comm import Tier, link_tier, nic_tier
-from rigplan.estimate.efficiency import Efficiency, efficiency_for
+from rigplan.estimate.efficiency import Efficiency, attention_kernel_for, efficiency_for
 
-EFFICIENCY_FIELDS = (*(f.name for f in fields(Efficiency) if f.type in ("float", float)), "attention")
+EFFICIENCY_FIELDS = (*(f.name for f in fields(Efficiency) if f.type in ("float", float)), "attention",
+                     "attention_eager")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,10 +72,16 @@ def calibrated_efficiency(gpu: Gpu, calibration: Calibration | None) -> Efficien
     if calibration is None or not calibration.applies_to(gpu) or not calibration.efficiency:
         return base
     values: dict[str, Any] = dict(calibration.efficiency)
-    if "attention" in values:
-        ceiling = float(values.pop("attention"))
-        values["attention"] = {name: replace(curve, max_fraction=ceiling, source="calibrated on this device")
-                               for name, curve in base.attention.items()}
+    fused_ceiling = values.pop("attention", None)
+    eager_ceiling = values.pop("attention_eager", None)
+    if fused_ceiling is not None or eager_ceiling is not None:
+        eager_kernel = attention_kernel_for(base, "eager")
+        curves = dict(base.attention)
+        for name, curve in base.attention.items():
+            ceiling = eager_ceiling if name == eager_kernel else fused_ceiling
+            if ceiling is not None:
+                curves[name] = replace(curve, max_fraction=float(ceiling), source="calibrated on this device")
+        values["attention"] = curves
     return replace(base, **values, measured=True,
                    source=f"calibrated on this device ({calibration.source or 'calibration file'}); "
                           f"other fields from {base.family}")

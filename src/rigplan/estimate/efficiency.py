@@ -231,3 +231,9 @@ def attention_efficiency(eff: Efficiency, kernel: str, seq_len: Num, head_dim: f
     s = np.asarray(seq_len, dtype=np.float64)
     head = min(1.0, (head_dim / (head_dim + 32.0)) / (128.0 / 160.0))
     return curve.max_fraction * s / (s + curve.half_seq) * head
+
+
+def attention_ceiling(eff: Efficiency, kernels: str) -> float:
+    """Long-sequence fraction of peak of the attention kernel a stack runs ('fused' or eager): the
+    single number that calibrations measure and override (`attention`, `attention_eager`)."""
+    return eff.attention[attention_kernel_for(eff, kernels)].max_fraction

@@ -29,7 +29,7 @@ from rigplan.calibration.file import SCHEMA, CalibrationFile
 from rigplan.errors import InvalidSpec
 from rigplan.estimate import comm
 from rigplan.estimate.calibration import Calibration
-from rigplan.estimate.efficiency import efficiency_for
+from rigplan.estimate.efficiency import attention_ceiling, efficiency_for
 from rigplan.estimate.step import step_time
 from rigplan.flow.estimate import estimate
 from rigplan.flow.request import EstimateRequest
@@ -75,7 +75,8 @@ def parse_run(values: dict[str, Any]) -> Run:
 
 def _calibration(gpu_id: str, base: Any, link_default: float, nic_default: float, c: float,
                  k: float | None) -> Calibration:
-    eff = {"gemm_max": base.gemm_max * c, "attention": base.attention * c, "attention_eager": base.attention_eager * c}
+    eff = {"gemm_max": base.gemm_max * c, "attention": attention_ceiling(base, "fused") * c,
+           "attention_eager": attention_ceiling(base, "eager") * c}
     if base.fp8_gemm_max:
         eff["fp8_gemm_max"] = base.fp8_gemm_max * c
     return Calibration(gpu_id=gpu_id, efficiency=eff,
