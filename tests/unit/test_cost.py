@@ -286,3 +286,14 @@ def test_buy_use_sell_sells_at_the_straight_line_resale_value() -> None:
     assert deal.total_usd == pytest.approx(4 * 7300.0 * 0.7 / 3)
     with_interest = buy_use_sell(s.model_copy(update={"capital_rate": 0.1}), 4, 8760.0)
     assert with_interest.financing_usd == pytest.approx(4 * 7300.0 * 0.1)
+
+
+def test_financing_is_continuous_down_to_the_smallest_rate() -> None:
+    from rigplan.cost.onprem import financing_usd
+
+    # (1 + 5e-324) ** 3 rounds to 1: the annuity must still be finite and tend to 0 with the rate.
+    tiny = financing_usd(52_152.6, 15_645.78, 5e-324, 3.0)
+    small = financing_usd(52_152.6, 15_645.78, 1e-6, 3.0)
+    usual = financing_usd(52_152.6, 15_645.78, 0.075, 3.0)
+    assert 0.0 <= tiny < 1.0
+    assert tiny < small < usual

@@ -219,10 +219,12 @@ def unit_costs(s: OnPremScenario) -> UnitCosts:
 def financing_usd(capex_usd: float, resale_usd: float, rate: float, years: float) -> float:
     """Cost of capital over `years` of owning: the annuity that repays capex net of the discounted
     resale, times the years, less the undiscounted net capex. 0 at rate 0."""
-    if rate <= 0:
+    if rate < 1e-12:  # the limit at rate -> 0; below this the difference below is rounding noise
         return 0.0
+    # 1 - 1/growth through expm1/log1p: exact for tiny rates, where (1 + rate) ** years rounds to 1.
     growth = float((1 + rate) ** years)
-    annuity = (capex_usd - resale_usd / growth) * rate / (1 - 1 / growth)
+    repaid_fraction = -math.expm1(-years * math.log1p(rate))
+    annuity = (capex_usd - resale_usd / growth) * rate / repaid_fraction
     return float(annuity * years - (capex_usd - resale_usd))
 
 
