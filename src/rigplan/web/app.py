@@ -207,6 +207,7 @@ def _with_files(body: B, work: Callable[[B], Any], fields: Iterable[str]) -> Any
     temporary file whose path goes where the CLI takes a path (MODEL, BUILD). Runs in a worker thread; the
     file lives until the work is done."""
     _reject_nul(body.model_dump(exclude={"hf_config"}))
+    _refuse_server_paths(body.model_dump(include=set(SERVER_PATH_FIELDS)))
     if isinstance(body, WithHfConfig) and body.hf_config is not None:
         if body.model is not None:  # type: ignore[attr-defined]
             raise ApiError(400, "give model or hf_config, not both", "hf_config")
@@ -240,6 +241,31 @@ def _reject_nul(values: dict[str, Any]) -> None:
         items = value if isinstance(value, list) else [value]
         if any(isinstance(item, str) and "\x00" in item for item in items):
             raise ApiError(400, f"{name}: contains a NUL character", name)
+
+
+SERVER_PATH_FIELDS = ("model", "catalog", "server", "offers", "build", "calibration")
+"""Request fields that the CLI reads as file paths. Over HTTP they take ids only: content comes in the
+body (hf_config, build_yaml, an inline calibration object), so no request can name a file on the host."""
+
+
+def _looks_like_path(text: str) -> bool:
+    return ("/" in text or "\\" in text or text.startswith((".", "~"))
+            or text.lower().endswith((".json", ".yaml", ".yml")))
+
+
+def _refuse_server_paths(values: dict[str, Any]) -> None:
+    """400 for a path in any field of SERVER_PATH_FIELDS, before anything touches the file system."""
+    for name in SERVER_PATH_FIELDS:
+        value = values.get(name)
+        items = value if isinstance(value, list) else [value]
+        if name == "catalog" and items and items != [None]:
+            raise ApiError(400, "catalog: the HTTP API does not read catalog folders on the server; start "
+                                "rigplan serve with RIGPLAN_CATALOG set to use an overlay", name)
+        always_a_path = name in ("offers", "calibration")  # as text these fields are only ever paths
+        if any(isinstance(item, str) and (always_a_path or _looks_like_path(item)) for item in items):
+            raise ApiError(400, f"{name}: the HTTP API reads no files on the server; give a catalog id, or send "
+                                "the content (hf_config for a config.json, build_yaml for a build, calibration "
+                                "as an object)", name)
 
 
 def _replace_in_strings(value: Any, old: str, new: str) -> Any:
@@ -414,6 +440,7 @@ def create_app(*, time_cap_s: float = TIME_CAP_S, body_cap_bytes: int = BODY_CAP
 
 def _catalog_call(call: Callable[[], Any], id_field: str | None = None, **values: Any) -> Any:
     _reject_nul(values)
+    _refuse_server_paths(values)
     try:
         return call()
     except UnknownEntry as err:
