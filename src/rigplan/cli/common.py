@@ -148,6 +148,28 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
     ]
 
 
+def kernel_option_list() -> list[Callable[[F], F]]:
+    """How the kernels run (compile, autocast, attention kernel, fp8 scaling), shared by memory, estimate,
+    plan and compare."""
+    return [
+        click.option("--compile", is_flag=True,
+                     help="torch.compile on the model (torchtitan --compile, Inductor): element-wise chains are "
+                          "fused, so the eager stack's extra memory traffic and kernel launches go; attention stays "
+                          "the stack's kernel."),
+        click.option("--autocast", is_flag=True,
+                     help="torch.autocast mixed precision (Composer amp_bf16, Hugging Face Trainer bf16=True): the "
+                          "residual stream stays fp32 and every matmul input is cast to bf16 first (extra traffic)."),
+        click.option("--attention-kernel", type=click.Choice(["fa2", "fa3", "cudnn", "triton", "sdpa"]),
+                     help="Flash-attention kernel with --attention flash. Default: the stack's (cuDNN under "
+                          "--kernels fused on Hopper/Blackwell, FlashAttention-2 on Ampere, PyTorch SDPA for "
+                          "eager stacks); a kernel the GPU lacks falls back to that default."),
+        click.option("--fp8-recipe", type=click.Choice(["delayed", "current", "mxfp8"]), default="delayed",
+                     show_default=True,
+                     help="fp8 scaling with --precision fp8: delayed per-tensor (Transformer Engine on Hopper), "
+                          "current per-tensor (torchao float8 tensorwise, torchtitan), mxfp8 blockwise (Blackwell)."),
+    ]
+
+
 def job_options(func: F) -> F:
     """Training recipe, parallel layout and GPU options shared by memory, estimate and plan."""
     options = [
@@ -222,6 +244,7 @@ def job_options(func: F) -> F:
         click.option("--kernels", type=click.Choice(["fused", "eager", "hf"]), default="fused", show_default=True,
                      help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan); "
                           "hf: Hugging Face transformers modules (fp32 norm copies)."),
+        *kernel_option_list(),
         click.option("--checkpoint-load", type=click.Choice(["sharded", "full"]), default="sharded",
                      show_default=True,
                      help="sharded: each rank reads its shard; full: the whole checkpoint is materialised on "
@@ -278,6 +301,7 @@ def recipe_options(func: F) -> F:
                                                        "bf16", "fp16"])),
         calibration_option(),
         *moe_routing_option_list(),
+        *kernel_option_list(),
     ]
     for option in reversed(options):
         func = option(func)

@@ -11,6 +11,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate.calibration import calibrated_efficiency
+from rigplan.estimate.efficiency import Efficiency, attention_kernel_for
 from rigplan.estimate.moe import load_factor
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
@@ -128,7 +129,10 @@ class EstimateResult:
             "pipeline": {"stage_layers": self.memory.to_dict()["layout"]["stage_layers"],
                          "pace_stage": int(st.pace_stage), "pace_stage_layers": int(st.pace_stage_layers),
                          "memory_peak_stage": int(self.memory.breakdown.stage)},
-            "efficiency": {"family": eff.family, "measured": eff.measured, "source": eff.source},
+            "efficiency": {"family": eff.family, "measured": eff.measured, "source": eff.source,
+                           "attention_kernel": (attention_kernel_for(eff, self.setup.job.kernels,
+                                                                     self.setup.job.attention_kernel)
+                                                if self.setup.job.attention == "flash" else "eager")},
             "gpus": n,
             "fits": self.memory.fits,
             "violations": self.memory.violations(),
@@ -156,6 +160,24 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
             f"all-to-all {'overlapped (DeepEP-style)' if job.a2a_overlap else 'exposed (--a2a-overlap to overlap)'}")
 
 
+def kernel_note(job: Job, eff: Efficiency) -> str:
+    """How the kernels run: stack, torch.compile, autocast, the attention kernel, the fp8 recipe."""
+    parts = [f"{job.kernels} kernels"]
+    if job.compile:
+        parts.append("torch.compile")
+    if job.autocast:
+        parts.append("torch.autocast (fp32 residual stream)")
+    if job.attention == "flash":
+        kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel)
+        text = f"attention kernel {kernel}"
+        if job.attention_kernel and job.attention_kernel != kernel:
+            text += f" (--attention-kernel {job.attention_kernel} has no {eff.family} kernel in rigplan's data)"
+        parts.append(text)
+    if job.precision == "fp8":
+        parts.append(f"fp8 {job.fp8_recipe} scaling")
+    return ", ".join(parts)
+
+
 def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: ResolvedModel | None = None,
              ) -> EstimateResult:
     """Speed, time and energy of one training job on one layout, with its memory check.
@@ -175,7 +197,7 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
         assumptions.append(f"{gpu.name}: efficiency data inherited, not fitted on runs of this GPU family "
                            f"({eff.source})")
     assumptions.append(f"{gpu.gpus_per_node} GPUs per node, {gpu.nic_bits_per_s / 1e9:.0f} Gb/s scale-out per GPU, "
-                       f"{job.kernels} kernels")
+                       f"{kernel_note(job, eff)}")
     if setup.arch.moe is not None:
         assumptions.append(moe_routing_note(setup.arch, job, setup.layout))
     setup = replace(setup, gpu=gpu, job=job, assumptions=assumptions)

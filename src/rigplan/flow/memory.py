@@ -77,6 +77,8 @@ class MemoryResult:
                 "main_grads_fp32": s.job.main_grads_fp32, "ddp_grad_copy": s.job.ddp_grad_copy,
                 "fsdp_prefetch": s.job.fsdp_prefetch, "fp8_transpose_cache": s.job.fp8_transpose_cache,
                 "fused_swiglu": s.job.fused_swiglu, "nvls_buffers": s.job.nvls_buffers,
+                "kernels": s.job.kernels, "compile": s.job.compile, "autocast": s.job.autocast,
+                "attention_kernel": s.job.attention_kernel, "fp8_recipe": s.job.fp8_recipe,
             },
             "layout": {
                 "tp": s.layout.tp, "pp": s.layout.pp, "vpp": s.layout.vpp, "dp": s.layout.dp,

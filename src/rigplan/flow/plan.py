@@ -114,7 +114,8 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "optimizer": request.optimizer, "kernels": request.kernels, "catalog": request.catalog,
             "tokens": request.tokens, "calibration": request.calibration, "moe_imbalance": request.moe_imbalance,
             "balanced_routing": request.balanced_routing, "capacity_factor": request.capacity_factor,
-            "a2a_overlap": request.a2a_overlap}
+            "a2a_overlap": request.a2a_overlap, "compile": request.compile, "autocast": request.autocast,
+            "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe}
 
 
 def candidate_request(request: PlanRequest, cand: Candidate) -> EstimateRequest:
@@ -144,7 +145,8 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
         parts.append(f"--gpus-per-node {request.gpus_per_node}")
     if cand.offer.pricing in PREEMPTIONS_PER_NODE_MONTH:
         parts.append(f"--preemptions-per-node-month {PREEMPTIONS_PER_NODE_MONTH[cand.offer.pricing]:g}")
-    for switch, on in (("--balanced-routing", request.balanced_routing), ("--a2a-overlap", request.a2a_overlap)):
+    for switch, on in (("--balanced-routing", request.balanced_routing), ("--a2a-overlap", request.a2a_overlap),
+                       ("--compile", request.compile), ("--autocast", request.autocast)):
         if on:
             parts.append(switch)
     if request.moe_imbalance:
@@ -153,7 +155,9 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
         parts.append(f"--capacity-factor {request.capacity_factor:g}")
     for flag, value in (("--method", request.method if request.method != "full" else None),
                         ("--precision", request.precision), ("--seq", request.seq),
-                        ("--kernels", request.kernels if request.kernels != "fused" else None)):
+                        ("--kernels", request.kernels if request.kernels != "fused" else None),
+                        ("--attention-kernel", request.attention_kernel),
+                        ("--fp8-recipe", request.fp8_recipe if request.fp8_recipe != "delayed" else None)):
         if value:
             parts.append(f"{flag} {value}")
     return " ".join(parts)

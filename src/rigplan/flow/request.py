@@ -215,6 +215,10 @@ class PlanRequest(ModelSpec, MoERoutingSpec):
         "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"
     ] = "adamw"
     kernels: Literal["fused", "eager", "hf"] = "fused"
+    compile: bool = False
+    autocast: bool = False
+    attention_kernel: Literal["fa2", "fa3", "cudnn", "triton", "sdpa"] | None = None
+    fp8_recipe: Literal["delayed", "current", "mxfp8"] = "delayed"
     currency: Literal["usd", "cny"] = "usd"
     fx_cny_per_usd: Annotated[float, Bounded("fx_cny_per_usd")] | None = None
     top: Annotated[int, Bounded("top")] = 10
