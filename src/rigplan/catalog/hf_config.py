@@ -186,6 +186,26 @@ def _gemma2(r: _Reader) -> tuple[dict[str, Any], list[str]]:
     return fields, notes
 
 
+GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
+    "tie_word_embeddings": True,
+}
+"""transformers' Gemma3TextConfig defaults (configuration_gemma3.py): a Gemma 3 config.json writes only
+the keys that differ from them (google/gemma-3-27b-pt's text_config has no vocab_size)."""
+
+
+def _gemma3_text(r: _Reader) -> tuple[dict[str, Any], list[str]]:
+    absent = sorted(k for k in GEMMA3_TEXT_DEFAULTS if r.cfg.get(k) is None)
+    filled = _Reader({**GEMMA3_TEXT_DEFAULTS, **{k: v for k, v in r.cfg.items() if v is not None}},
+                     r.path, r.model_type, r.prefix)
+    fields, notes = _gemma2(filled)
+    fields["qk_norm"] = True  # Gemma 3 replaces Gemma 2's soft-capping with q/k RMSNorm
+    if absent:
+        notes = [*notes, f"Gemma3TextConfig defaults for absent keys: {', '.join(absent)}"]
+    return fields, notes
+
+
 def _qwen2(r: _Reader) -> tuple[dict[str, Any], list[str]]:
     fields = _standard(r, tie_default=False)
     fields["qkv_bias"] = True  # Qwen2 q/k/v projections always carry a bias; o_proj does not
@@ -497,6 +517,7 @@ _FAMILIES: dict[str, Callable[[_Reader], tuple[dict[str, Any], list[str]]]] = {
     "deepseek_v3": _deepseek,
     "gemma": _gemma,
     "gemma2": _gemma2,
+    "gemma3_text": _gemma3_text,
     "gpt2": _gpt2,
     "gpt_neox": _gpt_neox,
     "glm4_moe": _glm4_moe,

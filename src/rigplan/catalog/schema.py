@@ -113,12 +113,28 @@ class PriceRecord(Record):
 class CloudPriceRecord(Record):
     provider: str
     pricing: Literal["on-demand", "reserved", "spot", "community", "serverless"]
-    usd_per_gpu_hour: PositiveFloat
+    usd_per_gpu_hour: PositiveFloat | None = None
+    cny_per_gpu_hour: PositiveFloat | None = None
+    """The price as a provider billing in CNY quotes it (Chinese clouds); converted to USD at the
+    request's exchange rate (--fx), not at a rate frozen in the catalog. Exactly one of the two is set."""
     as_of: dt.date | None = None
     """Snapshot date; absent ("undated") when the source gives none (see PriceRecord.as_of)."""
     source: str
     capacity_gpus: PositiveInt | None = None
     """Most GPUs one customer can rent at this price at once, where the provider states it."""
+
+    @model_validator(mode="after")
+    def _one_currency(self) -> CloudPriceRecord:
+        if (self.usd_per_gpu_hour is None) == (self.cny_per_gpu_hour is None):
+            raise ValueError("give the price once: usd_per_gpu_hour or cny_per_gpu_hour")
+        return self
+
+    def usd_per_hour(self, cny_per_usd: float) -> float:
+        """USD per GPU-hour; a CNY quote converted at `cny_per_usd`."""
+        if self.usd_per_gpu_hour is not None:
+            return self.usd_per_gpu_hour
+        assert self.cny_per_gpu_hour is not None
+        return self.cny_per_gpu_hour / cny_per_usd
 
 
 class GpuRecord(Record):

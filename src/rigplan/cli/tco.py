@@ -165,7 +165,8 @@ def render_seed(seed: SeedScenario, m: Money, console: Console) -> None:
 @click.option("--currency", type=click.Choice(["usd", "cny"]), default="usd", show_default=True,
               help="Currency of every money flag and of the output.")
 @click.option("--fx", type=float, default=7.1, show_default=True, help="CNY per USD (approximate, 2026-12).")
-@click.option("--tou", help='Time-of-use tariff, e.g. "peak:8h@0.12,flat:8h@0.08,valley:8h@0.04".')
+@click.option("--tou", help='Time-of-use tariff, e.g. "peak:8h@0.12,flat:8h@0.08,valley:8h@0.04" (prices in '
+              '--currency), or a named tariff in its own currency: cn-industrial, cn-tou-3to1, cn-tou-4to1.')
 @click.option("--shiftable", is_flag=True, help="The job can run in the cheapest tariff hours first.")
 @click.option("--scenario", type=click.Choice(["seed"]), help="seed: the seed article's §4 example, then corrected.")
 @click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")

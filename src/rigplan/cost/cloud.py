@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigplan.catalog.schema import CloudPriceRecord, GpuRecord
+from rigplan.cost.money import CNY_PER_USD_DEFAULT
 from rigplan.cost.onprem import FloatOrArray
 from rigplan.cost.power import HOURS_PER_MONTH
 from rigplan.errors import InvalidSpec
@@ -50,6 +51,8 @@ class CloudOffer:
     usd_per_gpu_hour: float
     as_of: dt.date | None
     source: str
+    cny_per_gpu_hour: float | None = None
+    """The provider's own CNY quote, where it bills in CNY (usd_per_gpu_hour is its conversion)."""
 
     @property
     def label(self) -> str:
@@ -61,18 +64,21 @@ class CloudOffer:
         return data
 
 
-def _offer(record: CloudPriceRecord) -> CloudOffer:
-    return CloudOffer(provider=record.provider, pricing=record.pricing, usd_per_gpu_hour=record.usd_per_gpu_hour,
-                      as_of=record.as_of, source=record.source)
+def _offer(record: CloudPriceRecord, cny_per_usd: float = CNY_PER_USD_DEFAULT) -> CloudOffer:
+    return CloudOffer(provider=record.provider, pricing=record.pricing,
+                      usd_per_gpu_hour=record.usd_per_hour(cny_per_usd), as_of=record.as_of, source=record.source,
+                      cny_per_gpu_hour=record.cny_per_gpu_hour)
 
 
-def offers_for(gpu: GpuRecord, *, latest_only: bool = True, pricing: tuple[str, ...] = ()) -> list[CloudOffer]:
+def offers_for(gpu: GpuRecord, *, latest_only: bool = True, pricing: tuple[str, ...] = (),
+               cny_per_usd: float = CNY_PER_USD_DEFAULT) -> list[CloudOffer]:
     """The catalog's cloud offers for a GPU, cheapest first.
 
     `latest_only` keeps the newest snapshot per (provider, pricing) - e.g. AWS p5 on-demand after
-    the June-2025 cut rather than before it. `pricing` keeps only those kinds.
+    the June-2025 cut rather than before it. `pricing` keeps only those kinds. Offers quoted in CNY
+    are converted at `cny_per_usd`.
     """
-    offers = [_offer(r) for r in gpu.cloud_prices if not pricing or r.pricing in pricing]
+    offers = [_offer(r, cny_per_usd) for r in gpu.cloud_prices if not pricing or r.pricing in pricing]
     if latest_only:
         newest: dict[tuple[str, str], CloudOffer] = {}
         for offer in offers:
@@ -92,7 +98,8 @@ def user_offer(usd_per_gpu_hour: float, provider: str = "user") -> CloudOffer:
                       source="--cloud-price")
 
 
-def read_offers(path: str | Path, usd_per_unit: float = 1.0) -> list[CloudOffer]:
+def read_offers(path: str | Path, usd_per_unit: float = 1.0,
+                cny_per_usd: float = CNY_PER_USD_DEFAULT) -> list[CloudOffer]:
     """Offers from a YAML file: a list of {provider, pricing, usd_per_gpu_hour, as_of, source}
     (the catalog's `cloud_prices` entries; the price is read in a currency worth `usd_per_unit` USD)."""
     file = user_path(path, "--offers", "send the offers as YAML text in offers_yaml")
@@ -109,10 +116,12 @@ def read_offers(path: str | Path, usd_per_unit: float = 1.0) -> list[CloudOffer]
             first = err.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(entry)"
             raise InvalidSpec(f"--offers: '{file}' entry {index + 1}: {where}: {first['msg']}") from err
-        offer = _offer(record)
-        offers.append(CloudOffer(provider=offer.provider, pricing=offer.pricing,
-                                 usd_per_gpu_hour=offer.usd_per_gpu_hour * usd_per_unit, as_of=offer.as_of,
-                                 source=offer.source))
+        # a bare usd_per_gpu_hour is read in the request's currency (worth usd_per_unit USD);
+        # cny_per_gpu_hour is CNY whatever the request's currency
+        usd = (record.usd_per_gpu_hour * usd_per_unit if record.usd_per_gpu_hour is not None
+               else record.usd_per_hour(cny_per_usd))
+        offers.append(CloudOffer(provider=record.provider, pricing=record.pricing, usd_per_gpu_hour=usd,
+                                 as_of=record.as_of, source=record.source, cny_per_gpu_hour=record.cny_per_gpu_hour))
     return sorted(offers, key=lambda o: o.usd_per_gpu_hour)
 
 

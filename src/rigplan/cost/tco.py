@@ -37,7 +37,8 @@ from rigplan.cost.onprem import (
     onprem_tco,
     scenario_for_gpu,
 )
-from rigplan.cost.power import HOURS_PER_MONTH, HOURS_PER_YEAR, parse_tariff
+from rigplan.cost.power import HOURS_PER_MONTH, HOURS_PER_YEAR, TimeOfUseTariff, parse_tariff
+from rigplan.cost.tariffs import named_tariff
 from rigplan.errors import InvalidSpec
 
 Pricing = Literal["on-demand", "reserved", "spot", "community", "serverless"]
@@ -108,10 +109,21 @@ class TcoRequest(BaseModel):
         return Money(currency=self.currency, cny_per_usd=self.fx)
 
 
+def _tariff(request: TcoRequest) -> TimeOfUseTariff | None:
+    """--tou as bands in the request's currency, or a named tariff in its own (cost.tariffs)."""
+    if not request.tou:
+        return None
+    named = named_tariff(request.tou)
+    if named is None:
+        return parse_tariff(request.tou, shiftable=request.shiftable, usd_per_unit=request.money.to_usd(1.0))
+    usd_per_unit = 1.0 / request.fx if named.currency == "cny" else 1.0
+    return parse_tariff(named.bands, shiftable=request.shiftable, usd_per_unit=usd_per_unit)
+
+
 def build_scenario(request: TcoRequest, record: GpuRecord) -> OnPremScenario:
     """The on-prem scenario of a request, money converted to USD once."""
     usd = request.money.to_usd
-    tariff = parse_tariff(request.tou, shiftable=request.shiftable, usd_per_unit=usd(1.0)) if request.tou else None
+    tariff = _tariff(request)
     return scenario_for_gpu(
         record,
         gpu_price_usd=usd(request.gpu_price) if request.gpu_price is not None else None,
@@ -147,10 +159,14 @@ class TcoResult:
     buy_use_sell: BuyUseSell | None = None
     """Buy, run this job, sell at the resale value then (a job shorter than the period)."""
     job_verdict: str = ""
+    requested_gpus: int = 0
+    """The GPUs asked for (--gpus): shown even when neither side can be priced."""
 
     @property
     def num_gpus(self) -> int:
-        return self.onprem.num_gpus if self.onprem else (self.cloud[0].num_gpus if self.cloud else 0)
+        if self.onprem:
+            return self.onprem.num_gpus
+        return self.cloud[0].num_gpus if self.cloud else self.requested_gpus
 
     def to_dict(self) -> dict[str, Any]:
         price = self.gpu.price
@@ -245,7 +261,8 @@ def compare(request: TcoRequest, record: GpuRecord, offers: list[CloudOffer]) ->
                     f"for the job; owning is not priced (no purchase price).")
         return TcoResult(gpu=record, money=money, scenario=None, job_hours=hours, job_basis=basis, cloud=cloud,
                          onprem=None, onprem_job_usd=None, breakevens=(), by_utilisation=(),
-                         assumptions=notes + _offer_notes(request, offers, n, hours), verdict=text)
+                         assumptions=notes + _offer_notes(request, offers, n, hours), verdict=text,
+                         requested_gpus=n)
     scenario = build_scenario(request, record)
     tco_own = onprem_tco(scenario, n)
     breakevens = tuple(breakeven(scenario, o, n) for o in offers)
@@ -297,6 +314,10 @@ def _assumptions(
         notes.append(op.PUE_SOURCE)
     if request.price_per_kwh is None and request.tou is None:
         notes.append(op.USD_PER_KWH_SOURCE)
+    named = named_tariff(request.tou) if request.tou else None
+    if named is not None:
+        notes.append(f"tariff {named.name} ({named.description}, {named.currency.upper()} {named.bands}; "
+                     f"{named.as_of}): {named.source}")
     if s.tariff is not None:
         notes.append("time-of-use: " + ("the job runs in the cheapest hours first" if s.tariff.shiftable else
                                         "not shiftable, so the job pays the day's mean price (add --shiftable)"))
@@ -332,11 +353,11 @@ def select_offers(request: TcoRequest, record: GpuRecord) -> list[CloudOffer]:
     if request.cloud_price is not None:
         chosen.append(user_offer(request.money.to_usd(request.cloud_price)))
     if request.offers is not None:
-        chosen.extend(read_offers(request.offers, usd_per_unit))
+        chosen.extend(read_offers(request.offers, usd_per_unit, request.fx))
     if chosen:
         return chosen
     kinds = tuple(request.pricing)
-    offers = offers_for(record, latest_only=not request.all_offers, pricing=kinds)
+    offers = offers_for(record, latest_only=not request.all_offers, pricing=kinds, cny_per_usd=request.fx)
     if not kinds and interruptible_pricing_unsuitable(request.gpus, _job_hours(request)[0]):
         offers = [o for o in offers if o.pricing not in INTERRUPTIBLE_KINDS]
     return offers

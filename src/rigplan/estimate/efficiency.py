@@ -179,6 +179,16 @@ GAUDI = Efficiency(
     measured=False,
 )
 
+DAVINCI = Efficiency(
+    family="davinci", gemm_max=CDNA.gemm_max, gemm_half_dim=CDNA.gemm_half_dim, fp8_gemm_max=CDNA.fp8_gemm_max,
+    attention={"fa2": KernelCurve(max_fraction=0.25, half_seq=400.0,
+                                  source="inherited; no public Ascend FlashAttention sweep")},
+    fused_attention_kernel="fa2", hbm=CDNA.hbm,
+    source="inherited from CDNA 3 (a non-NVIDIA matrix engine behind a vendor BLAS); no public Ascend 910B/910C "
+           "GEMM sweep in rigplan's sources",
+    measured=False,
+)
+
 
 def efficiency_for(gpu: Gpu) -> Efficiency:
     """The efficiency data of the GPU's family, chosen by its architecture name."""
@@ -195,6 +205,8 @@ def efficiency_for(gpu: Gpu) -> Efficiency:
         return CDNA
     if "gaudi" in arch:
         return GAUDI
+    if "davinci" in arch:
+        return DAVINCI
     return AMPERE
 
 

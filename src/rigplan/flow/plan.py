@@ -95,13 +95,14 @@ def parse_money(text: str | float | None, currency: str, cny_per_usd: float) -> 
     return usd
 
 
-def cloud_offers(record: GpuRecord) -> list[Offer]:
-    """The cheapest catalog offer of each pricing kind for this GPU."""
+def cloud_offers(record: GpuRecord, cny_per_usd: float = CNY_PER_USD_DEFAULT) -> list[Offer]:
+    """The cheapest catalog offer of each pricing kind for this GPU (CNY quotes at `cny_per_usd`)."""
     best: dict[str, Offer] = {}
     for price in record.cloud_prices:
-        if price.pricing not in best or price.usd_per_gpu_hour < (best[price.pricing].usd_per_gpu_hour or 0):
+        usd = price.usd_per_hour(cny_per_usd)
+        if price.pricing not in best or usd < (best[price.pricing].usd_per_gpu_hour or 0):
             best[price.pricing] = Offer(kind="cloud", provider=price.provider, pricing=price.pricing,
-                                        usd_per_gpu_hour=price.usd_per_gpu_hour, as_of=as_of_text(price.as_of),
+                                        usd_per_gpu_hour=usd, as_of=as_of_text(price.as_of),
                                         source=price.source,
                                         capacity_gpus=price.capacity_gpus or DEFAULT_CAPACITY_GPUS[price.pricing])
     return list(best.values())
@@ -213,8 +214,8 @@ class PlanResult:
         }
 
 
-def _offers_for(record: GpuRecord, mode: str, basis: str) -> list[Offer]:
-    offers = cloud_offers(record) if mode in ("cloud", "both") else []
+def _offers_for(record: GpuRecord, mode: str, basis: str, cny_per_usd: float) -> list[Offer]:
+    offers = cloud_offers(record, cny_per_usd) if mode in ("cloud", "both") else []
     if mode in ("onprem", "both") and record.price is not None:
         offers.append(Offer(kind="onprem", provider="owned", pricing=basis, usd_per_gpu_hour=None,
                             as_of=as_of_text(record.price.as_of), source=record.price.source))
@@ -307,7 +308,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
             reasons["precision.unsupported"] = reasons.get("precision.unsupported", 0) + 1
             continue
         domain = scale_up_domain(gpu)
-        offers = _offers_for(record, request.mode, request.onprem_basis)
+        offers = _offers_for(record, request.mode, request.onprem_basis, cny_per_usd)
         if not offers:
             reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
             continue

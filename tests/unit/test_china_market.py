@@ -1,0 +1,121 @@
+"""China's market: CNY cloud quotes, CNY tariffs, Ascend parts, Gemma 3 configs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from rigplan.catalog.hf_config import architecture_from_hf_config
+from rigplan.catalog.load import load_catalog
+from rigplan.catalog.schema import CloudPriceRecord
+from rigplan.cost.cloud import offers_for, read_offers
+from rigplan.cost.power import parse_tariff
+from rigplan.cost.tariffs import NAMED_TARIFFS, named_tariff
+from rigplan.estimate.efficiency import DAVINCI, efficiency_for
+from rigplan.estimate.params import count_params
+
+
+def test_a_cloud_price_is_quoted_in_exactly_one_currency() -> None:
+    base = {"provider": "x", "pricing": "on-demand", "source": "s"}
+    with pytest.raises(ValidationError, match="once"):
+        CloudPriceRecord.model_validate(base)
+    with pytest.raises(ValidationError, match="once"):
+        CloudPriceRecord.model_validate({**base, "usd_per_gpu_hour": 1.0, "cny_per_gpu_hour": 7.0})
+    record = CloudPriceRecord.model_validate({**base, "cny_per_gpu_hour": 7.1})
+    assert record.usd_per_hour(7.1) == pytest.approx(1.0)
+    assert record.usd_per_hour(6.5) == pytest.approx(7.1 / 6.5)
+
+
+def test_cny_offers_convert_at_the_requests_rate() -> None:
+    h20 = load_catalog().gpus["h20"]
+    quoted = [o for o in offers_for(h20) if o.cny_per_gpu_hour is not None]
+    assert quoted, "the catalog carries a CNY offer for the H20"
+    offer = quoted[0]
+    at_7 = offers_for(h20, cny_per_usd=7.0)
+    same = next(o for o in at_7 if o.provider == offer.provider)
+    assert same.usd_per_gpu_hour == pytest.approx(offer.cny_per_gpu_hour / 7.0)
+    assert offer.as_of is None  # the source gives no snapshot date: "undated", not the compile date
+
+
+def test_chinese_clouds_are_capped_at_one_machine() -> None:
+    catalog = load_catalog()
+    cny = [(g.id, p) for g in catalog.gpus.values() for p in g.cloud_prices if p.cny_per_gpu_hour is not None]
+    assert len(cny) >= 8
+    assert all(p.capacity_gpus == 8 for _, p in cny)
+
+
+def test_offers_file_mixes_currencies(tmp_path: Path) -> None:
+    path = tmp_path / "offers.yaml"
+    path.write_text("- {provider: a, pricing: on-demand, usd_per_gpu_hour: 2.0, source: s}\n"
+                    "- {provider: b, pricing: on-demand, cny_per_gpu_hour: 14.2, source: s}\n", encoding="utf-8")
+    offers = {o.provider: o for o in read_offers(path, usd_per_unit=1.0, cny_per_usd=7.1)}
+    assert offers["a"].usd_per_gpu_hour == pytest.approx(2.0)
+    assert offers["b"].usd_per_gpu_hour == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(("name", "ratio"), [("cn-tou-3to1", 3.0), ("cn-tou-4to1", 4.0)])
+def test_named_tou_tariffs_keep_the_ndrc_ratio_and_the_average(name: str, ratio: float) -> None:
+    tariff = parse_tariff(NAMED_TARIFFS[name].bands)
+    prices = {b.name: b.usd_per_kwh for b in tariff.bands}
+    assert prices["peak"] / prices["valley"] == pytest.approx(ratio, rel=1e-2)
+    mean = sum(b.usd_per_kwh * b.hours_per_day for b in tariff.bands) / 24
+    assert mean == pytest.approx(0.625, rel=1e-2)
+    assert named_tariff(name.upper()) is NAMED_TARIFFS[name]
+    assert named_tariff("peak:8h@0.1,flat:16h@0.05") is None
+
+
+def _tco(*args: str) -> dict:  # type: ignore[type-arg]
+    out = subprocess.run([sys.executable, "-m", "rigplan.cli.main", "tco", "--gpu", "h100-sxm", "--gpus", "8",
+                          "--months", "12", "--json", *args], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_a_cny_tariff_is_priced_in_cny_whatever_the_report_currency() -> None:
+    usd = _tco("--tou", "cn-industrial")
+    cny = _tco("--tou", "cn-industrial", "--currency", "cny")
+    assert usd["onprem"] == cny["onprem"]  # internal amounts are USD either way
+    flat = _tco("--price-per-kwh", str(0.625 / 7.1))
+    assert usd["onprem"]["power_usd_per_year"] == pytest.approx(flat["onprem"]["power_usd_per_year"], rel=1e-3)
+
+
+def test_tco_names_the_gpus_asked_for_when_nothing_can_be_priced() -> None:
+    out = subprocess.run([sys.executable, "-m", "rigplan.cli.main", "tco", "--gpu", "h800-sxm", "--gpus", "64",
+                          "--months", "12"], capture_output=True, text=True)
+    assert out.stdout.startswith("64 x ")
+
+
+def test_ascend_910c_is_one_die_of_a_two_die_package() -> None:
+    catalog = load_catalog()
+    die, b = catalog.gpus["ascend-910c"], catalog.gpus["ascend-910b"]
+    assert die.devices_per_package == 2
+    assert die.dense_tflops.half == pytest.approx(300_000 / 768, rel=0.01)  # 300 PFLOPS over 384 x 2 dies
+    assert b.link.topology == "full-mesh" and b.vendor == "huawei"
+    assert efficiency_for(die.to_domain()) is DAVINCI and not DAVINCI.measured
+
+
+def _gemma3_config(tmp_path: Path) -> Path:
+    text = {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504, "model_type": "gemma3_text",
+            "num_attention_heads": 32, "num_hidden_layers": 62, "num_key_value_heads": 16,
+            "query_pre_attn_scalar": 168, "sliding_window": 1024}
+    path = tmp_path / "gemma-3-27b" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"model_type": "gemma3", "text_config": text,
+                                "vision_config": {"model_type": "siglip_vision_model"}}), encoding="utf-8")
+    return path
+
+
+def test_gemma3_config_reads_with_transformers_defaults(tmp_path: Path) -> None:
+    arch = architecture_from_hf_config(_gemma3_config(tmp_path))
+    assert arch.vocab == 262_208 and arch.tied_embeddings and arch.qk_norm and arch.norms_per_layer == 4
+    assert any("vocab_size" in n for n in arch.notes)
+    counts = count_params(arch)
+    total = counts.embedding + counts.final_norm + 62 * (counts.dense_layer.attention + counts.dense_layer.mlp_dense
+                                                        + counts.dense_layer.norms)
+    assert total == pytest.approx(27.016e9, rel=0.005)  # Gemma 3 report Table 1: 1,416M + 25,600M
+    catalog = load_catalog().models["gemma-3-27b"].to_domain()
+    assert count_params(catalog) == counts
