@@ -40,6 +40,7 @@ AS_OF = dt.date(2026, 12, 3)
 
 ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
     "deepseek-v3": "README_WEIGHTS.md: 36.6B activated 'including 0.9B for the output Head'",
+    "deepseek-r1": "the DeepSeek-V3 architecture (same README_WEIGHTS.md convention; 37B activated in the R1 README)",
     "gpt-oss-20b": "model card Table 1: active = routed MLP + attention + unembedding (3.61B)",
     "gpt-oss-120b": "model card Table 1: active = routed MLP + attention + unembedding (5.13B)",
     "kimi-k2": "DeepSeek-V3 architecture and DeepSeek's convention (31.69B exact vs the card's 32B)",
