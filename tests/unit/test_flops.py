@@ -7,7 +7,7 @@ import pytest
 
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
-from rigplan.domain.model import MLA, Architecture, MoE
+from rigplan.domain.model import MLA, Architecture, MoE, sliding_windows
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.flops import (
     causal_fraction_for,
@@ -15,6 +15,7 @@ from rigplan.estimate.flops import (
     layer_forward_flops,
     micro_batch_flops,
     mtp_forward_flops,
+    window_pair_share,
 )
 from rigplan.estimate.params import count_params
 
@@ -232,3 +233,43 @@ def test_weight_flops_are_6_n_without_the_embedding_lookup(model_id: str) -> Non
     weights_flop = flops.model_flop - core - 3 * (mtp.total_flop - mtp.attention_core_flop)
     n = count_params(arch).active_matmul
     assert weights_flop / (6 * 2048 * n) == pytest.approx(1.0, abs=0.005)
+
+
+def test_window_pair_share_counts_the_band() -> None:
+    # s = 8, w = 2 (discrete count 1 + 2·7 = 15 of 36; the continuous form s·w - w²/2 = 14 of 32)
+    assert window_pair_share(8, 2) == pytest.approx((8 * 2 - 2 * 2 / 2) / (8 * 8 / 2))
+    assert window_pair_share(4096, 4096) == 1.0 and window_pair_share(2048, 4096) == 1.0
+    assert window_pair_share(4096, 0) == 1.0
+    assert window_pair_share(32768, 4096) == pytest.approx(2 / 8 - 1 / 64)
+    assert np.allclose(window_pair_share(np.array([1024.0, 8192.0]), 4096), [1.0, 0.75])
+
+
+def test_sliding_window_layers_cost_their_window_in_the_attention_core() -> None:
+    full = tiny(num_layers=6)
+    local = full.with_overrides(attention_windows=sliding_windows(6, 512, 6))  # five local, one full (Gemma 3)
+    job = Job(seq_len=4096)
+    core_full = micro_batch_flops(full, job).forward.attention_core_flop
+    core_local = micro_batch_flops(local, job).forward.attention_core_flop
+    share = 512 / 4096
+    assert core_local == pytest.approx(core_full * (5 * (2 * share - share**2) + 1) / 6)
+    # projections and MLP do not change, and nothing changes when the window covers the sequence
+    assert micro_batch_flops(local, job).forward.mlp_flop == micro_batch_flops(full, job).forward.mlp_flop
+    short = Job(seq_len=512)
+    assert micro_batch_flops(local, short).model_flop == pytest.approx(micro_batch_flops(full, short).model_flop)
+
+
+def test_a_kernel_that_gets_the_window_as_a_mask_pays_full_cost() -> None:
+    full = tiny(num_layers=2)
+    local = full.with_overrides(attention_windows=(256, 256))
+    for job in (Job(seq_len=4096, attention="eager"), Job(seq_len=4096, kernels="eager"),
+                Job(seq_len=4096, kernels="fused", attention_kernel="triton")):
+        assert micro_batch_flops(local, job).model_flop == micro_batch_flops(full, job).model_flop
+    skipping = Job(seq_len=4096, kernels="eager", attention_kernel="fa2")
+    assert micro_batch_flops(local, skipping).model_flop < micro_batch_flops(full, skipping).model_flop
+
+
+def test_windows_need_one_size_per_layer() -> None:
+    with pytest.raises(InvalidSpec, match="one size >= 0 per layer"):
+        tiny(attention_windows=(128,))
+    assert sliding_windows(4, 128, 2) == (128, 0, 128, 0) and sliding_windows(3, 64) == (64, 64, 64)
+    assert sliding_windows(4, 0, 2) == ()

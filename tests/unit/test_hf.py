@@ -66,6 +66,7 @@ def test_fixture_matches_catalog_record(folder: str) -> None:
     for field in ("num_layers", "hidden", "num_heads", "vocab", "tied_embeddings", "positions", "mlp", "norm"):
         assert getattr(arch, field) == getattr(ref, field), f"{folder}: {field}"
     assert arch.kv_heads == ref.kv_heads
+    assert arch.window_counts == ref.window_counts, f"{folder}: sliding windows"
     assert (arch.moe is None) == (ref.moe is None)
     assert (arch.mla is None) == (ref.mla is None)
 
@@ -319,3 +320,27 @@ def test_new_moe_families_match_their_catalog_records(tmp_path: Path, model_id: 
     record = load_catalog().model(model_id).to_domain()
     assert count_params(arch).total == count_params(record).total
     assert count_params(arch).active == count_params(record).active
+
+
+def test_sliding_windows_follow_layer_types_and_family_patterns(tmp_path: Path) -> None:
+    oss = architecture_from_hf_config(HF_DIR / "gpt-oss-20b")
+    assert oss.attention_windows[:4] == (128, 0, 128, 0) and oss.window_counts == {128: 12, 0: 12}
+    gemma = architecture_from_hf_config(HF_DIR / "gemma-2-9b")  # no layer_types: Gemma 2 alternates, layer 0 local
+    assert gemma.attention_windows[:2] == (4096, 0) and gemma.window_counts == {4096: 21, 0: 21}
+    assert architecture_from_hf_config(HF_DIR / "qwen2.5-7b").attention_windows == ()  # use_sliding_window false
+    assert architecture_from_hf_config(HF_DIR / "mixtral-8x7b").attention_windows == ()  # sliding_window null
+    assert architecture_from_hf_config(HF_DIR / "phi-3-mini").window_counts == {2047: 32}
+    gemma3 = {**_fixture("gemma-2-9b"), "model_type": "gemma3_text", "sliding_window": 1024,
+              "sliding_window_pattern": 6, "num_hidden_layers": 12}
+    arch = architecture_from_hf_config(_write(tmp_path, gemma3))
+    assert arch.attention_windows == (1024,) * 5 + (0,) + (1024,) * 5 + (0,)
+    assert arch.qk_norm and arch.norms_per_layer == 4
+    assert any("10 of 12 layers attend to a 1024-token sliding window" in n for n in arch.notes)
+    qwen = {**_fixture("qwen2.5-7b"), "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 20}
+    assert architecture_from_hf_config(_write(tmp_path, qwen)).window_counts == {0: 20, 4096: 8}
+
+
+def test_layer_types_of_the_wrong_length_is_one_clear_error(tmp_path: Path) -> None:
+    cfg = {**_fixture("gpt-oss-20b"), "layer_types": ["sliding_attention"] * 3}
+    with pytest.raises(InvalidSpec, match="layer_types' must list one attention kind per layer"):
+        architecture_from_hf_config(_write(tmp_path, cfg))

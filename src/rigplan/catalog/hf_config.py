@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rigplan.bounds import check
-from rigplan.domain.model import MLA, Architecture, MoE
+from rigplan.domain.model import MLA, Architecture, MoE, sliding_windows
 from rigplan.errors import InvalidSpec
 from rigplan.files import load_json, read_text
 
@@ -309,7 +309,7 @@ def _gpt_oss(r: _Reader) -> tuple[dict[str, Any], list[str]]:
         expert_bias=True,
         router_bias=True,
     )
-    return fields, ["alternating sliding-window and full attention layers (no effect on the parameter count)"]
+    return fields, []
 
 
 def _llama4_text(r: _Reader) -> tuple[dict[str, Any], list[str]]:
@@ -511,6 +511,48 @@ def _mpt(r: _Reader) -> tuple[dict[str, Any], list[str]]:
     }, notes
 
 
+FULL_EVERY_DEFAULT = {"gemma2": 2, "gemma3_text": 6, "gpt_oss": 2}
+"""Period of the full-attention layers when a config.json gives sliding_window without layer_types: Hugging
+Face's Gemma2 (every other layer, layer 0 local), Gemma3 (sliding_window_pattern, default 6) and gpt-oss
+modules; the other families apply the window to every layer (Mistral)."""
+WINDOW_SWITCH = {"qwen2": "use_sliding_window", "qwen2_moe": "use_sliding_window", "qwen3": "use_sliding_window",
+                 "qwen3_moe": "use_sliding_window"}
+"""Families whose sliding_window applies only when this flag is true (Qwen configs carry a window but off)."""
+
+
+def attention_windows(r: _Reader, model_type: str, num_layers: int) -> tuple[tuple[int, ...], list[str]]:
+    """Per-layer attention windows (0 = full) from sliding_window and layer_types / sliding_window_pattern.
+
+    layer_types ("sliding_attention" / "full_attention", transformers >= 4.53) wins when present; Qwen's
+    max_window_layers keeps the layers below it full. Other layer kinds (Llama 4's chunked attention) are
+    counted as full attention, and a note says so.
+    """
+    window = r.opt_int("sliding_window")
+    switch = WINDOW_SWITCH.get(model_type)
+    if not window or (switch and not r.flag(switch, False)):
+        return (), []
+    kinds = r.cfg.get("layer_types")
+    notes: list[str] = []
+    if kinds is not None:
+        if not isinstance(kinds, list) or len(kinds) != num_layers or not all(isinstance(k, str) for k in kinds):
+            raise r.fail(f"key '{r.prefix}layer_types' must list one attention kind per layer ({num_layers}), "
+                         f"got {kinds!r}")
+        other = sorted({k for k in kinds if k not in ("sliding_attention", "full_attention")})
+        if other:
+            notes.append(f"layer kinds {', '.join(other)} counted as full attention")
+        windows = tuple(window if k == "sliding_attention" else 0 for k in kinds)
+    elif switch:
+        first_local = r.opt_int("max_window_layers", default=0)
+        windows = tuple(window if i >= first_local else 0 for i in range(num_layers))
+    else:
+        every = r.opt_int("sliding_window_pattern", default=FULL_EVERY_DEFAULT.get(model_type, 0))
+        windows = sliding_windows(num_layers, window, every)
+    local = sum(1 for w in windows if w)
+    if not local:
+        return (), notes
+    return windows, [*notes, f"{local} of {num_layers} layers attend to a {window}-token sliding window"]
+
+
 _FAMILIES: dict[str, Callable[[_Reader], tuple[dict[str, Any], list[str]]]] = {
     "bloom": _bloom,
     "deepseek_v2": _deepseek,
@@ -575,6 +617,8 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
         raise InvalidSpec(f"{file}: model_type {model_type!r} is not supported; supported: {supported}")
     reader = _Reader(cfg, file, model_type)
     fields, family_notes = _FAMILIES[model_type](reader)
+    fields["attention_windows"], window_notes = attention_windows(reader, model_type, fields["num_layers"])
+    family_notes = [*family_notes, *window_notes]
     default_id = file.parent.name if file.name == "config.json" and file.parent.name else file.stem
     arch_id = model_id or default_id
     name = raw.get("_name_or_path") if isinstance(raw.get("_name_or_path"), str) else None

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, StringConstraints, model_validator
 
 from rigplan.domain.hardware import Gpu, Link
-from rigplan.domain.model import MLA, Architecture, MoE
+from rigplan.domain.model import MLA, Architecture, MoE, sliding_windows
 from rigplan.units import GiB, MiB
 
 PCIE_X16_ACHIEVABLE_GB_PER_S = {3: 12.0, 4: 25.0, 5: 50.0, 6: 100.0}
@@ -255,6 +255,10 @@ class ModelRecord(Record):
     qk_norm: bool = False
     embedding_norm: bool = False
     attention_sinks: bool = False
+    sliding_window: Annotated[int, Field(ge=0)] = 0
+    """Tokens each query attends back to in the local layers; 0 = full attention everywhere."""
+    sliding_window_full_every: Annotated[int, Field(ge=0)] = 0
+    """Every n-th layer has full attention (Gemma 2 and gpt-oss: 2, Gemma 3: 6); 0 = every layer is local."""
     moe: MoERecord | None = None
     mla: MLARecord | None = None
     official_params: PositiveFloat
@@ -291,6 +295,7 @@ class ModelRecord(Record):
             qk_norm=self.qk_norm,
             embedding_norm=self.embedding_norm,
             attention_sinks=self.attention_sinks,
+            attention_windows=sliding_windows(self.num_layers, self.sliding_window, self.sliding_window_full_every),
             moe=MoE(**self.moe.model_dump()) if self.moe else None,
             mla=MLA(**self.mla.model_dump()) if self.mla else None,
             context_length=self.context_length,

@@ -111,6 +111,10 @@ class Architecture:
     """A norm right after the token embedding (BLOOM)."""
     attention_sinks: bool = False
     """One learned logit per head (gpt-oss)."""
+    attention_windows: tuple[int, ...] = ()
+    """Sliding-window size of each layer's attention in tokens, 0 for full causal attention; empty when
+    every layer is full (Mistral 7B v0.1: 4096 on all layers; Gemma 2: 4096 on every other layer; Gemma 3:
+    1024 on five layers in six; gpt-oss: 128 on every other layer). See sliding_windows()."""
     moe: MoE | None = None
     mla: MLA | None = None
     context_length: int = 0
@@ -141,6 +145,12 @@ class Architecture:
             raise InvalidSpec(
                 f"hidden={self.hidden} is not divisible by heads={self.num_heads}; give --head-dim explicitly"
             )
+        if self.attention_windows and (len(self.attention_windows) != self.num_layers
+                                       or min(self.attention_windows) < 0):
+            raise InvalidSpec(
+                f"attention windows need one size >= 0 per layer (0 = full attention): got "
+                f"{len(self.attention_windows)} for layers={self.num_layers}"
+            )
         if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
             raise InvalidSpec(
                 f"dense layers before MoE ({self.moe.first_dense_layers}) exceed layers={self.num_layers}"
@@ -167,6 +177,16 @@ class Architecture:
         return self.num_layers - self.num_moe_layers
 
     @property
+    def window_counts(self) -> dict[int, int]:
+        """Layers per attention window size (0 = full causal attention)."""
+        if not self.attention_windows:
+            return {0: self.num_layers}
+        counts: dict[int, int] = {}
+        for window in self.attention_windows:
+            counts[window] = counts.get(window, 0) + 1
+        return counts
+
+    @property
     def attention_kind(self) -> str:
         if self.mla is not None:
             return "MLA"
@@ -177,3 +197,14 @@ class Architecture:
     def with_overrides(self, **changes: object) -> Architecture:
         """A copy with some fields replaced (validation runs again)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def sliding_windows(num_layers: int, window: int, full_every: int = 0) -> tuple[int, ...]:
+    """Per-layer windows for a repeating local/global pattern: every `full_every`-th layer (the 2nd, 4th, ...
+    for 2) has full attention and the others `window`; full_every 0 makes every layer local. This is
+    Hugging Face's layer_types rule for Gemma 2 (2), Gemma 3 (sliding_window_pattern 6) and gpt-oss (2)."""
+    if window <= 0:
+        return ()
+    if full_every < 0:
+        raise InvalidSpec(f"the full-attention layer period must be >= 0 (0 = every layer local), got {full_every}")
+    return tuple(0 if full_every and (i + 1) % full_every == 0 else window for i in range(num_layers))

@@ -109,6 +109,52 @@ def causal_fraction_for(attention: str) -> float:
     raise InvalidSpec(f"unknown attention implementation '{attention}'; choose flash or eager")
 
 
+def window_pair_share(seq_len: NumIn, window: NumIn) -> Num:
+    """Share of the causal query-key pairs that a sliding window of `window` tokens keeps (0 = full).
+
+    Causal attention over s tokens has s²/2 pairs; with a window w < s query i sees min(i + 1, w) keys,
+    s·w - w²/2 pairs in all (Beltagy et al. 2020, Longformer, arXiv 2004.05150, Sec. 3.1: O(s·w) for a
+    band of width w), so the share is 2·x - x² with x = w/s, and 1 when w >= s. FlashAttention-2 skips the
+    key blocks outside the band as it skips those above the diagonal (window_size, flash-attn 2.3); the
+    partial blocks at the band's edge, like the diagonal blocks, are left out.
+    """
+    s, w = _num(seq_len), _num(window)
+    x = np.minimum(w / s, 1.0)
+    return _where((w > 0) & (w < s), 2.0 * x - x * x, 1.0)
+
+
+BAND_SKIPPING_KERNELS = ("fa2", "fa3", "cudnn")
+"""Kernels that take a window and skip the key blocks outside it: FlashAttention-2 (window_size, flash-attn
+2.3), FlashAttention-3, cuDNN fused attention (sliding_window_length, Transformer Engine window_size). PyTorch
+SDPA has no window argument: a window reaches it as a dense mask, which its kernels apply to every block
+(Hugging Face's sdpa path for Mistral and Gemma), and llm-foundry's Triton kernel has no window either."""
+
+
+def skips_window_blocks(job: Job) -> bool:
+    """Whether the attention kernel of this job computes only the band of a sliding window: flash attention
+    with FlashAttention-2/3 or cuDNN, which is what a fused stack runs by default; eager stacks default to
+    SDPA (estimate.efficiency), which does not."""
+    if job.attention != "flash":
+        return False
+    kernel = job.attention_kernel or ("cudnn" if job.kernels == "fused" else "sdpa")
+    return kernel in BAND_SKIPPING_KERNELS
+
+
+def attention_window_scale(arch: Architecture, seq_len: NumIn, job: Job) -> Num:
+    """Mean over the model's layers of window_pair_share: what the attention core costs against full causal
+    attention in every layer. 1 without sliding windows, and 1 when the kernel does not skip the blocks
+    outside the band (skips_window_blocks: eager attention computes the whole s×s matrix and masks it; SDPA
+    gets the window as a mask). Taken as the same for each pipeline stage (Gemma 3's 5:1 pattern spreads
+    evenly over stages of six or more layers); a last-stage MTP layer counts as the model's mean.
+    Left out: a dense mask makes SDPA compute the whole matrix, not the causal half rigplan counts."""
+    if not arch.attention_windows or not skips_window_blocks(job):
+        return 1.0
+    total: Num = 0.0
+    for window, layers in arch.window_counts.items():
+        total = total + window_pair_share(seq_len, window) * layers
+    return total / arch.num_layers
+
+
 def _mlp_matmuls(arch: Architecture) -> int:
     return 3 if arch.mlp == "gated" else 2
 
@@ -123,7 +169,7 @@ def _core_widths(arch: Architecture) -> tuple[int, int]:
 def layer_forward_flops(
     arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, moe: bool,
     causal_fraction: NumIn = FLASH_CAUSAL_FRACTION, tp: NumIn = 1, cp: NumIn = 1,
-    sequence_parallel: bool = False,
+    sequence_parallel: bool = False, window_scale: NumIn = 1.0,
 ) -> OpFlops:
     """Forward FLOPs of one decoder layer on one GPU, for b sequences of s tokens (T = b·s/cp).
 
@@ -131,7 +177,8 @@ def layer_forward_flops(
       2·T·h·a·d (Q) + 2·2·T·h·g·d (K, V) + 2·T·a·d·h (out).
     MLA (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1): 2·T·(h·r_q + r_q·a·d_qk) or 2·T·h·a·d_qk (Q),
       2·T·h·(r_kv + d_rope) (KV down), 2·T·r_kv·a·(d_nope + d_v) (KV up), 2·T·a·d_v·h (out).
-    Core: 2·b·s²·a·d_qk (scores) + 2·b·s²·a·d_v (P·V), times causal_fraction, divided by cp.
+    Core: 2·b·s²·a·d_qk (scores) + 2·b·s²·a·d_v (P·V), times causal_fraction and window_scale (the
+      share of causal pairs a sliding window keeps, attention_window_scale), divided by cp.
     MLP: gated 3·2·T·h·f, plain 2·2·T·h·f. MoE layer: top_k routed experts (expert_ffn, in
       expert_flop) plus shared experts (mlp_flop), and the router 2·T·h·E.
     Tensor parallel (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053, Sec. 3) divides heads, MLP
@@ -160,7 +207,7 @@ def layer_forward_flops(
         kv = 2.0 * 2.0 * tokens * h * d * np.maximum(g / t, 1.0)
         proj = q_and_out + kv
     d_qk, d_v = _core_widths(arch)
-    core = 2.0 * b * s * s * a * (d_qk + d_v) * cf / (c * t)
+    core = 2.0 * b * s * s * a * (d_qk + d_v) * cf * _num(window_scale) / (c * t)
     ffn_fwd = 2.0 * tokens * h * _mlp_matmuls(arch)
     router: Num = 0.0
     if moe and arch.moe is not None:
@@ -177,7 +224,7 @@ def layer_forward_flops(
 
 def mtp_forward_flops(
     arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, causal_fraction: NumIn = FLASH_CAUSAL_FRACTION,
-    tp: NumIn = 1, cp: NumIn = 1, sequence_parallel: bool = False,
+    tp: NumIn = 1, cp: NumIn = 1, sequence_parallel: bool = False, window_scale: NumIn = 1.0,
 ) -> OpFlops:
     """One multi-token-prediction module, forward (DeepSeek-V3, arXiv 2412.19437, Sec. 2.2): the
     projection of [norm(h); norm(emb)] 2h -> h (2·T·2h·h), one transformer layer of the MoE kind and
@@ -186,7 +233,7 @@ def mtp_forward_flops(
         return OpFlops()
     kw: dict[str, Any] = {"seq_len": seq_len, "micro_batch": micro_batch, "tp": tp, "cp": cp}
     layer = layer_forward_flops(arch, moe=arch.num_moe_layers > 0, causal_fraction=causal_fraction,
-                                sequence_parallel=sequence_parallel, **kw)
+                                sequence_parallel=sequence_parallel, window_scale=window_scale, **kw)
     tokens = _num(micro_batch) * _num(seq_len) / _num(cp)
     proj = 2.0 * tokens * 2 * arch.hidden * arch.hidden / _num(tp)
     head = lm_head_forward_flop(arch, **kw)
@@ -279,7 +326,8 @@ def _stage_flops(
 ) -> StepFlops:
     """`lm_head` is 1 on the stage holding the output head (and the MTP modules), 0 elsewhere."""
     kw: dict[str, Any] = {"seq_len": seq_len, "micro_batch": micro_batch, "tp": tp, "cp": cp}
-    core_kw = {**kw, "causal_fraction": causal_fraction, "sequence_parallel": sequence_parallel}
+    core_kw = {**kw, "causal_fraction": causal_fraction, "sequence_parallel": sequence_parallel,
+               "window_scale": attention_window_scale(arch, seq_len, job)}
     dense = layer_forward_flops(arch, moe=False, **core_kw)
     layers = dense.times(n_dense)
     if arch.moe is not None:

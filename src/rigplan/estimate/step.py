@@ -48,7 +48,13 @@ from rigplan.estimate.efficiency import (
     clock_fraction,
     gemm_efficiency,
 )
-from rigplan.estimate.flops import causal_fraction_for, micro_batch_flops, stage_micro_batch_flops
+from rigplan.estimate.flops import (
+    causal_fraction_for,
+    micro_batch_flops,
+    skips_window_blocks,
+    stage_micro_batch_flops,
+    window_pair_share,
+)
 from rigplan.estimate.params import count_params
 from rigplan.estimate.states import first_dense_layers, grad_bytes_per_param, lora_params_per_layer
 
@@ -206,6 +212,29 @@ def kernels_per_layer(arch: Architecture, job: Job) -> float:
     return FUSED_KERNELS_PER_LAYER + extra
 
 
+def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, kernel: str, cp: Num) -> Num:
+    """Fraction of peak of the attention core over the model's layers.
+
+    A kernel's efficiency grows with the keys each query block walks (efficiency.attention_efficiency, by
+    sequence length for causal attention). Under context parallelism that is the rank's s/cp; in a
+    sliding-window layer whose kernel skips the blocks outside the band it is min(w, s/cp), the same
+    number of key blocks per query block as causal attention over w tokens. Layers are weighted by their
+    FLOPs (window_pair_share): e = Σ F_l / Σ (F_l / e_l).
+    """
+    span = job.seq_len / cp
+    head = float(arch.dim_per_head)
+    if not arch.attention_windows or not skips_window_blocks(job):
+        return attention_efficiency(eff, kernel, span, head)
+    work: Num = 0.0
+    time: Num = 0.0
+    for window, layers in arch.window_counts.items():
+        share = window_pair_share(job.seq_len, window) * layers
+        keys = np.minimum(span, window) if window else span
+        work = work + share
+        time = time + share / attention_efficiency(eff, kernel, keys, head)
+    return work / time
+
+
 def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency,
                   tp: Num, cp: Num, ep: Num, mb: Num, stage: StageShape,
                   etp: Num | None = None) -> tuple[Num, Num, Num]:
@@ -231,7 +260,7 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     adapter_eff = _gemm_efficiency(eff, float(job.lora_rank), clock)
     if job.attention == "flash":
         kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel)
-        attn_eff = attention_efficiency(eff, kernel, job.seq_len / cp, float(arch.dim_per_head)) * clock
+        attn_eff = attention_core_efficiency(arch, job, eff, kernel, cp) * clock
     else:
         attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), clock)
 

@@ -12,6 +12,7 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate.calibration import calibrated_efficiency
 from rigplan.estimate.efficiency import Efficiency, attention_kernel_for
+from rigplan.estimate.flops import skips_window_blocks
 from rigplan.estimate.moe import load_factor
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
@@ -178,6 +179,20 @@ def kernel_note(job: Job, eff: Efficiency) -> str:
     return ", ".join(parts)
 
 
+def window_note(arch: Architecture, job: Job) -> str | None:
+    """What sliding-window layers cost in this job, or None for a model without them."""
+    local = {w: n for w, n in arch.window_counts.items() if w}
+    if not local:
+        return None
+    layers = ", ".join(f"{n} of {arch.num_layers} layers a {w}-token window" for w, n in sorted(local.items()))
+    if all(w >= job.seq_len for w in local):
+        return f"sliding-window attention ({layers}): no saving at --seq {job.seq_len}"
+    if skips_window_blocks(job):
+        return f"sliding-window attention ({layers}): the attention core costs the band, not the sequence"
+    return (f"sliding-window attention ({layers}): counted at full causal cost, since this kernel gets the window "
+            "as a mask (--attention-kernel fa2, fa3 or cudnn skip the blocks outside it)")
+
+
 def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: ResolvedModel | None = None,
              ) -> EstimateResult:
     """Speed, time and energy of one training job on one layout, with its memory check.
@@ -200,6 +215,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                        f"{kernel_note(job, eff)}")
     if setup.arch.moe is not None:
         assumptions.append(moe_routing_note(setup.arch, job, setup.layout))
+    windows = window_note(setup.arch, job)
+    if windows:
+        assumptions.append(windows)
     setup = replace(setup, gpu=gpu, job=job, assumptions=assumptions)
     tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
     breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch,
