@@ -72,6 +72,12 @@ def paths_allowed() -> bool:
     return current is None or current.root is not None or bool(current.granted)
 
 
+def locate(text: str | Path) -> Path:
+    """Where a user-named path would be, without checking it: inside the data folder when confined to one."""
+    current = _CONFINEMENT.get()
+    return current.root / text if current is not None and current.root is not None else Path(text)
+
+
 def user_path(text: str | Path, what: str, hint: str = "") -> Path:
     """The path a user named, checked against the confinement. `what` names the flag or field."""
     current = _CONFINEMENT.get()
@@ -80,13 +86,15 @@ def user_path(text: str | Path, what: str, hint: str = "") -> Path:
         return path
     if "\x00" in str(text):
         raise InvalidSpec(f"{what}: contains a NUL character")
-    resolved = (current.root / path if current.root is not None else path).resolve()
-    if resolved in current.granted:
-        return resolved
-    if current.root is None:
+    if current.root is None:  # decided on the text alone: the file system is not looked at
+        if current.granted and path.resolve() in current.granted:
+            return path.resolve()
         advice = f"; {hint}" if hint else ""
         raise InvalidSpec(f"{what}: this server reads no files named in a request{advice} "
                           "(the server can be started with --data-dir DIR to allow files inside DIR)")
+    resolved = (current.root / path).resolve()
+    if resolved in current.granted:
+        return resolved
     if not resolved.is_relative_to(current.root):
         raise InvalidSpec(f"{what}: '{text}' is outside the server's data folder")
     return resolved

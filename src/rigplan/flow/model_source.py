@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from rigplan.bounds import BOUNDS
@@ -12,7 +11,7 @@ from rigplan.catalog.load import Catalog
 from rigplan.domain.model import Architecture, MoE
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.params import count_params
-from rigplan.files import paths_allowed, user_path
+from rigplan.files import locate, paths_allowed, user_path
 from rigplan.units import parse_count
 
 # Llama-family shapes by size (Touvron et al. 2023, Llama 2 Table 1; Llama 3 herd paper Table 3):
@@ -67,7 +66,7 @@ def _names_a_file(model: str) -> bool:
     spelled = model.endswith(".json") or "/" in model or "\\" in model or model.startswith((".", "~"))
     if not paths_allowed():
         return spelled
-    path = Path(model)
+    path = locate(model)
     return spelled or path.is_dir() or path.is_file()
 
 

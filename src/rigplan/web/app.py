@@ -11,10 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import re
-import tempfile
-from collections.abc import Awaitable, Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -23,24 +20,16 @@ from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rigplan import api
-from rigplan.catalog.load import load_catalog
-from rigplan.cost.scenarios import SEED_GPU_ID, seed_scenario
-from rigplan.cost.tco import TcoRequest, build_scenario, tco
 from rigplan.errors import RigplanError, UnknownEntry
-from rigplan.estimate.params import count_params
-from rigplan.flow.estimate import estimate
-from rigplan.flow.plan import compare, plan
-from rigplan.lint import Workload, lint_build
-from rigplan.servers.load import resolve_build
-from rigplan.units import parse_count
+from rigplan.files import confined
 from rigplan.web import catalog as catalog_views
-from rigplan.web.errors import clean_message, field_of, pydantic_payload, validation_payload
+from rigplan.web.errors import field_of, validation_payload
+from rigplan.web.jobs import SERVER_PATH_FIELDS, ApiError, refuse_server_paths, reject_nul
 from rigplan.web.requests import (
     CompareBody,
     ErrorBody,
@@ -49,8 +38,8 @@ from rigplan.web.requests import (
     MemoryBody,
     PlanBody,
     TcoBody,
-    WithHfConfig,
 )
+from rigplan.web.workers import WORKER_MEMORY_CAP_BYTES, WorkerPool, default_size
 
 STATIC_DIR = Path(__file__).parent / "static"
 BODY_CAP_BYTES = 64 * 1024
@@ -72,16 +61,6 @@ CATALOG_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: ERROR_RESPONSES[400], 404: {"model": ErrorBody, "description": "No such catalog id"},
     422: ERROR_RESPONSES[422],
 }
-
-
-class ApiError(Exception):
-    """An answer other than 200, raised anywhere below a route."""
-
-    def __init__(self, status: int, detail: str, field: str | None = None) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.field = field
 
 
 def finite(value: Any) -> Any:
@@ -194,118 +173,24 @@ def allowed_hosts_for(host: str) -> list[str] | None:
     return None
 
 
-def _request_fields(model: type[BaseModel]) -> set[str]:
-    return set(model.model_fields)
-
-
-ALL_FIELDS = set().union(*(_request_fields(m) for m in (MemoryBody, EstimateBody, PlanBody, CompareBody, TcoBody,
-                                                        LintBody)))
-
-
-def _with_files(body: B, work: Callable[[B], Any], fields: Iterable[str]) -> Any:
-    """Run `work(body)`; an uploaded config.json (`hf_config`) or BUILD.yaml (`build_yaml`) is written to a
-    temporary file whose path goes where the CLI takes a path (MODEL, BUILD). Runs in a worker thread; the
-    file lives until the work is done."""
-    _reject_nul(body.model_dump(exclude={"hf_config"}))
-    _refuse_server_paths(body.model_dump(include=set(SERVER_PATH_FIELDS)))
-    if isinstance(body, WithHfConfig) and body.hf_config is not None:
-        if body.model is not None:  # type: ignore[attr-defined]
-            raise ApiError(400, "give model or hf_config, not both", "hf_config")
-        # rigplan names a config.json's model after its folder, as for a downloaded checkpoint.
-        origin = body.hf_config.get("_name_or_path")
-        folder_name = _SAFE_NAME.sub("-", origin.rstrip("/").rsplit("/", 1)[-1]).strip("-.") \
-            if isinstance(origin, str) else ""
-        name = f"{folder_name or 'uploaded-config'}/config.json"
-        field, text, target = "hf_config", json.dumps(body.hf_config), "model"
-    elif isinstance(body, LintBody) and body.build_yaml is not None:
-        if body.build is not None:
-            raise ApiError(400, "give build (an id) or build_yaml, not both", "build_yaml")
-        name, field, text, target = "build.yaml", "build_yaml", body.build_yaml, "build"
-    else:
-        return _guard(lambda: work(body), fields)
-    with tempfile.TemporaryDirectory(prefix="rigplan-web-") as folder:
-        path = Path(folder) / name
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        result = _guard(lambda: work(body.model_copy(update={target: str(path)})), fields, str(path), field)
-        return _replace_in_strings(result, str(path), path.name)
-
-
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def _reject_nul(values: dict[str, Any]) -> None:
-    """No text field may hold a NUL character: none is valid in an id, a path or a number, and paths with
-    one make the OS calls below raise (a command line cannot carry one, so the CLI never meets it)."""
-    for name, value in values.items():
-        items = value if isinstance(value, list) else [value]
-        if any(isinstance(item, str) and "\x00" in item for item in items):
-            raise ApiError(400, f"{name}: contains a NUL character", name)
-
-
-SERVER_PATH_FIELDS = ("model", "catalog", "server", "offers", "build", "calibration")
-"""Request fields that the CLI reads as file paths. Over HTTP they take ids only: content comes in the
-body (hf_config, build_yaml, an inline calibration object), so no request can name a file on the host."""
-
-
-def _looks_like_path(text: str) -> bool:
-    return ("/" in text or "\\" in text or text.startswith((".", "~"))
-            or text.lower().endswith((".json", ".yaml", ".yml")))
-
-
-def _refuse_server_paths(values: dict[str, Any]) -> None:
-    """400 for a path in any field of SERVER_PATH_FIELDS, before anything touches the file system."""
-    for name in SERVER_PATH_FIELDS:
-        value = values.get(name)
-        items = value if isinstance(value, list) else [value]
-        if name == "catalog" and items and items != [None]:
-            raise ApiError(400, "catalog: the HTTP API does not read catalog folders on the server; start "
-                                "rigplan serve with RIGPLAN_CATALOG set to use an overlay", name)
-        always_a_path = name in ("offers", "calibration")  # as text these fields are only ever paths
-        if any(isinstance(item, str) and (always_a_path or _looks_like_path(item)) for item in items):
-            raise ApiError(400, f"{name}: the HTTP API reads no files on the server; give a catalog id, or send "
-                                "the content (hf_config for a config.json, build_yaml for a build, calibration "
-                                "as an object)", name)
-
-
-def _replace_in_strings(value: Any, old: str, new: str) -> Any:
-    """The result with a temporary file's path shown as the name the user gave (config.json, build.yaml)."""
-    if isinstance(value, str):
-        return value.replace(old, new)
-    if isinstance(value, dict):
-        return {k: _replace_in_strings(v, old, new) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_replace_in_strings(v, old, new) for v in value]
-    return value
-
-
-def _guard(call: Callable[[], Any], fields: Iterable[str], path: str | None = None, path_field: str = "") -> Any:
-    try:
-        return call()
-    except RigplanError as err:
-        field = path_field if path and path in str(err) else field_of(err, fields)
-        raise ApiError(400, clean_message(str(err), path), field) from err
-    except ValidationError as err:
-        payload = pydantic_payload(err)
-        raise ApiError(400, clean_message(payload["detail"], path), payload["field"]) from err
+ALL_FIELDS = set().union(*(set(m.model_fields) for m in (MemoryBody, EstimateBody, PlanBody, CompareBody, TcoBody,
+                                                           LintBody)))
 
 
 def create_app(*, time_cap_s: float = TIME_CAP_S, body_cap_bytes: int = BODY_CAP_BYTES,
-               allowed_hosts: list[str] | None = None, workers: int = 2) -> FastAPI:
-    """The app. `allowed_hosts`: Host-header allow-list (see `allowed_hosts_for`); None checks nothing."""
-    pool: list[ThreadPoolExecutor] = []
-    """The worker threads of the computations: made on first use, ended with the app's lifespan."""
-
-    def executor() -> ThreadPoolExecutor:
-        if not pool:
-            pool.append(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rigplan-web"))
-        return pool[0]
+               allowed_hosts: list[str] | None = None, workers: int | None = None,
+               data_dir: str | Path | None = None, worker_memory_bytes: int = WORKER_MEMORY_CAP_BYTES) -> FastAPI:
+    """The app. `allowed_hosts`: Host-header allow-list (see `allowed_hosts_for`); None checks nothing.
+    `workers`: computing processes (default one per CPU). `data_dir`: the one folder whose files requests
+    may name (model, catalog, offers, build, calibration); None: requests name no server file at all."""
+    root = str(Path(data_dir).resolve()) if data_dir is not None else None
+    pool = WorkerPool(workers or default_size(), time_cap_s=time_cap_s, memory_cap_bytes=worker_memory_bytes)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> Any:
+        await asyncio.to_thread(pool.start)  # the workers are ready before the first request
         yield
-        while pool:
-            pool.pop().shutdown(wait=False, cancel_futures=True)
+        await asyncio.to_thread(pool.close)
 
     app = FastAPI(
         title="rigplan", version=_version(), lifespan=lifespan, default_response_class=RigplanJSON,
@@ -313,19 +198,19 @@ def create_app(*, time_cap_s: float = TIME_CAP_S, body_cap_bytes: int = BODY_CAP
         description="Plan GPUs for LLM training: memory, speed, plan, compare, TCO and the catalog. Each endpoint "
                     "answers the `--json` object of the matching `rigplan` command for the same inputs.",
     )
+    app.state.pool = pool
 
-    async def capped(what: str, hint: str, func: Callable[[], Any]) -> Any:
-        future = executor().submit(func)
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout=time_cap_s)
-        except TimeoutError:
-            future.cancel()
-            raise ApiError(504, f"{what} took longer than the {time_cap_s:g} s time cap; {hint}") from None
-
-    def compute(what: str, body: B, work: Callable[[B], Any], hint: str = "try a smaller job") \
-            -> Awaitable[Any]:
-        fields = _request_fields(type(body))
-        return capped(what, hint, lambda: _with_files(body, work, fields))
+    async def compute(what: str, body: BaseModel, kind: str, hint: str = "try a smaller job") -> Any:
+        if root is None:  # answered here, before any worker or file call
+            reject_nul(body.model_dump(exclude={"hf_config"}))
+            refuse_server_paths(body.model_dump(include=set(SERVER_PATH_FIELDS)))
+        answer = await pool.run(kind, body, root)
+        if answer[0] == "ok":
+            return answer[1]
+        _, status, detail, field = answer
+        if status == 504:
+            detail = f"{what} {detail}; {hint}"
+        raise ApiError(status, detail, field)
 
     narrow = ("narrow the search: choose GPUs (gpu), lower gpus_max, or give exact gpu_counts")
 
@@ -349,82 +234,92 @@ def create_app(*, time_cap_s: float = TIME_CAP_S, body_cap_bytes: int = BODY_CAP
     async def _unexpected(_: Request, err: Exception) -> Response:
         return error_response(500, f"internal error ({type(err).__name__}): {err}; please report it")
 
+    @app.head("/api/health", include_in_schema=False)
+    def health_head() -> Any:
+        return health()
+
     @app.get("/api/health", tags=["meta"])
-    def health() -> dict[str, Any]:
-        """Liveness, version and the caps."""
-        return {"status": "ok", "version": _version(), "time_cap_s": time_cap_s, "body_cap_bytes": body_cap_bytes}
+    def health() -> Any:
+        """Whether the server can compute (503 when a worker is stuck past the time cap or lost and not yet
+        replaced), its workers, version and caps."""
+        workers = pool.health()
+        ok = workers.pop("ok")
+        return RigplanJSON({"status": "ok" if ok else "degraded", "version": _version(), "time_cap_s": time_cap_s,
+                            "body_cap_bytes": body_cap_bytes, "data_dir": root is not None, "pool": workers},
+                           status_code=200 if ok else 503)
 
     @app.post("/api/memory", tags=["jobs"], responses=ERROR_RESPONSES)
     async def memory_route(body: MemoryBody) -> Any:
         """`rigplan memory --json`: per-GPU peak memory by part, whether it fits, the largest batch/sequence."""
-        return RigplanJSON(await compute("memory", body, lambda b: api.memory(b).to_dict()))
+        return RigplanJSON(await compute("memory", body, "memory"))
 
     @app.post("/api/estimate", tags=["jobs"], responses=ERROR_RESPONSES)
     async def estimate_route(body: EstimateBody) -> Any:
         """`rigplan estimate --json`: step time, tokens/s, MFU, time-to-train, GPU-hours, energy."""
-        return RigplanJSON(await compute("estimate", body, lambda b: estimate(b).to_dict()))
+        return RigplanJSON(await compute("estimate", body, "estimate"))
 
     @app.post("/api/plan", tags=["search"], responses=ERROR_RESPONSES)
     async def plan_route(body: PlanBody) -> Any:
         """`rigplan plan --json`: ranked options, the time-vs-cost Pareto front and every priced candidate."""
-        return RigplanJSON(await compute("the plan search", body, lambda b: plan(b).to_dict(), narrow))
+        return RigplanJSON(await compute("the plan search", body, "plan", narrow))
 
     @app.post("/api/compare", tags=["search"], responses=ERROR_RESPONSES)
     async def compare_route(body: CompareBody) -> Any:
         """`rigplan compare MODEL OPTION... --json`: concrete COUNTxGPU options side by side."""
-        return RigplanJSON(await compute("compare", body, lambda b: compare(b, list(b.options)).to_dict(),
+        return RigplanJSON(await compute("compare", body, "compare",
                                          "compare fewer options"))
 
     @app.post("/api/tco", tags=["cost"], responses=ERROR_RESPONSES)
     async def tco_route(body: TcoBody) -> Any:
         """`rigplan tco --json`: cloud rental vs owning, break-even, cost per useful GPU-hour."""
-        return RigplanJSON(await compute("tco", body, _tco))
+        return RigplanJSON(await compute("tco", body, "tco"))
 
     @app.post("/api/lint", tags=["servers"], responses=ERROR_RESPONSES)
     async def lint_route(body: LintBody) -> Any:
         """`rigplan lint BUILD --json`: findings about a server build (and a workload on it). A build with
         errors is still a 200 whose `ok` is false (the CLI exits 1)."""
-        return RigplanJSON(await compute("lint", body, _lint))
+        return RigplanJSON(await compute("lint", body, "lint"))
 
     @app.get("/api/servers", tags=["servers"], responses=CATALOG_RESPONSES)
     def servers(catalog: Annotated[list[str], Query()] = [],  # noqa: B006
                 category: Literal["article", "corrected", "standard", "user"] | None = None) -> Any:
         """`rigplan servers --json`."""
-        return RigplanJSON(_catalog_call(lambda: catalog_views.servers_list(catalog, category), catalog=catalog))
+        return RigplanJSON(_catalog_call(lambda: catalog_views.servers_list(catalog, category), catalog=catalog,
+                                         root=root))
 
     @app.get("/api/servers/{server_id}", tags=["servers"], responses=CATALOG_RESPONSES)
     def server_show(server_id: str, catalog: Annotated[list[str], Query()] = []) -> Any:  # noqa: B006
         """`rigplan servers show ID --json`."""
         return RigplanJSON(_catalog_call(lambda: catalog_views.server_show(server_id, catalog), "server_id",
-                                         catalog=catalog, server_id=server_id))
+                                         catalog=catalog, server_id=server_id, root=root))
 
     @app.post("/api/models/from-config", tags=["catalog"], responses=ERROR_RESPONSES)
     async def from_config(config: Annotated[dict[str, Any], Body(description="A Hugging Face config.json")]) -> Any:
         """Read a config.json as `rigplan memory ./config.json` would: the architecture and its parameters."""
         body = MemoryBody(hf_config=config)
-        return RigplanJSON(await compute("reading config.json", body, _architecture))
+        return RigplanJSON(await compute("reading config.json", body, "architecture"))
 
     @app.get("/api/models", tags=["catalog"], responses=CATALOG_RESPONSES)
     def models(catalog: Annotated[list[str], Query()] = []) -> Any:  # noqa: B006 (FastAPI reads the default)
         """`rigplan models --json`."""
-        return RigplanJSON(_catalog_call(lambda: catalog_views.models_list(catalog), catalog=catalog))
+        return RigplanJSON(_catalog_call(lambda: catalog_views.models_list(catalog), catalog=catalog, root=root))
 
     @app.get("/api/models/{model_id}", tags=["catalog"], responses=CATALOG_RESPONSES)
     def model_show(model_id: str, catalog: Annotated[list[str], Query()] = []) -> Any:  # noqa: B006
         """`rigplan models show ID --json`."""
         return RigplanJSON(_catalog_call(lambda: catalog_views.model_show(model_id, catalog), "model_id",
-                                         catalog=catalog, model_id=model_id))
+                                         catalog=catalog, model_id=model_id, root=root))
 
     @app.get("/api/gpus", tags=["catalog"], responses=CATALOG_RESPONSES)
     def gpus(catalog: Annotated[list[str], Query()] = []) -> Any:  # noqa: B006
         """`rigplan gpus --json`."""
-        return RigplanJSON(_catalog_call(lambda: catalog_views.gpus_list(catalog), catalog=catalog))
+        return RigplanJSON(_catalog_call(lambda: catalog_views.gpus_list(catalog), catalog=catalog, root=root))
 
     @app.get("/api/gpus/{gpu_id}", tags=["catalog"], responses=CATALOG_RESPONSES)
     def gpu_show(gpu_id: str, catalog: Annotated[list[str], Query()] = []) -> Any:  # noqa: B006
         """`rigplan gpus show ID --json`."""
         return RigplanJSON(_catalog_call(lambda: catalog_views.gpu_show(gpu_id, catalog), "gpu_id",
-                                         catalog=catalog, gpu_id=gpu_id))
+                                         catalog=catalog, gpu_id=gpu_id, root=root))
 
     @app.get("/", include_in_schema=False)
     def index() -> Any:
@@ -438,58 +333,18 @@ def create_app(*, time_cap_s: float = TIME_CAP_S, body_cap_bytes: int = BODY_CAP
     return app
 
 
-def _catalog_call(call: Callable[[], Any], id_field: str | None = None, **values: Any) -> Any:
-    _reject_nul(values)
-    _refuse_server_paths(values)
+def _catalog_call(call: Callable[[], Any], id_field: str | None = None, *, root: str | None = None,
+                  **values: Any) -> Any:
+    reject_nul(values)
+    if root is None:
+        refuse_server_paths(values)
     try:
-        return call()
+        with confined(root):
+            return call()
     except UnknownEntry as err:
         raise ApiError(404 if id_field else 400, str(err), id_field or "catalog") from err
     except RigplanError as err:
         raise ApiError(400, str(err), "catalog") from err
-
-
-def _tco(body: TcoBody) -> dict[str, Any]:
-    """What `rigplan tco --json` prints (its seed scenario included)."""
-    gpu_id = body.gpu or (SEED_GPU_ID if body.scenario == "seed" else "h100-sxm")
-    request = TcoRequest.model_validate({**body.model_dump(exclude={"scenario", "gpu"}), "gpu": gpu_id})
-    if body.scenario == "seed":
-        record = load_catalog(request.catalog).gpu(request.gpu)
-        seed = seed_scenario(record, build_scenario(request, record), request.gpus)
-        return {"scenario": "seed", "currency": str(request.currency), "cny_per_usd": request.fx,
-                **seed.to_dict(), "verdict": seed.verdict(request.money)}
-    return tco(request).to_dict()
-
-
-def _lint(body: LintBody) -> dict[str, Any]:
-    """What `rigplan lint BUILD --json` prints."""
-    if body.build is None:
-        raise ApiError(400, "give build (a build id, see /api/servers) or build_yaml", "build")
-    if body.for_model is None and (body.method or body.tokens or body.seq):
-        raise ApiError(400, "method, tokens and seq describe the for_model workload; give for_model", "for_model")
-    workload = None
-    if body.for_model is not None:
-        if body.tokens is not None:
-            parse_count(body.tokens, "--tokens")
-        method = body.method or "full"
-        workload = Workload(text=f"--for {body.for_model} --method {method}"
-                                 + (f" --tokens {body.tokens}" if body.tokens else ""),
-                            model=body.for_model, method=method, tokens=body.tokens, seq=body.seq, origin="--for")
-    overlays = tuple(body.catalog)
-    record = resolve_build(body.build, overlays)
-    return lint_build(record, workload=workload, overlays=overlays).to_dict()
-
-
-def _architecture(body: MemoryBody) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    from rigplan.catalog.hf_config import architecture_from_hf_config
-
-    assert body.model is not None
-    arch = architecture_from_hf_config(body.model)
-    counts = count_params(arch)
-    return {"architecture": asdict(arch), "params_total": counts.total, "params_active": counts.active_published,
-            "params_active_matmul": counts.active_matmul}
 
 
 def _version() -> str:

@@ -62,6 +62,8 @@ class TcoBody(TcoRequest):
 
     gpu: str | None = Field(None, description="GPU id; default h100-sxm (a100-80gb-sxm with scenario seed)")  # type: ignore[assignment]
     scenario: Literal["seed"] | None = None
+    offers_yaml: str | None = Field(None, max_length=60_000,
+                                    description="The content of an offers YAML file (what `--offers FILE` reads)")
 
 
 class ErrorBody(BaseModel):

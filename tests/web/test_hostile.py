@@ -1,0 +1,119 @@
+"""Hostile requests: server paths, devices, FIFOs, absurd numbers, deep JSON. Each is a clean 4xx, never a
+5xx, and a path named in a request is refused without the file being opened (rigplan.files)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rigplan.errors import InvalidSpec
+from rigplan.files import confined
+from rigplan.web.app import create_app
+
+LLAMA = {"model": "llama-3.1-8b"}
+PATHS = ["/etc/shadow", "/dev/zero", "/proc/self/environ", "../../etc/passwd", "./config.json", "~/x.json"]
+
+HOSTILE: list[tuple[str, dict[str, Any]]] = [
+    *[("/api/memory", {"model": p}) for p in PATHS],
+    *[("/api/tco", {"offers": p}) for p in PATHS],
+    *[("/api/lint", {"build": p}) for p in PATHS if p.endswith((".json",)) or "/" in p],
+    *[("/api/memory", {**LLAMA, "catalog": [p]}) for p in ("/etc", "/dev", "/tmp")],
+    ("/api/tco", {"server": "/etc/shadow.yaml"}),
+    ("/api/estimate", {**LLAMA, "calibration": "/etc/shadow"}),
+    ("/api/memory", {"hf_config": {"model_type": "llama", "hidden_size": 1e30, "num_hidden_layers": 2,
+                                   "num_attention_heads": 2, "vocab_size": 10}}),
+    ("/api/memory", {"hf_config": {"model_type": "llama", "hidden_size": -4096, "num_hidden_layers": 2,
+                                   "num_attention_heads": 2, "vocab_size": 10}}),
+    ("/api/memory", {"hidden": 10**6, "vocab": 10**7, "layers": 10, "heads": 10}),
+    ("/api/memory", {"hidden": 65536, "vocab": 4_000_000, "layers": 10_000, "heads": 64}),
+    ("/api/memory", {**LLAMA, "global_batch": 0}),
+    ("/api/memory", {**LLAMA, "tp": 0}),
+    ("/api/memory", {**LLAMA, "gpus": 99_999_999}),
+    ("/api/memory", {**LLAMA, "seq": -1}),
+    ("/api/estimate", {**LLAMA, "tokens": 0}),
+    ("/api/estimate", {**LLAMA, "tokens": "1e30"}),
+    ("/api/estimate", {**LLAMA, "tokens": "-5"}),
+    ("/api/estimate", {**LLAMA, "tokens": "NaN"}),
+    ("/api/estimate", {**LLAMA, "nic_gbit": -1}),
+    ("/api/plan", {**LLAMA, "tokens": "1T", "deadline": "-3d"}),
+    ("/api/plan", {**LLAMA, "tokens": "1T", "budget": "-5"}),
+    ("/api/plan", {**LLAMA, "tokens": "1T", "budget": "1e300"}),
+    ("/api/plan", {**LLAMA, "tokens": "1T", "gpu_counts": [0]}),
+    ("/api/compare", {**LLAMA, "tokens": "1B", "options": ["0xh100-sxm", "8xh100-sxm"]}),
+    ("/api/compare", {**LLAMA, "tokens": "1B", "options": ["99999999xh100-sxm", "8xh100-sxm"]}),
+    ("/api/tco", {"hours": -5}),
+    ("/api/tco", {"gpu_price": 1e300}),
+    ("/api/tco", {"offers_yaml": "not yaml: ["}),
+    ("/api/tco", {"offers_yaml": "- provider: x\n  usd_per_gpu_hour: .nan\n"}),
+    ("/api/tco", {"offers_yaml": "[" * 20000 + "]" * 20000}),
+    ("/api/lint", {"build_yaml": "a:\n" + "  " * 2000 + "b: 1"}),
+    ("/api/lint", {"build_yaml": "[" * 30000}),
+]
+
+
+@pytest.fixture(scope="module")
+def hostile_client() -> TestClient:
+    return TestClient(create_app(workers=2), raise_server_exceptions=False)
+
+
+@pytest.mark.parametrize(("path", "body"), HOSTILE)
+def test_hostile_request_is_a_clean_4xx(hostile_client, path, body) -> None:  # type: ignore[no-untyped-def]
+    response = hostile_client.post(path, json=body)
+    assert 400 <= response.status_code < 500, (response.status_code, response.text)
+    detail = response.json()["detail"]
+    assert "\n" not in detail and "Traceback" not in detail
+    assert "root:" not in detail  # nothing of the host's files comes back
+
+
+@pytest.mark.parametrize("body", ["[" * 30000 + "]" * 30000, '{"model": "' + "[" * 100 + '"', b'{"model": "\xff\xfe"}'])
+def test_malformed_bodies_are_a_4xx(hostile_client, body) -> None:  # type: ignore[no-untyped-def]
+    response = hostile_client.post("/api/memory", content=body, headers={"content-type": "application/json"})
+    assert 400 <= response.status_code < 500
+
+
+def test_server_paths_are_refused_before_any_file_call(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from rigplan.catalog.load import load_catalog
+    from rigplan.flow.model_source import resolve_model
+
+    catalog = load_catalog()
+
+    def touched(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"the file system was touched: {args}")
+
+    for name in ("stat", "lstat", "open", "scandir"):
+        monkeypatch.setattr(os, name, touched)
+    with confined(None):
+        for path in ("/etc/shadow", "/dev/zero", "../x.json", "cfg/config.json"):
+            with pytest.raises(InvalidSpec, match="reads no files named in a request"):
+                resolve_model(path, catalog)
+
+
+def test_data_dir_allows_files_inside_it_only(tmp_path: Path) -> None:
+    folder = tmp_path / "data" / "tiny"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, '
+                                        '"num_attention_heads": 4, "vocab_size": 1000, "intermediate_size": 512}')
+    os.mkfifo(tmp_path / "data" / "fifo.json")
+    client = TestClient(create_app(workers=1, data_dir=tmp_path / "data"), raise_server_exceptions=False)
+    assert client.post("/api/memory", json={"model": "tiny/config.json"}).status_code == 200
+    outside = client.post("/api/memory", json={"model": "../../etc/passwd.json"})
+    assert outside.status_code == 400 and "outside the server's data folder" in outside.json()["detail"]
+    fifo = client.post("/api/memory", json={"model": "fifo.json"})
+    assert fifo.status_code == 400 and "not a regular file" in fifo.json()["detail"]
+    (tmp_path / "secret.json").write_text("{}")
+    (tmp_path / "data" / "link.json").symlink_to(tmp_path / "secret.json")
+    link = client.post("/api/memory", json={"model": "link.json"})
+    assert link.status_code == 400 and "outside the server's data folder" in link.json()["detail"]
+    (tmp_path / "data" / "big.json").write_bytes(b" " * (5 * 2**20))
+    big = client.post("/api/memory", json={"model": "big.json"})
+    assert big.status_code == 400 and "cap" in big.json()["detail"]
+
+
+def test_health_answers_head_and_reports_the_pool(hostile_client) -> None:  # type: ignore[no-untyped-def]
+    assert hostile_client.head("/api/health").status_code == 200
+    data = hostile_client.get("/api/health").json()
+    assert data["status"] == "ok" and data["pool"]["workers"] == 2
