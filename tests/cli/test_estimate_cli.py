@@ -84,3 +84,13 @@ def test_moe_flag_errors_are_one_line(extra: tuple[str, ...], message: str) -> N
                                       "--sequence-parallel", *extra])
     assert result.exit_code == 2
     assert result.output.startswith("rigplan: error:") and message in result.output
+
+
+def test_paper_mfu_is_reported_next_to_rigplans_own() -> None:
+    args = ("estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--seq", "8192", "--global-batch", "64")
+    data = run(*args)
+    # 8k tokens: the full s² term the papers count adds about 12·l·h·s / (6·N) = 12% to the causal-half count
+    assert data["mfu"] < data["mfu_paper"] < 1.2 * data["mfu"]
+    assert data["paper_tflops_per_gpu"] == pytest.approx(data["mfu_paper"] * data["peak_tflops_per_gpu"])
+    assert "MFU as papers count it" in CliRunner().invoke(cli, list(args)).output
+    assert run(*args, "--method", "lora")["mfu_paper"] is None

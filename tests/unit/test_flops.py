@@ -15,6 +15,7 @@ from rigplan.estimate.flops import (
     layer_forward_flops,
     micro_batch_flops,
     mtp_forward_flops,
+    paper_flop_per_token,
     window_pair_share,
 )
 from rigplan.estimate.params import count_params
@@ -273,3 +274,21 @@ def test_windows_need_one_size_per_layer() -> None:
         tiny(attention_windows=(128,))
     assert sliding_windows(4, 128, 2) == (128, 0, 128, 0) and sliding_windows(3, 64) == (64, 64, 64)
     assert sliding_windows(4, 0, 2) == ()
+
+
+def test_paper_flops_are_narayanans_closed_form_for_gpt3() -> None:
+    # 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) for B·s tokens (Narayanan et al. 2021, Sec. 5.1); rigplan's N also
+    # holds biases and norms (0.01%), which the closed form leaves out.
+    closed = 72 * L * H**2 * (1 + S / (6 * H) + V / (12 * L * H))
+    assert paper_flop_per_token(gpt3(), S) == pytest.approx(closed, rel=2e-4)
+
+
+def test_paper_flops_are_palms_6n_plus_12lhqt_and_ignore_causality_and_windows() -> None:
+    arch = tiny(num_layers=4)
+    n = count_params(arch).active_matmul
+    assert paper_flop_per_token(arch, 1024) == 6 * n + 12 * 4 * 2 * 4 * 1024  # L·H·Q·T with H=2, Q=4
+    windowed = arch.with_overrides(attention_windows=(16, 16, 16, 16))
+    assert paper_flop_per_token(windowed, 1024) == paper_flop_per_token(arch, 1024)
+    # rigplan's own count halves the causal core (flash) and so is below the paper's
+    job = Job(seq_len=1024)
+    assert micro_batch_flops(arch, job).model_flop / 1024 < paper_flop_per_token(arch, 1024)

@@ -24,6 +24,7 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.arrays import as_num as _num
+from rigplan.estimate.params import count_params
 
 Num: TypeAlias = float | npt.NDArray[np.float64]
 """A float, or an array of them when an argument was an array."""
@@ -153,6 +154,23 @@ def attention_window_scale(arch: Architecture, seq_len: NumIn, job: Job) -> Num:
     for window, layers in arch.window_counts.items():
         total = total + window_pair_share(seq_len, window) * layers
     return total / arch.num_layers
+
+
+def paper_flop_per_token(arch: Architecture, seq_len: NumIn) -> Num:
+    """Training FLOPs per token as published MFU figures count them: 6·N + 6·l·s·a·(d_qk + d_v).
+
+    PaLM (Chowdhery et al. 2022, arXiv 2204.02311, Appendix B) defines MFU with 6·N + 12·L·H·Q·T per
+    token (H heads of width Q, T the sequence length); Megatron-LM (Narayanan et al. 2021, arXiv 2104.04473,
+    Sec. 5.1: 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h))), torchtitan (utils.get_num_flop_per_token: 6·N + 12·l·h·q·t
+    with N without the input embedding) and the Llama 3 paper's 38-43% (Sec. 3.3.2, Table 4) count the same.
+    N is count_params(...).active_matmul: the weights that meet a matmul (routed experts at top-k, the output
+    head once, the input embedding lookup not). The attention term is the full s×s score matrix: no causal
+    half, no sliding window, no recompute, which is why it differs from rigplan's own `mfu` (what the
+    kernels compute: flash attention skips the masked half and the blocks outside a window).
+    """
+    d_qk, d_v = _core_widths(arch)
+    return 6.0 * count_params(arch).active_matmul + 6.0 * arch.num_layers * _num(seq_len) * arch.num_heads * (
+        d_qk + d_v)
 
 
 def _mlp_matmuls(arch: Architecture) -> int:

@@ -12,7 +12,7 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate.calibration import calibrated_efficiency
 from rigplan.estimate.efficiency import Efficiency, attention_kernel_for
-from rigplan.estimate.flops import skips_window_blocks
+from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
 from rigplan.estimate.moe import load_factor
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
@@ -95,6 +95,9 @@ class EstimateResult:
         model_tflops = float(st.model_flop_per_step) / step_s / n / 1e12
         hardware_tflops = float(st.hardware_flop_per_step) / step_s / n / 1e12
         peak_tflops = st.peak_flop_per_s / 1e12
+        job = self.setup.job
+        paper_tflops = (float(paper_flop_per_token(self.setup.arch, job.seq_len)) * float(st.tokens_per_step)
+                        / step_s / n / 1e12) if not job.is_peft else None
         time_s = self.tokens / tokens_per_s if self.tokens else None
         gpu = self.setup.gpu
         power_w = n * (gpu.tdp_w + self.host_power_w)
@@ -107,6 +110,10 @@ class EstimateResult:
             "hardware_tflops_per_gpu": hardware_tflops,
             "mfu": model_tflops / peak_tflops,
             "hfu": hardware_tflops / peak_tflops,
+            "mfu_paper": paper_tflops / peak_tflops if paper_tflops is not None else None,
+            # As PaLM, Megatron-LM, torchtitan and the Llama 3 paper count it (flops.paper_flop_per_token):
+            # 6·N + the full s×s attention term; None for LoRA/QLoRA, which papers do not report this way.
+            "paper_tflops_per_gpu": paper_tflops,
             "peak_tflops_per_gpu": peak_tflops,
             "global_batch": round(float(st.micro_batches)) * self.setup.job.micro_batch * self.setup.layout.dp,
             "micro_batches_per_step": float(st.micro_batches),

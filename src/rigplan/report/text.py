@@ -126,6 +126,8 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
     table.add_row("model TFLOP/s per GPU", f"{data['model_tflops_per_gpu']:.0f} of {data['peak_tflops_per_gpu']:.0f}")
     table.add_row("hardware TFLOP/s per GPU (with recompute)", f"{data['hardware_tflops_per_gpu']:.0f}")
     table.add_row("MFU / HFU", f"{100 * data['mfu']:.1f}% / {100 * data['hfu']:.1f}%")
+    if data.get("mfu_paper") is not None:
+        table.add_row("MFU as papers count it (6N + full s² attention)", f"{100 * data['mfu_paper']:.1f}%")
     table.add_section()
     b = data["breakdown"]
     for label, key in (("compute", "compute_s"), ("exposed communication", "exposed_comm_s"),
