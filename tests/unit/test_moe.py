@@ -156,3 +156,42 @@ def test_routed_activations_follow_the_busiest_rank() -> None:
     k, h, f = 8, arch.hidden, arch.moe.expert_ffn  # type: ignore[union-attr]
     assert skew.split_by_tp - even.split_by_tp == pytest.approx(2 * 0.5 * k * (2 * h + 4 * f))
     assert even.replicated_under_tp == 2 * 2 * h + 4 * 128 + 8 * k
+
+
+def test_host_paced_pass_takes_the_longer_of_gpu_and_host() -> None:
+    # GPU 3 s over forward (1 s) and backward (2 s), no recompute.
+    assert float(moe.host_paced_s(3.0, host_forward_s=0.5, host_backward_s=1.0, host_recompute_s=0.0,
+                                  recompute_share=0.0)) == pytest.approx(3.0)
+    assert float(moe.host_paced_s(3.0, host_forward_s=1.5, host_backward_s=1.0, host_recompute_s=0.0,
+                                  recompute_share=0.0)) == pytest.approx(3.5)
+    # Without the per-layer sync the host runs ahead: only the total counts.
+    assert float(moe.host_paced_s(3.0, host_forward_s=1.5, host_backward_s=1.0, host_recompute_s=0.0,
+                                  recompute_share=0.0, sync=False)) == pytest.approx(3.0)
+
+
+def test_host_ops_grow_with_local_experts_and_fp8() -> None:
+    arch = load_catalog().model("qwen3-30b-a3b").to_domain()
+    f8, b8 = moe.host_ops_per_moe_layer(arch, Job(precision="fp8"), 8.0, 14.0)
+    f64, _ = moe.host_ops_per_moe_layer(arch, Job(precision="fp8"), 64.0, 14.0)
+    fbf, _ = moe.host_ops_per_moe_layer(arch, Job(), 8.0, 14.0)
+    # 128 experts over ep 8: 16 local experts, 2 grouped linears, 4 ops each in fp8 forward.
+    assert float(f8) == 14.0 + moe.MOE_LAYER_HOST_OPS + 2 * 4 * 16
+    assert float(b8) == 14.0 + moe.MOE_LAYER_HOST_OPS + 2 * 5 * 16
+    assert float(f64) < float(f8) and float(fbf) < float(f8)
+
+
+def test_small_moe_is_host_paced_and_slower_on_grace(h100) -> None:  # type: ignore[no-untyped-def]
+    catalog = load_catalog()
+    arch = catalog.model("qwen3-30b-a3b").to_domain()
+    b200, gb200 = catalog.gpu("b200").to_domain(), catalog.gpu("gb200").to_domain()
+    assert gb200.host_cpu == "grace" and b200.host_cpu == "x86"
+    layout = Layout(tp=1, dp=8, ep=8, zero=1)
+    job = Job(seq_len=4096, micro_batch=1, moe_imbalance=1.0, precision="fp8")
+    on_b200 = step_time(arch, job, layout, b200, global_batch=64)
+    assert float(on_b200.host_s) > 0.0
+    # The same GPU work driven by a Grace host waits longer for it.
+    as_grace = replace(b200, host_cpu="grace")
+    assert float(step_time(arch, job, layout, as_grace, global_batch=64).host_s) > float(on_b200.host_s)
+    # A dense model is never host-paced here.
+    dense = catalog.model("llama-3.1-8b").to_domain()
+    assert float(step_time(dense, Job(seq_len=4096), Layout(tp=1, dp=8), b200, global_batch=64).host_s) == 0.0

@@ -157,6 +157,9 @@ class GpuRecord(Record):
     form_factor: Literal["sxm", "pcie", "oam", "superchip", "mezzanine", "apu", "tray"]
     link: LinkRecord
     pcie_gen: Annotated[int, Field(ge=3, le=6)]
+    host_cpu: Literal["x86", "grace"] = "x86"
+    """CPU family that drives the GPU: 'grace' on Grace superchips (GB200, GB300, GH200), where each
+    PyTorch op takes the host ~2.7x longer to issue than on a DGX's Xeon (estimate.moe.HOST_OP_S)."""
     gpudirect_rdma: bool = True
     """NICs read and write GPU memory directly. False on GeForce cards (NVIDIA supports GPUDirect
     RDMA on data-centre and professional GPUs only): NCCL then stages inter-node traffic through
@@ -199,6 +202,7 @@ class GpuRecord(Record):
             ecc_capacity_loss_fraction=self.ecc.capacity_loss_fraction,
             ecc_default_on=self.ecc.default_on,
             gpudirect_rdma=self.gpudirect_rdma,
+            host_cpu=self.host_cpu,
             gpus_per_node=self.node.gpus_per_node,
             nic_bits_per_s=self.node.nic_gbit_per_s_per_gpu * 1e9,
             price_usd=self.price.usd if self.price else None,

@@ -50,6 +50,8 @@ class Gpu:
     ecc_default_on: bool
     gpudirect_rdma: bool = True
     """NIC reads/writes GPU memory directly; without it collectives stage through host memory."""
+    host_cpu: str = "x86"
+    """CPU family issuing the GPU's work: 'x86' or 'grace' (sets the host time per op, estimate.moe)."""
     gpus_per_node: int = 8
     nic_bits_per_s: float = 0.0
     """Scale-out bandwidth per GPU (one direction), in bits/s, for the default node."""

@@ -163,3 +163,54 @@ def exposed_all_to_all_s(job: Job, a2a_s: Num, compute_s: Num) -> tuple[Num, Num
     overlapped = np.minimum(a2a, compute)
     slowdown = overlapped * A2A_OVERLAP_SM_SHARE / (1.0 - A2A_OVERLAP_SM_SHARE)
     return np.maximum(a2a - compute, 0.0), slowdown
+
+
+HOST_OP_S = {"x86": 13.48e-6, "grace": 37.08e-6}
+"""Host seconds to issue one PyTorch op with autograd recording, by CPU family: torch.nn.Linear's
+forward (bf16, hidden 2048, 8192 tokens) takes 13.48 us of CPU time on a DGX H100 (Xeon Platinum
+8480C) and 37.08 us on a GB200 (Grace), measured in TransformerEngine issue #2053 (2025-08)."""
+MOE_LAYER_HOST_OPS = 25.0
+"""Ops the host issues per MoE layer and pass outside the expert GEMMs, counted from Megatron-Core's
+router and MoEAlltoAllTokenDispatcher with permute and router fusion: router (gate GEMM, fp32 cast,
+fused score/top-k, auxiliary loss 2, saving it: 6), preprocess (tokens per expert, its gather over
+the EP group, 4 split computations, 3 device-to-host copies: 9), dispatch (permute index and
+permute, all-to-all, sort by local expert: 4), the fused activation (1), combine (sort back,
+all-to-all, unpermute: 3) and 2 reshapes."""
+EXPERT_HOST_OPS = {"forward": (2.0, 4.0), "backward": (3.0, 5.0)}
+"""Host ops per local expert and grouped linear (fc1, fc2), (bf16, fp8): TransformerEngine's
+GroupedLinear splits its input per expert and issues one GEMM per expert (forward) or a dgrad and a
+wgrad GEMM (backward); with fp8 it also allocates the cast outputs per expert, 2 torch.empty per GEMM
+input (TransformerEngine issue #1499: the GroupedLinear time over its GEMMs is 'the CPU overheads of
+PyTorch ops, such as torch.split() and torch.empty() (2x num_gemms calls)')."""
+
+
+def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels: float) -> tuple[Num, Num]:
+    """(forward, backward) ops the host issues for one MoE layer: the layer's other kernels, the
+    router and dispatcher (MOE_LAYER_HOST_OPS) and E/ep local experts' grouped-GEMM ops."""
+    if arch.moe is None:
+        return 0.0 * np.asarray(ep), 0.0 * np.asarray(ep)
+    local = arch.moe.num_experts / np.asarray(ep, dtype=np.float64)
+    fp8 = 1 if job.precision == "fp8" else 0
+    fwd = dense_kernels + MOE_LAYER_HOST_OPS + 2.0 * EXPERT_HOST_OPS["forward"][fp8] * local
+    bwd = dense_kernels + MOE_LAYER_HOST_OPS + 2.0 * EXPERT_HOST_OPS["backward"][fp8] * local
+    return fwd, bwd
+
+
+def host_paced_s(gpu_s: Num, *, host_forward_s: Num, host_backward_s: Num, host_recompute_s: Num,
+                 recompute_share: Num, sync: bool = True) -> Num:
+    """Seconds of one micro-batch when the host must issue every op of it.
+
+    Dropless routing needs the tokens per expert on the host (the all-to-all splits and the grouped
+    GEMM's per-expert sizes): Megatron-Core's MoEAlltoAllTokenDispatcher copies them device-to-host
+    and synchronises once per MoE layer in the forward (cuda_sync_point), so the host cannot run
+    ahead of the GPU across layers; each pass then takes the longer of its GPU time and its host
+    time. The GPU time of a pass is split by its FLOPs: forward 1, recompute r, backward 2 (of 3 + r).
+    Without a sync (static shapes) the host may run ahead through the whole micro-batch.
+    """
+    gpu = np.asarray(gpu_s, dtype=np.float64)
+    r = np.asarray(recompute_share, dtype=np.float64)
+    passes = 3.0 + r
+    if not sync:
+        return np.maximum(gpu, host_forward_s + host_backward_s + host_recompute_s)
+    return (np.maximum(gpu / passes, host_forward_s) + np.maximum(gpu * r / passes, host_recompute_s)
+            + np.maximum(gpu * 2.0 / passes, host_backward_s))

@@ -16,8 +16,9 @@ The bubble (pp - 1)/vpp · t_mb is the 1F1B / interleaved 1F1B bubble of Narayan
 DDP buckets, Megatron overlap-grad-reduce); FSDP gathers overlap with the micro-batch that uses
 them (prefetch). Every term is returned so that the report shows where time goes.
 
-Left out: kernel launch gaps and host overhead (large for tiny models), stragglers, network
-congestion from other jobs, MoE load imbalance, dataloader stalls, and checkpointing (reliability
+MoE stages add the time the GPU waits for the host to issue each pass (the per-layer host sync of
+dropless routing, estimate.moe.host_paced_s). Left out: host overhead of dense models (large for
+tiny ones), stragglers, network congestion from other jobs, dataloader stalls, and checkpointing (reliability
 is a separate estimate). Arguments that are counts may be numpy arrays of layouts.
 """
 
@@ -84,6 +85,8 @@ class StepBreakdown:
     """Exposed data-parallel traffic: gradient sync, ZeRO gathers."""
     optimizer_s: Num
     micro_batches: Num
+    host_s: Num = 0.0
+    """All micro-batches' time the GPU waits for the host to issue work (MoE host sync, estimate.moe)."""
     tokens_per_step: Num
     model_flop_per_step: Num
     hardware_flop_per_step: Num
@@ -344,6 +347,23 @@ def whole_model_recompute_fraction(arch: Architecture, job: Job, layout: Any, pp
     return float(out) if out.ndim == 0 else out
 
 
+def _exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, stage: StageShape, gpu_s: Num) -> Num:
+    """Seconds by which issuing one micro-batch's ops on the host outlasts its GPU time on this
+    stage (MoE models only: the per-layer host sync of dropless routing, estimate.moe.host_paced_s)."""
+    if arch.moe is None:
+        return 0.0 * np.asarray(gpu_s)
+    op_s = moe.HOST_OP_S.get(gpu.host_cpu, moe.HOST_OP_S["x86"])
+    kernels = kernels_per_layer(arch, job)
+    fwd_ops, bwd_ops = moe.host_ops_per_moe_layer(arch, job, ep, kernels)
+    moe_layers = stage.layers - stage.dense_layers + stage.lm_head * arch.moe.mtp_layers
+    share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
+    forward = (moe_layers * fwd_ops + stage.dense_layers * kernels) * op_s
+    backward = (moe_layers * bwd_ops + stage.dense_layers * kernels) * op_s
+    paced = moe.host_paced_s(gpu_s, host_forward_s=forward, host_backward_s=backward,
+                             host_recompute_s=forward * share, recompute_share=share)
+    return np.maximum(paced - gpu_s, 0.0)
+
+
 def scale_up_domain(gpu: Gpu) -> int:
     """GPUs that reach each other over the scale-up link: the link's domain, never more than a node
     (NVL72 racks are catalogued as 72-GPU nodes)."""
@@ -403,7 +423,8 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
                                                        domain=domain, intra=intra, inter=inter)
             ep_s, overlap_tax = moe.exposed_all_to_all_s(job, a2a, compute)
             compute = compute + overlap_tax
-        return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s,
+        host_s = _exposed_host_s(arch, job, gpu, ep, stage, compute + ep_s)
+        return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s, "host": host_s,
                 "layers": layers, "rank": stage.rank}
 
     candidates = [stage_terms(stage) for stage in pace_candidates(arch, job, layout, pp, vpp)]
@@ -457,20 +478,20 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         fsdp_edge = (gather + sync_rs) / np.maximum(c["layers"], 1.0)
         c["fsdp"] = np.where((zero >= 3) & (group > 1),
                              np.maximum(2.0 * gather + sync_rs - c["compute"], fsdp_edge), 0.0)
-        per_rank_mb.append(c["compute"] + c["tp"] + c["cp"] + c["ep"] + pp_mb + c["fsdp"])
+        per_rank_mb.append(c["compute"] + c["tp"] + c["cp"] + c["ep"] + c["host"] + pp_mb + c["fsdp"])
     slowest = np.argmax(np.stack(np.broadcast_arrays(*per_rank_mb)), axis=0)
 
     def pick(key: str) -> Num:
         return np.choose(slowest, np.broadcast_arrays(*[np.asarray(c[key], dtype=np.float64) for c in candidates]))
 
     compute_mb, backward_mb = pick("compute"), pick("backward")
-    tp_mb, cp_mb, ep_mb, fsdp_mb = pick("tp"), pick("cp"), pick("ep"), pick("fsdp")
+    tp_mb, cp_mb, ep_mb, fsdp_mb, host_mb = pick("tp"), pick("cp"), pick("ep"), pick("fsdp"), pick("host")
     pace_layers, pace_rank = pick("layers"), pick("rank")
     tail = np.where(zero >= 3, 0.0, np.where(zero >= 1, sync_rs, sync_ar))
     dp_exposed = np.maximum(tail - backward_mb, 0.0) + np.where((zero >= 1) & (zero < 3), gather, 0.0)
     dp_exposed = np.where(group > 1, dp_exposed, 0.0)
 
-    t_mb = compute_mb + tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb
+    t_mb = compute_mb + tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb + host_mb
     bubble = (pp - 1.0) / vpp * t_mb
     expert_trainable = 0.0 if peft else expert_local
     updated = np.where(zero >= 1, (trainable - expert_trainable) / group + expert_trainable / edp, trainable)
@@ -486,7 +507,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         step_time_s=step, compute_s=m * compute_mb, bubble_s=bubble,
         exposed_comm_s=m * (tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb) + dp_exposed,
         tp_comm_s=m * tp_mb, cp_comm_s=m * cp_mb, ep_comm_s=m * ep_mb, pp_comm_s=m * pp_mb,
-        dp_comm_s=m * fsdp_mb + dp_exposed, optimizer_s=optimizer_s, micro_batches=m,
+        dp_comm_s=m * fsdp_mb + dp_exposed, optimizer_s=optimizer_s, host_s=m * host_mb, micro_batches=m,
         tokens_per_step=sequences * seq,
         model_flop_per_step=whole.model_flop / mb * sequences,
         hardware_flop_per_step=whole.hardware_flop / mb * sequences,

@@ -122,6 +122,7 @@ class EstimateResult:
                 "exposed_comm_s": float(st.exposed_comm_s),
                 "bubble_s": float(st.bubble_s),
                 "optimizer_s": float(st.optimizer_s),
+                "host_s": float(st.host_s),
                 "comm": {"tp_s": float(st.tp_comm_s), "cp_s": float(st.cp_comm_s), "ep_s": float(st.ep_comm_s),
                          "pp_s": float(st.pp_comm_s), "dp_s": float(st.dp_comm_s)},
             },

@@ -136,6 +136,9 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
     comm = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in b["comm"].items() if v > 0)
     if comm:
         table.add_row("  of which", comm)
+    if b.get("host_s", 0.0) > 0:
+        table.add_row("waiting for the host (MoE sync)",
+                      f"{format_duration(b['host_s'])} ({100 * b['host_s'] / data['step_time_s']:.0f}%)")
     if data["time_to_train_s"]:
         table.add_section()
         table.add_row(f"time to train {format_tokens(data['tokens'])}", format_duration(data["time_to_train_s"]))
