@@ -201,6 +201,43 @@ def _chunk_table(split: PipelineSplit, num_layers: int, first_dense: int, pp: in
     return layers, dense
 
 
+def _gather(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vpp: Any, rank: Any,
+            chunk: int | None) -> tuple[Any, Any]:
+    """(layers, dense layers) of chunk `chunk` (None: all chunks of the rank) for each (pp, vpp, rank).
+
+    (pp, vpp) are small integers: one flat table of rows per distinct pair, indexed by rank, then one
+    np.take per table (no sort, no per-pair mask over the whole layout array, no 2-D fancy index).
+    """
+    pp_a, vpp_a, rank_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64),
+                                              np.asarray(rank, dtype=np.int64))
+    if pp_a.size == 0:
+        return np.zeros(pp_a.shape), np.zeros(pp_a.shape)
+    width = int(vpp_a.max()) + 1
+    key = pp_a * width + vpp_a
+    present = np.flatnonzero(np.bincount(key.ravel()))
+    max_pp = int(pp_a.max())
+    table_layers = np.zeros((int(present.max()) + 1) * max_pp)
+    table_dense = np.zeros_like(table_layers)
+    for k in present:
+        p, v = divmod(int(k), width)
+        if chunk is not None and chunk >= v:
+            continue
+        chunk_layers, chunk_dense = _chunk_table(split, num_layers, first_dense, p, v)
+        row = slice(int(k) * max_pp, int(k) * max_pp + p)
+        if chunk is None:
+            table_layers[row] = chunk_layers.sum(axis=1)
+            table_dense[row] = chunk_dense.sum(axis=1)
+        else:
+            table_layers[row] = chunk_layers[:, chunk]
+            table_dense[row] = chunk_dense[:, chunk]
+    flat = key * max_pp + np.minimum(np.maximum(rank_a, 0), pp_a - 1)
+    layers = np.take(table_layers, flat)
+    dense = np.take(table_dense, flat)
+    if layers.ndim == 0:
+        return float(layers), float(dense)
+    return layers, dense
+
+
 def chunk_layer_counts(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vpp: Any,
                        rank: Any, chunk: int) -> tuple[Any, Any]:
     """(layers, dense layers) of model chunk `chunk` on pipeline rank `rank` (0 where chunk >= vpp).
@@ -208,44 +245,13 @@ def chunk_layer_counts(split: PipelineSplit, num_layers: int, first_dense: int, 
     pp, vpp and rank may be numpy arrays; the split is computed once per distinct (pp, vpp).
     `first_dense`: how many leading layers are dense (MoE models); the rest are MoE layers.
     """
-    pp_a, vpp_a, rank_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64),
-                                              np.asarray(rank, dtype=np.int64))
-    if pp_a.size == 0:
-        return np.zeros(pp_a.shape), np.zeros(pp_a.shape)
-    # (pp, vpp) are small integers: one table row per distinct pair, indexed by rank, then one gather
-    # (no sort or per-pair mask over the whole layout array).
-    width = int(vpp_a.max()) + 1
-    key = pp_a * width + vpp_a
-    present = np.flatnonzero(np.bincount(key.ravel()))
-    max_pp = int(pp_a.max())
-    table_layers = np.zeros((int(present.max()) + 1, max_pp))
-    table_dense = np.zeros_like(table_layers)
-    for k in present:
-        p, v = divmod(int(k), width)
-        if chunk >= v:
-            continue
-        chunk_layers, chunk_dense = _chunk_table(split, num_layers, first_dense, p, v)
-        table_layers[k, :p] = chunk_layers[:, chunk]
-        table_dense[k, :p] = chunk_dense[:, chunk]
-    ranks = np.clip(rank_a, 0, pp_a - 1)
-    layers = table_layers[key, ranks]
-    dense = table_dense[key, ranks]
-    if layers.ndim == 0:
-        return float(layers), float(dense)
-    return layers, dense
+    return _gather(split, num_layers, first_dense, pp, vpp, rank, chunk)
 
 
 def rank_layer_counts(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vpp: Any,
                       rank: Any) -> tuple[Any, Any]:
     """(layers, dense layers) on pipeline rank `rank`, all its chunks together (arrays allowed)."""
-    max_vpp = int(np.max(np.asarray(vpp))) if np.size(vpp) else 1
-    total: Any = 0.0
-    dense: Any = 0.0
-    for c in range(max_vpp):
-        layers_c, dense_c = chunk_layer_counts(split, num_layers, first_dense, pp, vpp, rank, c)
-        total = total + layers_c
-        dense = dense + dense_c
-    return total, dense
+    return _gather(split, num_layers, first_dense, pp, vpp, rank, None)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -20,3 +21,25 @@ def scalar_or_array(x: Any) -> Num:
     """A 0-d result back to a plain float; arrays stay arrays."""
     arr = np.asarray(x, dtype=np.float64)
     return float(arr) if arr.ndim == 0 else arr
+
+
+def first_argmax(values: Sequence[Any]) -> Any:
+    """Index of the largest of several equally shaped numbers, the first on a tie: np.argmax over
+    np.stack(values) on axis 0, without building the stacked array (an axis-0 reduction of a
+    stacked array is several times slower than elementwise comparisons)."""
+    best = np.asarray(values[0], dtype=np.float64)
+    index = np.zeros(np.shape(best), dtype=np.int64)
+    for k, value in enumerate(values[1:], start=1):
+        v = np.asarray(value, dtype=np.float64)
+        better = v > best
+        index = np.where(better, k, index)
+        best = np.where(better, v, best)
+    return index
+
+
+def select(index: Any, values: Sequence[Any]) -> Any:
+    """values[index] elementwise, as np.choose(index, values) gives it, by a chain of np.where."""
+    out = np.asarray(values[0], dtype=np.float64)
+    for k, value in enumerate(values[1:], start=1):
+        out = np.where(index == k, np.asarray(value, dtype=np.float64), out)
+    return out

@@ -29,6 +29,7 @@ from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts
 from rigplan.estimate import recompute
 from rigplan.estimate.activations import layer_activation_bytes
+from rigplan.estimate.arrays import first_argmax, select
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.framework_buffers import ddp_grad_copy_bytes, nvls_bytes
 from rigplan.estimate.params import count_params
@@ -332,13 +333,12 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
         (grads, 0.0, 0.0, working + t.gathered + t.grad_bucket),
         (grads, 0.0, 0.0, t.step_temp),
     ]
-    totals = np.stack([np.broadcast_to(np.asarray(sum(p), dtype=np.float64), np.shape(base))
-                       for p in phase_parts])
-    which = np.argmax(totals, axis=0)
+    which = first_argmax([np.broadcast_to(np.asarray(sum(p), dtype=np.float64), np.shape(base))
+                          for p in phase_parts])
 
     def pick(index: int) -> Num:
         values = [np.broadcast_to(np.asarray(p[index], dtype=np.float64), np.shape(base)) for p in phase_parts]
-        return _out(np.choose(which, values))
+        return _out(select(which, values))
 
     g_live, a_live, l_live, transient = pick(0), pick(1), pick(2), pick(3)
     allocated = base + g_live + a_live + l_live + transient

@@ -24,6 +24,7 @@ is a separate estimate). Arguments that are counts may be numpy arrays of layout
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,6 +42,7 @@ from rigplan.domain.stages import (
     virtual_stage_layers,
 )
 from rigplan.estimate import comm, moe, recompute
+from rigplan.estimate.arrays import first_argmax, select
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import (
     Efficiency,
@@ -428,7 +430,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
                 "layers": layers, "rank": stage.rank}
 
     candidates = [stage_terms(stage) for stage in pace_candidates(arch, job, layout, pp, vpp)]
-    most_layers = np.maximum.reduce([np.asarray(c["layers"]) for c in candidates])
+    most_layers = functools.reduce(np.maximum, [np.asarray(c["layers"]) for c in candidates])
 
     # Pipeline: activations forward and gradients backward across each stage boundary, per chunk.
     pp_place = comm.place_group(gpu, pp, stride=tp * cp * dp, domain_size=domain, intra=intra, inter=inter)
@@ -479,10 +481,10 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         c["fsdp"] = np.where((zero >= 3) & (group > 1),
                              np.maximum(2.0 * gather + sync_rs - c["compute"], fsdp_edge), 0.0)
         per_rank_mb.append(c["compute"] + c["tp"] + c["cp"] + c["ep"] + c["host"] + pp_mb + c["fsdp"])
-    slowest = np.argmax(np.stack(np.broadcast_arrays(*per_rank_mb)), axis=0)
+    slowest = first_argmax(np.broadcast_arrays(*per_rank_mb))
 
     def pick(key: str) -> Num:
-        return np.choose(slowest, np.broadcast_arrays(*[np.asarray(c[key], dtype=np.float64) for c in candidates]))
+        return select(slowest, np.broadcast_arrays(*[np.asarray(c[key], dtype=np.float64) for c in candidates]))
 
     compute_mb, backward_mb = pick("compute"), pick("backward")
     tp_mb, cp_mb, ep_mb, fsdp_mb, host_mb = pick("tp"), pick("cp"), pick("ep"), pick("fsdp"), pick("host")

@@ -76,12 +76,16 @@ class BestLayout:
 def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemory, usable_bytes: float,
                       calibration: Calibration | None = None) -> dict[int, BestLayout]:
     """For each GPU count in the space, the fastest layout that fits (with the search's counts); a
-    calibration for this GPU replaces the efficiency parameters it measured."""
+    calibration for this GPU replaces the efficiency parameters it measured.
+
+    Every (recompute, layout) pair that fits is timed; the winner of a count is the first maximum in
+    (recompute, layout) order, found for all counts in one sort (rate, then recompute row, then index).
+    """
     lay = memory.layouts
-    counts = lay.gpus
-    batch_ok = memory.batch_ok[np.newaxis, :]
+    n_rc = len(memory.recompute)
+    batch_ok = memory.batch_ok
     memory_ok = memory.total_bytes <= usable_bytes
-    fits = memory_ok & batch_ok
+    fits = memory_ok & batch_ok[np.newaxis, :]
     rates = np.full(fits.shape, -np.inf)
     steps = np.full(fits.shape, np.inf)
     for row, choice in enumerate(memory.recompute):
@@ -95,24 +99,34 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
                       calibration=calibration, etp=sub.etp)
         rates[row, mask] = np.asarray(r.tokens_per_step / r.step_time_s)
         steps[row, mask] = np.asarray(r.step_time_s)
+    best_rate = rates.max(axis=0)
+    best_row = np.argmax(rates == best_rate[np.newaxis, :], axis=0)
+    counts = np.asarray(lay.gpus)
+    index = np.arange(len(lay))
+    order = np.lexsort((index, best_row, -best_rate, counts))
+    sorted_counts = counts[order]
+    starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
+    feasible_by = np.add.reduceat(fits.sum(axis=0)[order], starts)
+    memory_out_by = np.add.reduceat((~memory_ok & batch_ok[np.newaxis, :]).sum(axis=0)[order], starts)
+    batch_out_by = np.add.reduceat((~batch_ok[order]).astype(np.int64), starts)
+    sizes = np.diff(np.r_[starts, len(order)])
     results: dict[int, BestLayout] = {}
-    n_rc = len(memory.recompute)
-    for count in np.unique(counts):
-        cols = counts == count
-        evaluated = int(cols.sum()) * n_rc
-        block = np.where(cols[np.newaxis, :], rates, -np.inf)
-        feasible = int(fits[:, cols].sum())
-        infeasible_batch = int((~memory.batch_ok[cols]).sum()) * n_rc
-        infeasible_memory = int((~memory_ok[:, cols] & memory.batch_ok[cols][np.newaxis, :]).sum())
+    for k, start in enumerate(starts):
+        count = int(sorted_counts[start])
+        evaluated = int(sizes[k]) * n_rc
+        feasible = int(feasible_by[k])
+        infeasible_memory = int(memory_out_by[k])
+        infeasible_batch = int(batch_out_by[k]) * n_rc
         if feasible == 0:
-            results[int(count)] = BestLayout(index=-1, recompute="", step_time_s=np.inf, tokens_per_s=0.0,
-                                             global_batch=0, evaluated=evaluated, feasible=0,
-                                             infeasible_memory=infeasible_memory, infeasible_batch=infeasible_batch)
+            results[count] = BestLayout(index=-1, recompute="", step_time_s=np.inf, tokens_per_s=0.0,
+                                        global_batch=0, evaluated=evaluated, feasible=0,
+                                        infeasible_memory=infeasible_memory, infeasible_batch=infeasible_batch)
             continue
-        row, index = np.unravel_index(int(np.argmax(block)), block.shape)
-        results[int(count)] = BestLayout(
-            index=int(index), recompute=memory.recompute[int(row)], step_time_s=float(steps[row, index]),
-            tokens_per_s=float(rates[row, index]), global_batch=int(memory.global_batch[index]),
+        i = int(order[start])
+        row = int(best_row[i])
+        results[count] = BestLayout(
+            index=i, recompute=memory.recompute[row], step_time_s=float(steps[row, i]),
+            tokens_per_s=float(rates[row, i]), global_batch=int(memory.global_batch[i]),
             evaluated=evaluated, feasible=feasible, infeasible_memory=infeasible_memory,
             infeasible_batch=infeasible_batch)
     return results

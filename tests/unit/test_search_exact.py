@@ -1,0 +1,100 @@
+"""The plan search's speed-ups change no answer: each is compared here with the exhaustive search it
+replaces (every fitting (recompute, layout) pair timed, the first maximum per GPU count)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rigplan.catalog.load import load_catalog
+from rigplan.domain.job import Job
+from rigplan.estimate.step import scale_up_domain, step_time
+from rigplan.flow import plan as plan_module
+from rigplan.flow.plan import plan
+from rigplan.flow.request import PlanRequest
+from rigplan.search import evaluate
+from rigplan.search.evaluate import BestLayout, SpaceMemory, fastest_per_count, space_memory
+from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
+
+
+def exhaustive_fastest_per_count(arch: Any, job: Job, gpu: Any, memory: SpaceMemory, usable_bytes: float,
+                                 calibration: Any = None) -> dict[int, BestLayout]:
+    """The reference: time every fitting pair, then one masked argmax per GPU count."""
+    lay = memory.layouts
+    counts = lay.gpus
+    memory_ok = memory.total_bytes <= usable_bytes
+    fits = memory_ok & memory.batch_ok[np.newaxis, :]
+    rates = np.full(fits.shape, -np.inf)
+    steps = np.full(fits.shape, np.inf)
+    for row, choice in enumerate(memory.recompute):
+        mask = fits[row]
+        if not mask.any():
+            continue
+        sub = lay.take(mask)
+        r = step_time(arch, replace(job, recompute=choice), sub, gpu, global_batch=memory.global_batch[mask],
+                      tp=sub.tp, pp=sub.pp, dp=sub.dp, cp=sub.cp, ep=sub.ep, vpp=sub.vpp,
+                      micro_batch=sub.micro_batch, zero=sub.zero, calibration=calibration, etp=sub.etp)
+        rates[row, mask] = np.asarray(r.tokens_per_step / r.step_time_s)
+        steps[row, mask] = np.asarray(r.step_time_s)
+    results = {}
+    n_rc = len(memory.recompute)
+    for count in np.unique(counts):
+        cols = counts == count
+        block = np.where(cols[np.newaxis, :], rates, -np.inf)
+        feasible = int(fits[:, cols].sum())
+        common = dict(evaluated=int(cols.sum()) * n_rc, feasible=feasible,
+                      infeasible_memory=int((~memory_ok[:, cols] & memory.batch_ok[cols][np.newaxis, :]).sum()),
+                      infeasible_batch=int((~memory.batch_ok[cols]).sum()) * n_rc)
+        if feasible == 0:
+            results[int(count)] = BestLayout(index=-1, recompute="", step_time_s=np.inf, tokens_per_s=0.0,
+                                             global_batch=0, **common)
+            continue
+        row, index = np.unravel_index(int(np.argmax(block)), block.shape)
+        results[int(count)] = BestLayout(index=int(index), recompute=memory.recompute[int(row)],
+                                         step_time_s=float(steps[row, index]), tokens_per_s=float(rates[row, index]),
+                                         global_batch=int(memory.global_batch[index]), **common)
+    return results
+
+
+SPACES = [("llama-3.1-8b", "h100-sxm", 2048), ("qwen3-30b-a3b", "h100-sxm", 4096),
+          ("llama-3.1-70b", "a100-80gb-sxm", 4096), ("mixtral-8x7b", "rtx-4090", 2048)]
+
+
+@pytest.mark.parametrize("model,gpu_id,seq", SPACES)
+def test_fastest_per_count_matches_the_exhaustive_search(model: str, gpu_id: str, seq: int) -> None:
+    catalog = load_catalog()
+    arch = catalog.model(model).to_domain()
+    gpu = catalog.gpu(gpu_id).to_domain()
+    job = Job(seq_len=seq)
+    layouts = layout_space(arch, scale_up_domain(gpu), gpu_counts(gpu.gpus_per_node, 64), seq,
+                           sequence_parallel=True)
+    memory = space_memory(arch, job, layouts, RECOMPUTE, 256)
+    found = 0
+    # several capacities, so that each recompute choice wins somewhere
+    for usable in np.quantile(memory.total_bytes, [0.05, 0.3, 0.6, 0.95]):
+        fast = fastest_per_count(arch, job, gpu, memory, float(usable))
+        assert fast == exhaustive_fastest_per_count(arch, job, gpu, memory, float(usable))
+        found += sum(b.index >= 0 for b in fast.values())
+    assert found
+
+
+@pytest.mark.parametrize("request_fields", [
+    dict(model="llama-3.1-8b", tokens="100B", gpus_max=64, gpu=["h100-sxm", "a100-40gb-sxm", "rtx-4090", "gb200"]),
+    dict(model="qwen3-30b-a3b", tokens="200B", gpus_max=64, gpu=["h100-sxm", "a100-80gb-sxm", "mi300x"]),
+    dict(model="llama-3.1-70b", tokens="1T", gpus_max=256, deadline="60d", budget="3M",
+         gpu=["h100-sxm", "b200", "l40s", "rtx-4090"]),
+])
+def test_plan_answers_match_the_exhaustive_search(request_fields: dict[str, Any],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    request = PlanRequest(**request_fields)
+    fast = plan(request).to_dict()
+    monkeypatch.setattr(plan_module, "fastest_per_count", exhaustive_fastest_per_count)
+    monkeypatch.setattr(evaluate, "fastest_per_count", exhaustive_fastest_per_count)
+    reference = plan(request).to_dict()
+    for key in ("ranked", "pareto", "candidates"):
+        assert fast[key] == reference[key]
+    assert {k: v for k, v in fast["stats"].items() if k != "elapsed_s"} == \
+        {k: v for k, v in reference["stats"].items() if k != "elapsed_s"}
