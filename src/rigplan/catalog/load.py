@@ -3,37 +3,74 @@
 Overlay folders come from `--catalog DIR` or the RIGPLAN_CATALOG environment variable (several
 folders separated by the OS path separator). Each folder may hold `gpus/*.yaml` and
 `models/*.yaml`; a record with the id of a built-in one replaces it.
+
+Without overlays the domain values of the built-in records come from a cache of an earlier run's
+validated values (catalog/cache.py: keyed by a hash of the record files and the conversion code),
+so `rigplan memory` imports neither YAML nor pydantic; the records themselves are read and validated
+when a command asks for them (Catalog.gpus / .models). Overlays are read and validated on every run.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-import yaml
-from pydantic import BaseModel, ValidationError
-
-from rigplan.catalog.schema import GpuRecord, ModelRecord
+from rigplan.catalog import cache
+from rigplan.domain.hardware import Gpu
+from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec, UnknownEntry
 from rigplan.files import load_yaml, read_text, user_path
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+
+    from rigplan.catalog.schema import GpuRecord, ModelRecord
+
 BUILTIN_DIR = Path(__file__).parent / "data"
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's loader when PyYAML was built with it (about 10x faster), else the pure-Python one."""
 ENV_VAR = "RIGPLAN_CATALOG"
 
-R = TypeVar("R", bound=BaseModel)
+R = TypeVar("R", bound="BaseModel")
+
+
+class LazyRecords(Mapping[str, R], Generic[R]):
+    """Records by id whose ids are known at once and whose pydantic records are read and validated on
+    first use (the memory path needs only the domain values, which the cache holds)."""
+
+    def __init__(self, ids: Iterable[str], read: Callable[[], dict[str, R]]) -> None:
+        self._ids = list(ids)
+        self._read = read
+        self._records: dict[str, R] | None = None
+
+    def _all(self) -> dict[str, R]:
+        if self._records is None:
+            self._records = self._read()
+        return self._records
+
+    def __getitem__(self, key: str) -> R:
+        return self._all()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._ids if self._records is None else key in self._records
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids if self._records is None else self._records)
+
+    def __len__(self) -> int:
+        return len(self._ids) if self._records is None else len(self._records)
 
 
 @dataclass(frozen=True)
 class Catalog:
-    gpus: dict[str, GpuRecord]
-    models: dict[str, ModelRecord]
+    gpus: Mapping[str, GpuRecord]
+    models: Mapping[str, ModelRecord]
     overlay_dirs: tuple[Path, ...] = ()
+    gpu_values: Mapping[str, Gpu] | None = None
+    """Domain values of the built-in GPUs from the cache (catalog/cache.py); None: from the records."""
+    model_values: Mapping[str, Architecture] | None = None
 
     def gpu(self, gpu_id: str) -> GpuRecord:
         key = normalize_id(gpu_id)
@@ -47,6 +84,20 @@ class Catalog:
             return self.models[key]
         raise UnknownEntry("model", model_id, self.models)
 
+    def gpu_domain(self, gpu_id: str) -> Gpu:
+        """The GPU as the estimators take it (record.to_domain(), from the cache when there is one)."""
+        key = normalize_id(gpu_id)
+        if self.gpu_values is not None and key in self.gpu_values:
+            return self.gpu_values[key]
+        return self.gpu(gpu_id).to_domain()
+
+    def model_domain(self, model_id: str) -> Architecture:
+        """The model as the estimators take it (record.to_domain(), from the cache when there is one)."""
+        key = normalize_id(model_id)
+        if self.model_values is not None and key in self.model_values:
+            return self.model_values[key]
+        return self.model(model_id).to_domain()
+
 
 def normalize_id(text: str) -> str:
     return text.strip().lower().replace("_", "-").replace(" ", "-")
@@ -59,11 +110,15 @@ def _format_validation_error(path: Path, err: ValidationError) -> str:
 
 
 def _read_records(folder: Path, schema: type[R]) -> dict[str, R]:
+    import yaml
+    from pydantic import ValidationError
+
+    safe_loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's when built with it (about 10x)
     records: dict[str, R] = {}
     if not folder.is_dir():
         return records
     for path in sorted(folder.glob("*.y*ml")):
-        raw = load_yaml(read_text(path, "catalog record"), str(path), _SafeLoader)
+        raw = load_yaml(read_text(path, "catalog record"), str(path), safe_loader)
         if not isinstance(raw, dict):
             raise InvalidSpec(f"{path}: a catalog record must be a YAML mapping")
         try:
@@ -82,8 +137,9 @@ def overlay_dirs_from_env() -> tuple[Path, ...]:
     return tuple(Path(p) for p in value.split(os.pathsep) if p)
 
 
-@lru_cache(maxsize=16)
-def _load(overlays: tuple[Path, ...]) -> Catalog:
+def _validated(overlays: tuple[Path, ...]) -> Catalog:
+    from rigplan.catalog.schema import GpuRecord, ModelRecord
+
     gpus = _read_records(BUILTIN_DIR / "gpus", GpuRecord)
     models = _read_records(BUILTIN_DIR / "models", ModelRecord)
     for folder in overlays:
@@ -92,6 +148,34 @@ def _load(overlays: tuple[Path, ...]) -> Catalog:
         gpus.update(_read_records(folder / "gpus", GpuRecord))
         models.update(_read_records(folder / "models", ModelRecord))
     return Catalog(gpus=gpus, models=models, overlay_dirs=overlays)
+
+
+def _builtin_from_cache() -> Catalog:
+    """The built-in catalog with its domain values from the cache, validating and storing them on a miss."""
+    key = cache.fingerprint(BUILTIN_DIR)
+    cached = cache.load(key) if key else None
+    if cached is None:
+        catalog = _validated(())
+        if key:
+            cache.store(key, {k: r.to_domain() for k, r in catalog.gpus.items()},
+                        {k: r.to_domain() for k, r in catalog.models.items()})
+        return catalog
+    gpu_values, model_values = cached
+    return Catalog(gpus=LazyRecords(gpu_values, lambda: dict(_validated_builtin().gpus)),
+                   models=LazyRecords(model_values, lambda: dict(_validated_builtin().models)),
+                   gpu_values=gpu_values, model_values=model_values)
+
+
+@lru_cache(maxsize=1)
+def _validated_builtin() -> Catalog:
+    return _validated(())
+
+
+@lru_cache(maxsize=16)
+def _load(overlays: tuple[Path, ...]) -> Catalog:
+    if not overlays:
+        return _builtin_from_cache()
+    return _validated(overlays)
 
 
 def load_catalog(overlays: Sequence[str | Path] | None = None) -> Catalog:

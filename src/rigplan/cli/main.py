@@ -28,6 +28,28 @@ COMMANDS: dict[str, tuple[str, str]] = {
 `--help` lists it), so `rigplan memory` does not pay for numpy, the plan search or the web app."""
 
 
+SUMMARIES: dict[str, str] = {
+    "memory": "Per-GPU peak memory of training MODEL, by part, and whether it fits.",
+    "estimate": "Step time, tokens/s, MFU and time-to-train of MODEL on a cluster and parallel layout.",
+    "plan": "Which GPU, how many, which layout, rent or buy: ranked, and the time-vs-cost Pareto front.",
+    "compare": "Compare concrete options (COUNTxGPU) for MODEL: speed, memory, cost, power; winner per row.",
+    "tco": "Cloud rental vs owning GPUs: totals for a job, owned cost per useful GPU-hour, break-even.",
+    "servers": "List server builds: the article's three as stated, their corrections, current standard builds.",
+    "lint": "Check a server build: GPU link, CPU/board, PCIe lanes, PSUs and redundancy, host RAM, network, "
+            "storage, cooling, rack power, budget, and whether a workload fits and how long it takes.",
+    "serve": "Serve the rigplan page and JSON API (memory, estimate, plan, compare, tco, catalog).",
+    "validate": "Compare rigplan's predictions with published measurements.",
+    "models": "List the model catalog (or `rigplan models show ID`).",
+    "gpus": "List the GPU catalog (dense peak figures) or `rigplan gpus show ID`.",
+    "probe": "Measure this machine with torch and write a calibration file for --calibration.",
+    "check": "Train a small model here for a few steps and compare memory and step time with rigplan's estimate.",
+    "calibrate": "Fit rigplan's efficiency and overhead parameters to your measured run(s) on one GPU type.",
+    "export": "Write MODEL's job and layout as a framework's configuration and launch line.",
+}
+"""The first paragraph of each command's help, so that `rigplan --help` lists the commands without
+importing them (tests/cli/test_lazy_help.py holds it equal to each command's own help)."""
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*COMMANDS, *(name for name in super().list_commands(ctx) if name not in COMMANDS)]
@@ -38,6 +60,18 @@ class LazyGroup(click.Group):
             command: click.Command = getattr(importlib.import_module(module), attr)
             return command
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of `rigplan --help`, from SUMMARIES (no command module imported)."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            command = click.Command(name, help=SUMMARIES[name]) if name in SUMMARIES else self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -147,7 +147,7 @@ def _resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, A
         arch = architecture_from_hf_config(path)
         resolved = ResolvedModel(arch=arch, source="hf-config", assumptions=[f"model read from {path}"])
     elif model.strip().lower().replace("_", "-") in catalog.models or not _is_size(model):
-        resolved = ResolvedModel(arch=catalog.model(model).to_domain(), source="catalog")
+        resolved = ResolvedModel(arch=catalog.model_domain(model), source="catalog")
     else:
         resolved = generic_architecture(model)
     if flags:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rigplan.calibration.file import applied_note, calibration_from
 from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
@@ -95,7 +94,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     resolved: ResolvedModel = model or resolve_model(spec.model, catalog, spec.shape_flags())
     arch = resolved.arch
     assumptions = list(resolved.assumptions)
-    gpu = catalog.gpu(spec.gpu).to_domain()
+    gpu = catalog.gpu_domain(spec.gpu)
     seq = spec.seq
     if seq is None:
         seq = min(DEFAULT_SEQ_LEN, arch.context_length) if arch.context_length else DEFAULT_SEQ_LEN
@@ -156,6 +155,8 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         assumptions.append("ZeRO-3/FSDP shards the frozen base weights too")
     calibration = None
     if spec.calibration is not None:
+        from rigplan.calibration.file import applied_note, calibration_from  # pydantic and YAML: only when asked
+
         calibration_file = calibration_from(spec.calibration)
         calibration = calibration_file.to_domain()
         assumptions.append(applied_note(calibration_file, gpu))

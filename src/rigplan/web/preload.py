@@ -13,8 +13,11 @@ from rigplan.catalog.load import load_catalog
 from rigplan.errors import RigplanError
 from rigplan.servers.load import load_servers
 
-for load in (load_catalog, load_servers):
-    with contextlib.suppress(RigplanError):  # a broken RIGPLAN_CATALOG overlay is reported to each request instead
-        load()
+with contextlib.suppress(RigplanError):  # a broken RIGPLAN_CATALOG overlay is reported to each request instead
+    catalog = load_catalog()
+    list(catalog.gpus.values())  # the validated records too, not only the cached domain values
+    list(catalog.models.values())
+with contextlib.suppress(RigplanError):
+    load_servers()
 
 gc.freeze()
