@@ -54,6 +54,7 @@ from rigplan.estimate.efficiency import (
 from rigplan.estimate.flops import (
     causal_fraction_for,
     micro_batch_flops,
+    op_recompute_matmul_share,
     skips_window_blocks,
     stage_micro_batch_flops,
     window_pair_share,
@@ -282,13 +283,16 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     core_s = (flops.forward.attention_core_flop + flops.backward.attention_core_flop
               + flops.recompute.attention_core_flop) / (bf16_peak * attn_eff)
     layers = stage.layers
-    passes = 3.0 + recomputed_share
+    # torchtitan's per-op checkpointing ('op', its _save_list) keeps matmul and attention outputs only, so
+    # every element-wise op of the layer (norms, rotary, activation, residual adds) runs again in backward.
+    redone = recomputed_share + (1.0 if job.recompute == "op" else 0.0)
+    passes = 3.0 + redone
     replicated, split = elementwise_bytes_per_token(arch, job)
     per_token = replicated / (tp if layout.sequence_parallel else 1.0) + split / tp
     elementwise = per_token * tokens * layers * passes
     if fp8:
-        elementwise = elementwise + fp8_cast_bytes_per_token(arch, job, tp) * tokens * layers * (
-            1.0 + (1.0 if job.recompute == "full" else 0.0) / 2.0)
+        recast = 1.0 if job.recompute == "full" else op_recompute_matmul_share(arch) if job.recompute == "op" else 0.0
+        elementwise = elementwise + fp8_cast_bytes_per_token(arch, job, tp) * tokens * layers * (1.0 + recast / 2.0)
     elementwise_s = elementwise / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
     launches = kernels_per_layer(arch, job) * layers * passes
     gaps_s = launches * KERNEL_GAP_S
