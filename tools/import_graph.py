@@ -19,7 +19,7 @@ PACKAGE = ROOT / "src" / "rigplan"
 DOC = ROOT / "docs" / "house.md"
 
 FLOORS: dict[str, int] = {
-    "errors": 0, "units": 1, "files": 1, "domain": 2, "bounds": 2,
+    "errors": 0, "i18n": 0, "units": 1, "files": 1, "domain": 2, "bounds": 2,
     "estimate": 3, "reliab": 3,
     "search": 4, "catalog": 4, "calibration": 4,
     "servers": 5, "cost": 6, "flow": 7, "lint": 8, "measure": 8, "export": 8, "api": 9, "report": 10,
@@ -82,7 +82,7 @@ def declared_imports(unit: str) -> set[str] | None:
     text = match.group(1)
     if text.strip().lower().startswith("nothing"):
         return set()
-    return {w for w in re.findall(r"[a-z_]+", text) if w in FLOORS}
+    return {w for w in re.findall(r"[a-z_][a-z_0-9]*", text) if w in FLOORS}
 
 
 def problems() -> list[str]:

@@ -2,5 +2,5 @@
 
 May import: any package below it (web only for `rigplan serve`, validation for `rigplan validate`):
 api, web, validation, report, lint, measure, export, flow, calibration, cost, servers, catalog, search,
-reliab, estimate, domain, bounds, files, units, errors.
+reliab, estimate, domain, bounds, files, units, errors, i18n.
 """

@@ -13,7 +13,9 @@ from typing import Any, TypeVar
 import click
 from pydantic import BaseModel, ValidationError
 
+from rigplan import i18n
 from rigplan.bounds import BOUND_ERROR_TYPE
+from rigplan.cli.language import error_line
 from rigplan.errors import RigplanError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -22,7 +24,7 @@ M = TypeVar("M", bound=BaseModel)
 
 def fail(message: str) -> None:
     """Print one line to stderr and exit with status 2."""
-    click.echo(f"rigplan: error: {message}", err=True)
+    click.echo(error_line(message), err=True)
     sys.exit(2)
 
 
@@ -100,7 +102,10 @@ def _finite(data: Any) -> Any:
 
 
 def echo_json(data: Any) -> None:
-    click.echo(json.dumps(_finite(data), indent=2, default=str, allow_nan=False))
+    lang = i18n.active_language()
+    if lang != "en":
+        data = i18n.translate_data(data, lang)
+    click.echo(json.dumps(_finite(data), indent=2, default=str, allow_nan=False, ensure_ascii=lang == "en"))
 
 
 def calibration_option() -> Callable[[F], F]:

@@ -7,6 +7,9 @@ import sys
 
 import click
 
+from rigplan.cli.language import error_line, language_option
+from rigplan.i18n import translate
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("rigplan.cli.memory", "memory_command"),
     "estimate": ("rigplan.cli.estimate", "estimate_command"),
@@ -76,6 +79,7 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="rigplan")
+@language_option
 def cli() -> None:
     """rigplan: plan GPUs for LLM training - memory, speed, time, cost - from sourced hardware facts."""
 
@@ -87,13 +91,27 @@ def main() -> None:
         click.echo("rigplan: aborted", err=True)
         sys.exit(1)
     except click.ClickException as err:
+        lang = _argv_language()
         hint = ""
         if isinstance(err, click.UsageError) and err.ctx is not None:
-            hint = f" (see '{err.ctx.command_path} --help')"
-        click.echo(f"rigplan: error: {err.format_message()}{hint}", err=True)
+            see = f"see '{err.ctx.command_path} --help'"
+            hint = f" ({see})" if lang == "en" else f"（{translate(see, lang)}）"
+        click.echo(error_line(err.format_message(), lang) + hint, err=True)
         sys.exit(2)
     except BrokenPipeError:
         sys.exit(0)
+
+
+def _argv_language() -> str:
+    """The language asked for on the command line, for errors that click raises before or after a command's
+    context (which sets the language while it runs)."""
+    from rigplan import i18n
+
+    args = sys.argv[1:]
+    flag = next((a.split("=", 1)[1] for a in args if a.startswith("--lang=")), None)
+    if flag is None and "--lang" in args and args.index("--lang") + 1 < len(args):
+        flag = args[args.index("--lang") + 1]
+    return i18n.resolve_language(flag)
 
 
 if __name__ == "__main__":

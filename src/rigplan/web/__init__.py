@@ -6,6 +6,6 @@ and the catalog, and the JSON of each endpoint is the `--json` object of the mat
 
 Static page: static/app.js (entry ES module) and one module per view (view-*.js), no build step.
 
-May import: api, lint, flow, cost, servers, catalog, estimate, domain, bounds, files, units, errors.
+May import: api, lint, flow, cost, servers, catalog, estimate, domain, bounds, files, units, errors, i18n.
 Never the CLI: what both need lives below them.
 """

@@ -1,0 +1,91 @@
+"""`--lang zh` / RIGPLAN_LANG=zh: every command's report and every error in Chinese, with the same exit status;
+English output unchanged. Numbers, units, flag names, option values and model/GPU ids stay as typed
+(lang_check.py says what may stay English)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from click.testing import CliRunner
+from lang_check import english_words
+from test_hostile_cli import CORPUS, _files
+
+from rigplan.cli.main import cli
+
+COMMANDS = [
+    "memory llama-3.1-8b --gpu h100-sxm --gpus 8 --fsdp --recompute selective --seq 8192",
+    "memory llama-3.1-70b --gpu h100-sxm",
+    "memory 70b --gpus 64 --tp 8 --pp 2 --zero 1 --recompute selective",
+    "memory tests/data/hf/qwen2.5-7b/config.json --method qlora --gpu rtx-4090 --seq 2048 --find-max",
+    "memory llama-3.1-70b --gpus 8 --fsdp --checkpoint-load full",
+    "memory mixtral-8x7b --gpus 8 --ep 8 --zero 1",
+    "estimate gpt-3-175b --gpu a100-80gb-sxm --gpus 1024 --tp 8 --pp 8 --global-batch 1536 --recompute full "
+    "--attention eager --tokens 300B",
+    "estimate llama-3.1-70b --gpu h100-sxm --gpus 512 --tp 8 --pp 4 --vpp 5 --precision fp8 --tokens 1T",
+    "estimate llama-3.1-70b --gpu h100-sxm --gpus 1 --tokens 1B",
+]
+
+
+def _zh(args: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    monkeypatch.setenv("COLUMNS", "400")  # a line is not wrapped inside a name
+    result = CliRunner().invoke(cli, ["--lang", "zh", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("line", COMMANDS)
+def test_chinese_report_has_no_untranslated_english(line: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out = _zh(line.split(), monkeypatch)
+    assert code == 0, out
+    left = [(ln, english_words(ln)) for ln in out.splitlines() if english_words(ln)]
+    assert not left, left[:5]
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in out)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return _files(tmp_path_factory.mktemp("hostile-zh"))
+
+
+BAD_FLAGS = ["memory llama-3.1-8b --zero 5", "memory llama-3.1-8b --tp x", "memory llama-3.1-8b --bogus",
+             "memory llama-3.1-8b --precision bf17", "memry", "memory llama-3.1-8b x-9", "compare",
+             "memory llama-3.1-8b --gpu h100", "lint nosuch", "memory llama-3.1-8b --tp 3",
+             "memory --layers 2 --hidden 30 --heads 4 --vocab 10", "memory llama-3.1-8b --tp"]
+
+
+@pytest.mark.parametrize("line", CORPUS + BAD_FLAGS)
+def test_chinese_errors_are_one_line_exit_2(files, line, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from rigplan.cli.main import main
+
+    monkeypatch.setattr(sys, "argv", ["rigplan", "--lang", "zh", *line.format(**files).split()])
+    with pytest.raises(SystemExit) as info:
+        main()
+    assert info.value.code == 2, line
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("rigplan: 错误: "), (line, lines)
+    assert not english_words(lines[0].replace(files["folder"], "FOLDER")), lines[0]
+
+
+def test_environment_variable_selects_chinese_and_the_flag_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RIGPLAN_LANG", "zh")
+    zh = CliRunner().invoke(cli, ["memory", "llama-3.1-8b"]).output
+    en = CliRunner().invoke(cli, ["--lang", "en", "memory", "llama-3.1-8b"]).output
+    assert "参数" in zh and "params" in en and "参数" not in en
+
+
+def test_english_output_is_unchanged_by_a_chinese_run_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RIGPLAN_LANG", raising=False)
+    before = CliRunner().invoke(cli, ["memory", "llama-3.1-8b"]).output
+    _zh(["memory", "llama-3.1-8b"], monkeypatch)
+    monkeypatch.delenv("COLUMNS")
+    after = CliRunner().invoke(cli, ["memory", "llama-3.1-8b"]).output
+    assert before == after and "params" in after and "参数" not in after
+
+
+def test_json_keeps_keys_and_codes_and_translates_sentences(monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out = _zh(["memory", "llama-3.1-70b", "--json"], monkeypatch)
+    data = json.loads(out)
+    assert code == 0 and data["fit"]["verdict"] == "does-not-fit"
+    assert data["assumptions"] == ["序列长度 4096（默认；用 --seq 设置）"]
+    assert data["advice"][0]["flag"].startswith("--")
