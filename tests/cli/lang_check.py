@@ -52,6 +52,29 @@ def data_names() -> tuple[str, ...]:
 
 
 @functools.cache
+def option_values() -> frozenset[str]:
+    """Every value a choice option of a command takes (`--attention-kernel cudnn`, `--pricing spot`)."""
+    import click
+
+    from rigplan.cli.main import COMMANDS, cli
+
+    words: set[str] = set()
+    with click.Context(cli) as ctx:
+        for name in COMMANDS:
+            command = cli.get_command(ctx, name)
+            commands = [*getattr(command, "commands", {}).values(), command]
+            for cmd in commands:
+                for param in getattr(cmd, "params", []):
+                    if isinstance(param.type, click.Choice):
+                        words.update(str(c) for c in param.type.choices if re.fullmatch(r"[A-Za-z]+", str(c)))
+    return frozenset(words - PROSE_WORDS)
+
+
+PROSE_WORDS = {"memory", "user", "current", "standard", "purchase", "throughput", "article", "corrected"}
+"""Choice values that are also plain English words: in a sentence they are translated."""
+
+
+@functools.cache
 def names_pattern() -> re.Pattern[str]:
     return re.compile("|".join(rf"(?<![\w-]){re.escape(name)}(?![\w-])" for name in data_names() if name))
 
@@ -72,7 +95,7 @@ def english_words(text: str) -> list[str]:
             continue
         for word in WORD.findall(token):
             acronym = word.isupper() or re.fullmatch(r"[A-Z]+x[A-Z]+", word)
-            if acronym or word in STAY_ENGLISH or word.lower() in STAY_ENGLISH:
+            if acronym or word in STAY_ENGLISH or word.lower() in STAY_ENGLISH or word in option_values():
                 continue
             left.append(word)
     return left

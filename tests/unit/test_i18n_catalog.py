@@ -88,7 +88,8 @@ def test_the_scan_finds_the_raise_sites() -> None:
 def test_every_raised_message_has_a_chinese_translation(where: str, template: str) -> None:
     text = _sample(template)
     translated = i18n.translate(text, "zh")
-    assert not english_words(translated), (where, template, translated)
+    assert not english_words(translated), (
+        f"{where}: add a Chinese line for this message to src/rigplan/i18n/zh.txt", template, translated)
 
 
 @pytest.mark.parametrize("name", sorted(BOUNDS))

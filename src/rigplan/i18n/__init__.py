@@ -155,6 +155,10 @@ class Catalog:
         if "; " in text:
             parts = [self._render(part, depth) for part in text.split("; ")]
             return "；".join(part for part, _ in parts), all(ok for _, ok in parts)
+        if ", " in text:  # a list of short notes ("fused kernels, torch.compile"): all of them, or none
+            parts = [self._render(part, depth) for part in text.split(", ")]
+            if all(ok for _, ok in parts):
+                return "，".join(part for part, _ in parts), True
         return text, " " not in text
 
 
