@@ -13,8 +13,9 @@ NumIn: TypeAlias = int | float | npt.NDArray[Any]
 
 
 def as_num(x: NumIn) -> Num:
-    """A float, or a float64 array."""
-    return x.astype(np.float64) if isinstance(x, np.ndarray) else float(x)
+    """A float, or a float64 array (the array itself when it is one already: estimators never write
+    into their inputs)."""
+    return np.asarray(x, dtype=np.float64) if isinstance(x, np.ndarray) else float(x)
 
 
 def scalar_or_array(x: Any) -> Num:
