@@ -25,6 +25,9 @@ COMMANDS = [
     "--attention eager --tokens 300B",
     "estimate llama-3.1-70b --gpu h100-sxm --gpus 512 --tp 8 --pp 4 --vpp 5 --precision fp8 --tokens 1T",
     "estimate llama-3.1-70b --gpu h100-sxm --gpus 1 --tokens 1B",
+    "plan llama-3.1-8b --tokens 100B --gpu h100-sxm --gpu a100-80gb-sxm --deadline 30d",
+    "plan llama-3.1-70b --tokens 1T --gpu h100-sxm --deadline 5d --budget 10k",
+    "compare llama-2-7b 8xa100-80gb-sxm 4xh100-sxm --tokens 2B --method lora",
 ]
 
 
