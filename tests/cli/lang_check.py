@@ -74,9 +74,14 @@ PROSE_WORDS = {"memory", "user", "current", "standard", "purchase", "throughput"
 """Choice values that are also plain English words: in a sentence they are translated."""
 
 
+PRODUCTS = ("AWS Capacity Blocks", "AWS Spot Advisor", "NVIDIA AI Enterprise", "Hugging Face", "Spot Advisor")
+"""Product and document names that the Chinese text cites as they are."""
+
+
 @functools.cache
 def names_pattern() -> re.Pattern[str]:
-    return re.compile("|".join(rf"(?<![\w-]){re.escape(name)}(?![\w-])" for name in data_names() if name))
+    names = sorted({*data_names(), *PRODUCTS}, key=len, reverse=True)
+    return re.compile("|".join(rf"(?<![\w-]){re.escape(name)}(?![\w-])" for name in names if name))
 
 
 IDENTIFIER = re.compile(r"[\w.:]*[0-9_./=*+@<>-][\w./=*+@<>:-]*|--?[\w-]+")
