@@ -175,10 +175,10 @@ def test_packaged_throughput_suite_runs_every_case() -> None:
     assert data["skipped"], "skipped published rows are listed with their reasons"
 
 
-def test_suite_all_runs_memory_throughput_and_moe() -> None:
+def test_suite_all_runs_memory_throughput_moe_and_frontier() -> None:
     data = json.loads(invoke("--suite", "all", "--json").output)
-    assert {r["suite"] for r in data["results"]} == {"memory", "throughput", "moe"}
-    assert {s["suite"] for s in data["suites"]} == {"memory", "throughput", "moe"}
+    assert {r["suite"] for r in data["results"]} == {"memory", "throughput", "moe", "frontier"}
+    assert {s["suite"] for s in data["suites"]} == {"memory", "throughput", "moe", "frontier"}
 
 
 def test_throughput_table_shows_group_medians_and_the_overall_line() -> None:

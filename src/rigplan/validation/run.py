@@ -55,6 +55,7 @@ from rigplan.validation.common import (
     SourceRef,
     Status,
 )
+from rigplan.validation.frontier_suite import FrontierCaseFile, evaluate_frontier_case
 from rigplan.validation.memory_suite import (
     BREAKDOWN_PARTS,
     COMPARABLE_FIELDS,
@@ -139,6 +140,8 @@ SUITES: dict[str, Suite] = {
                         group_median_limit=THROUGHPUT_GROUP_MEDIAN_LIMIT,
                         suite_median_limit=THROUGHPUT_SUITE_MEDIAN_LIMIT),
     "moe": Suite("moe", CASES_DIR / "moe.yaml", MoECaseFile, evaluate_moe_case),
+    "frontier": Suite("frontier", CASES_DIR / "frontier.yaml", FrontierCaseFile, evaluate_frontier_case,
+                      group_median_limit=THROUGHPUT_GROUP_MEDIAN_LIMIT),
 }
 
 

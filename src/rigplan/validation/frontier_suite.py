@@ -1,0 +1,34 @@
+"""The frontier dense suite (cases/frontier.yaml): dense training runs published in 2025 on H100, H200,
+B200, GB200 and GB300 (NVIDIA Megatron-Bridge performance summary, torchtitan benchmark records), rows
+that are not in the shared validation set. Each case is an EstimateRequest with its measured tokens/s per
+GPU, judged as the throughput suite judges its cases (|predicted / measured - 1| <= THROUGHPUT_CASE_TOLERANCE
+or a named known gap), and each group's median |error| is held to THROUGHPUT_GROUP_MEDIAN_LIMIT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from rigplan.validation.common import CaseResult, SkippedRow, _Strict, _unique_ids
+from rigplan.validation.throughput_suite import ThroughputCase, evaluate_throughput_case
+
+
+class FrontierCaseFile(_Strict):
+    schema_version: Literal[1]
+    suite: Literal["frontier"]
+    description: str
+    cases: list[ThroughputCase]
+    skipped: list[SkippedRow] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _ids(self) -> FrontierCaseFile:
+        _unique_ids([c.id for c in self.cases] + [s.id for s in self.skipped])
+        return self
+
+
+def evaluate_frontier_case(case: ThroughputCase) -> CaseResult:
+    """One frontier case, evaluated like a throughput case and reported under the 'frontier' suite."""
+    return replace(evaluate_throughput_case(case), suite="frontier")
