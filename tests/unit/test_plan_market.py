@@ -67,4 +67,7 @@ def test_multi_host_geforce_zero3_exposes_its_communication() -> None:
     # 64 nodes of 4 RTX 4090 on 25 Gb/s per GPU, ZeRO-3: the gathers cannot hide entirely
     result = estimate(EstimateRequest(model="llama-3.1-8b", gpu="rtx-4090", gpus=256, zero=3, micro_batch=2,
                                       recompute="full", global_batch=1024))
-    assert float(result.step.exposed_comm_s) > 0.05 * float(result.step.step_time_s)
+    # what the overlap costs is the exposed part plus the compute slowed by NCCL's SMs (estimate.overlap)
+    cost = float(result.step.exposed_comm_s) + float(result.step.overlap_tax_s)
+    assert float(result.step.exposed_comm_s) > 0.02 * float(result.step.step_time_s)
+    assert cost > 0.05 * float(result.step.step_time_s)

@@ -175,6 +175,30 @@ def kernel_option_list() -> list[Callable[[F], F]]:
     ]
 
 
+def overlap_option_list() -> list[Callable[[F], F]]:
+    """Communication overlap switches and the gradient-reduce dtype (docs/methodology/communication.md)."""
+    return [
+        click.option("--tp-comm-overlap/--no-tp-comm-overlap", default=None,
+                     help="TP all-gather/reduce-scatter overlapped with the GEMMs (Megatron --tp-comm-overlap, "
+                          "Transformer Engine userbuffers; PyTorch async TP); needs --sequence-parallel. "
+                          "Default off."),
+        click.option("--overlap-grad-reduce/--no-overlap-grad-reduce", default=None,
+                     help="Gradient all-reduce/reduce-scatter overlapped with backward (PyTorch DDP/FSDP; "
+                          "Megatron --overlap-grad-reduce). Default on."),
+        click.option("--overlap-param-gather/--no-overlap-param-gather", default=None,
+                     help="Parameter all-gather overlapped with compute (Megatron --overlap-param-gather for "
+                          "ZeRO-1/2; FSDP prefetch for ZeRO-3). Default: on with ZeRO-3, off with ZeRO-1/2."),
+        click.option("--pp-comm-overlap/--no-pp-comm-overlap", default=None,
+                     help="Pipeline send/recv overlapped with compute (Megatron --overlap-p2p-communication); "
+                          "hides only with --vpp > 1 (interleaved schedule). Default off."),
+        click.option("--cp-comm-overlap/--no-cp-comm-overlap", default=None,
+                     help="Context-parallel ring K/V exchange overlapped with attention. Default on."),
+        click.option("--grad-reduce-dtype", type=click.Choice(["fp32", "bf16"]),
+                     help="Dtype of the data-parallel gradient reduction (fp32: Megatron with bf16, "
+                          "torchtitan). Default: the gradients' own dtype."),
+    ]
+
+
 def job_options(func: F) -> F:
     """Training recipe, parallel layout and GPU options shared by memory, estimate and plan."""
     options = [
@@ -222,6 +246,7 @@ def job_options(func: F) -> F:
                      help="Count the LM head + loss as this many layers when splitting the pipeline "
                           "(torchtitan output_weight; 1 = Megatron --account-for-loss-in-pipeline-split)."),
         *moe_routing_option_list(),
+        *overlap_option_list(),
         click.option("--recompute-method", type=click.Choice(["uniform", "block"]), default="uniform",
                      show_default=True,
                      help="With --recompute full and --recompute-num-layers N (Megatron): uniform saves one "
@@ -307,6 +332,7 @@ def recipe_options(func: F) -> F:
         calibration_option(),
         *moe_routing_option_list(),
         *kernel_option_list(),
+        *overlap_option_list(),
     ]
     for option in reversed(options):
         func = option(func)

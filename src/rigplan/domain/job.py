@@ -20,6 +20,7 @@ CheckpointLoad = Literal["sharded", "full"]
 Nf4Quantizer = Literal["bitsandbytes", "torchao-unchunked"]
 Fp8Recipe = Literal["delayed", "current", "mxfp8"]
 AttentionKernel = Literal["fa2", "fa3", "cudnn", "triton", "sdpa"]
+GradReduceDtype = Literal["fp32", "bf16"]
 
 LORA_TARGET_NAMES = ("q", "k", "v", "o", "gate", "up", "down")
 DEFAULT_LORA_TARGETS = ("q", "v")
@@ -112,6 +113,28 @@ class Job:
     a2a_overlap: bool = False
     """Expert all-to-all overlapped with the computation of another micro-batch (DeepEP with
     Megatron-Core's 1F1B A2A overlap, DeepSeek's DualPipe)."""
+    tp_comm_overlap: bool = False
+    """Tensor-parallel all-gather/reduce-scatter split into chunks and overlapped with the GEMMs that
+    use or produce them (Megatron --tp-comm-overlap with Transformer Engine userbuffers, PyTorch async
+    TP); needs sequence parallelism (estimate.overlap)."""
+    overlap_grad_reduce: bool = True
+    """Data-parallel gradient all-reduce/reduce-scatter issued bucket by bucket during backward (PyTorch
+    DDP and FSDP always; Megatron --overlap-grad-reduce, off by default there)."""
+    overlap_param_gather: bool | None = None
+    """Parameter all-gather overlapped with compute: Megatron --overlap-param-gather (ZeRO-1/2, gathered
+    during the next forward), FSDP prefetch (ZeRO-3). None = FSDP's default for ZeRO-3 (on) and
+    Megatron's for ZeRO-1/2 (off)."""
+    pp_comm_overlap: bool = False
+    """Pipeline send/recv overlapped with another chunk's compute (Megatron --overlap-p2p-communication,
+    on by default there); it hides only in an interleaved schedule (vpp > 1), where the next chunk's work
+    does not wait for the transfer."""
+    cp_comm_overlap: bool = True
+    """Context-parallel ring K/V exchange overlapped with the attention of the current block
+    (Transformer Engine's ring attention, torchtitan's context_parallel)."""
+    grad_reduce_dtype: GradReduceDtype | None = None
+    """Data type of the data-parallel gradient reduction: 'fp32' (Megatron with fp32 main grads,
+    torchtitan's FSDP2 mixed_precision_reduce), 'bf16' (16-bit: FSDP MixedPrecision reduce_dtype bf16);
+    None = the gradients' own dtype (estimate.states.grad_bytes_per_param)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.seq_len <= 16_777_216:

@@ -6,10 +6,18 @@ all-gather (n-1)/n, all-to-all (n-1)/n, point-to-point 1. `size_bytes` is the wh
 nccl-tests counts it: the reduced buffer (all-reduce), the input (reduce-scatter), the output
 (all-gather), one rank's send buffer (all-to-all). Bandwidths are per GPU, one direction.
 
+Two fabrics differ from a switch. In a full mesh (MI300X/MI325X/MI355X Infinity Fabric, Gaudi's
+RoCE ports, NVLink bridges across 4 cards) each pair of GPUs has its own link(s), so a group of k
+members of a D-GPU mesh drives k-1 links: (k-1)/(D-1) of the per-GPU aggregate (place_group); a
+point-to-point transfer gets one link. On PCIe-only servers (L40S, RTX, A40) the NIC hangs off the
+same PCIe switch or root complex as the GPUs: a collective's network bytes cross the GPU's x16 link
+too, so they share it with the node-local bytes instead of streaming beside them (Tier.via_intra).
+
 Left out: NVLink SHARP and tree algorithms, in-network reduction, the per-call launch latency
 (NCCL's baseLat, ~8 µs), small-message protocol choice, congestion from other traffic, and
-overlap with compute (the step model decides that). See docs/methodology/communication.md.
-size_bytes, n and the per-domain counts may be numpy arrays (broadcast together); tiers are scalars.
+overlap with compute (estimate.overlap). See docs/methodology/communication.md.
+size_bytes, n and the per-domain counts may be numpy arrays (broadcast together); so may a tier's
+bandwidth (a full mesh's share for groups of several sizes).
 """
 
 from __future__ import annotations
@@ -61,22 +69,26 @@ class Tier:
     """One level of the fabric as one GPU sees it."""
 
     name: str
-    bandwidth_bytes_per_s: float
-    """Peak line rate per GPU, one direction."""
+    bandwidth_bytes_per_s: Num
+    """Peak line rate per GPU, one direction (an array when it depends on the group, full mesh)."""
     latency_s: float = 0.0
     """Latency of one ring step (one hop)."""
     efficiency: float = 1.0
     """Achievable fraction of the line rate (nccl-tests ring busbw / peak)."""
+    via_intra_bytes_per_s: float = 0.0
+    """Scale-out tier only: effective bandwidth of the scale-up link its bytes also cross (the GPU's
+    PCIe link on a PCIe-only server, whose NIC shares the switch/root complex); 0 = a path of its own."""
 
     def __post_init__(self) -> None:
-        if self.bandwidth_bytes_per_s < 0 or self.latency_s < 0 or not 0 < self.efficiency <= 1:
+        if (np.any(np.asarray(self.bandwidth_bytes_per_s) < 0) or self.latency_s < 0
+                or not 0 < self.efficiency <= 1 or self.via_intra_bytes_per_s < 0):
             raise InvalidSpec(
                 f"tier {self.name}: bandwidth ({self.bandwidth_bytes_per_s}) and latency ({self.latency_s}) "
                 f"must be >= 0 and efficiency ({self.efficiency}) in (0, 1]"
             )
 
     @property
-    def effective_bytes_per_s(self) -> float:
+    def effective_bytes_per_s(self) -> Num:
         return self.bandwidth_bytes_per_s * self.efficiency
 
 
@@ -89,10 +101,34 @@ def link_tier(link: Link, *, efficiency: float | None = None, latency_s: float |
 
 
 def nic_tier(gpu: Gpu, *, efficiency: float | None = None, latency_s: float | None = None) -> Tier:
-    """The scale-out tier: one NIC per GPU, bandwidth Gpu.nic_bits_per_s / 8 (0 when none)."""
+    """The scale-out tier: one NIC per GPU, bandwidth Gpu.nic_bits_per_s / 8 (0 when none). On a
+    PCIe-only server its bytes also cross the GPU's PCIe link (via_intra_bytes_per_s)."""
+    shared = float(link_tier(gpu.link).effective_bytes_per_s) if gpu.link.kind == "pcie" else 0.0
     return Tier(name="network", bandwidth_bytes_per_s=gpu.nic_bits_per_s / 8.0,
                 latency_s=NET_STEP_LATENCY_S if latency_s is None else latency_s,
-                efficiency=NIC_EFFICIENCY if efficiency is None else efficiency)
+                efficiency=NIC_EFFICIENCY if efficiency is None else efficiency,
+                via_intra_bytes_per_s=shared)
+
+
+def mesh_share(link: Link, members: NumIn) -> Num:
+    """Share of the per-GPU link bandwidth a group of `members` GPUs of one scale-up domain can drive:
+    1 through a switch; (k-1)/(D-1) in a D-GPU full mesh, where each peer pair has its own link(s) and
+    a member reaches the k-1 others over k-1 of its D-1 links (MI300X: 7 links of 64 GB/s each way,
+    so TP2 gets one link, 1/7 of the 448 GB/s aggregate). members=2 is one point-to-point link."""
+    k = _num(members)
+    if link.topology != "full-mesh" or link.domain_size <= 1:
+        return _out(np.ones_like(np.asarray(k, dtype=np.float64)))
+    links = np.clip(np.asarray(k, dtype=np.float64) - 1.0, 1.0, link.domain_size - 1.0)
+    return _out(links / (link.domain_size - 1.0))
+
+
+def scaled_tier(tier: Tier, share: NumIn) -> Tier:
+    """The tier with its bandwidth multiplied by `share` (a full mesh's share for a group)."""
+    s = _num(share)
+    if np.all(np.asarray(s) == 1.0):
+        return tier
+    return Tier(name=tier.name, bandwidth_bytes_per_s=tier.bandwidth_bytes_per_s * s, latency_s=tier.latency_s,
+                efficiency=tier.efficiency, via_intra_bytes_per_s=tier.via_intra_bytes_per_s)
 
 
 def _check(size_bytes: Num, n: Num) -> None:
@@ -103,9 +139,13 @@ def _check(size_bytes: Num, n: Num) -> None:
 def _wire_s(volume_bytes: Num, tier: Tier) -> Num:
     """volume / effective bandwidth; infinite over a tier with no bandwidth, 0 for no volume."""
     bw = tier.effective_bytes_per_s
-    if bw <= 0:
-        return _out(np.where(np.asarray(volume_bytes) > 0, np.inf, 0.0))
-    return volume_bytes / bw
+    if np.ndim(bw) == 0:
+        if bw <= 0:
+            return _out(np.where(np.asarray(volume_bytes) > 0, np.inf, 0.0))
+        return volume_bytes / bw
+    bw_a, vol = np.asarray(bw, dtype=np.float64), np.asarray(volume_bytes, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _out(np.where(bw_a > 0, vol / np.where(bw_a > 0, bw_a, 1.0), np.where(vol > 0, np.inf, 0.0)))
 
 
 def _ring_s(size_bytes: NumIn, n: NumIn, tier: Tier, traffic: float) -> Num:
@@ -151,7 +191,16 @@ def _levels(n: NumIn, per_node: NumIn) -> tuple[Num, Num]:
     return k, g / k
 
 
-def _combine(intra_s: Num, inter_s: Num, pipelined: bool) -> Num:
+def _combine(intra_s: Num, inter_s: Num, pipelined: bool, inter_bytes: Num = 0.0, inter: Tier | None = None) -> Num:
+    """Both levels' wire time: streamed side by side (max) or staged (sum). When the network bytes also
+    cross the scale-up link (PCIe-only server), that link carries both: max(intra + inter bytes over it,
+    network) streamed; staged, the network phase is the slower of the NIC and the PCIe link."""
+    shared = inter.via_intra_bytes_per_s if inter is not None else 0.0
+    if shared > 0:
+        over_link = _out(_num(inter_bytes) / shared)
+        if pipelined:
+            return _out(np.maximum(intra_s + over_link, inter_s))
+        return intra_s + _out(np.maximum(inter_s, over_link))
     return _out(np.maximum(intra_s, inter_s)) if pipelined else intra_s + inter_s
 
 
@@ -172,8 +221,8 @@ def hierarchical_all_reduce_s(size_bytes: NumIn, n: NumIn, per_node: NumIn, intr
     _check(s, _num(n))
     lat = 2.0 * (k - 1) * intra.latency_s + 2.0 * (nodes - 1) * inter.latency_s
     intra_bw = _wire_s(2.0 * (k - 1) / k * s, intra)
-    inter_bw = _wire_s(2.0 * (nodes - 1) / nodes * s / k, inter)
-    return lat + _combine(intra_bw, inter_bw, pipelined)
+    inter_bytes = 2.0 * (nodes - 1) / nodes * s / k
+    return lat + _combine(intra_bw, _wire_s(inter_bytes, inter), pipelined, inter_bytes, inter)
 
 
 def _hierarchical_half_s(size_bytes: NumIn, n: NumIn, per_node: NumIn, intra: Tier, inter: Tier,
@@ -183,8 +232,8 @@ def _hierarchical_half_s(size_bytes: NumIn, n: NumIn, per_node: NumIn, intra: Ti
     _check(s, _num(n))
     lat = (k - 1) * intra.latency_s + (nodes - 1) * inter.latency_s
     intra_bw = _wire_s((k - 1) / k * s, intra)
-    inter_bw = _wire_s((nodes - 1) / nodes * s / k, inter)
-    return lat + _combine(intra_bw, inter_bw, pipelined)
+    inter_bytes = (nodes - 1) / nodes * s / k
+    return lat + _combine(intra_bw, _wire_s(inter_bytes, inter), pipelined, inter_bytes, inter)
 
 
 def hierarchical_reduce_scatter_s(size_bytes: NumIn, n: NumIn, per_node: NumIn, intra: Tier, inter: Tier,
@@ -210,7 +259,8 @@ def hierarchical_all_to_all_s(size_bytes: NumIn, n: NumIn, per_node: NumIn, intr
     k, _ = _levels(n, per_node)
     _check(s, g)
     lat = (k - 1) * intra.latency_s + (g - k) * inter.latency_s
-    return lat + _combine(_wire_s((k - 1) / g * s, intra), _wire_s((g - k) / g * s, inter), pipelined)
+    inter_bytes = (g - k) / g * s
+    return lat + _combine(_wire_s((k - 1) / g * s, intra), _wire_s(inter_bytes, inter), pipelined, inter_bytes, inter)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -235,13 +285,15 @@ def place_group(gpu: Gpu, n: NumIn, *, stride: NumIn = 1, domain_size: int | Non
     cp stride tp, dp stride tp·cp, pp stride tp·cp·dp). A domain of D GPUs holds
     k = clip(floor(D/stride), 1, n) members of the group: k = n keeps the group on the link; k = 1
     puts every member behind its own NIC, which bounds the inter-domain part. D defaults to
-    Gpu.link.domain_size (8 on HGX, 72 on NVL72). Left out: partially filled domains and
-    non-power-of-two strides that straddle domain boundaries.
+    Gpu.link.domain_size (8 on HGX, 72 on NVL72). In a full mesh the intra tier carries the group's
+    share of the links (mesh_share). Left out: partially filled domains and non-power-of-two strides
+    that straddle domain boundaries.
     """
     g = _num(n)
     domain = float(domain_size or gpu.link.domain_size)
     k = _out(np.clip(np.floor(domain / np.asarray(_num(stride))), 1.0, g))
-    return Placement(n=g, per_node=k, intra=intra or link_tier(gpu.link), inter=inter or nic_tier(gpu))
+    link = scaled_tier(intra or link_tier(gpu.link), mesh_share(gpu.link, k))
+    return Placement(n=g, per_node=k, intra=link, inter=inter or nic_tier(gpu))
 
 
 def ring_attention_block_bytes(*, seq_len: NumIn, micro_batch: NumIn, cp: NumIn, kv_heads: NumIn,

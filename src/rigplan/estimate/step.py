@@ -3,18 +3,24 @@
 Per GPU of the busiest pipeline stage, one micro-batch takes
 
     t_mb = compute (GEMMs at shape-dependent efficiency, attention kernels, element-wise traffic)
-         + tensor-parallel collectives (exposed) + expert all-to-all (exposed)
-         + pipeline point-to-point + the part of ring attention (cp) and of ZeRO-3/FSDP gathers
-           that the compute of the same micro-batch cannot hide
+         + the exposed part of each axis' communication: tensor-parallel collectives, ring attention
+           (cp), expert all-to-all, pipeline point-to-point, ZeRO-3/FSDP gathers and reduce-scatters
+         + the compute slowdown of whatever is overlapped (estimate.overlap)
 
 and a step of m = global_batch / (micro_batch · dp) micro-batches takes
 
     step = (m + (pp - 1)/vpp) · t_mb + exposed data-parallel gradient sync + optimizer step
 
 The bubble (pp - 1)/vpp · t_mb is the 1F1B / interleaved 1F1B bubble of Narayanan et al. 2021
-(arXiv 2104.04473, Sec. 2.2). Gradient sync overlaps with the last micro-batch's backward (PyTorch
-DDP buckets, Megatron overlap-grad-reduce); FSDP gathers overlap with the micro-batch that uses
-them (prefetch). Every term is returned so that the report shows where time goes.
+(arXiv 2104.04473, Sec. 2.2). Each axis' overlap is a switch of the job (estimate.overlap gives the
+formula, the SM share each overlap takes and its source): TP collectives hide behind the GEMMs of the
+same layer (tp_comm_overlap), ring attention behind the attention core (cp_comm_overlap), pipeline
+send/recv behind the micro-batch's compute (pp_comm_overlap, interleaved schedules), the expert
+all-to-all behind another micro-batch (a2a_overlap, estimate.moe), gradient sync behind the last
+micro-batch's backward (overlap_grad_reduce: DDP buckets, Megatron --overlap-grad-reduce), ZeRO-1/2's
+parameter all-gather behind the next forward (overlap_param_gather), FSDP's gathers and
+reduce-scatters behind the micro-batch that uses them (prefetch). Every term is returned, per axis
+as total, hidden and exposed seconds, so that the report shows where time goes.
 
 MoE stages add the time the GPU waits for the host to issue each pass (the per-layer host sync of
 dropless routing, estimate.moe.host_paced_s). Left out: host overhead of dense models (large for
@@ -41,7 +47,7 @@ from rigplan.domain.stages import (
     rank_layer_counts,
     virtual_stage_layers,
 )
-from rigplan.estimate import comm, moe, recompute
+from rigplan.estimate import comm, moe, overlap, recompute
 from rigplan.estimate.arrays import first_argmax, select
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import (
@@ -60,7 +66,7 @@ from rigplan.estimate.flops import (
     window_pair_share,
 )
 from rigplan.estimate.params import count_params
-from rigplan.estimate.states import first_dense_layers, grad_bytes_per_param, lora_params_per_layer
+from rigplan.estimate.states import first_dense_layers, lora_params_per_layer
 
 Num = Any
 
@@ -98,6 +104,11 @@ class StepBreakdown:
     """Pipeline rank whose micro-batch is slowest: it sets the pace and the bubble."""
     pace_stage_layers: Num = 0
     """Decoder layers on that rank."""
+    comm_total_s: dict[str, Num] | None = None
+    """Per axis ('tp', 'cp', 'ep', 'pp', 'dp'): all communication seconds of a step, hidden or not;
+    hidden = total - the exposed *_comm_s."""
+    overlap_tax_s: Num = 0.0
+    """Compute slowdown from communication kernels running beside it (in compute_s; estimate.overlap)."""
 
 
 def _gemm_efficiency(eff: Efficiency, dims: Num, clock: float = 1.0, *, fp8: bool = False) -> Num:
@@ -243,8 +254,9 @@ def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, ker
 
 def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency,
                   tp: Num, cp: Num, ep: Num, mb: Num, stage: StageShape,
-                  etp: Num | None = None) -> tuple[Num, Num, Num]:
-    """(compute seconds of one micro-batch on one stage, its backward share, attention core s)."""
+                  etp: Num | None = None) -> tuple[Num, Num, Num, Num]:
+    """(compute seconds of one micro-batch on one stage, its backward share, attention core s, the
+    projection and MLP GEMMs' s)."""
     recomputed_share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
     flops = stage_micro_batch_flops(arch, job, layout, layers=stage.layers, dense_layers=stage.dense_layers,
                                     lm_head=stage.lm_head, micro_batch=mb, tp=tp, cp=cp,
@@ -277,9 +289,14 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
                 + ops.adapter_flop / (bf16_peak * adapter_eff)
                 + ops.attention_core_flop / (bf16_peak * attn_eff))
 
+    def gemm_of(ops: Any) -> Num:  # the projections and MLPs that TP collectives feed or drain
+        return (ops.attention_proj_flop / (gemm_peak * proj_eff) + ops.mlp_flop / (gemm_peak * mlp_eff)
+                + ops.expert_flop * load / (gemm_peak * expert_eff))
+
     forward_s = time_of(flops.forward)
     backward_s = time_of(flops.backward)
     recompute_s = time_of(flops.recompute)
+    gemm_s = gemm_of(flops.forward) + gemm_of(flops.backward) + gemm_of(flops.recompute)
     core_s = (flops.forward.attention_core_flop + flops.backward.attention_core_flop
               + flops.recompute.attention_core_flop) / (bf16_peak * attn_eff)
     layers = stage.layers
@@ -297,7 +314,7 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     launches = kernels_per_layer(arch, job) * layers * passes
     gaps_s = launches * KERNEL_GAP_S
     compute = forward_s + backward_s + recompute_s + elementwise_s + gaps_s
-    return compute, backward_s, core_s
+    return compute, backward_s, core_s, gemm_s
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -405,32 +422,44 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     tp_place = comm.place_group(gpu, tp, stride=1, domain_size=domain, intra=intra, inter=inter)
     cp_place = comm.place_group(gpu, cp, stride=tp, domain_size=domain, intra=intra, inter=inter)
 
+    one_link = comm.scaled_tier(intra, comm.mesh_share(gpu.link, 2))  # a point-to-point peer in a full mesh
+    tp_overlap = bool(job.tp_comm_overlap and layout.sequence_parallel) & (tp > 1)
+
     def stage_terms(stage: StageShape) -> dict[str, Num]:  # one rank's micro-batch, by cause
-        compute, backward, core = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp)
+        compute, backward, core, gemm = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp)
         layers = stage.layers
         # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
         # 2 more in a full recompute; buffer T·h·p (Shoeybi et al. 2019, Sec. 3; Korthikanti 2022 Sec. 4.2.2).
+        # Overlapped (sequence parallel only), they hide behind the GEMMs they feed or drain, except the
+        # last chunk of each reduce-scatter (half the traffic).
         tp_calls = 4.0 * layers + 2.0 * stage.recomputed_layers
-        tp_s = tp_calls * comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node,
-                                                         intra, inter)
-        # Context parallel: ring K/V exchange per layer, hidden behind the attention core when it can be.
+        tp_total = tp_calls * comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node,
+                                                             tp_place.intra, inter)
+        tp_s, _, tp_tax = overlap.hide(tp_total, gemm, overlap.TP_OVERLAP_SM_SHARE, on=tp_overlap,
+                                       floor_s=tp_total / (2.0 * overlap.TP_OVERLAP_SPLITS))
+        # Context parallel: ring K/V exchange per layer, hidden behind the attention core when overlapped.
         kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
         block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
                                                 head_dim=arch.dim_per_head, dtype_bytes=p)
-        ring = layers * (comm.ring_attention_s(block, cp, cp_place.per_node, intra, inter)
-                         + comm.ring_attention_s(block, cp, cp_place.per_node, intra, inter, backward=True))
-        cp_s = np.maximum(ring - core, 0.0)
+        ring = layers * (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
+                         + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
+        cp_s, _, cp_tax = overlap.hide(ring, core, overlap.P2P_OVERLAP_SM_SHARE, on=job.cp_comm_overlap)
         # Expert parallel: dispatch and combine all-to-all per MoE layer of this stage (MTP modules on
         # the last), exposed or overlapped with another micro-batch's computation (estimate.moe).
         ep_s = np.zeros_like(tp_s)
+        a2a: Num = 0.0
+        ep_tax: Num = 0.0
         if arch.moe is not None:
+            ep_intra = comm.place_group(gpu, ep, stride=etp, domain_size=domain, intra=intra, inter=inter).intra
             moe_layers = layers - stage.dense_layers + stage.lm_head * arch.moe.mtp_layers
             a2a = moe_layers * moe.expert_all_to_all_s(arch, job, tokens=tokens, tp=tp, ep=ep, etp=etp,
-                                                       domain=domain, intra=intra, inter=inter)
-            ep_s, overlap_tax = moe.exposed_all_to_all_s(job, a2a, compute)
-            compute = compute + overlap_tax
+                                                       domain=domain, intra=ep_intra, inter=inter)
+            ep_s, ep_tax = moe.exposed_all_to_all_s(job, a2a, compute)
+        tax = tp_tax + cp_tax + ep_tax
+        compute = compute + tax
         host_s = _exposed_host_s(arch, job, gpu, ep, stage, compute + ep_s)
         return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s, "host": host_s,
+                "tp_total": tp_total, "cp_total": ring, "ep_total": a2a + 0.0 * tp_s, "tax": tax,
                 "layers": layers, "rank": stage.rank}
 
     candidates = [stage_terms(stage) for stage in pace_candidates(arch, job, layout, pp, vpp)]
@@ -440,8 +469,8 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     pp_place = comm.place_group(gpu, pp, stride=tp * cp * dp, domain_size=domain, intra=intra, inter=inter)
     boundary = tokens * arch.hidden * p / (tp if layout.sequence_parallel else 1.0)
     hop = np.where(pp_place.per_node >= pp, 1.0, 0.0)
-    p2p = hop * comm.p2p_s(boundary, pp, intra) + (1.0 - hop) * comm.p2p_s(boundary, pp, inter)
-    pp_mb = np.where(pp > 1, 2.0 * vpp * p2p, 0.0)
+    p2p = hop * comm.p2p_s(boundary, pp, one_link) + (1.0 - hop) * comm.p2p_s(boundary, pp, inter)
+    pp_total = np.where(pp > 1, 2.0 * vpp * p2p, 0.0)
 
     # Data parallel over dp·cp (stride tp): gradient sync and ZeRO traffic.
     # Expert weights sync over their own expert-dp group (tp*cp*dp/(ep*etp) ranks, stride ep*etp).
@@ -468,23 +497,40 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         return dense_s + np.where(edp > 1, fn(expert_bytes, edp, edp_place.per_node, intra, inter,
                                               pipelined=not staged), 0.0)
 
-    g = grad_bytes_per_param(job)
+    g = overlap.grad_reduce_bytes_per_param(job)
     sync_ar = sync(comm.hierarchical_all_reduce_s, trainable * g, expert_local * g)
+    gather_on = overlap.param_gather_overlapped(job, zero)
+    reduce_on = job.overlap_grad_reduce
     sync_rs = sync(comm.hierarchical_reduce_scatter_s, trainable * g, expert_local * g)
     gather = sync(comm.hierarchical_all_gather_s, dense_local * p, expert_local * p)
     if not peft:
         trainable = local_params
-    # ZeRO-0: all-reduce; ZeRO-1/2: reduce-scatter, then the updated weights all-gathered (exposed);
+    # ZeRO-0: all-reduce; ZeRO-1/2: reduce-scatter, then the updated weights all-gathered;
     # ZeRO-3/FSDP: per micro-batch gather forward and backward + reduce-scatter, overlapped with compute
     # layer by layer (prefetch), except the first layer's forward gather and the last layer's
     # reduce-scatter, which have no compute to hide behind: at least (gather + reduce-scatter)/layers.
+    # Pipeline send/recv hides behind the micro-batch's compute when pp_comm_overlap, in an interleaved
+    # schedule only: in plain 1F1B each receive feeds the very next computation, so nothing can run beside
+    # it (Megatron turns overlap_p2p_comm off without interleaving: "non-interleaved schedule does not
+    # support overlapping p2p communication", megatron/training/arguments.py).
     # The pace of the pipeline is its slowest rank's micro-batch (domain.stages sizes each rank).
+    sharded = (zero >= 3) & (group > 1)
     per_rank_mb = []
     for c in candidates:
-        fsdp_edge = (gather + sync_rs) / np.maximum(c["layers"], 1.0)
-        c["fsdp"] = np.where((zero >= 3) & (group > 1),
-                             np.maximum(2.0 * gather + sync_rs - c["compute"], fsdp_edge), 0.0)
-        per_rank_mb.append(c["compute"] + c["tp"] + c["cp"] + c["ep"] + c["host"] + pp_mb + c["fsdp"])
+        layers_c = np.maximum(c["layers"], 1.0)
+        hideable = np.where(gather_on, 2.0 * gather, 0.0) + (sync_rs if reduce_on else 0.0)
+        fixed = np.where(gather_on, 0.0, 2.0 * gather) + (0.0 if reduce_on else sync_rs)
+        edge = np.where(gather_on, gather, 0.0) / layers_c + (sync_rs / layers_c if reduce_on else 0.0)
+        hid_exposed, _, fsdp_tax = overlap.hide(hideable, c["compute"], overlap.DP_OVERLAP_SM_SHARE, on=True,
+                                                floor_s=edge)
+        c["fsdp"] = np.where(sharded, hid_exposed + fixed, 0.0)
+        c["fsdp_total"] = np.where(sharded, 2.0 * gather + sync_rs, 0.0)
+        pp_exposed, _, pp_tax = overlap.hide(pp_total, c["compute"], overlap.P2P_OVERLAP_SM_SHARE,
+                                             on=job.pp_comm_overlap & (vpp > 1))
+        c["pp"] = pp_exposed
+        c["tax"] = c["tax"] + np.where(sharded, fsdp_tax, 0.0) + pp_tax
+        c["compute"] = c["compute"] + np.where(sharded, fsdp_tax, 0.0) + pp_tax
+        per_rank_mb.append(c["compute"] + c["tp"] + c["cp"] + c["ep"] + c["host"] + c["pp"] + c["fsdp"])
     slowest = first_argmax(np.broadcast_arrays(*per_rank_mb))
 
     def pick(key: str) -> Num:
@@ -492,10 +538,19 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
 
     compute_mb, backward_mb = pick("compute"), pick("backward")
     tp_mb, cp_mb, ep_mb, fsdp_mb, host_mb = pick("tp"), pick("cp"), pick("ep"), pick("fsdp"), pick("host")
+    pp_mb = pick("pp")
     pace_layers, pace_rank = pick("layers"), pick("rank")
+    # Gradient sync after the last micro-batch hides behind its backward, all but the last layer's
+    # bucket; ZeRO-1/2's all-gather of the updated weights behind the next step's first forward.
     tail = np.where(zero >= 3, 0.0, np.where(zero >= 1, sync_rs, sync_ar))
-    dp_exposed = np.maximum(tail - backward_mb, 0.0) + np.where((zero >= 1) & (zero < 3), gather, 0.0)
-    dp_exposed = np.where(group > 1, dp_exposed, 0.0)
+    tail_exposed, _, tail_tax = overlap.hide(tail, backward_mb, overlap.DP_OVERLAP_SM_SHARE, on=reduce_on,
+                                             floor_s=tail / np.maximum(pace_layers, 1.0))
+    zero12_gather = np.where((zero >= 1) & (zero < 3), gather, 0.0)
+    gather_exposed, _, gather_tax = overlap.hide(zero12_gather, compute_mb - backward_mb, overlap.DP_OVERLAP_SM_SHARE,
+                                                 on=gather_on, floor_s=zero12_gather / np.maximum(pace_layers, 1.0))
+    dp_exposed = np.where(group > 1, tail_exposed + gather_exposed, 0.0)
+    dp_tax = np.where(group > 1, tail_tax + gather_tax, 0.0)
+    dp_step_total = np.where(group > 1, tail + zero12_gather, 0.0)
 
     t_mb = compute_mb + tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb + host_mb
     bubble = (pp - 1.0) / vpp * t_mb
@@ -503,14 +558,16 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     updated = np.where(zero >= 1, (trainable - expert_trainable) / group + expert_trainable / edp, trainable)
     touched = OPTIMIZER_BYTES_TOUCHED[job.optimizer] * (0.5 if job.precision == "bf16-true" else 1.0)
     optimizer_s = updated * touched / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
-    step = m * t_mb + bubble + dp_exposed + optimizer_s
+    step = m * t_mb + bubble + dp_exposed + dp_tax + optimizer_s
 
     whole = micro_batch_flops(arch, job, micro_batch=mb, causal_fraction=causal_fraction_for(job.attention),
                               recompute_fraction=whole_model_recompute_fraction(arch, job, layout, pp, vpp))
     sequences = m * mb * dp
     peak = gpu.peak(job.matmul_precision)
+    totals = {"tp": m * pick("tp_total"), "cp": m * pick("cp_total"), "ep": m * pick("ep_total"),
+              "pp": m * pp_total, "dp": m * pick("fsdp_total") + dp_step_total}
     return StepBreakdown(
-        step_time_s=step, compute_s=m * compute_mb, bubble_s=bubble,
+        step_time_s=step, compute_s=m * compute_mb + dp_tax, bubble_s=bubble,
         exposed_comm_s=m * (tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb) + dp_exposed,
         tp_comm_s=m * tp_mb, cp_comm_s=m * cp_mb, ep_comm_s=m * ep_mb, pp_comm_s=m * pp_mb,
         dp_comm_s=m * fsdp_mb + dp_exposed, optimizer_s=optimizer_s, host_s=m * host_mb, micro_batches=m,
@@ -518,6 +575,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         model_flop_per_step=whole.model_flop / mb * sequences,
         hardware_flop_per_step=whole.hardware_flop / mb * sequences,
         peak_flop_per_s=peak, pace_stage=pace_rank, pace_stage_layers=pace_layers,
+        comm_total_s=totals, overlap_tax_s=m * pick("tax") + dp_tax,
     )
 
 

@@ -14,6 +14,7 @@ from rigplan.estimate.calibration import calibrated_efficiency
 from rigplan.estimate.efficiency import Efficiency, attention_kernel_for
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
 from rigplan.estimate.moe import load_factor
+from rigplan.estimate.overlap import grad_reduce_bytes_per_param
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.flow.memory import MemoryResult, memory_of
@@ -125,6 +126,8 @@ class EstimateResult:
                 "host_s": float(st.host_s),
                 "comm": {"tp_s": float(st.tp_comm_s), "cp_s": float(st.cp_comm_s), "ep_s": float(st.ep_comm_s),
                          "pp_s": float(st.pp_comm_s), "dp_s": float(st.dp_comm_s)},
+                "comm_by_axis": comm_by_axis(st),
+                "overlap_tax_s": float(st.overlap_tax_s),
             },
             "tokens": self.tokens or None,
             "time_to_train_s": time_s,
@@ -148,6 +151,33 @@ class EstimateResult:
             "memory": self.memory.to_dict(),
             "assumptions": list(self.setup.assumptions),
         }
+
+
+def comm_by_axis(st: StepBreakdown) -> dict[str, dict[str, float]]:
+    """Per axis: all communication seconds of a step, the part hidden under compute, the exposed part."""
+    exposed = {"tp": st.tp_comm_s, "cp": st.cp_comm_s, "ep": st.ep_comm_s, "pp": st.pp_comm_s, "dp": st.dp_comm_s}
+    totals = st.comm_total_s or {}
+    out = {}
+    for axis, shown in exposed.items():
+        total = max(float(totals.get(axis, shown)), float(shown))
+        out[axis] = {"total_s": total, "hidden_s": total - float(shown), "exposed_s": float(shown)}
+    return out
+
+
+def overlap_note(job: Job, layout: Layout) -> str:
+    """One line naming the overlap switches in force and the gradient reduction's dtype."""
+    def on(flag: bool) -> str:
+        return "on" if flag else "off"
+
+    gather = job.overlap_param_gather
+    gather_on = (layout.zero >= 3 and job.fsdp_prefetch > 0) if gather is None else gather
+    tp = on(job.tp_comm_overlap and layout.sequence_parallel)
+    if job.tp_comm_overlap and not layout.sequence_parallel and layout.tp > 1:
+        tp += " (--tp-comm-overlap needs --sequence-parallel)"
+    dtype = {4.0: "fp32", 2.0: "bf16"}.get(grad_reduce_bytes_per_param(job), "bf16")
+    return (f"communication overlap: tp {tp}, cp {on(job.cp_comm_overlap)}, pp {on(job.pp_comm_overlap)}, "
+            f"grad reduce {on(job.overlap_grad_reduce)}, param gather {on(gather_on)}; gradients reduced in "
+            f"{dtype} (docs/methodology/communication.md)")
 
 
 def default_global_batch(micro_batch: int, dp: int, seq_len: int) -> int:
@@ -226,6 +256,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     windows = window_note(setup.arch, job)
     if windows:
         assumptions.append(windows)
+    if setup.layout.num_gpus > 1:
+        assumptions.append(overlap_note(job, setup.layout))
     setup = replace(setup, gpu=gpu, job=job, assumptions=assumptions)
     tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
     breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch,

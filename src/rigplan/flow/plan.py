@@ -116,7 +116,8 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "tokens": request.tokens, "calibration": request.calibration, "moe_imbalance": request.moe_imbalance,
             "balanced_routing": request.balanced_routing, "capacity_factor": request.capacity_factor,
             "a2a_overlap": request.a2a_overlap, "compile": request.compile, "autocast": request.autocast,
-            "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe}
+            "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
+            **request.overlap_values()}
 
 
 def candidate_request(request: PlanRequest, cand: Candidate) -> EstimateRequest:
@@ -150,6 +151,10 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
                        ("--compile", request.compile), ("--autocast", request.autocast)):
         if on:
             parts.append(switch)
+    for name, value in request.overlap_values().items():
+        flag = "--" + name.replace("_", "-")
+        off = flag.replace("--", "--no-", 1)
+        parts.append(f"{flag} {value}" if isinstance(value, str) else (flag if value else off))
     if request.moe_imbalance:
         parts.append(f"--moe-imbalance {request.moe_imbalance:g}")
     if request.capacity_factor:

@@ -61,7 +61,33 @@ class MoERoutingSpec(BaseModel):
         return {"moe_imbalance": imbalance, "capacity_factor": self.capacity_factor, "a2a_overlap": self.a2a_overlap}
 
 
-class JobSpec(ModelSpec, MoERoutingSpec):
+class CommOverlapSpec(BaseModel):
+    """Which communication overlaps compute, and the gradient reduction's dtype (estimate.overlap);
+    None = rigplan's default (domain.job.Job), or a framework preset's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tp_comm_overlap: bool | None = Field(None, description="TP all-gather/reduce-scatter overlapped with GEMMs "
+                                                           "(Megatron --tp-comm-overlap, async TP); needs "
+                                                           "sequence parallelism")
+    overlap_grad_reduce: bool | None = Field(None, description="Gradient reduction overlapped with backward "
+                                                               "(DDP/FSDP; Megatron --overlap-grad-reduce)")
+    overlap_param_gather: bool | None = Field(None, description="Parameter all-gather overlapped with compute "
+                                                                "(Megatron --overlap-param-gather; FSDP prefetch)")
+    pp_comm_overlap: bool | None = Field(None, description="Pipeline send/recv overlapped with compute "
+                                                           "(Megatron --overlap-p2p-communication)")
+    cp_comm_overlap: bool | None = Field(None, description="Ring-attention K/V exchange overlapped with "
+                                                           "the attention core")
+    grad_reduce_dtype: Literal["fp32", "bf16"] | None = Field(
+        None, description="Dtype of the data-parallel gradient reduction; default: the gradients' own")
+
+    def overlap_values(self) -> dict[str, object]:
+        """Job fields for the switches that were given (the others keep Job's defaults)."""
+        given = {k: getattr(self, k) for k in CommOverlapSpec.model_fields}
+        return {k: v for k, v in given.items() if v is not None}
+
+
+class JobSpec(ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """Model, training recipe, parallel layout and GPU: the inputs of `rigplan memory`."""
 
     method: Literal["full", "lora", "qlora"] = "full"
@@ -180,7 +206,7 @@ class EstimateRequest(JobSpec):
     checkpoint_interval_s: Annotated[float, Bounded("checkpoint_interval_s")] | None = None
 
 
-class PlanRequest(ModelSpec, MoERoutingSpec):
+class PlanRequest(ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """`rigplan plan`: what to train, and the limits of budget, time and cluster size."""
 
     tokens: Annotated[str | float, Bounded("tokens", parse="count")] = Field(

@@ -146,7 +146,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         checkpoint_load=spec.checkpoint_load, nf4_quantizer=spec.nf4_quantizer,
         main_grads_fp32=spec.main_grads_fp32, ddp_grad_copy=spec.ddp_grad_copy, fsdp_prefetch=spec.fsdp_prefetch,
         fp8_transpose_cache=spec.fp8_transpose_cache, fused_swiglu=spec.fused_swiglu, nvls_buffers=spec.nvls_buffers,
-        **_routing(spec),
+        **_routing(spec), **spec.overlap_values(),
         compile=spec.compile, autocast=spec.autocast, attention_kernel=spec.attention_kernel,
         fp8_recipe=spec.fp8_recipe,
     )

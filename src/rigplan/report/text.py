@@ -139,6 +139,13 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
     if b.get("host_s", 0.0) > 0:
         table.add_row("waiting for the host (MoE sync)",
                       f"{format_duration(b['host_s'])} ({100 * b['host_s'] / data['step_time_s']:.0f}%)")
+    for axis, c in (b.get("comm_by_axis") or {}).items():
+        if c["total_s"] > 0:
+            table.add_row(f"  {axis} communication: hidden / exposed",
+                          f"{format_duration(c['total_s'])}: {format_duration(c['hidden_s'])} / "
+                          f"{format_duration(c['exposed_s'])}")
+    if b.get("overlap_tax_s", 0) > 0:
+        table.add_row("  overlap cost (compute slowed by comm kernels)", format_duration(b["overlap_tax_s"]))
     if data["time_to_train_s"]:
         table.add_section()
         table.add_row(f"time to train {format_tokens(data['tokens'])}", format_duration(data["time_to_train_s"]))
