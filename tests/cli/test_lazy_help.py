@@ -31,8 +31,9 @@ def test_help_lists_the_same_rows_as_an_eager_group() -> None:
 
     eager_group = Eager(name=cli.name, help=cli.help, params=cli.params, context_settings=cli.context_settings)
     eager = eager_group.get_help(click.Context(eager_group, info_name="rigplan"))
-    assert lazy == eager
-    assert all(name in lazy for name in COMMANDS)
+    commands = lazy.split("Commands:")[1]
+    assert commands == eager.split("Commands:")[1]
+    assert all(f"  {name} " in commands for name in COMMANDS)
 
 
 def test_help_imports_no_command_module() -> None:
