@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "rigplan"
-NAME_KEYS = {"name", "vendor", "provider", "model", "family", "title", "chassis", "cpu", "topology", "pricing",
-             "product", "label_en", "region"}
+NAME_KEYS = {"name", "source", "vendor", "provider", "model", "family", "title", "chassis", "cpu", "topology",
+             "pricing", "product", "label_en", "region"}
 
 _STAY_ENGLISH_WORDS = """
 GiB MiB KiB TiB GB TB MB kB kWh MWh kW W ms min days day h s us TFLOP PFLOP FLOP tokens
@@ -74,7 +74,10 @@ PROSE_WORDS = {"memory", "user", "current", "standard", "purchase", "throughput"
 """Choice values that are also plain English words: in a sentence they are translated."""
 
 
-PRODUCTS = ("AWS Capacity Blocks", "AWS Spot Advisor", "NVIDIA AI Enterprise", "Hugging Face", "Spot Advisor")
+PRODUCTS = ("AWS Capacity Blocks", "AWS Spot Advisor", "NVIDIA AI Enterprise", "Hugging Face", "Spot Advisor",
+            "CBRE North America Data Center Trends", "Federal Reserve", "CTWatch Quarterly", "Roskies & Zacharia",
+            "BLS Employer Costs for Employee Compensation", "EIA Electric Power Monthly", "Uptime Institute",
+            "Equinix", "hardware-facts", "Part C", "Secure Cloud", "seed article")
 """Product and document names that the Chinese text cites as they are."""
 
 

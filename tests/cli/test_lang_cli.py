@@ -28,6 +28,10 @@ COMMANDS = [
     "plan llama-3.1-8b --tokens 100B --gpu h100-sxm --gpu a100-80gb-sxm --deadline 30d",
     "plan llama-3.1-70b --tokens 1T --gpu h100-sxm --deadline 5d --budget 10k",
     "compare llama-2-7b 8xa100-80gb-sxm 4xh100-sxm --tokens 2B --method lora",
+    "tco --gpu h100-sxm --gpus 64 --currency cny --price-per-kwh 0.6",
+    "tco --gpu h100-sxm --gpus 64 --months 12",
+    "tco --scenario seed",
+    "tco --gpu h100-sxm --gpus 8 --tou valley:8h@0.04,peak:16h@0.12",
 ]
 
 

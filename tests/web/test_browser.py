@@ -201,3 +201,14 @@ def test_owning_pays_the_capex_up_front_and_gets_the_resale_back_at_the_end(page
     assert tco["lifetime_usd"] == pytest.approx(tco["capex_usd"] - tco["residual_credit_usd"] + running, rel=1e-6)
     y0 = points[0][1]
     assert (y0 - y_end) / (y0 - y_before) == pytest.approx((running - tco["residual_credit_usd"]) / running, rel=1e-3)
+
+
+def test_chinese_mode_shows_the_servers_own_text_in_chinese(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_selector("body[data-ready=job]", timeout=TIMEOUT_MS)  # notes sit in closed <details>
+    assert "(default; set --seq)" in page.text_content("#memory-out")
+    settle(page, lambda: page.select_option("#lang", "zh"))
+    memory = page.text_content("#memory-out")
+    assert "序列长度 4096（默认；用 --seq 设置）" in memory and "(default; set --seq)" not in memory
+    assert "每节点" in page.text_content("#speed-out")
+    settle(page, lambda: page.select_option("#lang", "en"))
+    assert "(default; set --seq)" in page.text_content("#memory-out")

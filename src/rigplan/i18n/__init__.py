@@ -7,9 +7,10 @@ where they arise. Another language is a catalog of those messages as templates, 
     zh: {flag} 必须是有限数，收到 {value}
 
 A placeholder `{name}` matches any text and is copied as typed (numbers, units, flag names, model and GPU
-ids stay as they are); `{name*}` is a nested message, itself translated. The CLI (`--lang`) translates what
-it prints and the web API (`lang`, Accept-Language) what it answers; the code that makes a message never
-knows the language. A catalog is read only when its language is asked for.
+ids stay as they are); `{name*}` is a nested message, itself translated; `{name#}` only a number (with its
+unit) and `{name~}` only one word, for short templates that would otherwise match inside sentences.
+The CLI (`--lang`) translates what it prints and the web API (`lang`, Accept-Language) what it answers;
+the code that makes a message never knows the language. A catalog is read only when its language is asked for.
 
 May import: nothing.
 """
@@ -30,15 +31,18 @@ ENV_VAR = "RIGPLAN_LANG"
 
 PROSE_KEYS = frozenset({
     "assumptions", "verdict", "message", "hint", "detail", "basis", "note", "notes", "find_max_note",
-    "label", "layout", "offload_layout", "warning", "warnings", "reason", "summary", "why", "kind_label",
+    "label", "layout", "offload_layout", "warning", "warnings", "reason", "reasons", "summary", "why", "msg",
 })
 """JSON keys whose string values (or lists of strings) are sentences made by rigplan, translated in `--json`
 output and in the web API's answers. Codes, ids, names and sources are never translated."""
 
-_PLACEHOLDER = re.compile(r"\{(\w+)(\*?)\}")
+_PLACEHOLDER = re.compile(r"\{(\w+)([*#~]?)\}")
 _VALUE = r"(?:(?!: ).)*?"
 """A value copied as typed (a number, a name, a path) holds no ': ' (that would be a message's frame)."""
 _NESTED = r".*?"
+_KINDS = {"": _VALUE, "*": _NESTED, "#": r"[-+~$¥]?\d[\d.,]*(?:e[-+]?\d+)?(?:\s?[A-Za-z%万亿]+)?", "~": r"\S+"}
+"""{name}: a value as typed; {name*}: a nested message, translated; {name#}: a number (with a unit);
+{name~}: one word (a path, a flag, an id)."""
 _MARKUP = re.compile(r"^(\[[a-z ]+\])(.*)(\[/[a-z ]*\])$", re.S)
 
 
@@ -97,22 +101,24 @@ class Catalog:
             literals = pieces[0::3]
             regex = "".join(
                 re.escape(piece) if i % 3 == 0 else
-                (f"(?P<{piece}>{_NESTED if pieces[i + 1] else _VALUE})" if i % 3 == 1 else "")
+                (f"(?P<{piece}>{_KINDS[pieces[i + 1]]})" if i % 3 == 1 else "")
                 for i, piece in enumerate(pieces))
-            nested = frozenset(name for name, star in _PLACEHOLDER.findall(source) if star)
+            nested = frozenset(name for name, kind in _PLACEHOLDER.findall(source) if kind == "*")
             templates.append((len(literals[0]), sum(map(len, literals)), _Template(
                 re.compile(regex, re.S), _PLACEHOLDER.sub(r"{\1}", target), nested, max(literals, key=len))))
         # The most specific first: the most literal text, then the longest literal start.
         self.templates = [t for _, _, t in sorted(templates, key=lambda item: (-item[1], -item[0]))]
 
     def translate(self, text: str, depth: int = 0) -> str | None:
-        """The translation of `text`, or None when no template matches it.
+        """The translation of `text` by one template, or None when no template matches it."""
+        return self._match(text, depth)[0]
 
-        Of the templates that match, the first (see __init__) whose nested messages all translate wins;
-        when none does, the first that matched."""
+    def _match(self, text: str, depth: int) -> tuple[str | None, bool]:
+        """(translation, whether every nested message in it translated too). Of the templates that match, the
+        first (the most specific, see __init__) whose nested messages all translate wins; else the first."""
         found = self.exact.get(text)
         if found is not None:
-            return found
+            return found, True
         partial: str | None = None
         for template in self.templates:
             if template.anchor not in text:
@@ -128,37 +134,37 @@ class Catalog:
                     complete = complete and ok
             result = template.target.format_map(values)
             if complete:
-                return result
+                return result, True
             partial = partial or result
-        return partial
+        return partial, False
 
     def render(self, text: str, depth: int = 0) -> str:
         """`text` translated: whole, else without its surrounding markup or spaces, else clause by clause
-        ('; '), else as it is."""
+        ('; ', then ', '), else as far as a template goes, else as it is."""
         return self._render(text, depth)[0]
 
     def _render(self, text: str, depth: int) -> tuple[str, bool]:
         """(translation, whether it is whole): text without a space (an id, a flag, a number) needs none."""
         markup = _MARKUP.match(text)
         if markup:
-            inner = self.translate(markup.group(2), depth)
-            if inner is not None:
+            inner, inner_ok = self._match(markup.group(2), depth)
+            if inner_ok and inner is not None:
                 return markup.group(1) + inner + markup.group(3), True
-        found = self.translate(text, depth)
-        if found is not None:
+        found, ok = self._match(text, depth)
+        if ok and found is not None:
             return found, True
         stripped = text.strip()
         if stripped != text and stripped:
             start = text.index(stripped)
-            inner, ok = self._render(stripped, depth)
-            return text[:start] + inner + text[start + len(stripped):], ok
-        if "; " in text:
-            parts = [self._render(part, depth) for part in text.split("; ")]
-            return "；".join(part for part, _ in parts), all(ok for _, ok in parts)
-        if ", " in text:  # a list of short notes ("fused kernels, torch.compile"): all of them, or none
-            parts = [self._render(part, depth) for part in text.split(", ")]
-            if all(ok for _, ok in parts):
-                return "，".join(part for part, _ in parts), True
+            inner, inner_ok = self._render(stripped, depth)
+            return text[:start] + inner + text[start + len(stripped):], inner_ok
+        for sep, joined in (("; ", "；"), (", ", "，")):  # clauses, then a list of short notes
+            if sep in text:
+                parts = [self._render(part, depth) for part in text.split(sep)]
+                if all(part_ok for _, part_ok in parts):
+                    return joined.join(part for part, _ in parts), True
+        if found is not None:
+            return found, False
         return text, " " not in text
 
 
@@ -207,8 +213,8 @@ def translate_data(data: Any, lang: str) -> Any:
         return data
 
     def walk(value: Any, prose: bool) -> Any:
-        if isinstance(value, str):
-            return translate(value, lang) if prose else value
+        if isinstance(value, str):  # a value without a space is a code ("fits", "on-demand"), never translated
+            return translate(value, lang) if prose and " " in value else value
         if isinstance(value, dict):
             return {k: walk(v, isinstance(k, str) and k in PROSE_KEYS) for k, v in value.items()}
         if isinstance(value, list | tuple):

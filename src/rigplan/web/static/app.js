@@ -56,7 +56,8 @@ export function showError(err) {
 
 // ---------------------------------------------------------------------------------------------- API
 export async function api(method, path, body) {
-  const opts = {method, headers: {}};
+  // The server translates the sentences it makes (verdicts, findings, assumptions, errors) into this language.
+  const opts = {method, headers: {"accept-language": state.lang === "zh" ? "zh-CN" : "en"}};
   if (body !== undefined) { opts.headers["content-type"] = "application/json"; opts.body = JSON.stringify(body); }
   let res;
   try { res = await fetch(path, opts); } catch (e) { throw {status: 0, detail: String(e), field: null}; }
@@ -199,7 +200,7 @@ export async function start() {
   $("#form").addEventListener("change", () => schedule());
   $("#form").addEventListener("submit", (e) => { e.preventDefault(); schedule(0); });
   for (const b of $$("#tabs button")) b.addEventListener("click", () => showView(b.dataset.view));
-  $("#lang").addEventListener("change", (e) => { state.lang = e.target.value; applyLanguage(); });
+  $("#lang").addEventListener("change", (e) => { state.lang = e.target.value; applyLanguage(); schedule(0); });
   $("#currency").addEventListener("change", (e) => { state.currency = e.target.value; render(state.view); schedule(0); });
   applyLanguage();
   showView(params.get("view") || "job");
