@@ -61,7 +61,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     runs = parser.parse_args().runs
     env = dict(os.environ)
-    with tempfile.TemporaryDirectory() as pycache:
+    with tempfile.TemporaryDirectory() as pycache, tempfile.TemporaryDirectory() as catalog_cache:
+        env["RIGPLAN_CACHE_DIR"] = catalog_cache  # this run's own: other processes cannot evict it
         if env.pop("PYTHONDONTWRITEBYTECODE", None):
             env["PYTHONPYCACHEPREFIX"] = pycache
         memory = [sys.executable, "-c", ENTRY, *COMMAND]

@@ -3,6 +3,7 @@ served for changed records or code, and never stand in for a user's overlay."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -109,3 +110,16 @@ def test_memory_with_a_warm_cache_imports_no_yaml_or_catalog_schema(cache_folder
     assert "rigplan.catalog.schema" in cold.stderr
     assert warm.stderr.strip() == "loaded:"
     assert warm.stdout == cold.stdout
+
+
+def test_other_versions_caches_are_kept_up_to_a_few(cache_folder: Path) -> None:
+    catalog = load_catalog()
+    gpus = {"h100-sxm": catalog.gpu_domain("h100-sxm")}
+    keys = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(cache.KEEP + 2)]
+    for i, key in enumerate(keys):
+        cache.store(key, gpus, {})
+        os.utime(cache_folder / f"catalog-{key[:32]}.json", (1000 + i, 1000 + i))
+    kept = sorted(cache_folder.glob("catalog-*.json"))
+    assert len(kept) == cache.KEEP
+    assert cache.load(keys[-1]) == (gpus, {})
+    assert cache.load(keys[0]) is None

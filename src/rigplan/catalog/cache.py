@@ -27,6 +27,8 @@ from rigplan.files import read_bytes
 
 CACHE_ENV_VAR = "RIGPLAN_CACHE_DIR"
 FORMAT = 1
+KEEP = 4
+"""Cache files kept (several rigplan versions or checkouts in use side by side do not evict each other)."""
 _PACKAGE = Path(__file__).resolve().parent.parent
 _CODE = ("catalog/schema.py", "catalog/load.py", "catalog/cache.py", "domain/hardware.py", "domain/model.py",
          "units.py")
@@ -89,7 +91,7 @@ def load(key: str) -> tuple[dict[str, Gpu], dict[str, Architecture]] | None:
 
 
 def store(key: str, gpus: dict[str, Gpu], models: dict[str, Architecture]) -> None:
-    """Write the values for this fingerprint (atomically) and drop older catalog caches; never fails."""
+    """Write the values for this fingerprint (atomically) and drop all but the KEEP newest; never fails."""
     target = _path(key)
     data = {"key": key, "gpus": {k: dataclasses.asdict(v) for k, v in gpus.items()},
             "models": {k: dataclasses.asdict(v) for k, v in models.items()}}
@@ -98,8 +100,8 @@ def store(key: str, gpus: dict[str, Gpu], models: dict[str, Architecture]) -> No
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, allow_nan=False), encoding="utf-8")
         os.replace(tmp, target)
-        for old in target.parent.glob("catalog-*.json"):
-            if old != target:
-                old.unlink(missing_ok=True)
+        by_age = sorted(target.parent.glob("catalog-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in by_age[KEEP:]:
+            old.unlink(missing_ok=True)
     except (OSError, ValueError):
         return
