@@ -27,7 +27,7 @@ class SpaceMemory:
     layouts: LayoutArrays
     recompute: tuple[str, ...]
     total_bytes: Any
-    """Array of shape (len(recompute), len(layouts))."""
+    """Array of shape (len(recompute), len(layouts)); inf where the layout's batch is not ok."""
     global_batch: Any
     """Sequences per step per layout: the target rounded down to a multiple of micro_batch·dp."""
     batch_ok: Any
@@ -42,11 +42,13 @@ def global_batches(target_sequences: int, micro_batch: Any, dp: Any) -> Any:
 
 def space_memory(arch: Architecture, job: Job, layouts: LayoutArrays, recompute: tuple[str, ...],
                  target_sequences: int) -> SpaceMemory:
-    """Peak memory of every layout under every recompute option (grouped by micro-batch)."""
-    totals = np.zeros((len(recompute), len(layouts)))
+    """Peak memory of every layout under every recompute option (grouped by micro-batch). Layouts whose
+    dp x micro-batch exceeds the target batch are never run, so their memory is not computed (inf)."""
+    totals = np.full((len(recompute), len(layouts)), np.inf)
     gb = global_batches(target_sequences, layouts.micro_batch, layouts.dp)
+    batch_ok = layouts.micro_batch * layouts.dp <= target_sequences
     for mb in MICRO_BATCHES:
-        mask = layouts.micro_batch == mb
+        mask = (layouts.micro_batch == mb) & batch_ok
         if not mask.any():
             continue
         sub = layouts.take(mask)
@@ -54,7 +56,7 @@ def space_memory(arch: Architecture, job: Job, layouts: LayoutArrays, recompute:
             sized = replace(job, micro_batch=mb, recompute=choice, global_batch=target_sequences)  # type: ignore[arg-type]
             totals[row, mask] = peak_total_bytes_batch(arch, sized, sub)
     return SpaceMemory(layouts=layouts, recompute=recompute, total_bytes=totals, global_batch=gb,
-                       batch_ok=layouts.micro_batch * layouts.dp <= target_sequences)
+                       batch_ok=batch_ok)
 
 
 @dataclass(frozen=True)
