@@ -71,6 +71,15 @@ def _translate_rich_output() -> None:
     _patched = True
 
 
+def _tr_cell(cell: str) -> str:
+    """A cell the command escaped (`rich.markup.escape`: text with brackets) is translated as its plain text."""
+    if "\\[" not in cell:
+        return tr(cell)
+    from rich.markup import escape
+
+    return escape(tr(cell.replace("\\[", "[")))
+
+
 def _translate_table(table: Any) -> None:
     if getattr(table, "_rigplan_translated", False):
         return
@@ -81,5 +90,5 @@ def _translate_table(table: Any) -> None:
     for column in table.columns:
         if isinstance(column.header, str):
             column.header = tr(column.header)
-        column._cells = [tr(cell) if isinstance(cell, str) else cell for cell in column._cells]
+        column._cells = [_tr_cell(cell) if isinstance(cell, str) else cell for cell in column._cells]
     table._rigplan_translated = True
