@@ -16,7 +16,9 @@ from pydantic import BaseModel, ValidationError
 from rigplan import i18n
 from rigplan.bounds import BOUND_ERROR_TYPE
 from rigplan.cli.language import error_line
+from rigplan.domain.frameworks import FRAMEWORK_NAMES
 from rigplan.errors import RigplanError
+from rigplan.flow.framework import PRESET_FIELDS
 
 F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M", bound=BaseModel)
@@ -115,6 +117,24 @@ def calibration_option() -> Callable[[F], F]:
              "overheads replace rigplan's defaults for the device it was measured on.")
 
 
+def framework_option() -> Callable[[F], F]:
+    return click.option(
+        "--framework",
+        help=f"Training framework whose defaults fill every option you do not give (kernels, loss, recompute, "
+             f"optimizer buffers, ZeRO stage, fp8 recipe): {', '.join(FRAMEWORK_NAMES)}. Explicit flags win; "
+             f"the report says what the preset set (docs/methodology/frameworks.md).")
+
+
+def explicit_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Drop the preset-settable options whose value is click's default, so that a --framework preset (or
+    the request's own default) decides them; an option the user typed is kept, even at its default value."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return dict(values)
+    return {k: v for k, v in values.items()
+            if not (k in PRESET_FIELDS and ctx.get_parameter_source(k) is click.core.ParameterSource.DEFAULT)}
+
+
 def model_options(func: F) -> F:
     """MODEL shape flags (they build a model without MODEL, or override fields of one)."""
     options = [
@@ -157,11 +177,11 @@ def kernel_option_list() -> list[Callable[[F], F]]:
     """How the kernels run (compile, autocast, attention kernel, fp8 scaling), shared by memory, estimate,
     plan and compare."""
     return [
-        click.option("--compile", is_flag=True,
+        click.option("--compile/--no-compile", default=False,
                      help="torch.compile on the model (torchtitan --compile, Inductor): element-wise chains are "
                           "fused, so the eager stack's extra memory traffic and kernel launches go; attention stays "
                           "the stack's kernel."),
-        click.option("--autocast", is_flag=True,
+        click.option("--autocast/--no-autocast", default=False,
                      help="torch.autocast mixed precision (Composer amp_bf16, Hugging Face Trainer bf16=True): the "
                           "residual stream stays fp32 and every matmul input is cast to bf16 first (extra traffic)."),
         click.option("--attention-kernel", type=click.Choice(["fa2", "fa3", "cudnn", "triton", "sdpa"]),
@@ -200,7 +220,16 @@ def overlap_option_list() -> list[Callable[[F], F]]:
 
 
 def job_options(func: F) -> F:
-    """Training recipe, parallel layout and GPU options shared by memory, estimate and plan."""
+    """Training recipe, parallel layout and GPU options shared by memory, estimate and calibrate."""
+    return _job_options(func, preset=True)
+
+
+def job_options_without_preset(func: F) -> F:
+    """job_options less --framework (`rigplan export` uses that name for the configuration it writes)."""
+    return _job_options(func, preset=False)
+
+
+def _job_options(func: F, *, preset: bool) -> F:
     options = [
         click.option("--method", type=click.Choice(["full", "lora", "qlora"]), default="full", show_default=True,
                      help="Full training/fine-tune, LoRA, or QLoRA (NF4 base)."),
@@ -230,7 +259,8 @@ def job_options(func: F) -> F:
         click.option("--ep", type=int, default=1, show_default=True, help="Expert-parallel degree (MoE)."),
         click.option("--etp", type=int, default=0, show_default=True,
                      help="Expert-tensor-parallel degree (MoE parallel folding); 0 = equal to tp."),
-        click.option("--sequence-parallel", is_flag=True, help="Megatron sequence parallelism (needs tp > 1)."),
+        click.option("--sequence-parallel/--no-sequence-parallel", default=False,
+                     help="Megatron sequence parallelism (needs tp > 1)."),
         click.option("--stage-layers", help="Layers of each virtual pipeline stage, pp*vpp comma-separated counts "
                                             "in virtual-stage order (e.g. 7,8,8,7). Default: even, or when the "
                                             "layers do not divide, embedding and LM head counted as one layer each."),
@@ -265,8 +295,9 @@ def job_options(func: F) -> F:
         click.option("--offload", type=click.Choice(["none", "optimizer", "all"]), default="none",
                      show_default=True, help="CPU offload of optimizer states, or of parameters too."),
         click.option("--optimizer-in-backward", is_flag=True, help="Fuse the optimizer step into backward."),
-        click.option("--activation-offload", is_flag=True, help="Offload checkpointed activations to host."),
-        click.option("--optimizer-foreach", is_flag=True,
+        click.option("--activation-offload/--no-activation-offload", default=False,
+                     help="Offload checkpointed activations to host."),
+        click.option("--optimizer-foreach/--no-optimizer-foreach", default=False,
                      help="torch.optim foreach path instead of a fused optimizer (its step allocates temporaries)."),
         click.option("--loss", type=click.Choice(["unfused", "fused", "chunked"]), default="unfused",
                      show_default=True, help="Cross-entropy implementation (logit buffers)."),
@@ -283,19 +314,20 @@ def job_options(func: F) -> F:
                      default="bitsandbytes", show_default=True,
                      help="QLoRA: what quantizes the base on the GPU at load (torchao before chunking needs "
                           "68 B per element of the largest linear)."),
-        click.option("--main-grads-fp32", is_flag=True,
+        click.option("--main-grads-fp32/--no-main-grads-fp32", default=False,
                      help="Megatron/NeMo fp32 main-grad buffer (gradients 4 B/param instead of 2)."),
-        click.option("--ddp-grad-copy", is_flag=True,
+        click.option("--ddp-grad-copy/--no-ddp-grad-copy", default=False,
                      help="PyTorch DDP buckets hold a second copy of the gradients (gradient_as_bucket_view off)."),
         click.option("--fsdp-prefetch", type=click.IntRange(0, 64), default=1, show_default=True,
                      help="FSDP units all-gathered ahead of the one computing."),
-        click.option("--fp8-transpose-cache", is_flag=True,
+        click.option("--fp8-transpose-cache/--no-fp8-transpose-cache", default=False,
                      help="TransformerEngine fp8 keeps a transposed fp8 weight too (+1 B/param)."),
-        click.option("--fused-swiglu", is_flag=True,
+        click.option("--fused-swiglu/--no-fused-swiglu", default=False,
                      help="Megatron-Core/TE fused SwiGLU (saves 3f, not 4f, per token)."),
-        click.option("--nvls-buffers", is_flag=True,
+        click.option("--nvls-buffers/--no-nvls-buffers", default=False,
                      help="NCCL NVLS buffers on NVSwitch nodes (NCCL 2.18-2.19 default): 1 GiB per 8-GPU "
                           "communicator."),
+        *([framework_option()] if preset else []),
         click.option("--gpu", default="h100-sxm", show_default=True, envvar="RIGPLAN_GPU",
                      help="GPU id (rigplan gpus)."),
         click.option("--gpus", type=int, help="Total GPUs; dp is derived when not given."),
@@ -311,7 +343,7 @@ def job_options(func: F) -> F:
 
 def job_values(kwargs: dict[str, Any]) -> dict[str, Any]:
     """Map the CLI's option names onto request fields."""
-    values = dict(kwargs)
+    values = explicit_values(kwargs)
     if values.pop("fsdp", False):
         values["zero"] = 3
     values["qlora_double_quant"] = not values.pop("single_quant", False)
@@ -330,6 +362,7 @@ def recipe_options(func: F) -> F:
         click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
                                                        "bf16", "fp16"])),
         calibration_option(),
+        framework_option(),
         *moe_routing_option_list(),
         *kernel_option_list(),
         *overlap_option_list(),

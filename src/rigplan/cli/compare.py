@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from rigplan.cli.common import build_request, echo_json, guarded, model_options, recipe_options
+from rigplan.cli.common import build_request, echo_json, explicit_values, guarded, model_options, recipe_options
 from rigplan.cost.money import format_usd
 from rigplan.flow.plan import compare
 from rigplan.flow.request import PlanRequest
@@ -51,7 +51,7 @@ def compare_command(model: str, options: tuple[str, ...], catalog_dirs: tuple[st
       rigplan compare llama-2-7b 8xa100-80gb-sxm 4xh100-sxm --tokens 2B --method lora
       rigplan compare llama-3.1-8b 8xh100-sxm 8xh200-sxm 8xmi300x --tokens 100B
     """
-    request = build_request(PlanRequest, model=model, catalog=list(catalog_dirs), **kwargs)
+    request = build_request(PlanRequest, model=model, catalog=list(catalog_dirs), **explicit_values(kwargs))
     result = compare(request, list(options))
     if as_json:
         echo_json(result.to_dict())

@@ -7,7 +7,15 @@ from typing import Any
 
 import click
 
-from rigplan.cli.common import build_request, echo_json, fail, guarded, job_options, job_values, model_options
+from rigplan.cli.common import (
+    build_request,
+    echo_json,
+    fail,
+    guarded,
+    job_options_without_preset,
+    job_values,
+    model_options,
+)
 from rigplan.export import FRAMEWORKS, Exported, export
 from rigplan.flow.request import EstimateRequest
 from rigplan.flow.resolve import build_setup
@@ -50,7 +58,7 @@ framework_option = click.option("--framework", "framework", type=click.Choice(FR
 @click.command("export")
 @click.argument("model", required=False)
 @model_options
-@job_options
+@job_options_without_preset
 @framework_option
 @click.option("--output-dir", type=click.Path(file_okay=False), help="Write the files here (default: print them).")
 @click.option("--force", is_flag=True, help="Overwrite existing files in --output-dir.")

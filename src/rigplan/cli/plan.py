@@ -17,6 +17,7 @@ from rigplan.cli.common import (
     check_output_path,
     echo_json,
     exit_for_check,
+    explicit_values,
     fail,
     guarded,
     model_options,
@@ -151,7 +152,7 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
             gpus = [cluster_gpu]
     request = build_request(PlanRequest, model=model, gpu=gpus, catalog=list(catalog_dirs), mode=mode,
                             gpu_counts=counts,
-                            **kwargs)
+                            **explicit_values(kwargs))
     show_progress = not as_json and sys.stderr.isatty()
     if show_progress:
         with Progress(TextColumn("searching GPU types"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

@@ -150,6 +150,7 @@ class EstimateResult:
             "violations": self.memory.violations(),
             "memory": self.memory.to_dict(),
             "assumptions": list(self.setup.assumptions),
+            "framework": self.setup.framework.to_dict() if self.setup.framework else None,
         }
 
 

@@ -121,6 +121,7 @@ class MemoryResult:
             "advice": self.advice(),
             "violations": self.violations(),
             "assumptions": list(s.assumptions),
+            "framework": s.framework.to_dict() if s.framework else None,
         }
 
     def advice(self) -> list[dict[str, Any]]:

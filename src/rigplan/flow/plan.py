@@ -25,6 +25,7 @@ from rigplan.cost.power import HOURS_PER_YEAR
 from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
 from rigplan.estimate.step import scale_up_domain, with_network
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
+from rigplan.flow.framework import FrameworkApplied, given_fields
 from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.request import EstimateRequest, PlanRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup, check_precision_on_gpu
@@ -110,14 +111,15 @@ def cloud_offers(record: GpuRecord, cny_per_usd: float = CNY_PER_USD_DEFAULT) ->
 
 def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
     shape = request.shape_flags()
-    return {"model": request.model, **shape, "method": request.method, "lora_rank": request.lora_rank,
+    return given_fields(request, {
+            "model": request.model, **shape, "method": request.method, "lora_rank": request.lora_rank,
             "lora_targets": request.lora_targets, "seq": request.seq, "precision": request.precision,
             "optimizer": request.optimizer, "kernels": request.kernels, "catalog": request.catalog,
             "tokens": request.tokens, "calibration": request.calibration, "moe_imbalance": request.moe_imbalance,
             "balanced_routing": request.balanced_routing, "capacity_factor": request.capacity_factor,
             "a2a_overlap": request.a2a_overlap, "compile": request.compile, "autocast": request.autocast,
             "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
-            **request.overlap_values()}
+            **request.overlap_values(), "framework": request.framework})
 
 
 def candidate_request(request: PlanRequest, cand: Candidate) -> EstimateRequest:
@@ -130,6 +132,10 @@ def candidate_request(request: PlanRequest, cand: Candidate) -> EstimateRequest:
                            vpp=lay["vpp"], cp=lay["cp"], ep=lay["ep"], etp=lay.get("etp", 0), zero=lay["zero"],
                            micro_batch=lay["micro_batch"], recompute=lay["recompute"],
                            sequence_parallel=lay["sequence_parallel"], global_batch=cand.global_batch)
+
+
+SEARCHED_FIELDS = ("zero", "recompute", "recompute_every", "sequence_parallel")
+"""Preset fields that plan searches itself (a preset's layout defaults are not imposed on the search)."""
 
 
 def estimate_command(request: PlanRequest, cand: Candidate) -> str:
@@ -159,11 +165,14 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
         parts.append(f"--moe-imbalance {request.moe_imbalance:g}")
     if request.capacity_factor:
         parts.append(f"--capacity-factor {request.capacity_factor:g}")
+    own = request.model_fields_set if request.framework else set(type(request).model_fields)
     for flag, value in (("--method", request.method if request.method != "full" else None),
-                        ("--precision", request.precision), ("--seq", request.seq),
-                        ("--kernels", request.kernels if request.kernels != "fused" else None),
-                        ("--attention-kernel", request.attention_kernel),
-                        ("--fp8-recipe", request.fp8_recipe if request.fp8_recipe != "delayed" else None)):
+                        ("--precision", request.precision if "precision" in own else None), ("--seq", request.seq),
+                        ("--framework", request.framework),
+                        ("--kernels", request.kernels if request.kernels != "fused" and "kernels" in own else None),
+                        ("--attention-kernel", request.attention_kernel if "attention_kernel" in own else None),
+                        ("--fp8-recipe", request.fp8_recipe if request.fp8_recipe != "delayed" and "fp8_recipe" in own
+                         else None)):
         if value:
             parts.append(f"{flag} {value}")
     return " ".join(parts)
@@ -185,6 +194,8 @@ class PlanResult:
     """The model as resolved once for the whole search."""
     candidates: list[Candidate] = field(default_factory=list)
     """Every priced candidate (the fastest fitting layout per GPU type, count and purchase option)."""
+    framework: FrameworkApplied | None = None
+    """The --framework preset's recipe fields (the layout and recompute are searched, not preset)."""
 
     def to_dict(self) -> dict[str, Any]:
         def cand(c: Candidate) -> dict[str, Any]:
@@ -211,6 +222,7 @@ class PlanResult:
             "budget_usd": self.budget_usd, "deadline_s": self.deadline_s,
             "ranked": [cand(c) for c in self.ranked], "pareto": [cand(c) for c in self.pareto],
             "stats": self.stats, "assumptions": self.assumptions, "cny_per_usd": self.cny_per_usd,
+            "framework": self.framework.to_dict() if self.framework else None,
             "candidates": [{"gpu": c.gpu, "gpus": c.gpus, "mode": c.offer.to_dict(),
                             "time_to_train_s": c.time_to_train_s, "wall_time_s": c.wall_time_s,
                             "cost_usd": c.cost_usd,
@@ -294,7 +306,10 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     arch, job = reference.arch, reference.job
     ckpt_bytes = checkpoint_bytes(reference)
     target = request.global_batch or default_global_batch(1, 1, job.seq_len)
-    assumptions = [a for a in reference.assumptions if "dp=" not in a]
+    framework = reference.framework.without(SEARCHED_FIELDS) if reference.framework else None
+    preset_line = reference.framework.assumption() if reference.framework else None
+    assumptions = [framework.assumption() if framework and a == preset_line else a
+                   for a in reference.assumptions if "dp=" not in a]
     assumptions.extend(build_notes)
     assumptions.append(f"global batch about {target} sequences of {job.seq_len} tokens (rounded per layout)")
     assumptions.append("interruption rate: Llama 3 405B's on 16,384 H100 (Meta 2024), applied to every GPU type; "
@@ -409,7 +424,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
                        "offers add 0.2 reclaims per node-month to the failure rate (AWS Spot Advisor's top band)")
     return PlanResult(request=request, ranked=ranked, pareto=front, stats=stats, assumptions=assumptions,
                       budget_usd=budget, deadline_s=deadline, cny_per_usd=cny_per_usd, catalog=catalog,
-                      candidates=candidates, onprem_overrides=overrides, model=model)
+                      candidates=candidates, onprem_overrides=overrides, model=model, framework=framework)
 
 
 def _rank_key(c: Candidate) -> tuple[Any, ...]:
@@ -448,9 +463,11 @@ class Comparison:
     options: list[str]
     rows: list[dict[str, Any]]
     best: list[Candidate | None]
+    framework: FrameworkApplied | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"options": self.options, "rows": self.rows}
+        return {"options": self.options, "rows": self.rows,
+                "framework": self.framework.to_dict() if self.framework else None}
 
 
 COMPARE_ROWS: tuple[tuple[str, str, str], ...] = (
@@ -484,12 +501,14 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
     best: list[Candidate | None] = []
     catalog = load_catalog(base.catalog)
     model: ResolvedModel | None = None
+    framework: FrameworkApplied | None = None
     for text in options:
         count, gpu_id = parse_option(text)
         result = plan(base.model_copy(update={"gpu": [gpu_id], "gpu_counts": [count], "mode": "both",
                                               "budget": None, "deadline": None, "top": 100}),
                       catalog=catalog, model=model)
         model = result.model
+        framework = framework or result.framework
         fitting = [c for c in result.candidates if c.gpus == count]
         if not fitting:
             values.append({})
@@ -521,4 +540,4 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
             winner = options[pick[1]]
         rows.append({"key": key, "label": label, "values": row_values, "winner": winner})
     rows.append({"key": "layout", "label": "layout", "values": [v.get("layout") for v in values], "winner": None})
-    return Comparison(options=list(options), rows=rows, best=best)
+    return Comparison(options=list(options), rows=rows, best=best, framework=framework)

@@ -4,10 +4,30 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from rigplan.bounds import Bounded
+from rigplan.domain.frameworks import FrameworkName
 from rigplan.domain.job import LORA_TARGET_NAMES
+from rigplan.flow.framework import FrameworkApplied, apply_preset
+
+FRAMEWORK_DESCRIPTION = (
+    "Training framework whose defaults fill every field not given (kernels, loss, recompute, optimizer "
+    "buffers, ZeRO stage, fp8 recipe ...; see docs/methodology/frameworks.md); explicit fields win")
+
+
+class FrameworkPresetMixin(BaseModel):
+    """`framework`: a preset applied once, right after validation; `framework_applied` records it."""
+
+    framework: FrameworkName | None = Field(None, description=FRAMEWORK_DESCRIPTION)
+    _framework_applied: FrameworkApplied | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._framework_applied = apply_preset(self)
+
+    @property
+    def framework_applied(self) -> FrameworkApplied | None:
+        return self._framework_applied
 
 
 class ModelSpec(BaseModel):
@@ -87,7 +107,7 @@ class CommOverlapSpec(BaseModel):
         return {k: v for k, v in given.items() if v is not None}
 
 
-class JobSpec(ModelSpec, MoERoutingSpec, CommOverlapSpec):
+class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """Model, training recipe, parallel layout and GPU: the inputs of `rigplan memory`."""
 
     method: Literal["full", "lora", "qlora"] = "full"
@@ -206,7 +226,7 @@ class EstimateRequest(JobSpec):
     checkpoint_interval_s: Annotated[float, Bounded("checkpoint_interval_s")] | None = None
 
 
-class PlanRequest(ModelSpec, MoERoutingSpec, CommOverlapSpec):
+class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """`rigplan plan`: what to train, and the limits of budget, time and cluster size."""
 
     tokens: Annotated[str | float, Bounded("tokens", parse="count")] = Field(

@@ -12,6 +12,7 @@ from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
 from rigplan.errors import InvalidSpec, UnsupportedPrecision
 from rigplan.estimate.calibration import Calibration
+from rigplan.flow.framework import FrameworkApplied
 from rigplan.flow.model_source import ResolvedModel, resolve_model
 from rigplan.flow.request import JobSpec
 
@@ -33,6 +34,8 @@ class TrainingSetup:
     """Measured overrides of efficiency/overhead parameters (--calibration), applied when for this GPU."""
     model: ResolvedModel | None = None
     """The model as resolved (reused by callers that build more setups of the same request)."""
+    framework: FrameworkApplied | None = None
+    """The --framework preset that filled the request's unset fields, and what it set."""
 
 
 def _derive_dp(spec: JobSpec) -> tuple[int, list[str]]:
@@ -94,6 +97,8 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     resolved: ResolvedModel = model or resolve_model(spec.model, catalog, spec.shape_flags())
     arch = resolved.arch
     assumptions = list(resolved.assumptions)
+    if spec.framework_applied is not None:
+        assumptions.append(spec.framework_applied.assumption())
     gpu = catalog.gpu_domain(spec.gpu)
     seq = spec.seq
     if seq is None:
@@ -162,4 +167,4 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         assumptions.append(applied_note(calibration_file, gpu))
     return TrainingSetup(arch=arch, job=job, layout=layout, gpu=gpu, catalog=catalog,
                          model_source=resolved.source, assumptions=assumptions, calibration=calibration,
-                         model=resolved)
+                         model=resolved, framework=spec.framework_applied)

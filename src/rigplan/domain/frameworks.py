@@ -1,0 +1,268 @@
+"""Framework presets: what each training stack does by default, as request field values.
+
+A user knows their framework, not the name of its loss kernel. `--framework NAME` fills every
+request field the user did not give with that framework's default, as its own source code or
+documentation states it (the source sits next to each value). Explicit flags always win; the flow
+(flow.request) applies a preset once and records what it set.
+
+Each setting names request fields (JobSpec / PlanRequest field names, which are the `rigplan memory`
+flags without dashes), their values, the source, and when the default holds (`when`): 'always',
+'bf16_or_fp8' (bf16 or fp8 recipes), 'fp8', 'mixed' (fp32 master weights with bf16/fp16 compute),
+'tp>1'. A setting is applied as a whole or not at all (recompute and its granularity together).
+
+Left out on purpose (not a framework default): NCCL's NVLS buffers (an NCCL version and system
+property, --nvls-buffers), the precision of a mixed-precision run (every stack here runs bf16 when
+asked; rigplan's default bf16-mixed stands, except torchtune, whose recipes train in pure bf16), the
+optimizer (AdamW everywhere; 8-bit optimizers are a recipe choice), the parallel degrees themselves.
+FSDP2's fp32 sharded gradients (it casts each reduce-scattered gradient to the sharded fp32
+parameter's dtype) need no switch: fp32 sharded parameter + fp32 gradient + moments is 16 B/param,
+the total rigplan's bf16-mixed already counts (2 + 2 + 4 + 8); Megatron's main-grad buffer is on top
+of a bf16 parameter and an fp32 master copy (18 B/param), hence main_grads_fp32 there only.
+
+May import: nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Condition = Literal["always", "bf16_or_fp8", "fp8", "mixed", "tp>1"]
+FrameworkName = Literal["megatron", "nemo", "torchtitan", "fsdp", "deepspeed", "hf", "unsloth", "torchtune"]
+"""The preset names (the keys of FRAMEWORK_PRESETS, spelled out for the request schemas)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PresetSetting:
+    """Request fields a framework sets together by default, and where that default is written."""
+
+    values: tuple[tuple[str, object], ...]
+    source: str
+    when: Condition = "always"
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.values)
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{name}={_shown(value)}" for name, value in self.values)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FrameworkPreset:
+    """One framework's defaults."""
+
+    name: str
+    title: str
+    settings: tuple[PresetSetting, ...]
+    note: str = ""
+    """What the preset leaves to the user (and why)."""
+
+
+def _shown(value: object) -> str:
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    return str(value)
+
+
+def condition_holds(when: Condition, *, precision: str, tp: int) -> bool:
+    """Whether a setting's default applies to a job of this precision recipe and tensor-parallel degree."""
+    if when == "bf16_or_fp8":
+        return precision in ("bf16-mixed", "bf16-true", "fp8")
+    if when == "fp8":
+        return precision == "fp8"
+    if when == "mixed":
+        return precision in ("bf16-mixed", "fp16-mixed")
+    if when == "tp>1":
+        return tp > 1
+    return True
+
+
+def _s(source: str, when: Condition = "always", **values: object) -> PresetSetting:
+    return PresetSetting(values=tuple(values.items()), source=source, when=when)
+
+
+_MCORE_ARGS = "Megatron-LM megatron/training/arguments.py"
+_MEGATRON_CORE: tuple[PresetSetting, ...] = (
+    _s(f"{_MCORE_ARGS}: --transformer-impl defaults to transformer_engine (TE fused norm-linear, fused "
+       "softmax/attention through TE DotProductAttention)", kernels="fused"),
+    _s("megatron/core/tensor_parallel/cross_entropy.py: vocab-parallel cross-entropy on one fp32 copy of the "
+       "logits, exp and normalisation in place", loss="fused"),
+    _s(f"{_MCORE_ARGS}: --no-bias-swiglu-fusion turns it off, so bias_swiglu_fusion defaults on (fused SwiGLU "
+       "saves its 2f input)", fused_swiglu=True),
+    _s(f"{_MCORE_ARGS} validate_args: --bf16 forces accumulate_allreduce_grads_in_fp32, so gradients live in "
+       "the fp32 main-grad buffer (param.main_grad); fp16 keeps them in fp16", "bf16_or_fp8",
+       main_grads_fp32=True),
+    _s(f"{_MCORE_ARGS}: --fp8-recipe defaults to delayed (TE DelayedScaling)", "fp8", fp8_recipe="delayed"),
+    _s("TransformerEngine transformer_engine/pytorch/tensor/float8_tensor.py: the fp8 weight keeps its "
+       "transpose for the dgrad/wgrad GEMMs", "fp8", fp8_transpose_cache=True),
+    _s("megatron/core/optimizer/__init__.py: Adam is TE/Apex FusedAdam (multi-tensor kernel, no foreach "
+       "temporaries)", optimizer_foreach=False),
+    _s("megatron/core/distributed/param_and_grad_buffer.py: DDP reduces straight from the contiguous grad "
+       "buffer (no second bucket copy)", ddp_grad_copy=False),
+    _s("Megatron-LM runs no torch.compile and no torch.autocast (parameters are cast to bf16, fp32 main "
+       "params in the optimizer)", compile=False, autocast=False),
+    _s(f"{_MCORE_ARGS}: --recompute-granularity defaults to None (no recomputation); 'selective' there is "
+       "rigplan's selective (attention core)", recompute="none"),
+    _s(f"{_MCORE_ARGS}: accumulate_allreduce_grads_in_fp32 under --bf16 (unless --grad-reduce-in-bf16): the "
+       "data-parallel reduction runs on the fp32 main grads", "bf16_or_fp8", grad_reduce_dtype="fp32"),
+    _s(f"{_MCORE_ARGS}: --no-overlap-p2p-communication turns it off, so pipeline send/recv overlaps by default",
+       pp_comm_overlap=True),
+    _s("TransformerEngine context-parallel attention (cp_comm_type p2p): the ring K/V exchange runs under the "
+       "attention of the current block", cp_comm_overlap=True),
+)
+_MEGATRON_LM_OVERLAP = _s(
+    f"{_MCORE_ARGS}: --tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather are store_true "
+    "flags, off unless given", tp_comm_overlap=False, overlap_grad_reduce=False, overlap_param_gather=False)
+_FSDP2_OVERLAP = _s(
+    "torch.distributed.fsdp.fully_shard: reduce-scatter issued per unit during backward and the next unit's "
+    "all-gather prefetched", overlap_grad_reduce=True, overlap_param_gather=True)
+
+PRESETS: tuple[FrameworkPreset, ...] = (
+    FrameworkPreset(
+        name="megatron", title="Megatron-LM / Megatron-Core", settings=(
+            *_MEGATRON_CORE,
+            _s(f"{_MCORE_ARGS}: --use-distributed-optimizer is off by default (pass --zero 1 for it: the "
+               "optimizer states sharded over dp, ZeRO-1)", zero=0),
+            _MEGATRON_LM_OVERLAP,
+        ),
+        note="sequence parallelism, tp/pp/vpp and --use-distributed-optimizer (--zero 1) as you launch them"),
+    FrameworkPreset(
+        name="nemo", title="NVIDIA NeMo (Megatron-Core underneath)", settings=(
+            *_MEGATRON_CORE,
+            _s("NeMo 2.0 nemo/collections/llm/recipes/optim/adam.py (distributed_fused_adam_with_cosine_annealing: "
+               "use_distributed_optimizer=True) and the NeMo launcher's optim.name distributed_fused_adam: "
+               "optimizer states sharded over dp (ZeRO-1)", zero=1),
+            _s("NeMo-Framework-Launcher conf/training/gpt3/*.yaml and llama/*.yaml: sequence_parallel true "
+               "wherever tensor_model_parallel_size > 1", "tp>1", sequence_parallel=True),
+            _s("NeMo 2.0 / Megatron-Bridge recipes: DistributedDataParallelConfig(grad_reduce_in_fp32=True, "
+               "overlap_grad_reduce=True, overlap_param_gather=True, use_distributed_optimizer=True)",
+               overlap_grad_reduce=True, overlap_param_gather=True),
+        ),
+        note="tp/pp/vpp/cp as the recipe sets them"),
+    FrameworkPreset(
+        name="torchtitan", title="torchtitan (PyTorch FSDP2 / DTensor)", settings=(
+            _s("torchtitan/models/llama3/model.py: plain PyTorch modules, RMSNorm/rotary/SwiGLU unfused",
+               kernels="eager"),
+            _s("torchtitan/models/attention.py: F.scaled_dot_product_attention (SDPA flash backend)",
+               attention_kernel="sdpa"),
+            _s("torchtitan/components/loss.py cross_entropy_loss: pred.float() upcasts the whole logits tensor",
+               loss="unfused"),
+            _s("torchtitan/config/job_config.py: compile.enable defaults to False", compile=False),
+            _s("torchtitan/config/job_config.py Parallelism.data_parallel_shard_degree = -1: FSDP2 over every "
+               "GPU left after tp/pp/cp (ZeRO-3)", zero=3),
+            _s("torch.distributed.fsdp.fully_shard: implicit forward prefetch of the next unit", fsdp_prefetch=1),
+            _FSDP2_OVERLAP,
+            _s("torchtitan/config/job_config.py Parallelism.mixed_precision_reduce defaults to float32 (FSDP2 "
+               "MixedPrecisionPolicy reduce_dtype)", "mixed", grad_reduce_dtype="fp32"),
+            _s("torchtitan/config/job_config.py Parallelism.enable_async_tensor_parallel defaults to False",
+               tp_comm_overlap=False),
+            _s("torchtitan context_parallel: ring attention overlaps the K/V exchange", cp_comm_overlap=True),
+            _s("torchtitan/config/job_config.py Float8.recipe_name None: torchao tensorwise dynamic scaling",
+               "fp8", fp8_recipe="current"),
+            _s("torchao float8 Float8Linear casts the weight and its transpose each step (no cached transpose)",
+               "fp8", fp8_transpose_cache=False),
+            _s("torchtitan/config/job_config.py Optimizer.implementation defaults to 'fused'",
+               optimizer_foreach=False),
+            _s("torchtitan/config/job_config.py ActivationCheckpoint: mode 'selective', selective_ac_option '2' "
+               "(every 2nd layer checkpointed whole; 'op' there is rigplan's --recompute op)",
+               recompute="full", recompute_every=2),
+            _s("torchtitan trains in fp32 master weights with bf16 FSDP2 MixedPrecisionPolicy, not autocast",
+               autocast=False),
+        ),
+        note="its shipped llama3 8B/70B configs choose selective_ac_option 'op' and the 405B one 'full': "
+             "pass --recompute op / full as your TOML says"),
+    FrameworkPreset(
+        name="fsdp", title="plain PyTorch FSDP2 (fully_shard + torch.optim.AdamW)", settings=(
+            _s("a plain PyTorch model: nn.Module norms and activations, unfused", kernels="eager"),
+            _s("torch.nn.functional.scaled_dot_product_attention", attention_kernel="sdpa"),
+            _s("F.cross_entropy on the upcast logits", loss="unfused"),
+            _s("torch.distributed.fsdp.fully_shard: reshard_after_forward=True (ZeRO-3)", zero=3),
+            _s("torch.distributed.fsdp.fully_shard: implicit forward prefetch of the next unit", fsdp_prefetch=1),
+            _FSDP2_OVERLAP,
+            _s("torch.distributed.fsdp.MixedPrecisionPolicy: reduce_dtype None reduces in param_dtype (bf16)",
+               "mixed", grad_reduce_dtype="bf16"),
+            _s("torch/optim/adamw.py: foreach=None and fused=None pick the foreach path on CUDA "
+               "(torch.optim._default_to_fused_or_foreach)", optimizer_foreach=True),
+            _s("torch.nn.parallel.DistributedDataParallel: gradient_as_bucket_view=False (with --zero 0)",
+               ddp_grad_copy=True),
+            _s("no torch.compile unless the script calls it; MixedPrecisionPolicy, not autocast",
+               compile=False, autocast=False),
+        ),
+        note="activation checkpointing as the script applies it (--recompute)"),
+    FrameworkPreset(
+        name="deepspeed", title="DeepSpeed (ZeRO engine)", settings=(
+            _s("DeepSpeed wraps the user's PyTorch model (no kernel replacement in training)", kernels="eager"),
+            _s("torch.nn.functional.scaled_dot_product_attention in the wrapped model", attention_kernel="sdpa"),
+            _s("the wrapped model's F.cross_entropy on the upcast logits", loss="unfused"),
+            _s("deepspeed/runtime/zero/config.py: zero_optimization.stage defaults to 0 (pass --zero as your "
+               "config's stage)", zero=0),
+            _s("deepspeed/runtime/engine.py _configure_basic_optimizer: 'Adam'/'AdamW' is FusedAdam on GPU",
+               optimizer_foreach=False),
+            _s("DeepSpeed's engine runs no autocast by default (bf16.enabled casts the model)", autocast=False,
+               compile=False),
+        ),
+        note="the ZeRO stage (--zero) and offload (--offload) as your ds_config sets them; its contiguous "
+             "gradient and bucket buffers (reduce_bucket_size) are not modelled"),
+    FrameworkPreset(
+        name="hf", title="Hugging Face Trainer / accelerate", settings=(
+            _s("transformers models (modeling_llama.py ...): their own modules, fp32 RMSNorm intermediates",
+               kernels="hf"),
+            _s("transformers modeling_utils: attn_implementation defaults to 'sdpa' where torch supports it",
+               attention_kernel="sdpa"),
+            _s("transformers/loss/loss_utils.py ForCausalLMLoss: logits.float() before cross-entropy",
+               loss="unfused"),
+            _s("transformers training_args.py bf16=True: accelerate wraps the forward in torch.autocast over "
+               "fp32 weights", "mixed", autocast=True),
+            _s("transformers training_args.py: default_optim 'adamw_torch' (torch.optim.AdamW, foreach on CUDA); "
+               "with torch >= 2.8 it becomes 'adamw_torch_fused' (pass --no-optimizer-foreach)",
+               optimizer_foreach=True),
+            _s("accelerate DistributedDataParallelKwargs: gradient_as_bucket_view=False (torch DDP's default)",
+               ddp_grad_copy=True),
+            _s("torch DDP all-reduces each bucket during backward, on the fp32 .grad of fp32 weights under "
+               "autocast", "mixed", overlap_grad_reduce=True, grad_reduce_dtype="fp32"),
+            _s("transformers training_args.py: torch_compile defaults to False", compile=False),
+            _s("accelerate launches DDP unless an FSDP or DeepSpeed config is given (pass --zero 3 / --zero N)",
+               zero=0),
+        ),
+        note="gradient_checkpointing as TrainingArguments sets it (--recompute full); QLoRA keeps rigplan's "
+             "default of full recompute (peft prepare_model_for_kbit_training turns it on)"),
+    FrameworkPreset(
+        name="unsloth", title="Unsloth (single-GPU LoRA / QLoRA)", settings=(
+            _s("unsloth/kernels/rms_layernorm.py, rope_embedding.py, swiglu.py: Triton kernels for the "
+               "element-wise chain", kernels="fused"),
+            _s("unsloth/models/llama.py: FlashAttention-2 when installed (xformers/SDPA otherwise)",
+               attention_kernel="fa2"),
+            _s("unsloth/kernels/cross_entropy_loss.py Fast_CrossEntropyLoss: logsumexp over vocab chunks in a "
+               "Triton kernel, no full fp32 logits copy", loss="chunked"),
+            _s("unsloth FastLanguageModel.get_peft_model: use_gradient_checkpointing='unsloth' by default, "
+               "which checkpoints every layer and offloads the saved inputs to host memory",
+               recompute="full", activation_offload=True),
+            _s("unsloth loads the base in bf16/4-bit and trains without autocast or torch.compile",
+               autocast=False, compile=False),
+        ),
+        note="the optimizer (its notebooks choose adamw_8bit: --optimizer adamw-8bit) and --method lora/qlora"),
+    FrameworkPreset(
+        name="torchtune", title="torchtune (single-device and distributed recipes)", settings=(
+            _s("torchtune recipes/configs/*/*.yaml dtype: bf16 (pure bf16 weights, no fp32 master copy)",
+               precision="bf16-true"),
+            _s("torchtune/modules: plain PyTorch modules", kernels="eager"),
+            _s("torchtune/modules/attention.py: F.scaled_dot_product_attention", attention_kernel="sdpa"),
+            _s("torchtune recipes/configs: loss torchtune.modules.loss.CEWithChunkedOutputLoss", loss="chunked"),
+            _s("torchtune recipes/configs: enable_activation_checkpointing True", recompute="full"),
+            _s("torchtune recipes/configs: optimizer torch.optim.AdamW with fused: True", optimizer_foreach=False),
+            _s("torchtune recipes/configs: compile False", compile=False, autocast=False),
+        ),
+        note="enable_activation_offloading and optimizer_in_bwd as your config sets them"),
+)
+
+FRAMEWORK_PRESETS: dict[str, FrameworkPreset] = {p.name: p for p in PRESETS}
+FRAMEWORK_NAMES: tuple[str, ...] = tuple(FRAMEWORK_PRESETS)
+RELATED_FIELDS: dict[str, tuple[str, ...]] = {
+    "recompute": ("recompute", "recompute_method", "recompute_num_layers", "recompute_every"),
+}
+"""A setting on the left is skipped when the user gave any field on the right (a recompute granularity
+without --recompute would otherwise get the preset's recompute under it)."""

@@ -1,0 +1,74 @@
+"""`--framework` on memory, estimate, plan and compare: what ran, what it set, explicit flags win."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from click.testing import CliRunner
+
+from rigplan.cli.main import cli
+from rigplan.domain.frameworks import FRAMEWORK_NAMES
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args), terminal_width=200)
+
+
+def as_json(*args: str) -> dict[str, Any]:
+    out = invoke(*args, "--json")
+    assert out.exit_code == 0, out.output
+    return json.loads(out.stdout)
+
+
+def test_unknown_framework_is_one_line_naming_the_choices() -> None:
+    out = invoke("memory", "llama-3.1-8b", "--framework", "jax")
+    assert out.exit_code == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rigplan: error: --framework")
+    assert all(name in lines[0] for name in FRAMEWORK_NAMES)
+
+
+def test_help_names_every_preset() -> None:
+    for command in ("memory", "estimate", "plan", "compare"):
+        text = " ".join(invoke(command, "--help").output.split())
+        assert "--framework" in text and all(name in text for name in FRAMEWORK_NAMES), command
+
+
+def test_memory_json_says_which_preset_ran_and_what_it_set() -> None:
+    data = as_json("memory", "llama-3.1-8b", "--gpus", "8", "--framework", "megatron")
+    assert data["framework"]["name"] == "megatron"
+    assert data["framework"]["set"]["loss"] == "fused" and data["framework"]["set"]["main_grads_fp32"] is True
+    assert "arguments.py" in data["framework"]["sources"]["main_grads_fp32"]
+    assert any(a.startswith("framework megatron") for a in data["assumptions"])
+
+
+def test_an_explicit_flag_overrides_the_preset_even_at_its_default() -> None:
+    data = as_json("memory", "llama-3.1-8b", "--gpus", "8", "--framework", "torchtitan", "--zero", "0",
+                   "--loss", "fused", "--compile")
+    assert data["layout"]["zero"] == 0
+    assert {"zero", "loss", "compile"} <= set(data["framework"]["kept"])
+    assert not {"zero", "loss", "compile"} & set(data["framework"]["set"])
+    base = as_json("memory", "llama-3.1-8b", "--gpus", "8", "--framework", "torchtitan")
+    assert base["layout"]["zero"] == 3 and base["framework"]["set"]["kernels"] == "eager"
+
+
+def test_a_flag_left_at_its_click_default_does_not_block_the_preset() -> None:
+    """--kernels defaults to fused on the command line; without the flag the hf preset's 'hf' applies."""
+    data = as_json("estimate", "llama-3.1-8b", "--gpus", "8", "--framework", "hf")
+    assert data["framework"]["set"]["kernels"] == "hf" and data["framework"]["kept"] == []
+
+
+def test_text_output_names_the_preset() -> None:
+    out = invoke("memory", "llama-3.1-8b", "--framework", "unsloth", "--method", "qlora", "--gpu", "rtx-4090")
+    assert out.exit_code == 0, out.output
+    assert "framework unsloth" in " ".join(out.output.split())
+
+
+def test_compare_and_plan_take_the_preset() -> None:
+    data = as_json("compare", "llama-3.1-8b", "8xh100-sxm", "8xa100-80gb-sxm", "--tokens", "10B",
+                   "--framework", "fsdp")
+    assert data["framework"]["name"] == "fsdp" and data["framework"]["set"]["optimizer_foreach"] is True
+    plan = as_json("plan", "llama-3.1-8b", "--tokens", "10B", "--gpu", "h100-sxm", "--gpus-max", "8",
+                   "--framework", "deepspeed")
+    assert plan["framework"]["name"] == "deepspeed"

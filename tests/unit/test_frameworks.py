@@ -1,0 +1,127 @@
+"""Framework presets: each sets what its table claims, explicit fields win, conditions hold."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+
+from rigplan.api import memory
+from rigplan.domain.frameworks import FRAMEWORK_NAMES, FRAMEWORK_PRESETS, FrameworkName, condition_holds
+from rigplan.flow.request import EstimateRequest, JobSpec, MemoryRequest, PlanRequest
+from rigplan.flow.resolve import build_setup
+
+
+def test_the_literal_names_every_preset_and_the_brief_list() -> None:
+    assert set(get_args(FrameworkName)) == set(FRAMEWORK_NAMES)
+    assert {"megatron", "nemo", "torchtitan", "fsdp", "deepspeed", "hf"} <= set(FRAMEWORK_NAMES)
+    assert {"unsloth", "torchtune"} & set(FRAMEWORK_NAMES)
+
+
+@pytest.mark.parametrize("name", FRAMEWORK_NAMES)
+def test_every_setting_names_request_fields_and_a_source(name: str) -> None:
+    for setting in FRAMEWORK_PRESETS[name].settings:
+        assert setting.source.strip()
+        for field, value in setting.values:
+            assert field in JobSpec.model_fields, (name, field)
+            JobSpec.model_validate({field: value})  # a value the request accepts
+
+
+@pytest.mark.parametrize(("precision", "tp"), [("bf16-mixed", 1), ("fp8", 2), ("fp16-mixed", 2)])
+@pytest.mark.parametrize("name", FRAMEWORK_NAMES)
+def test_each_preset_sets_what_it_claims(name: str, precision: str, tp: int) -> None:
+    request = MemoryRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, tp=tp, precision=precision,
+                            framework=name)
+    applied = request.framework_applied
+    assert applied is not None and applied.name == name
+    for setting in FRAMEWORK_PRESETS[name].settings:
+        holds = condition_holds(setting.when, precision=str(request.precision), tp=tp)
+        for field, value in setting.values:
+            if field == "precision":
+                continue  # an explicit --precision here; the torchtune precision test covers it
+            if holds:
+                assert getattr(request, field) == value, (name, field)
+                assert applied.set_values[field] == value
+            else:
+                assert field not in applied.set_values
+    job = build_setup(request).job
+    for field in ("kernels", "loss", "compile", "autocast", "main_grads_fp32", "optimizer_foreach", "fused_swiglu",
+                  "fp8_transpose_cache", "ddp_grad_copy", "fsdp_prefetch", "attention_kernel", "recompute"):
+        if field in applied.set_values:
+            assert getattr(job, field) == applied.set_values[field], (name, field)
+
+
+def test_explicit_fields_win_even_at_their_default_value() -> None:
+    request = MemoryRequest(model="llama-3.1-8b", gpus=8, framework="torchtitan", zero=0, loss="fused")
+    assert (request.zero, request.loss, request.kernels) == (0, "fused", "eager")
+    applied = request.framework_applied
+    assert applied is not None and set(applied.kept) == {"zero", "loss"}
+    assert "zero" not in applied.set_values and "loss" not in applied.set_values
+    assert request.model_fields_set == {"model", "gpus", "framework", "zero", "loss"}
+
+
+def test_recompute_and_its_granularity_are_one_setting() -> None:
+    default = MemoryRequest(model="llama-3.1-8b", framework="torchtitan")
+    assert (default.recompute, default.recompute_every) == ("full", 2)
+    job = build_setup(default).job
+    assert (job.recompute, job.recompute_method, job.recompute_layers) == ("full", "every", 2)
+    op = MemoryRequest(model="llama-3.1-8b", framework="torchtitan", recompute="op")
+    assert (op.recompute, op.recompute_every) == ("op", None)
+    build_setup(op)  # no stray granularity under a non-full recompute
+    megatron = MemoryRequest(model="llama-3.1-8b", framework="megatron", recompute="full", recompute_num_layers=2)
+    assert megatron.recompute_every is None and build_setup(megatron).job.recompute_layers == 2
+
+
+def test_conditions_follow_precision_and_tp() -> None:
+    fp16 = MemoryRequest(model="llama-3.1-8b", framework="megatron", precision="fp16-mixed")
+    assert fp16.main_grads_fp32 is False  # Megatron keeps fp16 grads unless asked
+    bf16 = MemoryRequest(model="llama-3.1-8b", framework="megatron")
+    assert bf16.main_grads_fp32 is True and bf16.fp8_transpose_cache is False
+    fp8 = MemoryRequest(model="llama-3.1-8b", framework="megatron", precision="fp8")
+    assert fp8.fp8_transpose_cache is True and fp8.fp8_recipe == "delayed"
+    titan_fp8 = MemoryRequest(model="llama-3.1-8b", framework="torchtitan", precision="fp8")
+    assert titan_fp8.fp8_recipe == "current"
+    assert MemoryRequest(model="llama-3.1-8b", framework="nemo", tp=2, gpus=8).sequence_parallel is True
+    assert MemoryRequest(model="llama-3.1-8b", framework="nemo", tp=1, gpus=8).sequence_parallel is False
+    lora_hf = MemoryRequest(model="llama-3.1-8b", framework="hf", method="lora")  # bf16-true: no autocast
+    assert lora_hf.autocast is False and MemoryRequest(model="llama-3.1-8b", framework="hf").autocast is True
+
+
+def test_torchtune_trains_in_pure_bf16_unless_told() -> None:
+    assert MemoryRequest(model="llama-3.1-8b", framework="torchtune").precision == "bf16-true"
+    assert MemoryRequest(model="llama-3.1-8b", framework="torchtune", precision="bf16-mixed").precision == "bf16-mixed"
+
+
+def test_the_preset_reaches_the_estimate() -> None:
+    """Megatron's fp32 main grads double the gradient bytes; the fused loss shrinks the logits buffers."""
+    plain = memory(MemoryRequest(model="llama-3.1-8b", gpus=8, zero=1)).to_dict()
+    megatron = memory(MemoryRequest(model="llama-3.1-8b", gpus=8, zero=1, framework="megatron")).to_dict()
+    assert megatron["per_gpu"]["gradients_bytes"] == pytest.approx(2 * plain["per_gpu"]["gradients_bytes"])
+    assert megatron["per_gpu"]["logits_bytes"] < plain["per_gpu"]["logits_bytes"]
+    assert plain["framework"] is None and megatron["framework"]["name"] == "megatron"
+    assert any(a.startswith("framework megatron") for a in megatron["assumptions"])
+
+
+def test_plan_requests_carry_the_preset_to_their_candidates() -> None:
+    from rigplan.flow.plan import candidate_request, plan
+
+    request = PlanRequest(model="llama-3.1-8b", tokens="10B", gpu=["h100-sxm"], gpus_max=8, framework="hf")
+    assert request.kernels == "hf"
+    result = plan(request)
+    data = result.to_dict()
+    assert data["framework"]["name"] == "hf" and "zero" not in data["framework"]["set"]
+    cand = candidate_request(request, result.ranked[0])
+    assert isinstance(cand, EstimateRequest)
+    assert (cand.kernels, cand.autocast, cand.optimizer_foreach) == ("hf", True, True)
+    assert cand.zero == result.ranked[0].layout["zero"]  # the searched layout, not the preset's
+    assert "--framework hf" in data["ranked"][0]["estimate_command"]
+
+
+def test_the_doc_lists_every_setting() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "methodology" / "frameworks.md").read_text(encoding="utf-8")
+    for name, preset in FRAMEWORK_PRESETS.items():
+        section = doc.split(f"### `{name}`", 1)[1].split("\n### ", 1)[0]
+        for setting in preset.settings:
+            assert f"`{setting.label}` | {setting.when} | {setting.source} |" in section, (name, setting.label)
