@@ -42,13 +42,13 @@ def _step(cat, model: str, gpu: str, job: Job, layout: Layout, global_batch: int
     return step_time(cat.model(model).to_domain(), job, layout, cat.gpu(gpu).to_domain(), global_batch=global_batch)
 
 
-def test_tp_overlap_hides_all_but_the_last_reduce_scatter_chunk(cat) -> None:  # type: ignore[no-untyped-def]
+def test_tp_overlap_hides_its_measured_share(cat) -> None:  # type: ignore[no-untyped-def]
     layout = Layout(tp=8, dp=8, sequence_parallel=True)
     off = _step(cat, "llama-3.1-70b", "h100-sxm", Job(seq_len=4096), layout, 64)
     on = _step(cat, "llama-3.1-70b", "h100-sxm", Job(seq_len=4096, tp_comm_overlap=True), layout, 64)
     total = float(on.comm_total_s["tp"])
     assert float(off.tp_comm_s) == pytest.approx(total)  # off: everything exposed
-    assert float(on.tp_comm_s) == pytest.approx(total / (2 * overlap.TP_OVERLAP_SPLITS))
+    assert float(on.tp_comm_s) == pytest.approx(total * (1 - overlap.TP_OVERLAP_HIDDEN_SHARE))
     hidden = total - float(on.tp_comm_s)
     tp_tax = float(on.overlap_tax_s) - float(off.overlap_tax_s)  # off still taxes its overlapped grad reduce
     assert tp_tax == pytest.approx(overlap.TP_OVERLAP_SM_SHARE * hidden, rel=1e-3)
@@ -171,3 +171,27 @@ def test_cli_switches_reach_the_breakdown() -> None:
 def test_cli_bad_reduce_dtype_is_one_line() -> None:
     result = CliRunner().invoke(cli, ["estimate", "llama-3.1-8b", "--grad-reduce-dtype", "fp8"])
     assert result.exit_code == 2 and "fp8" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("model", "gpus", "mb", "recompute", "precision", "speedup"), [
+    ("llama-3.1-70b", 256, 16, "full", "bf16-mixed", 652.4 / 597.3),
+    ("llama-3.1-8b", 64, 12, "op", "bf16-mixed", 4809.4 / 4378),
+    ("llama-3.1-70b", 256, 16, "full", "fp8", 942.4 / 809.8),
+    ("llama-3.1-8b", 64, 12, "op", "fp8", 5570.1 / 5078.1),
+])
+def test_async_tp_speedup_against_torchtitans_benchmark(model: str, gpus: int, mb: int, recompute: str,
+                                                        precision: str, speedup: float) -> None:
+    """torchtitan async TP vs vanilla TP, Grand Teton H100 (TP8, FSDP, torch.compile, seq 8192): the
+    rows TP_OVERLAP_HIDDEN_SHARE was taken from; each within 6% of its measured speedup."""
+    from rigplan.flow.estimate import estimate
+    from rigplan.flow.request import EstimateRequest
+
+    def rate(on: bool) -> float:
+        req = EstimateRequest(model=model, gpu="h100-sxm-96gb-500w", gpus=gpus, tp=8, zero=3, sequence_parallel=True,
+                              seq=8192, micro_batch=mb, global_batch=mb * gpus // 8, recompute=recompute,
+                              kernels="eager", compile=True, precision=precision, tp_comm_overlap=on,
+                              fp8_recipe="current")
+        return float(estimate(req).to_dict()["tokens_per_s_per_gpu"])
+
+    predicted = rate(True) / rate(False)
+    assert predicted == pytest.approx(speedup, rel=0.06)

@@ -7,7 +7,7 @@ progresses at (1 - s) of its speed during the overlap. The pair then takes
     W + s·min(C', W/(1-s)) + max(C' - W/(1-s), 0) + F
 
 where F is the part of C that has no computation to hide behind (the first FSDP unit's gather, the
-last gradient bucket, the last chunk of a pipelined reduce-scatter) and C' = C - F. So
+last gradient bucket, what chunking a TP collective leaves exposed) and C' = C - F. So
 
     exposed = F + max(C' - W/(1-s), 0),   hidden = C - exposed,   tax = s·min(C', W/(1-s))
 
@@ -18,9 +18,9 @@ taxed. Each axis has its own s (the SM shares below, with their sources) and its
 Left out: HBM bandwidth taken by the communication (it reads and writes every byte it moves: at
 NVLink rates ~10-15% of H100 HBM, which slows memory-bound kernels, not GEMMs), the wave-quantization
 cliff of persistent GEMM kernels that launch one block per SM (pytorch/pytorch issue #143988 measured
-matmuls 2x slower when NCCL held ~10% of the SMs, before a knob to launch fewer blocks), and the loss of
-GEMM efficiency when TP overlap splits a GEMM into chunks. SM shares are taken as fractions of an
-H100's 132 SMs and applied unchanged to other parts.
+matmuls 2x slower when NCCL held ~10% of the SMs, before a knob to launch fewer blocks), and, outside
+TP overlap (where the measured TP_OVERLAP_HIDDEN_SHARE covers it), the cost of splitting work into
+chunks. SM shares are taken as fractions of an H100's 132 SMs and applied unchanged to other parts.
 """
 
 from __future__ import annotations
@@ -42,10 +42,16 @@ userbuffers.py, userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192): ring-exchange 
 (qkv/fc1 fprop, proj/fc2 dgrad), pipelined reduce-scatters 24 and 16 (proj/fc2 fprop, set_sm_margin:
 the GEMM runs on the rest), bulk overlaps in backward 4, 24, 2 and 4: 78 SMs over 10 GEMMs. PyTorch
 async TP moves data with copy engines instead (no SMs); rigplan charges it the same share."""
-TP_OVERLAP_SPLITS = 4
-"""Chunks a pipelined TP reduce-scatter is split into (num_splits=4 in the same NeMo configs): the
-last chunk's reduce-scatter has no GEMM left to hide behind. The ring-exchange all-gather starts on
-the local shard, so it hides fully."""
+TP_OVERLAP_HIDDEN_SHARE = 0.5
+"""Largest share of the TP collectives that overlap takes off the critical path. What stays exposed is
+what splitting each GEMM and its collective into chunks costs (the first chunk of an all-gather and
+the last of a reduce-scatter have nothing to run beside, the smaller GEMMs run slower, both kernels
+contend for HBM: 'decomposition and contention based slowdowns', arXiv 2512.10236). Measured: torchtitan's
+async TP against vanilla TP on Grand Teton H100s (torchtitan docs, async TP benchmark, June 2025), speedups
+1.09 (Llama 3 70B, 256 GPUs, TP8, bf16), 1.10 (8B, 64 GPUs, bf16), 1.16 (70B, float8 tensorwise) and
+1.10 (8B, float8) on rigplan's TP traffic for those layouts hide 49%, 46%, 63% and 38% of it net of the
+SM share below (tests/unit/test_overlap.py reproduces the four); 0.5 is their mean. Transformer Engine's
+userbuffers overlap is charged the same."""
 DP_OVERLAP_SM_SHARE = 0.10
 """Share of the SMs NCCL's data-parallel collectives hold while FSDP/DDP overlap them with GEMMs on
 H100: "NCCL only occupies ~10% of the SMs", the matmuls then ~10% slower when they fit in one wave

@@ -430,13 +430,13 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         layers = stage.layers
         # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
         # 2 more in a full recompute; buffer T·h·p (Shoeybi et al. 2019, Sec. 3; Korthikanti 2022 Sec. 4.2.2).
-        # Overlapped (sequence parallel only), they hide behind the GEMMs they feed or drain, except the
-        # last chunk of each reduce-scatter (half the traffic).
+        # Overlapped (sequence parallel only), they hide behind the GEMMs they feed or drain, at most
+        # TP_OVERLAP_HIDDEN_SHARE of them (what chunking leaves exposed, measured).
         tp_calls = 4.0 * layers + 2.0 * stage.recomputed_layers
         tp_total = tp_calls * comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node,
                                                              tp_place.intra, inter)
         tp_s, _, tp_tax = overlap.hide(tp_total, gemm, overlap.TP_OVERLAP_SM_SHARE, on=tp_overlap,
-                                       floor_s=tp_total / (2.0 * overlap.TP_OVERLAP_SPLITS))
+                                       floor_s=tp_total * (1.0 - overlap.TP_OVERLAP_HIDDEN_SHARE))
         # Context parallel: ring K/V exchange per layer, hidden behind the attention core when overlapped.
         kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
         block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
