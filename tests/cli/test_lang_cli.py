@@ -106,3 +106,4 @@ def test_json_keeps_keys_and_codes_and_translates_sentences(monkeypatch: pytest.
 def test_lint_frame_is_chinese(monkeypatch: pytest.MonkeyPatch) -> None:
     code, out = _zh(["lint", "article-mid"], monkeypatch)
     assert code == 1 and "级别" in out and "不通过：4 个错误" in out and "FAIL" not in out
+    assert "出厂即装满 8 个 GPU" in out and "与 A+ Server AS-4124GO-NART 不匹配" in out and "组成 RAID0" in out
