@@ -19,7 +19,7 @@ from rigplan.cli.memory import memory_command
 from rigplan.cli.plan import plan_command
 from rigplan.cli.servers import servers_group
 from rigplan.cli.tco import tco_command
-from rigplan.web.app import finite
+from rigplan.web.jobs import finite
 
 HF_DIR = Path(__file__).parents[1] / "data" / "hf"
 

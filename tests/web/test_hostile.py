@@ -117,3 +117,22 @@ def test_health_answers_head_and_reports_the_pool(hostile_client) -> None:  # ty
     assert hostile_client.head("/api/health").status_code == 200
     data = hostile_client.get("/api/health").json()
     assert data["status"] == "ok" and data["pool"]["workers"] == 2
+
+
+def test_a_bare_model_name_is_never_a_file_over_http(tmp_path: Path) -> None:
+    # Over HTTP only the spelling makes MODEL a file: a catalog id or an unknown bare name is never looked up
+    # as a folder, not even inside the server's data folder.
+    (tmp_path / "llama-3.1-8b").mkdir()
+    (tmp_path / "llama-3.1-8b" / "config.json").write_text('{"model_type": "llama", "hidden_size": 256, '
+                                                           '"num_hidden_layers": 2, "num_attention_heads": 4, '
+                                                           '"vocab_size": 1000, "intermediate_size": 512}')
+    (tmp_path / "src").mkdir()
+    for data_dir in (None, tmp_path):
+        client = TestClient(create_app(workers=1, data_dir=data_dir), raise_server_exceptions=False)
+        catalog = client.post("/api/memory", json={"model": "llama-3.1-8b"})
+        assert catalog.status_code == 200 and catalog.json()["model"]["source"] == "catalog"
+        src = client.post("/api/memory", json={"model": "src"})
+        assert src.status_code == 400 and src.json()["detail"].startswith("unknown model 'src'")
+        assert "folder" not in src.json()["detail"]
+    folder = client.post("/api/memory", json={"model": "./llama-3.1-8b"})  # spelled as a path, inside the data dir
+    assert folder.status_code == 200 and folder.json()["model"]["source"] == "hf-config"

@@ -33,7 +33,8 @@ def memory_command(model: str | None, as_json: bool, check: bool, **kwargs: Any)
     """Per-GPU peak memory of training MODEL, by part, and whether it fits.
 
     MODEL is a catalog id (rigplan models), a Hugging Face config.json or its folder, a size such
-    as 7b, or left out when shape flags (--layers --hidden --heads --vocab ...) are given.
+    as 7b, or left out when shape flags (--layers --hidden --heads --vocab ...) are given. A catalog
+    id wins over a folder of the same name; write ./NAME to read the folder.
 
     Exit status: 0 with the report (DOES NOT FIT is a result, not an error), 1 with --check when the
     job does not fit, 2 for bad input.

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from rigplan.bounds import BOUNDS
-from rigplan.catalog.load import Catalog
+from rigplan.catalog.load import Catalog, normalize_id
 from rigplan.domain.model import Architecture, MoE
-from rigplan.errors import InvalidSpec
+from rigplan.errors import InvalidSpec, UnknownEntry
 from rigplan.estimate.params import count_params
-from rigplan.files import locate, paths_allowed, user_path
+from rigplan.files import is_confined, user_path
 from rigplan.units import parse_count
 
 # Llama-family shapes by size (Touvron et al. 2023, Llama 2 Table 1; Llama 3 herd paper Table 3):
@@ -60,14 +61,27 @@ def generic_architecture(size_text: str) -> ResolvedModel:
     return ResolvedModel(arch=arch, source="generic-size", assumptions=[note])
 
 
-def _names_a_file(model: str) -> bool:
-    """MODEL is a config.json (or its folder). Where no file may be named (over HTTP) only its spelling
-    decides, so that the file system is never looked at for an id or a size."""
-    spelled = model.endswith(".json") or "/" in model or "\\" in model or model.startswith((".", "~"))
-    if not paths_allowed():
-        return spelled
-    path = locate(model)
-    return spelled or path.is_dir() or path.is_file()
+def _spelled_as_path(model: str) -> bool:
+    return model.endswith(".json") or "/" in model or "\\" in model or model.startswith((".", "~"))
+
+
+def _names_a_file(model: str, catalog: Catalog) -> bool:
+    """MODEL names a config.json (or a folder holding one). Spelled as a path (`./x`, `a/b`, `x.json`, `~/x`) it
+    always does. A bare name that is a catalog id or a size never does: the catalog wins over a folder of the
+    same name (`./NAME` reads the folder). Over HTTP only the spelling decides, so the file system is never
+    looked at for an id or a size. Otherwise (the CLI) a bare name is a file, or a folder holding a
+    config.json, if one exists; else it is looked up in the catalog."""
+    if _spelled_as_path(model):
+        return True
+    if is_confined() or normalize_id(model) in catalog.models or _is_size(model):
+        return False
+    path = Path(model)
+    return path.is_file() or (path / "config.json").is_file()
+
+
+def _on_disk_too(model: str) -> bool:
+    """A bare MODEL that the catalog answered also names something in the working folder (CLI only)."""
+    return not is_confined() and not _spelled_as_path(model) and Path(model).exists()
 
 
 def _is_size(text: str) -> bool:
@@ -140,14 +154,24 @@ def _resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, A
             raise InvalidSpec("give MODEL (a catalog id, a config.json path or a size like 7b) or shape flags")
         return ResolvedModel(arch=_apply_shape_flags(None, flags), source="flags",
                              assumptions=["model built from shape flags"])
-    if _names_a_file(model):
+    if _names_a_file(model, catalog):
         from rigplan.catalog.hf_config import architecture_from_hf_config
 
         path = user_path(model, "model", "send the config.json's content as hf_config")
         arch = architecture_from_hf_config(path)
         resolved = ResolvedModel(arch=arch, source="hf-config", assumptions=[f"model read from {path}"])
-    elif model.strip().lower().replace("_", "-") in catalog.models or not _is_size(model):
-        resolved = ResolvedModel(arch=catalog.model_domain(model), source="catalog")
+    elif normalize_id(model) in catalog.models or not _is_size(model):
+        try:
+            arch = catalog.model_domain(model)
+        except UnknownEntry as err:
+            if _on_disk_too(model):
+                raise InvalidSpec(f"{err}; '{model}' here is neither a config.json nor a folder holding one") \
+                    from None
+            raise
+        resolved = ResolvedModel(arch=arch, source="catalog")
+        if _on_disk_too(model):
+            resolved.assumptions.append(f"'{model}' is the catalog model; the '{model}' in this folder was not "
+                                        f"read (write ./{model} to read its config.json)")
     else:
         resolved = generic_architecture(model)
     if flags:

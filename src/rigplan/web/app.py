@@ -9,8 +9,6 @@ size cap is a 413; a computation over the time cap is a 504.
 from __future__ import annotations
 
 import asyncio
-import json
-import math
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,7 +27,7 @@ from rigplan.errors import RigplanError, UnknownEntry
 from rigplan.files import confined
 from rigplan.web import catalog as catalog_views
 from rigplan.web.errors import field_of, validation_payload
-from rigplan.web.jobs import SERVER_PATH_FIELDS, ApiError, refuse_server_paths, reject_nul
+from rigplan.web.jobs import SERVER_PATH_FIELDS, ApiError, refuse_server_paths, reject_nul, to_json_bytes
 from rigplan.web.language import TranslateAnswers
 from rigplan.web.requests import (
     CompareBody,
@@ -64,23 +62,16 @@ CATALOG_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def finite(value: Any) -> Any:
-    """The same data with inf/nan floats as None (JSON has no Infinity; the CLI prints it anyway)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value
-
-
 class RigplanJSON(JSONResponse):
     """`json.dumps(..., default=str)` as `--json` does, with non-finite numbers as null."""
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(finite(json.loads(json.dumps(content, default=str))), ensure_ascii=False,
-                          allow_nan=False, separators=(",", ":")).encode("utf-8")
+        return to_json_bytes(content)
+
+
+def _json_bytes(content: bytes) -> Response:
+    """A computation's answer, already rendered by the worker (rigplan.web.jobs.to_json_bytes)."""
+    return Response(content, media_type="application/json")
 
 
 def error_response(status: int, detail: str, field: str | None = None, **extra: Any) -> RigplanJSON:
@@ -252,34 +243,34 @@ def create_app(*, time_cap_s: float = TIME_CAP_S, body_cap_bytes: int = BODY_CAP
     @app.post("/api/memory", tags=["jobs"], responses=ERROR_RESPONSES)
     async def memory_route(body: MemoryBody) -> Any:
         """`rigplan memory --json`: per-GPU peak memory by part, whether it fits, the largest batch/sequence."""
-        return RigplanJSON(await compute("memory", body, "memory"))
+        return _json_bytes(await compute("memory", body, "memory"))
 
     @app.post("/api/estimate", tags=["jobs"], responses=ERROR_RESPONSES)
     async def estimate_route(body: EstimateBody) -> Any:
         """`rigplan estimate --json`: step time, tokens/s, MFU, time-to-train, GPU-hours, energy."""
-        return RigplanJSON(await compute("estimate", body, "estimate"))
+        return _json_bytes(await compute("estimate", body, "estimate"))
 
     @app.post("/api/plan", tags=["search"], responses=ERROR_RESPONSES)
     async def plan_route(body: PlanBody) -> Any:
         """`rigplan plan --json`: ranked options, the time-vs-cost Pareto front and every priced candidate."""
-        return RigplanJSON(await compute("the plan search", body, "plan", narrow))
+        return _json_bytes(await compute("the plan search", body, "plan", narrow))
 
     @app.post("/api/compare", tags=["search"], responses=ERROR_RESPONSES)
     async def compare_route(body: CompareBody) -> Any:
         """`rigplan compare MODEL OPTION... --json`: concrete COUNTxGPU options side by side."""
-        return RigplanJSON(await compute("compare", body, "compare",
+        return _json_bytes(await compute("compare", body, "compare",
                                          "compare fewer options"))
 
     @app.post("/api/tco", tags=["cost"], responses=ERROR_RESPONSES)
     async def tco_route(body: TcoBody) -> Any:
         """`rigplan tco --json`: cloud rental vs owning, break-even, cost per useful GPU-hour."""
-        return RigplanJSON(await compute("tco", body, "tco"))
+        return _json_bytes(await compute("tco", body, "tco"))
 
     @app.post("/api/lint", tags=["servers"], responses=ERROR_RESPONSES)
     async def lint_route(body: LintBody) -> Any:
         """`rigplan lint BUILD --json`: findings about a server build (and a workload on it). A build with
         errors is still a 200 whose `ok` is false (the CLI exits 1)."""
-        return RigplanJSON(await compute("lint", body, "lint"))
+        return _json_bytes(await compute("lint", body, "lint"))
 
     @app.get("/api/servers", tags=["servers"], responses=CATALOG_RESPONSES)
     def servers(catalog: Annotated[list[str], Query()] = [],  # noqa: B006
@@ -298,7 +289,7 @@ def create_app(*, time_cap_s: float = TIME_CAP_S, body_cap_bytes: int = BODY_CAP
     async def from_config(config: Annotated[dict[str, Any], Body(description="A Hugging Face config.json")]) -> Any:
         """Read a config.json as `rigplan memory ./config.json` would: the architecture and its parameters."""
         body = MemoryBody(hf_config=config)
-        return RigplanJSON(await compute("reading config.json", body, "architecture"))
+        return _json_bytes(await compute("reading config.json", body, "architecture"))
 
     @app.get("/api/models", tags=["catalog"], responses=CATALOG_RESPONSES)
     def models(catalog: Annotated[list[str], Query()] = []) -> Any:  # noqa: B006 (FastAPI reads the default)

@@ -3,13 +3,14 @@
 `run_job(kind, body, data_dir)` is the one entry point: it runs the route's computation for a
 validated request body inside `files.confined(data_dir)` (no file named in a request is read
 unless the server has a data folder, and then only inside it), writes an uploaded config.json or
-BUILD.yaml to a temporary file it grants, and answers `("ok", result)` or
+BUILD.yaml to a temporary file it grants, and answers `("ok", JSON bytes)` or
 `("error", status, detail, field)`: plain tuples, so that they cross the process boundary.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import tempfile
 from collections.abc import Callable, Iterable
@@ -200,11 +201,29 @@ JOBS: dict[str, Callable[[Any], Any]] = {
 """Route kind -> the computation on its validated body (what the CLI command runs with the same inputs)."""
 
 
+def finite(value: Any) -> Any:
+    """The same data with inf/nan floats as None (JSON has no Infinity; the CLI prints it anyway)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def to_json_bytes(content: Any) -> bytes:
+    """The HTTP answer's body: `json.dumps(..., default=str)` as `--json` does, non-finite numbers as null."""
+    return json.dumps(finite(json.loads(json.dumps(content, default=str))), ensure_ascii=False,
+                      allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
 def run_job(kind: str, body: BaseModel, data_dir: str | None) -> tuple[Any, ...]:
-    """Run one request's computation; never raises for bad input (see the module docstring)."""
+    """Run one request's computation; never raises for bad input (see the module docstring). A result comes
+    back rendered (`to_json_bytes`), so the server's event loop only forwards bytes."""
     try:
         with confined(data_dir):
-            return ("ok", _with_files(body, JOBS[kind], _request_fields(type(body))))
+            return ("ok", to_json_bytes(_with_files(body, JOBS[kind], _request_fields(type(body)))))
     except ApiError as err:
         return ("error", err.status, err.detail, err.field)
     except RigplanError as err:
