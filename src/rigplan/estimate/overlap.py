@@ -66,11 +66,22 @@ def hide(comm_s: Num, window_s: Num, sm_share: float, *, on: Any, floor_s: Num =
     """(exposed, hidden, tax) seconds of a collective of comm_s overlapped with window_s of compute
     (formula in the module docstring); `on` and every time may be numpy arrays."""
     comm = np.asarray(comm_s, dtype=np.float64)
-    floor = np.minimum(np.asarray(floor_s, dtype=np.float64), comm)
+    scalar_on = np.ndim(on) == 0
+    if scalar_on and not on:  # switched off everywhere: nothing to hide (the batch fast path)
+        zero = np.zeros_like(comm)
+        return comm, zero, zero
     stretched = np.asarray(window_s, dtype=np.float64) / (1.0 - sm_share)
-    rest = comm - floor
-    exposed_on = floor + np.maximum(rest - stretched, 0.0)
-    tax_on = sm_share * np.minimum(rest, stretched)
+    if np.ndim(floor_s) == 0 and floor_s == 0.0:
+        floor: Num = 0.0
+        rest = comm
+    else:
+        floor = np.minimum(np.asarray(floor_s, dtype=np.float64), comm)
+        rest = comm - floor
+    hidden_wall = np.minimum(rest, stretched)
+    exposed_on = floor + (rest - hidden_wall)
+    tax_on = sm_share * hidden_wall
+    if scalar_on:
+        return exposed_on, comm - exposed_on, tax_on
     enabled = np.asarray(on, dtype=bool)
     exposed = np.where(enabled, exposed_on, comm)
     tax = np.where(enabled, tax_on, 0.0)

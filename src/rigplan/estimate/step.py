@@ -254,9 +254,9 @@ def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, ker
 
 def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency,
                   tp: Num, cp: Num, ep: Num, mb: Num, stage: StageShape,
-                  etp: Num | None = None) -> tuple[Num, Num, Num, Num]:
+                  etp: Num | None = None, need_gemm: bool = True) -> tuple[Num, Num, Num, Num]:
     """(compute seconds of one micro-batch on one stage, its backward share, attention core s, the
-    projection and MLP GEMMs' s)."""
+    projection and MLP GEMMs' s, computed only when need_gemm)."""
     recomputed_share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
     flops = stage_micro_batch_flops(arch, job, layout, layers=stage.layers, dense_layers=stage.dense_layers,
                                     lm_head=stage.lm_head, micro_batch=mb, tp=tp, cp=cp,
@@ -296,7 +296,7 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     forward_s = time_of(flops.forward)
     backward_s = time_of(flops.backward)
     recompute_s = time_of(flops.recompute)
-    gemm_s = gemm_of(flops.forward) + gemm_of(flops.backward) + gemm_of(flops.recompute)
+    gemm_s = (gemm_of(flops.forward) + gemm_of(flops.backward) + gemm_of(flops.recompute)) if need_gemm else 0.0
     core_s = (flops.forward.attention_core_flop + flops.backward.attention_core_flop
               + flops.recompute.attention_core_flop) / (bf16_peak * attn_eff)
     layers = stage.layers
@@ -423,10 +423,12 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     cp_place = comm.place_group(gpu, cp, stride=tp, domain_size=domain, intra=intra, inter=inter)
 
     one_link = comm.scaled_tier(intra, comm.mesh_share(gpu.link, 2))  # a point-to-point peer in a full mesh
-    tp_overlap = bool(job.tp_comm_overlap and layout.sequence_parallel) & (tp > 1)
+    tp_overlap_any = bool(job.tp_comm_overlap and layout.sequence_parallel)
+    tp_overlap = (tp > 1) if tp_overlap_any else False
 
     def stage_terms(stage: StageShape) -> dict[str, Num]:  # one rank's micro-batch, by cause
-        compute, backward, core, gemm = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp)
+        compute, backward, core, gemm = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp,
+                                                      need_gemm=tp_overlap_any)
         layers = stage.layers
         # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
         # 2 more in a full recompute; buffer T·h·p (Shoeybi et al. 2019, Sec. 3; Korthikanti 2022 Sec. 4.2.2).
@@ -500,6 +502,8 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     g = overlap.grad_reduce_bytes_per_param(job)
     sync_ar = sync(comm.hierarchical_all_reduce_s, trainable * g, expert_local * g)
     gather_on = overlap.param_gather_overlapped(job, zero)
+    prefetch = bool(job.fsdp_prefetch > 0) if job.overlap_param_gather is None else job.overlap_param_gather
+    # under ZeRO-3, where the FSDP terms apply, gather_on is this one switch
     reduce_on = job.overlap_grad_reduce
     sync_rs = sync(comm.hierarchical_reduce_scatter_s, trainable * g, expert_local * g)
     gather = sync(comm.hierarchical_all_gather_s, dense_local * p, expert_local * p)
@@ -518,15 +522,15 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     per_rank_mb = []
     for c in candidates:
         layers_c = np.maximum(c["layers"], 1.0)
-        hideable = np.where(gather_on, 2.0 * gather, 0.0) + (sync_rs if reduce_on else 0.0)
-        fixed = np.where(gather_on, 0.0, 2.0 * gather) + (0.0 if reduce_on else sync_rs)
-        edge = np.where(gather_on, gather, 0.0) / layers_c + (sync_rs / layers_c if reduce_on else 0.0)
+        hideable = (2.0 * gather if prefetch else 0.0) + (sync_rs if reduce_on else 0.0)
+        fixed = (0.0 if prefetch else 2.0 * gather) + (0.0 if reduce_on else sync_rs)
+        edge = ((gather if prefetch else 0.0) + (sync_rs if reduce_on else 0.0)) / layers_c
         hid_exposed, _, fsdp_tax = overlap.hide(hideable, c["compute"], overlap.DP_OVERLAP_SM_SHARE, on=True,
                                                 floor_s=edge)
         c["fsdp"] = np.where(sharded, hid_exposed + fixed, 0.0)
         c["fsdp_total"] = np.where(sharded, 2.0 * gather + sync_rs, 0.0)
         pp_exposed, _, pp_tax = overlap.hide(pp_total, c["compute"], overlap.P2P_OVERLAP_SM_SHARE,
-                                             on=job.pp_comm_overlap & (vpp > 1))
+                                             on=(vpp > 1) if job.pp_comm_overlap else False)
         c["pp"] = pp_exposed
         c["tax"] = c["tax"] + np.where(sharded, fsdp_tax, 0.0) + pp_tax
         c["compute"] = c["compute"] + np.where(sharded, fsdp_tax, 0.0) + pp_tax
@@ -564,7 +568,8 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
                               recompute_fraction=whole_model_recompute_fraction(arch, job, layout, pp, vpp))
     sequences = m * mb * dp
     peak = gpu.peak(job.matmul_precision)
-    totals = {"tp": m * pick("tp_total"), "cp": m * pick("cp_total"), "ep": m * pick("ep_total"),
+    ep_total = m * pick("ep_total") if arch.moe is not None else 0.0 * m
+    totals = {"tp": m * pick("tp_total"), "cp": m * pick("cp_total"), "ep": ep_total,
               "pp": m * pp_total, "dp": m * pick("fsdp_total") + dp_step_total}
     return StepBreakdown(
         step_time_s=step, compute_s=m * compute_mb + dp_tax, bubble_s=bubble,
