@@ -17,6 +17,7 @@ import argparse
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -90,6 +91,8 @@ class Server:
         return Path(self.log.name).read_text(errors="replace").count("Traceback")
 
     def stop(self) -> None:
+        if self.pid != self.process.pid:  # under strace, which would detach and leave the server running
+            os.kill(self.pid, signal.SIGTERM)
         self.process.terminate()
         try:
             self.process.wait(timeout=20)
