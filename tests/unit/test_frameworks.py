@@ -35,7 +35,7 @@ def test_each_preset_sets_what_it_claims(name: str, precision: str, tp: int) -> 
     applied = request.framework_applied
     assert applied is not None and applied.name == name
     for setting in FRAMEWORK_PRESETS[name].settings:
-        holds = condition_holds(setting.when, precision=str(request.precision), tp=tp)
+        holds = condition_holds(setting.when, precision=str(request.precision), tp=tp, zero=request.zero)
         for field, value in setting.values:
             if field == "precision":
                 continue  # an explicit --precision here; the torchtune precision test covers it
@@ -85,6 +85,14 @@ def test_conditions_follow_precision_and_tp() -> None:
     assert MemoryRequest(model="llama-3.1-8b", framework="nemo", tp=1, gpus=8).sequence_parallel is False
     lora_hf = MemoryRequest(model="llama-3.1-8b", framework="hf", method="lora")  # bf16-true: no autocast
     assert lora_hf.autocast is False and MemoryRequest(model="llama-3.1-8b", framework="hf").autocast is True
+
+
+def test_megatron_overlap_defaults_are_for_ddp_and_the_distributed_optimizer() -> None:
+    zero1 = MemoryRequest(model="llama-3.1-8b", gpus=8, framework="megatron", zero=1)
+    assert (zero1.overlap_grad_reduce, zero1.overlap_param_gather, zero1.pp_comm_overlap) == (False, False, True)
+    fsdp = MemoryRequest(model="llama-3.1-8b", gpus=8, framework="megatron", zero=3)
+    assert (fsdp.overlap_grad_reduce, fsdp.overlap_param_gather) == (None, None)  # rigplan's FSDP default
+    assert MemoryRequest(model="llama-3.1-8b", framework="nemo").pp_comm_overlap is False  # Megatron-Core config
 
 
 def test_torchtune_trains_in_pure_bf16_unless_told() -> None:

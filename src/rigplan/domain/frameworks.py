@@ -8,7 +8,8 @@ documentation states it (the source sits next to each value). Explicit flags alw
 Each setting names request fields (JobSpec / PlanRequest field names, which are the `rigplan memory`
 flags without dashes), their values, the source, and when the default holds (`when`): 'always',
 'bf16_or_fp8' (bf16 or fp8 recipes), 'fp8', 'mixed' (fp32 master weights with bf16/fp16 compute),
-'tp>1'. A setting is applied as a whole or not at all (recompute and its granularity together).
+'tp>1', 'zero<3' (replicated or ZeRO-1/2 data parallelism, not FSDP). A setting is applied as a
+whole or not at all (recompute and its granularity together).
 
 Left out on purpose (not a framework default): NCCL's NVLS buffers (an NCCL version and system
 property, --nvls-buffers), the precision of a mixed-precision run (every stack here runs bf16 when
@@ -27,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Condition = Literal["always", "bf16_or_fp8", "fp8", "mixed", "tp>1"]
+Condition = Literal["always", "bf16_or_fp8", "fp8", "mixed", "tp>1", "zero<3"]
 FrameworkName = Literal["megatron", "nemo", "torchtitan", "fsdp", "deepspeed", "hf", "unsloth", "torchtune"]
 """The preset names (the keys of FRAMEWORK_PRESETS, spelled out for the request schemas)."""
 
@@ -68,8 +69,9 @@ def _shown(value: object) -> str:
     return str(value)
 
 
-def condition_holds(when: Condition, *, precision: str, tp: int) -> bool:
-    """Whether a setting's default applies to a job of this precision recipe and tensor-parallel degree."""
+def condition_holds(when: Condition, *, precision: str, tp: int, zero: int = 0) -> bool:
+    """Whether a setting's default applies to a job of this precision recipe, tensor-parallel degree and
+    ZeRO stage."""
     if when == "bf16_or_fp8":
         return precision in ("bf16-mixed", "bf16-true", "fp8")
     if when == "fp8":
@@ -78,6 +80,8 @@ def condition_holds(when: Condition, *, precision: str, tp: int) -> bool:
         return precision in ("bf16-mixed", "fp16-mixed")
     if when == "tp>1":
         return tp > 1
+    if when == "zero<3":
+        return zero < 3
     return True
 
 
@@ -109,14 +113,17 @@ _MEGATRON_CORE: tuple[PresetSetting, ...] = (
        "rigplan's selective (attention core)", recompute="none"),
     _s(f"{_MCORE_ARGS}: accumulate_allreduce_grads_in_fp32 under --bf16 (unless --grad-reduce-in-bf16): the "
        "data-parallel reduction runs on the fp32 main grads", "bf16_or_fp8", grad_reduce_dtype="fp32"),
-    _s(f"{_MCORE_ARGS}: --no-overlap-p2p-communication turns it off, so pipeline send/recv overlaps by default",
-       pp_comm_overlap=True),
     _s("TransformerEngine context-parallel attention (cp_comm_type p2p): the ring K/V exchange runs under the "
        "attention of the current block", cp_comm_overlap=True),
 )
-_MEGATRON_LM_OVERLAP = _s(
-    f"{_MCORE_ARGS}: --tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather are store_true "
-    "flags, off unless given", tp_comm_overlap=False, overlap_grad_reduce=False, overlap_param_gather=False)
+_MEGATRON_LM_OVERLAP = (
+    _s(f"{_MCORE_ARGS}: --tp-comm-overlap is a store_true flag, off unless given", tp_comm_overlap=False),
+    _s(f"{_MCORE_ARGS}: --overlap-grad-reduce and --overlap-param-gather are store_true flags, off unless given "
+       "(for DDP and the distributed optimizer; Megatron's FSDP paths overlap by construction, so --zero 3 keeps "
+       "rigplan's FSDP default)", "zero<3", overlap_grad_reduce=False, overlap_param_gather=False),
+    _s(f"{_MCORE_ARGS}: --no-overlap-p2p-communication turns it off, so the interleaved schedule's send/recv "
+       "overlaps by default", pp_comm_overlap=True),
+)
 _FSDP2_OVERLAP = _s(
     "torch.distributed.fsdp.fully_shard: reduce-scatter issued per unit during backward and the next unit's "
     "all-gather prefetched", overlap_grad_reduce=True, overlap_param_gather=True)
@@ -127,7 +134,7 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             *_MEGATRON_CORE,
             _s(f"{_MCORE_ARGS}: --use-distributed-optimizer is off by default (pass --zero 1 for it: the "
                "optimizer states sharded over dp, ZeRO-1)", zero=0),
-            _MEGATRON_LM_OVERLAP,
+            *_MEGATRON_LM_OVERLAP,
         ),
         note="sequence parallelism, tp/pp/vpp and --use-distributed-optimizer (--zero 1) as you launch them"),
     FrameworkPreset(
@@ -141,6 +148,9 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             _s("NeMo 2.0 / Megatron-Bridge recipes: DistributedDataParallelConfig(grad_reduce_in_fp32=True, "
                "overlap_grad_reduce=True, overlap_param_gather=True, use_distributed_optimizer=True)",
                overlap_grad_reduce=True, overlap_param_gather=True),
+            _s("megatron/core/model_parallel_config.py ModelParallelConfig.overlap_p2p_comm defaults to False (NeMo "
+               "1.x megatron_gpt_model.py: cfg.get('overlap_p2p_comm', False)); only Megatron-LM's arguments.py "
+               "turns it on", pp_comm_overlap=False),
         ),
         note="tp/pp/vpp/cp as the recipe sets them"),
     FrameworkPreset(

@@ -97,7 +97,8 @@ def apply_preset(request: BaseModel) -> FrameworkApplied | None:
         if given:
             applied.kept.extend(g for g in given if g not in applied.kept)
             continue
-        if not condition_holds(setting.when, precision=_precision_of(current), tp=int(current.get("tp") or 1)):
+        if not condition_holds(setting.when, precision=_precision_of(current), tp=int(current.get("tp") or 1),
+                               zero=int(current.get("zero") or 0)):
             applied.not_applicable.append(f"{setting.label} (only {setting.when})")
             continue
         for name_, value in setting.values:

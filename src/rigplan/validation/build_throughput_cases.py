@@ -70,9 +70,25 @@ NEMO_CONFIG_SHAPES: dict[str, tuple[dict[str, Any], str, str, str]] = {
 GPT3 vocab: GPT-2 BPE (50257) padded by Megatron to a multiple of 128*tp. Nemotron vocab: 256000 - the 340B config
 names the 256k SentencePiece model; the 8B/22B configs leave the tokenizer unset, so 256000 is inferred for them."""
 
+FRAMEWORK_OF_GROUP = {
+    "megatron_lm_2021_weak_scaling_a100": "megatron", "korthikanti_2022_recompute": "megatron",
+    "mosaicml_llm_foundry_mpt": "fsdp", "torchtitan_a100_2024_04": "torchtitan",
+    "torchtitan_h100_2024_12": "torchtitan", "nemo_24_07_h100_fp8": "nemo",
+}
+"""The framework each source ran: its --framework preset (docs/methodology/frameworks.md) supplies the
+kernels, loss, buffers, overlap switches and fp8 recipe; a case sets a field itself only where its source
+states it or where the run's framework version predates today's default (said in GROUP_NOTES)."""
+
+MEGATRON_2021_P2P = {"pp_comm_overlap": False}
+"""Megatron-LM of 2021-2022 sent and received pipeline activations synchronously in its interleaved schedule;
+--overlap-p2p-communication (today's default on) arrived with Megatron-Core in 2023."""
+
 GROUP_NOTES = {
     "megatron_lm_2021_weak_scaling_a100": [
-        "kernels: fused (Megatron-LM fused kernels); attention: eager (2021, before FlashAttention).",
+        "framework: megatron preset (fused kernels, vocab-parallel fused cross-entropy, no data-parallel gradient "
+        "overlap: --overlap-grad-reduce did not exist in 2021); attention: eager (2021, before FlashAttention); "
+        "pp_comm_overlap: off (the 2021 interleaved schedule's send/recv was synchronous; the flag and its "
+        "default-on came with Megatron-Core in 2023).",
         "recompute: full - the table's FLOP formula counts one extra forward pass for activation recomputation, "
         "so the runs recomputed every layer (Narayanan et al. 2021 Sec. 5).",
         "compare: megatron_tflops_per_gpu - rigplan's predicted step time converted into the paper's FLOP "
@@ -84,15 +100,17 @@ GROUP_NOTES = {
         "dropout: off (rigplan's default); Megatron-LM's GPT default of 0.1 is not stated by the source.",
     ],
     "korthikanti_2022_recompute": [
-        "kernels: fused (Megatron-LM); attention: eager (2022 Megatron-LM, no FlashAttention).",
+        "framework: megatron preset (as the 2021 group; pp_comm_overlap off for the 2022 Megatron-LM); attention: "
+        "eager (2022 Megatron-LM, no FlashAttention).",
         "layout, micro-batch and interleaving degree (vpp) as the entry gives them (Calculon's encoding of the "
         "paper); compare: step_time_s (the paper's iteration time).",
         "model: GPT shape flags from the row (plain GeLU MLP, learned positions, vocab 51200 where the row has none) "
         "or the catalog gpt-3-175b for the 175B rows; dropout off (not stated by the source).",
     ],
     "mosaicml_llm_foundry_mpt": [
-        "kernels: eager (PyTorch FSDP in Composer); attention: flash with attention_kernel triton (the benchmark "
-        "configs set attn_impl: triton).",
+        "framework: fsdp preset (Composer wraps PyTorch FSDP: eager kernels, ZeRO-3, prefetch 1, bf16 gradient "
+        "reduction of a bf16 param_dtype); attention: flash with attention_kernel triton (the benchmark configs "
+        "set attn_impl: triton).",
         "model: MPT shape flags from the row (expansion_ratio 4 -> plain MLP, vocab 50368, LayerNorm). The "
         "benchmark configs use learned position embeddings (d_model params per position, a gather: no rotary "
         "work); rigplan's learned table stops at 2048 rows for a custom model, so positions are mapped to 'alibi' "
@@ -101,20 +119,22 @@ GROUP_NOTES = {
         "compare: tokens_per_s_per_gpu.",
     ],
     "torchtitan_a100_2024_04": [
-        "kernels: eager (torchtitan, no compile in this table); attention: flash (SDPA flash backend).",
+        "framework: torchtitan preset (eager kernels, SDPA, FSDP2, fp32 gradient reduction); no compile in this "
+        "table.",
         "zero: 3 (FSDP); compare: tokens_per_s_per_gpu (the table's WPS per GPU).",
     ],
     "torchtitan_h100_2024_12": [
         "GPU: Grand Teton H100 SXM HBM2e 96 GB, power-capped at 500 W -> catalog h100-sxm-96gb-500w (2.41 TB/s, "
         "power_limit_w 500: the clock model lowers its sustained tensor clock).",
-        "kernels: eager (torchtitan); rows whose techniques include torch.compile set compile: true; attention: "
-        "flash (SDPA); fp8 rows use torchao Float8 tensorwise dynamic scaling (fp8_recipe: current).",
+        "framework: torchtitan preset (eager kernels, SDPA, FSDP2, fp32 gradient reduction; fp8 rows get torchao "
+        "Float8 tensorwise dynamic scaling, fp8_recipe current, from it); rows whose techniques include "
+        "torch.compile set compile: true.",
         "zero: 3 (FSDP2); compare: tokens_per_s_per_gpu.",
     ],
     "nemo_24_07_h100_fp8": [
-        "kernels: fused (NeMo / Megatron-Core / Transformer Engine); attention: flash.",
-        "zero: 1 ('distributed optimizer', NeMo's default: optimizer states sharded over dp); sequence "
-        "parallelism on wherever tp > 1 (NeMo's default).",
+        "framework: nemo preset (Megatron-Core / Transformer Engine kernels, distributed optimizer, sequence "
+        "parallelism wherever tp > 1, gradient and parameter overlap, fp32 gradient reduction); attention: flash.",
+        "zero: 1 ('distributed optimizer' in the entry).",
         "recompute: none (the launcher configs of these models leave activation checkpointing off); compare: "
         "tokens_per_s_per_gpu.",
         "dropout: off for every row. The NeMo launcher configs of GPT3 5B/20B set dropout 0.1; it is left off so "
@@ -287,24 +307,23 @@ def build(entries: list[dict[str, Any]]) -> dict[str, Any]:
         zs = p.get("zero_stage")
         zero = 3 if p.get("fsdp") or zs == 3 else (1 if isinstance(zs, str) else (zs or 0))
         tp, pp, cp, dp, vpp = p["tp"] or 1, p["pp"] or 1, p["cp"] or 1, p["dp"] or 1, p.get("virtual_pp") or 1
-        nemo = group.startswith("nemo")
-        sp = bool(p.get("sequence_parallel")) or (nemo and tp > 1)
+        sp = bool(p.get("sequence_parallel"))
+        sp_note = "tp > 1 (nemo preset)" if group.startswith("nemo") and not sp and tp > 1 else str(sp)
         mb = b.get("micro_batch") or 1
         gb = b.get("global_batch_sequences") or mb * dp
-        megatron_like = group.startswith(("megatron", "korthikanti", "nemo"))
         request: dict[str, Any] = {
             **model, "gpu": gpu, "gpus": hw["num_gpus"], "precision": precision, "seq": e["model"]["seq_len"],
             "micro_batch": mb, "global_batch": gb, "recompute": recompute,
             "attention": "eager" if group.startswith(("megatron", "korthikanti")) else "flash",
-            "kernels": "fused" if megatron_like else "eager", "zero": zero,
+            "framework": FRAMEWORK_OF_GROUP[group], "zero": zero,
         }
+        if group.startswith(("megatron", "korthikanti")):
+            request.update(MEGATRON_2021_P2P)
         if group.startswith("mosaicml"):
             request["attention_kernel"] = "triton"
             request["autocast"] = True
         if group.startswith("torchtitan") and "compile" in str(p.get("notes") or ""):
             request["compile"] = True
-        if group.startswith("torchtitan") and precision == "fp8":
-            request["fp8_recipe"] = "current"
         for key, value in (("tp", tp), ("pp", pp), ("cp", cp), ("vpp", vpp)):
             if value != 1:
                 request[key] = value
@@ -315,7 +334,8 @@ def build(entries: list[dict[str, Any]]) -> dict[str, Any]:
             raise SystemExit(f"{e['id']}: tp*pp*cp*dp != num_gpus")
         value, compare = measured
         notes = [model_note, gpu_note, prec_note, rc_note, *GROUP_NOTES[group]]
-        notes.append(f"layout tp={tp} pp={pp} dp={dp} cp={cp} vpp={vpp} zero={zero} sequence_parallel={sp}; "
+        notes.append(f"layout tp={tp} pp={pp} dp={dp} cp={cp} vpp={vpp} zero={zero} sequence_parallel="
+                     f"{sp_note}; "
                      f"micro-batch {b.get('micro_batch')} -> {mb}, global batch {b.get('global_batch_sequences')} "
                      f"-> {gb} sequences of {e['model']['seq_len']}.")
         if p.get("notes"):
