@@ -80,6 +80,15 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
         assert flag in out.command
 
 
+def test_megatron_moe_layer_freq_follows_interleaved_and_leading_dense_layers() -> None:
+    maverick = export(build_setup(EstimateRequest(model="llama-4-maverick", gpus=128, ep=16, pp=4, zero=1,
+                                                  global_batch=256)), "megatron").values
+    assert maverick["moe_layer_freq"] == "'[" + ",".join(["0", "1"] * 24) + "]'"
+    deepseek = export(build_setup(EstimateRequest(model="deepseek-v3", gpus=256, ep=64, pp=4, zero=1,
+                                                  global_batch=256)), "megatron").values
+    assert deepseek["moe_layer_freq"] == "'[" + ",".join(["0"] * 3 + ["1"] * 58) + "]'"
+
+
 def test_megatron_refuses_lora_and_zero2() -> None:
     with pytest.raises(Unsupported, match="Megatron-LM cannot express LoRA"):
         export(setup_of("lora"), "megatron")

@@ -344,3 +344,15 @@ def test_layer_types_of_the_wrong_length_is_one_clear_error(tmp_path: Path) -> N
     cfg = {**_fixture("gpt-oss-20b"), "layer_types": ["sliding_attention"] * 3}
     with pytest.raises(InvalidSpec, match="layer_types' must list one attention kind per layer"):
         architecture_from_hf_config(_write(tmp_path, cfg))
+
+
+def test_llama4_interleave_step_is_kept(tmp_path: Path) -> None:
+    cfg = {"model_type": "llama4_text", "num_hidden_layers": 8, "hidden_size": 64, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32, "intermediate_size_mlp": 128,
+           "vocab_size": 100, "num_local_experts": 4, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2}
+    arch = architecture_from_hf_config(_write(tmp_path, cfg, "config.json"))
+    assert arch.moe is not None and (arch.moe.first_dense_layers, arch.moe.moe_layer_step) == (0, 2)
+    assert arch.num_moe_layers == 4
+    # An explicit moe_layers list off the step pattern falls back to leading dense layers, with a note.
+    odd = architecture_from_hf_config(_write(tmp_path, {**cfg, "moe_layers": [6, 7]}, "config.json"))
+    assert odd.moe is not None and (odd.moe.first_dense_layers, odd.moe.moe_layer_step) == (6, 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rigplan.domain.model import Architecture, MoE
 from rigplan.estimate.params import count_params
 
@@ -80,3 +82,37 @@ def test_tiny_two_layer_gpt2_style_model() -> None:
     assert counts.lm_head == 0
     assert counts.dense_layer.total == 244
     assert counts.total == 560
+
+
+def test_llama4_maverick_interleaves_dense_and_moe_layers() -> None:
+    from rigplan.catalog.load import load_catalog
+
+    arch = load_catalog().model("llama-4-maverick").to_domain()
+    assert arch.moe is not None and arch.moe.moe_layer_step == 2 and arch.moe.first_dense_layers == 0
+    assert (arch.num_moe_layers, arch.num_dense_layers) == (24, 24)
+    counts = count_params(arch)
+    assert counts.total == pytest.approx(400.71e9, rel=2e-4)  # config.json text decoder, exact to 0.01%
+
+
+def test_mtp_module_weights_sit_on_the_last_stage() -> None:
+    from dataclasses import replace
+
+    from rigplan.catalog.load import load_catalog
+    from rigplan.domain.job import Job
+    from rigplan.domain.layout import Layout
+    from rigplan.estimate.states import model_states
+
+    arch = load_catalog().model("deepseek-v3").to_domain()
+    assert arch.moe is not None and arch.moe.mtp_layers == 1
+    without = arch.with_overrides(moe=replace(arch.moe, mtp_layers=0))
+    layout = Layout(tp=1, pp=16, dp=128, ep=64, zero=1)
+    counts = count_params(arch)
+    assert counts.moe_layer is not None
+    extra = float(model_states(arch, Job(), layout, 15).local_params) - float(
+        model_states(without, Job(), layout, 15).local_params)
+    module_dense = counts.moe_layer.total - counts.moe_layer.experts + 2 * 7168 * 7168 + 3 * counts.final_norm
+    assert extra == pytest.approx(module_dense + counts.embedding + counts.moe_layer.experts / 64)
+    # Other stages are unchanged, and the published totals still leave the module out.
+    assert float(model_states(arch, Job(), layout, 3).local_params) == float(
+        model_states(without, Job(), layout, 3).local_params)
+    assert counts.total == count_params(without).total

@@ -91,3 +91,17 @@ def test_rank_counts_are_vectorised_per_distinct_pipeline() -> None:
     second, second_dense = chunk_layer_counts(DEFAULT, 61, 3, 16, 1, 1, 0)
     assert (second, second_dense) == (4.0, 0.0)
     assert busiest_middle_rank(DEFAULT, 126, 126, 16, 1) == 1
+
+
+def test_interleaved_moe_layers_spread_over_the_stages() -> None:
+    from rigplan.domain.stages import dense_layer_mask
+
+    # Llama 4 Maverick: interleave_moe_layer_step 2, MoE at odd indices (transformers' (i + 1) % 2 == 0).
+    assert list(dense_layer_mask(6, (0, 2))) == [True, False, True, False, True, False]
+    assert list(dense_layer_mask(6, (2, 2))) == [True, True, True, False, True, False]
+    assert list(dense_layer_mask(4, 1)) == [True, False, False, False]
+    layers, dense = rank_layer_counts(DEFAULT, 48, (0, 2), 4, 1, np.arange(4))
+    assert list(layers) == [12, 12, 12, 12] and list(dense) == [6, 6, 6, 6]
+    # Counted as leading dense layers, the first two stages would hold no MoE layer at all.
+    _, leading = rank_layer_counts(DEFAULT, 48, 24, 4, 1, np.arange(4))
+    assert list(leading) == [12, 12, 0, 0]

@@ -212,3 +212,16 @@ def test_chinese_mode_shows_the_servers_own_text_in_chinese(page) -> None:  # ty
     assert "每节点" in page.text_content("#speed-out")
     settle(page, lambda: page.select_option("#lang", "en"))
     assert "(default; set --seq)" in page.text_content("#memory-out")
+
+
+def test_moe_fields_reach_the_estimate(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    settle(page, lambda: (page.fill("#f-model", "qwen3-30b-a3b"), page.select_option("#f-gpu", "h100-sxm"),
+                          page.fill("#f-gpus", "8"), page.fill("#f-ep", "8"), page.fill("#f-etp", "1")))
+    dropless = page.inner_text("#kpi-step")
+    page.click('details[data-sub="sub.moe"] summary')
+    settle(page, lambda: page.check("#f-balanced_routing"))
+    balanced = page.inner_text("#kpi-step")
+    body = {"model": "qwen3-30b-a3b", "gpu": "h100-sxm", "gpus": 8, "ep": 8, "etp": 1}
+    slow = post(live_server, "/api/estimate", body)["step_time_s"]
+    fast = post(live_server, "/api/estimate", {**body, "balanced_routing": True})["step_time_s"]
+    assert fast < slow and dropless != balanced

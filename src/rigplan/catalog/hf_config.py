@@ -325,14 +325,20 @@ def _llama4_text(r: _Reader) -> tuple[dict[str, Any], list[str]]:
     step = r.opt_int("interleave_moe_layer_step", default=1)
     if step < 1:
         raise r.fail(f"key 'interleave_moe_layer_step' must be >= 1, got {step}")
-    moe_layers = set(r.int_list("moe_layers")) or {i for i in range(layers) if (i + 1) % step == 0}
-    dense, notes = _moe_layer_split(layers, [i for i in range(layers) if i not in moe_layers])
+    stepped = {i for i in range(layers) if (i + 1) % step == 0}
+    moe_layers = set(r.int_list("moe_layers")) or stepped
+    if moe_layers == stepped:
+        dense, notes = 0, []
+    else:
+        dense, notes = _moe_layer_split(layers, [i for i in range(layers) if i not in moe_layers])
+        step = 1
     fields["moe"] = MoE(
         num_experts=r.req_int("num_local_experts"),
         top_k=r.req_int("num_experts_per_tok"),
         expert_ffn=expert_ffn,
         num_shared_experts=1,
         first_dense_layers=dense,
+        moe_layer_step=step,
         router="sigmoid",
     )
     return fields, [*notes, "use_qk_norm is a weightless L2 norm (no parameters)"]

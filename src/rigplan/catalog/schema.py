@@ -217,6 +217,8 @@ class MoERecord(Record):
     num_shared_experts: Annotated[int, Field(ge=0)] = 0
     shared_expert_ffn: Annotated[int, Field(ge=0)] = 0
     first_dense_layers: Annotated[int, Field(ge=0)] = 0
+    moe_layer_step: PositiveInt = 1
+    """After the leading dense layers, every step-th layer is MoE, the others dense (Llama 4: 2)."""
     expert_bias: bool = False
     router_bias: bool = False
     shared_expert_gate: bool = False

@@ -32,6 +32,10 @@ class MoE:
     """Intermediate size of one shared expert; 0 means the same as expert_ffn."""
     first_dense_layers: int = 0
     """Leading layers with a dense MLP of size Architecture.ffn instead of experts (DeepSeek-V3: 3)."""
+    moe_layer_step: int = 1
+    """After the leading dense layers, every moe_layer_step-th layer is an MoE layer and the others
+    are dense (Llama 4 Maverick: 2, transformers' interleave_moe_layer_step, MoE where
+    (i + 1) % step == 0); 1 = all of them."""
     expert_bias: bool = False
     """Biases in expert projections (gpt-oss)."""
     router_bias: bool = False
@@ -51,9 +55,15 @@ class MoE:
             )
         if self.top_k > self.num_experts:
             raise InvalidSpec(f"top-k={self.top_k} cannot exceed experts={self.num_experts}")
+        if self.moe_layer_step < 1:
+            raise InvalidSpec(f"the MoE layer step must be >= 1, got {self.moe_layer_step}")
         if self.router not in ("softmax", "sigmoid") or self.mtp_layers < 0:
             raise InvalidSpec(f"router must be softmax or sigmoid and mtp-layers >= 0; got {self.router}, "
                               f"{self.mtp_layers}")
+
+    def dense_pattern(self) -> int | tuple[int, int]:
+        """Which layers are dense, as domain.stages takes it: the leading count, or (leading, step)."""
+        return self.first_dense_layers if self.moe_layer_step == 1 else (self.first_dense_layers, self.moe_layer_step)
 
     @property
     def shared_ffn(self) -> int:
@@ -170,7 +180,10 @@ class Architecture:
 
     @property
     def num_moe_layers(self) -> int:
-        return 0 if self.moe is None else self.num_layers - self.moe.first_dense_layers
+        if self.moe is None:
+            return 0
+        after = self.num_layers - self.moe.first_dense_layers
+        return after // self.moe.moe_layer_step
 
     @property
     def num_dense_layers(self) -> int:

@@ -187,21 +187,35 @@ def _runs(values: list[int]) -> str:
     return " | ".join(parts)
 
 
+DensePattern = int | tuple[int, int]
+"""Which layers are dense: a count of leading dense layers, or (leading, step) where after the
+leading ones every step-th layer is MoE (domain.model.MoE.moe_layer_step)."""
+
+
+def dense_layer_mask(num_layers: int, pattern: DensePattern) -> np.ndarray:
+    """True for each dense layer (index order) under the pattern."""
+    lead, step = (pattern, 1) if isinstance(pattern, int) else pattern
+    i = np.arange(num_layers)
+    mask: np.ndarray = (i < lead) | ((i - lead + 1) % step != 0)
+    return mask
+
+
 @functools.lru_cache(maxsize=4096)
-def _chunk_table(split: PipelineSplit, num_layers: int, first_dense: int, pp: int,
+def _chunk_table(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: int,
                  vpp: int) -> tuple[np.ndarray, np.ndarray]:
     """(layers, dense layers) of each (rank, chunk), shape (pp, vpp)."""
     counts = virtual_stage_layers(split, num_layers, pp, vpp)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     layers = np.zeros((pp, vpp))
     dense = np.zeros((pp, vpp))
+    mask = dense_layer_mask(num_layers, first_dense)
     for k, n in enumerate(counts):
         layers[k % pp, k // pp] = n
-        dense[k % pp, k // pp] = np.clip(first_dense - starts[k], 0, n)
+        dense[k % pp, k // pp] = mask[starts[k]:starts[k] + n].sum()
     return layers, dense
 
 
-def _gather(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vpp: Any, rank: Any,
+def _gather(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: Any, vpp: Any, rank: Any,
             chunk: int | None) -> tuple[Any, Any]:
     """(layers, dense layers) of chunk `chunk` (None: all chunks of the rank) for each (pp, vpp, rank).
 
@@ -238,24 +252,24 @@ def _gather(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vp
     return layers, dense
 
 
-def chunk_layer_counts(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vpp: Any,
+def chunk_layer_counts(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: Any, vpp: Any,
                        rank: Any, chunk: int) -> tuple[Any, Any]:
     """(layers, dense layers) of model chunk `chunk` on pipeline rank `rank` (0 where chunk >= vpp).
 
     pp, vpp and rank may be numpy arrays; the split is computed once per distinct (pp, vpp).
-    `first_dense`: how many leading layers are dense (MoE models); the rest are MoE layers.
+    `first_dense`: which layers are dense (MoE models, DensePattern); the rest are MoE layers.
     """
     return _gather(split, num_layers, first_dense, pp, vpp, rank, chunk)
 
 
-def rank_layer_counts(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vpp: Any,
+def rank_layer_counts(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: Any, vpp: Any,
                       rank: Any) -> tuple[Any, Any]:
     """(layers, dense layers) on pipeline rank `rank`, all its chunks together (arrays allowed)."""
     return _gather(split, num_layers, first_dense, pp, vpp, rank, None)
 
 
 @functools.lru_cache(maxsize=4096)
-def _busiest_middle(split: PipelineSplit, num_layers: int, first_dense: int, pp: int, vpp: int) -> int:
+def _busiest_middle(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: int, vpp: int) -> int:
     if pp <= 2:
         return 0
     layers, dense = _chunk_table(split, num_layers, first_dense, pp, vpp)
@@ -265,7 +279,7 @@ def _busiest_middle(split: PipelineSplit, num_layers: int, first_dense: int, pp:
     return max(middle, key=lambda r: (per_rank[r], moe[r], -r))
 
 
-def busiest_middle_rank(split: PipelineSplit, num_layers: int, first_dense: int, pp: Any, vpp: Any) -> Any:
+def busiest_middle_rank(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: Any, vpp: Any) -> Any:
     """The rank other than the first and last with the most layers (most MoE layers on a tie);
     0 when there is none (pp <= 2). Arrays allowed."""
     pp_a, vpp_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64))

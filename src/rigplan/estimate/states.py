@@ -40,7 +40,7 @@ import numpy as np
 
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
-from rigplan.domain.stages import DEFAULT_SPLIT, rank_layer_counts
+from rigplan.domain.stages import DEFAULT_SPLIT, DensePattern, rank_layer_counts
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.params import ParamCounts, count_params
 
@@ -128,9 +128,10 @@ class StageParams:
     dense_layers: Num
 
 
-def first_dense_layers(arch: Architecture) -> int:
-    """Leading dense layers (all of them for a dense model)."""
-    return arch.moe.first_dense_layers if arch.moe else arch.num_layers
+def first_dense_layers(arch: Architecture) -> DensePattern:
+    """Which layers are dense (domain.stages.DensePattern): the leading count, or (leading, step) for
+    interleaved dense and MoE layers; all of them for a dense model."""
+    return arch.moe.dense_pattern() if arch.moe else arch.num_layers
 
 
 def stage_layer_counts(arch: Architecture, layout: Any, rank: Num) -> tuple[Num, Num]:
@@ -159,6 +160,16 @@ def stage_params(arch: Architecture, counts: ParamCounts, layout: Any, rank: Num
     # A tied head is a second copy on the last stage when the pipeline separates them.
     head = counts.lm_head or np.where(np.asarray(layout.pp) > 1, arch.vocab * arch.hidden, 0)
     dense = dense + np.where(last, counts.final_norm + head, 0)
+    mtp = arch.moe.mtp_layers if arch.moe is not None else 0
+    if mtp and counts.moe_layer is not None:
+        # DeepSeek-V3 multi-token prediction (arXiv 2412.19437, Sec. 2.2), trained on the last stage: per
+        # module an MoE decoder layer, the 2h -> h projection and two input norms (and its output norm);
+        # the output head is the model's, and the embedding is a second copy there when pp > 1 (as
+        # Megatron-Core keeps it for tied embeddings across stages).
+        module = (counts.moe_layer.total - counts.moe_layer.experts) + 2 * arch.hidden * arch.hidden \
+            + 3 * counts.final_norm
+        dense = dense + np.where(last, mtp * module + np.where(np.asarray(layout.pp) > 1, counts.embedding, 0), 0)
+        expert = expert + np.where(last, mtp * counts.moe_layer.experts, 0)
     return StageParams(dense_weights=_out(dense), expert_weights=_out(expert), quantizable=_out(quantizable),
                        layers=_out(layers), dense_layers=_out(dense_layers))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigplan.domain.stages import dense_layer_mask
 from rigplan.export.common import Exported, batch_of, flag_line, require, torchrun_prefix, unsupported
 from rigplan.flow.resolve import TrainingSetup
 
@@ -69,8 +70,8 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
                      "moe_shared_expert_intermediate_size": (moe.shared_expert_ffn or moe.expert_ffn)
                      * moe.num_shared_experts or None,
                      "moe_grouped_gemm": True, "moe_token_dispatcher_type": "alltoall" if lay.ep > 1 else None})
-        if moe.first_dense_layers:
-            dense = [1 if i >= moe.first_dense_layers else 0 for i in range(arch.num_layers)]
+        if moe.first_dense_layers or moe.moe_layer_step > 1:
+            dense = [0 if d else 1 for d in dense_layer_mask(arch.num_layers, moe.dense_pattern())]
             args["moe_layer_freq"] = f"'[{','.join(map(str, dense))}]'"
     args.update({
         "tensor_model_parallel_size": lay.tp, "pipeline_model_parallel_size": lay.pp,

@@ -121,6 +121,7 @@ def _apply_shape_flags(arch: Architecture | None, flags: dict[str, Any]) -> Arch
             num_shared_experts=moe_flags.get("shared_experts", base.num_shared_experts if base else 0),
             shared_expert_ffn=base.shared_expert_ffn if base else 0,
             first_dense_layers=base.first_dense_layers if base else 0,
+            moe_layer_step=base.moe_layer_step if base else 1,
             expert_bias=base.expert_bias if base else False,
             router_bias=base.router_bias if base else False,
             shared_expert_gate=base.shared_expert_gate if base else False,
