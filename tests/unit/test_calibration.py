@@ -57,6 +57,15 @@ def test_unknown_parameter_is_rejected():
         Calibration(gpu_id="x", efficiency={"gemm_maxx": 0.5})
 
 
+def test_a_flat_gemm_curve_is_a_valid_calibration():
+    """A probe on a device whose GEMMs do not fall off with size fits d_half 0; only a negative one is wrong."""
+    assert Calibration(gpu_id="x", efficiency={"gemm_half_dim": 0.0}).efficiency["gemm_half_dim"] == 0.0
+    with pytest.raises(InvalidSpec, match="gemm_half_dim"):
+        Calibration(gpu_id="x", efficiency={"gemm_half_dim": -1.0})
+    with pytest.raises(InvalidSpec, match="gemm_max"):
+        Calibration(gpu_id="x", efficiency={"gemm_max": 0.0})
+
+
 def test_cli_estimate_uses_the_file(tmp_path):
     path = _file(tmp_path, fragmentation_fraction=0.0)
     runner = CliRunner()

@@ -52,6 +52,9 @@ class Calibration:
             raise InvalidSpec(f"calibration: unknown efficiency parameter(s) {', '.join(unknown)}; "
                               f"known: {', '.join(EFFICIENCY_FIELDS)}")
         for name, value in self.efficiency.items():
+            # d_half 0 is a flat curve (a device whose GEMMs do not fall off with size, as a CPU's can).
+            if name == "gemm_half_dim" and value == 0:
+                continue
             if not value > 0:
                 raise InvalidSpec(f"calibration: efficiency {name} must be > 0, got {value}")
         for name in ("link_efficiency", "nic_efficiency"):
