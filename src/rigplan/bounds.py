@@ -14,6 +14,9 @@ The ranges are wide: they stop nonsense (0 GPUs, 10^30 tokens, NaN), not unusual
 upper limit is at least 10x beyond the largest published training run it could describe
 (Llama 3 405B: 16,384 GPUs, 15.6 T tokens, 126 layers, hidden 16,384, FFN 53,248, vocab 128,256;
 Dubey et al. 2024, Tables 3-4; Gemma 3's vocabulary of 262,144 is the largest in the catalog).
+A positive amount that rigplan divides by (a price, a rate, a duration) has a smallest value that
+still means something (one second, a tenth of a cent, 0.1% utilisation), not just "above 0": 5e-324
+hours or years made the cost formulas divide by zero or overflow to infinity.
 
 May import: units, errors.
 """
@@ -104,6 +107,7 @@ BOUNDS: dict[str, Bound] = {
     "top_k": _int("--top-k", 1, 1 << 16),
     "expert_ffn": _int("--expert-ffn", 1, 1 << 21),
     "shared_experts": _int("--shared-experts", 0, 1_000),
+    "mtp_layers": _int("multi-token-prediction modules", 0, 64),  # DeepSeek-V3 has 1
     "context": _int("context length", 1, 1 << 30),
     "params": _pos("the model's parameter count", 1e14),
     # recipe and layout
@@ -123,48 +127,74 @@ BOUNDS: dict[str, Bound] = {
     "last_stage_layers": _int("--last-stage-layers", 0, 10_000),
     "embedding_layer_weight": _int("--embedding-layer-weight", 0, 64),
     "head_layer_weight": _int("--head-layer-weight", 0, 64),
+    "recompute_num_layers": _int("--recompute-num-layers", 1, 10_000),
+    "recompute_every": _int("--recompute-every", 1, 10_000),
+    "fsdp_prefetch": _int("--fsdp-prefetch", 0, 64),
     "moe_imbalance": Bound("--moe-imbalance", 1.0, 1000.0),
     "capacity_factor": _amount("--capacity-factor", 1000.0),
     "gpus": _int("--gpus", 1, MAX_GPUS),
     # cluster and training length
     "tokens": Bound("--tokens", 1.0, 1e15),
     "gpus_per_node": _int("--gpus-per-node", 1, 1024),
-    "nic_gbit": _pos("--nic", 100_000),
+    "nic_gbit": Bound("--nic", 0.1, 100_000),  # from 100 Mbit/s (Fast Ethernet) up
     "nics_per_node": _int("--nics-per-node", 1, 1024),
     "host_power_w": _amount("--host-power-w", 100_000),
     "restart_s": _amount("--restart-s", 10 * 86400),
-    "checkpoint_interval_s": _pos("--checkpoint-interval-s", 365 * 86400),
+    "checkpoint_interval_s": Bound("--checkpoint-interval-s", 1, 365 * 86400),
+    "preemptions_per_node_month": _amount("--preemptions-per-node-month", 1000),
     # plan and compare
-    "budget": _pos("--budget", MAX_USD),
-    "deadline": _pos("--deadline", 100 * 365 * 86400),
+    "budget": Bound("--budget", 1, MAX_USD),  # from one dollar
+    "deadline": Bound("--deadline", 1, 100 * 365 * 86400),  # from one second
     "gpus_max": _int("--gpus-max", 1, MAX_GPUS),
     "gpus_min": _int("--gpus-min", 1, MAX_GPUS),
     "gpu_counts": _int("GPU count", 1, MAX_GPUS),
     "option_gpus": _int("the GPU count of an option", 1, MAX_GPUS),
-    "fx_cny_per_usd": _pos("--fx", 1000),
+    "compare_options": _int("compare's options", 2, 32),  # each is a plan search: ~0.1 s, 50 took 4.5 s
+    "fx_cny_per_usd": Bound("--fx", 0.001, 1000),
     "top": _int("--top", 1, 100),
+    # the server
+    "time_cap_s": Bound("--time-cap", 0.1, 3600),
+    "workers": _int("--workers", 1, 256),
     # tco
-    "hours": _pos("--hours", 1e7),
-    "months": _pos("--months", 1200),
-    "utilisation": _pos("--utilisation", 1),
+    "hours": Bound("--hours", 0.001, 1e7),  # from 3.6 s
+    "months": Bound("--months", 0.001, 1200),  # from 44 min
+    "utilisation": Bound("--utilisation", 0.001, 1),  # from 0.1%
     "price_per_kwh": _amount("--price-per-kwh", 100),
     "pue": Bound("--pue", 1, 3),
-    "years": _pos("--years", 20),
+    "years": Bound("--years", 0.001, 20),  # from 8.8 h
     "residual": _amount("--residual", 1),
     "colo_per_kw_month": _amount("--colo-per-kw-month", 1e6),
-    "gpu_price": _pos("--gpu-price", 1e9),
+    "gpu_price": Bound("--gpu-price", 1, 1e9),  # from one dollar
     "server_share": _amount("--server-share", 1e9),
     "fabric_share": _amount("--fabric-share", 1e9),
     "host_w": _amount("--host-w", 10_000),
     "staff_per_year": _amount("--staff-per-year", 1e10),
     "capital_rate": _amount("--capital-rate", 1),
-    "delta_t_f": _pos("--delta-t-f", 100),
-    "cloud_price": _pos("--cloud-price", 1e6),
+    "delta_t_f": Bound("--delta-t-f", 0.1, 100),
+    "cloud_price": Bound("--cloud-price", 0.0001, 1e6),  # from a hundredth of a cent per GPU-hour
+    "cloud_price_cny": Bound("cny_per_gpu_hour", 0.001, 1e7),
     "storage_tb": _amount("--storage-tb", 1e7),
     "storage_per_gb_month": _amount("--storage-per-gb-month", 1e3),
     "egress_tb": _amount("--egress-tb", 1e7),
     "egress_per_gb": _amount("--egress-per-gb", 1e3),
-    "fx": _pos("--fx", 1000),
+    "fx": Bound("--fx", 0.001, 1000),
+    # catalog records and server builds (a user's overlay or BUILD.yaml): at least 10x the largest real part
+    # (B300: 288 GB, 8 TB/s; fp4 ~15 PFLOP/s dense; GB300 1,400 W; NVLink 5 1,800 GB/s; a TPU pod's 8,960 chips)
+    "memory_gib": Bound("memory (GiB)", 1, 10_000),
+    "usable_memory_mib": Bound("usable memory (MiB)", 1024, 10_000 * 1024),
+    "memory_bandwidth_gb_per_s": Bound("memory bandwidth (GB/s)", 1, 1e6),
+    "dense_tflops": Bound("dense TFLOP/s", 0.01, 1e6),
+    "power_w": Bound("power (W)", 1, 1e6),  # up to a 72-GPU rack-scale node (GB200 NVL72: ~120 kW)
+    "link_gb_per_s": Bound("link bandwidth (GB/s)", 0.1, 1e6),
+    "link_domain_size": _int("link domain size", 1, MAX_GPUS),
+    "devices_per_package": _int("devices per package", 1, 64),
+    "part_count": _int("count", 1, 10_000),  # CPUs, cores, DIMMs, drives, NICs, ports, PSUs, slots of one node
+    "nodes": _int("nodes", 1, MAX_GPUS),
+    "pcie_lanes": _int("PCIe lanes", 1, 10_000),
+    "host_memory_gib": Bound("host memory (GiB)", 1, 1e6),
+    "drive_tb": Bound("capacity (TB)", 0.001, 1e5),
+    "storage_gb_per_s": Bound("write bandwidth (GB/s)", 0.001, 1e6),
+    "money": Bound("amount", 1, MAX_USD),
 }
 
 
@@ -179,6 +209,16 @@ def check(name: str, value: Any, *, label: str | None = None) -> Any:
     if problem:
         raise InvalidSpec(f"{label or b.flag} {problem}; got {value!r}")
     return value
+
+
+def located_message(error: Any, where: str) -> str:
+    """A pydantic error (one item of `errors()`) as "WHERE: message"; a bound's message says WHERE in place of
+    its flag ("price.usd must be >= 1 (allowed ...)", not "price.usd: --gpu-price must be ...")."""
+    msg = str(error.get("msg", "invalid"))
+    flag = (error.get("ctx") or {}).get("flag")
+    if error.get("type") == BOUND_ERROR_TYPE and isinstance(flag, str) and msg.startswith(flag):
+        return where + msg[len(flag):]
+    return f"{where}: {msg}"
 
 
 PARSERS: dict[str, Callable[[str | float, str], float]] = {

@@ -16,7 +16,7 @@ from rigplan.flow.request import EstimateRequest, JobSpec, PlanRequest
 def test_check_names_the_flag_and_the_range() -> None:
     with pytest.raises(InvalidSpec, match=r"^--hidden must be <= 262,144 \(allowed 1 to 262,144\); got 1e\+30$"):
         check("hidden", 1e30)
-    with pytest.raises(InvalidSpec, match=r"--hours must be > 0"):
+    with pytest.raises(InvalidSpec, match=r"^--hours must be >= 0\.001 \(allowed 0\.001 to 10,000,000\); got -5\.0$"):
         check("hours", -5.0)
     with pytest.raises(InvalidSpec, match="finite"):
         check("utilisation", math.nan)
@@ -33,7 +33,7 @@ def test_parse_checks_the_parsed_value() -> None:
         parse("tokens", "1e30")
     with pytest.raises(InvalidSpec, match=r"--tokens must be >= 0"):
         parse("tokens", "-5")
-    with pytest.raises(InvalidSpec, match=r"--deadline must be > 0"):
+    with pytest.raises(InvalidSpec, match=r"--deadline must be >= 1 "):
         parse("deadline", "0d", kind="duration")
 
 
@@ -72,3 +72,14 @@ def test_every_bound_is_well_formed() -> None:
     for name, b in BOUNDS.items():
         assert b.low < b.high, name
         assert b.flag, name
+
+
+@pytest.mark.parametrize("name", ["hours", "months", "years", "utilisation", "gpu_price", "cloud_price", "budget",
+                                  "deadline", "nic_gbit", "checkpoint_interval_s", "fx", "delta_t_f"])
+def test_a_positive_amount_has_a_smallest_meaningful_value(name: str) -> None:
+    # 5e-324 (the smallest float) made the cost and step-time formulas divide by zero or overflow.
+    low = BOUNDS[name].low
+    assert low > 0 and not BOUNDS[name].low_open
+    with pytest.raises(InvalidSpec, match=rf"must be >= {low:g}"):
+        check(name, 5e-324)
+    assert check(name, low) == low

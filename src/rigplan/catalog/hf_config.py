@@ -29,6 +29,7 @@ KEY_BOUNDS = {
     "vocab_size": "vocab", "num_experts": "experts", "num_local_experts": "experts", "n_routed_experts": "experts",
     "num_experts_per_tok": "top_k", "moe_intermediate_size": "expert_ffn", "n_shared_experts": "shared_experts",
     "max_position_embeddings": "context", "n_positions": "context", "max_seq_len": "context",
+    "num_nextn_predict_layers": "mtp_layers",
 }
 """config.json keys checked against the same bounds as the shape flags (rigplan.bounds)."""
 ZERO_MEANS_NONE = frozenset({"experts", "top_k", "expert_ffn", "shared_experts", "head_dim"})

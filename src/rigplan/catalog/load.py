@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from rigplan.bounds import located_message
 from rigplan.catalog import cache
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.model import Architecture
@@ -106,7 +107,7 @@ def normalize_id(text: str) -> str:
 def _format_validation_error(path: Path, err: ValidationError) -> str:
     first = err.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "(record)"
-    return f"{path}: {where}: {first['msg']} ({err.error_count()} problem(s) in this record)"
+    return f"{path}: {located_message(first, where)} ({err.error_count()} problem(s) in this record)"
 
 
 def _read_records(folder: Path, schema: type[R]) -> dict[str, R]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from rigplan.bounds import BOUNDS, Bounded
 from rigplan.domain.hardware import Gpu, Link
 from rigplan.domain.model import MLA, Architecture, MoE, sliding_windows
 from rigplan.units import GiB, MiB
@@ -40,16 +41,19 @@ class Source(Record):
 Sources = Annotated[list[Source], Field(min_length=1)]
 
 
+Tflops = Annotated[float, Bounded("dense_tflops")]
+
+
 class DenseTflops(Record):
     """Dense (no 2:4 sparsity) peak tensor TFLOP/s; bf16/fp16 with fp32 accumulate."""
 
-    fp32: PositiveFloat | None = None
-    tf32: PositiveFloat | None = None
-    bf16: PositiveFloat | None = None
+    fp32: Tflops | None = None
+    tf32: Tflops | None = None
+    bf16: Tflops | None = None
     """Absent on parts without bf16 tensor cores (V100, T4): bf16 recipes are then an error."""
-    fp16: PositiveFloat | None = None
-    fp8: PositiveFloat | None = None
-    fp4: PositiveFloat | None = None
+    fp16: Tflops | None = None
+    fp8: Tflops | None = None
+    fp4: Tflops | None = None
 
     @model_validator(mode="after")
     def _has_a_half_precision_rate(self) -> DenseTflops:
@@ -68,9 +72,9 @@ LinkTopology = Literal["switched", "full-mesh", "partial-mesh", "pair", "torus"]
 
 class LinkRecord(Record):
     kind: Literal["nvlink", "nvlink-bridge", "nvlink-c2c", "infinity-fabric", "pcie", "roce", "ici", "hccs"]
-    bandwidth_gb_per_s_bidirectional: PositiveFloat
+    bandwidth_gb_per_s_bidirectional: Annotated[float, Bounded("link_gb_per_s")]
     """Per GPU, both directions added (the datasheet convention: H100 SXM 900)."""
-    domain_size: PositiveInt
+    domain_size: Annotated[int, Bounded("link_domain_size")]
     """GPUs reachable at that bandwidth."""
     topology: LinkTopology = "switched"
     """'switched': every GPU reaches every other at the full per-GPU figure through a switch
@@ -90,8 +94,8 @@ class EccRecord(Record):
 class NodeRecord(Record):
     """Default scale-up node for this GPU (overridable on the command line)."""
 
-    gpus_per_node: PositiveInt
-    nic_gbit_per_s_per_gpu: Annotated[float, Field(ge=0)]
+    gpus_per_node: Annotated[int, Bounded("gpus_per_node")]
+    nic_gbit_per_s_per_gpu: Annotated[float, Bounded("nic_gbit")]
     """Scale-out NIC bandwidth per GPU, one direction (400 for an HGX H100 with CX-7)."""
     note: str | None = None
 
@@ -102,7 +106,7 @@ def as_of_text(date: dt.date | None) -> str:
 
 
 class PriceRecord(Record):
-    usd: PositiveFloat
+    usd: Annotated[float, Bounded("gpu_price")]
     kind: Literal["msrp", "street", "estimate"]
     as_of: dt.date | None = None
     """Date of the price snapshot; absent ("undated") when the source gives none. Never the
@@ -113,14 +117,14 @@ class PriceRecord(Record):
 class CloudPriceRecord(Record):
     provider: str
     pricing: Literal["on-demand", "reserved", "spot", "community", "serverless"]
-    usd_per_gpu_hour: PositiveFloat | None = None
-    cny_per_gpu_hour: PositiveFloat | None = None
+    usd_per_gpu_hour: Annotated[float, Bounded("cloud_price")] | None = None
+    cny_per_gpu_hour: Annotated[float, Bounded("cloud_price_cny")] | None = None
     """The price as a provider billing in CNY quotes it (Chinese clouds); converted to USD at the
     request's exchange rate (--fx), not at a rate frozen in the catalog. Exactly one of the two is set."""
     as_of: dt.date | None = None
     """Snapshot date; absent ("undated") when the source gives none (see PriceRecord.as_of)."""
     source: str
-    capacity_gpus: PositiveInt | None = None
+    capacity_gpus: Annotated[int, Bounded("gpus")] | None = None
     """Most GPUs one customer can rent at this price at once, where the provider states it."""
 
     @model_validator(mode="after")
@@ -143,16 +147,16 @@ class GpuRecord(Record):
     vendor: Literal["nvidia", "amd", "intel", "google", "huawei"]
     architecture: str
     launch: str | None = None
-    memory_gib: PositiveFloat
+    memory_gib: Annotated[float, Bounded("memory_gib")]
     """Nominal capacity from the datasheet ("80 GB" is 80 GiB in practice)."""
-    usable_memory_mib: PositiveFloat | None = None
+    usable_memory_mib: Annotated[float, Bounded("usable_memory_mib")] | None = None
     """Capacity the driver reports in the default ECC state (nvidia-smi), where known."""
     memory_kind: Literal["HBM", "HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7"]
     """'HBM' where the vendor does not name the generation (TPU Trillium)."""
-    memory_bandwidth_gb_per_s: PositiveFloat
+    memory_bandwidth_gb_per_s: Annotated[float, Bounded("memory_bandwidth_gb_per_s")]
     dense_tflops: DenseTflops
-    tdp_w: PositiveFloat
-    power_limit_w: PositiveFloat | None = None
+    tdp_w: Annotated[float, Bounded("power_w")]
+    power_limit_w: Annotated[float, Bounded("power_w")] | None = None
     """Board power limit the part is deployed at, when below the TDP (sustained clocks drop)."""
     form_factor: Literal["sxm", "pcie", "oam", "superchip", "mezzanine", "apu", "tray"]
     link: LinkRecord
@@ -165,7 +169,7 @@ class GpuRecord(Record):
     RDMA on data-centre and professional GPUs only): NCCL then stages inter-node traffic through
     host memory, so the node-local and network phases of a collective run one after the other."""
     ecc: EccRecord
-    devices_per_package: PositiveInt = 1
+    devices_per_package: Annotated[int, Bounded("devices_per_package")] = 1
     """Devices the framework sees per package (MI250X: 2 GCDs). The record describes one device:
     memory, rates, power and price are per device."""
     node: NodeRecord
@@ -211,27 +215,27 @@ class GpuRecord(Record):
 
 
 class MoERecord(Record):
-    num_experts: PositiveInt
-    top_k: PositiveInt
-    expert_ffn: PositiveInt
-    num_shared_experts: Annotated[int, Field(ge=0)] = 0
-    shared_expert_ffn: Annotated[int, Field(ge=0)] = 0
-    first_dense_layers: Annotated[int, Field(ge=0)] = 0
-    moe_layer_step: PositiveInt = 1
+    num_experts: Annotated[int, Bounded("experts")]
+    top_k: Annotated[int, Bounded("top_k")]
+    expert_ffn: Annotated[int, Bounded("expert_ffn")]
+    num_shared_experts: Annotated[int, Bounded("shared_experts")] = 0
+    shared_expert_ffn: Annotated[int, Field(ge=0, le=BOUNDS["ffn"].high)] = 0
+    first_dense_layers: Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)] = 0
+    moe_layer_step: Annotated[int, Field(ge=1, le=BOUNDS["layers"].high)] = 1
     """After the leading dense layers, every step-th layer is MoE, the others dense (Llama 4: 2)."""
     expert_bias: bool = False
     router_bias: bool = False
     shared_expert_gate: bool = False
     router: Literal["softmax", "sigmoid"] = "softmax"
-    mtp_layers: Annotated[int, Field(ge=0)] = 0
+    mtp_layers: Annotated[int, Bounded("mtp_layers")] = 0
 
 
 class MLARecord(Record):
-    q_lora_rank: Annotated[int, Field(ge=0)]
-    kv_lora_rank: PositiveInt
-    qk_nope_head_dim: PositiveInt
-    qk_rope_head_dim: PositiveInt
-    v_head_dim: PositiveInt
+    q_lora_rank: Annotated[int, Field(ge=0, le=BOUNDS["hidden"].high)]
+    kv_lora_rank: Annotated[int, Bounded("hidden")]
+    qk_nope_head_dim: Annotated[int, Bounded("head_dim")]
+    qk_rope_head_dim: Annotated[int, Bounded("head_dim")]
+    v_head_dim: Annotated[int, Bounded("head_dim")]
 
 
 class ModelRecord(Record):
@@ -239,17 +243,17 @@ class ModelRecord(Record):
     name: str
     family: str
     """Hugging Face model_type or the paper family (gpt-3)."""
-    num_layers: PositiveInt
-    hidden: PositiveInt
-    num_heads: PositiveInt
-    num_kv_heads: Annotated[int, Field(ge=0)] = 0
-    head_dim: Annotated[int, Field(ge=0)] = 0
-    ffn: PositiveInt
-    vocab: PositiveInt
+    num_layers: Annotated[int, Bounded("layers")]
+    hidden: Annotated[int, Bounded("hidden")]
+    num_heads: Annotated[int, Bounded("heads")]
+    num_kv_heads: Annotated[int, Field(ge=0, le=BOUNDS["kv_heads"].high)] = 0
+    head_dim: Annotated[int, Field(ge=0, le=BOUNDS["head_dim"].high)] = 0
+    ffn: Annotated[int, Bounded("ffn")]
+    vocab: Annotated[int, Bounded("vocab")]
     mlp: Literal["gated", "plain"] = "gated"
     positions: Literal["rope", "learned", "alibi"] = "rope"
-    max_positions: Annotated[int, Field(ge=0)] = 0
-    context_length: PositiveInt
+    max_positions: Annotated[int, Field(ge=0, le=BOUNDS["context"].high)] = 0
+    context_length: Annotated[int, Bounded("context")]
     """Longest sequence the model was trained or extended to."""
     tied_embeddings: bool = False
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
@@ -261,15 +265,15 @@ class ModelRecord(Record):
     qk_norm: bool = False
     embedding_norm: bool = False
     attention_sinks: bool = False
-    sliding_window: Annotated[int, Field(ge=0)] = 0
+    sliding_window: Annotated[int, Field(ge=0, le=BOUNDS["context"].high)] = 0
     """Tokens each query attends back to in the local layers; 0 = full attention everywhere."""
-    sliding_window_full_every: Annotated[int, Field(ge=0)] = 0
+    sliding_window_full_every: Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)] = 0
     """Every n-th layer has full attention (Gemma 2 and gpt-oss: 2, Gemma 3: 6); 0 = every layer is local."""
     moe: MoERecord | None = None
     mla: MLARecord | None = None
-    official_params: PositiveFloat
+    official_params: Annotated[float, Bounded("params")]
     """Published total parameter count."""
-    official_active_params: PositiveFloat | None = None
+    official_active_params: Annotated[float, Bounded("params")] | None = None
     """Published parameters active per token (MoE)."""
     active_excludes_input_embedding: bool = False
     """The publisher's active count leaves out the input embedding table (a lookup, not a matmul)."""

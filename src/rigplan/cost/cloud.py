@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rigplan.bounds import located_message
 from rigplan.catalog.schema import CloudPriceRecord, GpuRecord
 from rigplan.cost.money import CNY_PER_USD_DEFAULT
 from rigplan.cost.onprem import FloatOrArray
@@ -115,7 +116,7 @@ def read_offers(path: str | Path, usd_per_unit: float = 1.0,
         except ValidationError as err:
             first = err.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(entry)"
-            raise InvalidSpec(f"--offers: '{file}' entry {index + 1}: {where}: {first['msg']}") from err
+            raise InvalidSpec(f"--offers: '{file}' entry {index + 1}: {located_message(first, where)}") from err
         # a bare usd_per_gpu_hour is read in the request's currency (worth usd_per_unit USD);
         # cny_per_gpu_hour is CNY whatever the request's currency
         usd = (record.usd_per_gpu_hour * usd_per_unit if record.usd_per_gpu_hour is not None

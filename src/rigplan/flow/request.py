@@ -141,8 +141,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     head_layer_weight: Annotated[int, Bounded("head_layer_weight")] | None = None
     recompute: Literal["none", "selective", "op", "full"] | None = None
     recompute_method: Literal["uniform", "block"] = "uniform"
-    recompute_num_layers: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    recompute_every: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    recompute_num_layers: Annotated[int, Bounded("recompute_num_layers")] | None = None
+    recompute_every: Annotated[int, Bounded("recompute_every")] | None = None
     """None: full for QLoRA (QLoRA recipes turn gradient checkpointing on), none otherwise."""
     attention: Literal["flash", "eager"] = "flash"
     offload: Literal["none", "optimizer", "all"] = "none"
@@ -156,7 +156,7 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     nf4_quantizer: Literal["bitsandbytes", "torchao-unchunked"] = "bitsandbytes"
     main_grads_fp32: bool = False
     ddp_grad_copy: bool = False
-    fsdp_prefetch: Annotated[int, Field(ge=0, le=64)] = 1
+    fsdp_prefetch: Annotated[int, Bounded("fsdp_prefetch")] = 1
     fp8_transpose_cache: bool = False
     fused_swiglu: bool = False
     nvls_buffers: bool = False
@@ -221,7 +221,7 @@ class EstimateRequest(JobSpec):
     """Where checkpoints are written: one PCIe 4 NVMe per node, a PCIe 5 drive, RAID 0 of 4 drives,
     a 4-node Ceph cluster, or a Tectonic-class parallel file system (2 TB/s)."""
     restart_s: Annotated[float, Bounded("restart_s")] | None = None
-    preemptions_per_node_month: Annotated[float, Field(ge=0, le=1000)] = 0.0
+    preemptions_per_node_month: Annotated[float, Bounded("preemptions_per_node_month")] = 0.0
     """Reclaims of rented capacity per node and month (spot, community), added to the failure rate."""
     checkpoint_interval_s: Annotated[float, Bounded("checkpoint_interval_s")] | None = None
 
@@ -240,7 +240,7 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     gpu_counts: list[Annotated[int, Bounded("gpu_counts")]] = Field(
         default_factory=list, description="Exact GPU counts to try instead of node multiples up to gpus_max")
     gpu: list[str] = Field(default_factory=list, description="GPU ids to consider; empty = the whole catalog")
-    gpus_per_node: Annotated[int, Field(ge=1, le=1024)] | None = None
+    gpus_per_node: Annotated[int, Bounded("gpus_per_node")] | None = None
     """Node size of a stated cluster (--cluster 6x8); default: each GPU's catalog node."""
     interruptible: bool = False
     """Also price spot, community and serverless offers for large multi-week jobs."""
@@ -274,3 +274,9 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
 
     _split_targets = field_validator("lora_targets", mode="before")(JobSpec._split_targets.__func__)  # type: ignore[attr-defined]
     _alias_precision = field_validator("precision")(JobSpec._alias_precision.__func__)  # type: ignore[attr-defined]
+
+    @field_validator("gpu", "gpu_counts")
+    @classmethod
+    def _once_each(cls, value: list[Any]) -> list[Any]:
+        """A GPU or count named twice is searched once (5,000 copies of one id made a search 5,000 times longer)."""
+        return list(dict.fromkeys(value))

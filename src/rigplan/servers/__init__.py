@@ -3,7 +3,7 @@
 listing.py builds what `rigplan servers --json` prints; power.py the node's electrical load and
 cooling.
 
-May import: catalog, domain, files, units, errors.
+May import: catalog, domain, bounds, files, units, errors.
 """
 
 from rigplan.servers.load import get_server, load_servers, read_server_file, resolve_build

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from rigplan.bounds import located_message
 from rigplan.catalog.load import normalize_id, overlay_dirs_from_env
 from rigplan.errors import InvalidSpec, UnknownEntry
 from rigplan.files import load_yaml, paths_allowed, read_text, user_path
@@ -25,7 +26,7 @@ OVERLAY_SUBDIR = "servers"
 def _validation_message(where: str, err: ValidationError) -> str:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"]) or "(record)"
-    return f"{where}: {loc}: {first['msg']} ({err.error_count()} problem(s) in this build)"
+    return f"{where}: {located_message(first, loc)} ({err.error_count()} problem(s) in this build)"
 
 
 def parse_server(raw: object, where: str) -> ServerRecord:

@@ -15,8 +15,9 @@ import datetime as dt
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator
+from pydantic import Field, field_validator
 
+from rigplan.bounds import BOUNDS, Bounded
 from rigplan.catalog.schema import Record, RecordId, Sources
 
 LinkKind = Literal["pcie", "nvlink-bridge", "nvlink", "infinity-fabric"]
@@ -28,7 +29,7 @@ class BaseboardRecord(Record):
     """A GPU baseboard (HGX, AMD UBB): sold populated, so the GPU count and family are fixed."""
 
     name: str
-    gpus: PositiveInt
+    gpus: Annotated[int, Bounded("part_count")]
     gpu_family: str
     """Substring every GPU id on this board contains ('a100', 'h100', 'mi300x')."""
     form_factor: Literal["sxm", "oam"]
@@ -43,8 +44,8 @@ class ChassisRecord(Record):
     vendor: str
     model: str
     form: Literal["rack", "tower", "open-frame"]
-    rack_units: PositiveInt | None = None
-    cpu_sockets: PositiveInt
+    rack_units: Annotated[int, Bounded("part_count")] | None = None
+    cpu_sockets: Annotated[int, Bounded("part_count")]
     cpu_socket: str
     """Socket name as the CPU vendor writes it: SP3, SP5, LGA4189, LGA4677, sTR5."""
     cpu_vendor: Literal["amd", "intel"]
@@ -52,14 +53,14 @@ class ChassisRecord(Record):
     one_socket_skus: bool = False
     """Whether the platform takes single-socket-only SKUs (AMD EPYC 'P' parts); False on 2-socket boards
     unless the vendor says otherwise."""
-    max_gpus: PositiveInt
+    max_gpus: Annotated[int, Bounded("part_count")]
     """Double-width GPU slots, or the baseboard's GPU count."""
     baseboard: BaseboardRecord | None = None
     pcie_switches: bool = False
     """GPUs, NICs and NVMe hang off PCIe switches (HGX designs), so CPU root lanes are shared."""
-    pcie_lanes_available: PositiveInt | None = None
+    pcie_lanes_available: Annotated[int, Bounded("pcie_lanes")] | None = None
     """PCIe lanes the board wires to devices with all sockets populated (Dell R7525: 160)."""
-    max_gpu_power_w: PositiveFloat | None = None
+    max_gpu_power_w: Annotated[float, Bounded("power_w")] | None = None
     """Largest per-GPU board power the chassis is validated to cool and feed."""
     note: str | None = None
 
@@ -68,42 +69,42 @@ class CpuRecord(Record):
     model: str
     vendor: Literal["amd", "intel"]
     socket: str
-    count: PositiveInt
+    count: Annotated[int, Bounded("part_count")]
     """CPUs per node."""
-    max_sockets: PositiveInt
+    max_sockets: Annotated[int, Bounded("part_count")]
     """Largest socket count the SKU runs in (1 for AMD EPYC 'P' parts)."""
-    cores: PositiveInt
+    cores: Annotated[int, Bounded("part_count")]
     """Per CPU."""
-    pcie_lanes: PositiveInt
+    pcie_lanes: Annotated[int, Bounded("pcie_lanes")]
     """Per CPU, as the vendor lists it for a 1-socket system."""
     pcie_gen: Annotated[int, Field(ge=3, le=6)]
-    tdp_w: PositiveFloat
+    tdp_w: Annotated[float, Bounded("power_w")]
 
 
 class GpuSetRecord(Record):
     id: str
     """GPU catalog id (rigplan gpus)."""
-    count: PositiveInt
+    count: Annotated[int, Bounded("gpus_per_node")]
     """GPUs per node."""
     link: LinkKind
-    power_w: PositiveFloat | None = None
+    power_w: Annotated[float, Bounded("power_w")] | None = None
     """Board power per GPU where it differs from the catalog TDP (Max-Q cards, power-capped builds)."""
 
 
 class HostMemoryRecord(Record):
-    ram_gib: PositiveFloat
+    ram_gib: Annotated[float, Bounded("host_memory_gib")]
     kind: str
-    dimms: PositiveInt | None = None
+    dimms: Annotated[int, Bounded("part_count")] | None = None
 
 
 class DriveRecord(Record):
     kind: Literal["nvme", "sata-ssd", "hdd"]
-    count: PositiveInt
-    capacity_tb: PositiveFloat
+    count: Annotated[int, Bounded("part_count")]
+    capacity_tb: Annotated[float, Bounded("drive_tb")]
     """Per drive, decimal TB as sold."""
     role: Literal["os", "data", "scratch", "bulk"] = "data"
     raid: Literal["none", "raid0", "raid1", "raid5", "raid6", "raid10"] = "none"
-    write_gb_per_s: PositiveFloat | None = None
+    write_gb_per_s: Annotated[float, Bounded("storage_gb_per_s")] | None = None
     """Sustained sequential write per drive, decimal GB/s; when absent the lint rules assume a class value."""
     pcie_lanes: Annotated[int, Field(ge=0, le=16)] | None = None
     """Per drive; default 4 for NVMe, 0 for SATA/SAS."""
@@ -113,17 +114,17 @@ class DriveRecord(Record):
 class SharedStorageRecord(Record):
     kind: str
     """'ceph', 'lustre', 'weka', 'vast', 'nfs', ..."""
-    write_gb_per_s: PositiveFloat | None = None
+    write_gb_per_s: Annotated[float, Bounded("storage_gb_per_s")] | None = None
     """Aggregate sustained write the whole cluster sees, decimal GB/s."""
     note: str | None = None
 
 
 class NicRecord(Record):
     model: str
-    count: PositiveInt | None = None
+    count: Annotated[int, Bounded("part_count")] | None = None
     """Cards per node; None when the build does not say."""
-    ports: PositiveInt = 1
-    gbit_per_s: PositiveFloat
+    ports: Annotated[int, Bounded("part_count")] = 1
+    gbit_per_s: Annotated[float, Bounded("nic_gbit")]
     """Per port, decimal Gb/s."""
     kind: Literal["ethernet", "infiniband", "vpi", "dpu"]
     role: Literal["scale-out", "storage", "frontend", "management"]
@@ -132,8 +133,8 @@ class NicRecord(Record):
 
 
 class PsuRecord(Record):
-    count: PositiveInt
-    watts_each: PositiveFloat
+    count: Annotated[int, Bounded("part_count")]
+    watts_each: Annotated[float, Bounded("power_w")]
     """Output at the input voltage the build runs on (200-240 V unless `input` says otherwise)."""
     redundancy: str
     """'N+M': N supplies carry the load, M are spare ('4+2', '3+1', '1+1'; '2+0' = no redundancy)."""
@@ -155,12 +156,12 @@ class PsuRecord(Record):
 class FabricRecord(Record):
     name: str
     kind: Literal["infiniband", "ethernet", "roce"]
-    gbit_per_s_per_port: PositiveFloat
+    gbit_per_s_per_port: Annotated[float, Bounded("nic_gbit")]
     switch: str | None = None
 
 
 class MoneyRecord(Record):
-    amount: PositiveFloat
+    amount: Annotated[float, Bounded("money")]
     currency: Literal["USD", "CNY"]
     kind: Literal["quote", "list", "street", "estimate"]
     scope: str
@@ -170,8 +171,8 @@ class MoneyRecord(Record):
 
 
 class BudgetRecord(Record):
-    min: NonNegativeFloat | None = None
-    max: PositiveFloat
+    min: Annotated[float, Field(ge=0, le=BOUNDS["money"].high)] | None = None
+    max: Annotated[float, Bounded("money")]
     currency: Literal["USD", "CNY"]
     source: str
 
@@ -185,7 +186,7 @@ class ClaimRecord(Record):
     method: Literal["full", "lora", "qlora"] = "full"
     tokens: str | None = None
     """Training tokens (e.g. '140B') for the time estimate."""
-    seq: PositiveInt | None = None
+    seq: Annotated[int, Bounded("seq")] | None = None
 
 
 class ServerRecord(Record):
@@ -203,10 +204,10 @@ class ServerRecord(Record):
     shared_storage: SharedStorageRecord | None = None
     nics: list[NicRecord] = Field(default_factory=list)
     psu: PsuRecord | None = None
-    max_power_w: PositiveFloat | None = None
+    max_power_w: Annotated[float, Bounded("power_w")] | None = None
     """Vendor's maximum system power per node, where published."""
-    nodes: PositiveInt = 1
-    nodes_per_rack: PositiveInt | None = None
+    nodes: Annotated[int, Bounded("nodes")] = 1
+    nodes_per_rack: Annotated[int, Bounded("part_count")] | None = None
     cooling: Literal["air", "liquid"] = "air"
     fabric: FabricRecord | None = None
     price: MoneyRecord | None = None

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rigplan.bounds import Bounded
 from rigplan.cost.tco import TcoRequest
 from rigplan.flow.request import EstimateRequest, JobSpec, MemoryRequest, PlanRequest
 
@@ -87,5 +88,5 @@ class LintBody(BaseModel):
                           "build's own claims")
     method: Literal["full", "lora", "qlora"] | None = Field(None, description="Training method for for_model [full]")
     tokens: str | None = Field(None, description="Training tokens for for_model, e.g. 2T: adds the time to train")
-    seq: Annotated[int, Field(ge=1, le=16_777_216)] | None = Field(None, description="Sequence length for for_model")
+    seq: Annotated[int, Bounded("seq")] | None = Field(None, description="Sequence length for for_model")
     catalog: list[str] = Field(default_factory=list)
