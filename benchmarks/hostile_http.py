@@ -49,6 +49,20 @@ CORPUS: list[tuple[str, str, Any]] = [
     ("POST", "/api/tco", {"offers_yaml": "[" * 20000 + "]" * 20000}),
     ("POST", "/api/memory", b"[" * 30000 + b"]" * 30000),
     ("POST", "/api/memory", b'{"model": "\xff\xfe"}'),
+    ("POST", "/api/memory", b'{"model": "\\ud800"}'),
+    ("POST", "/api/estimate", b'{"model": "llama-3.1-8b", "tokens": "1\\udcffT"}'),
+    ("POST", "/api/memory", b'{"model": "llama-3.1-8b", "tp": ' + b"9" * 5000 + b"}"),
+    ("POST", "/api/estimate", {**LLAMA, "calibration": json.loads('{"a": ' * 900 + "1" + "}" * 900)}),
+    ("POST", "/api/tco", {"years": 5e-324}),
+    ("POST", "/api/estimate", {**LLAMA, "gpus": 16, "tokens": "1T", "nic_gbit": 5e-324}),
+    ("POST", "/api/memory", {"hf_config": {"model_type": "deepseek_v3", "num_nextn_predict_layers": 2**31}}),
+    ("POST", "/api/memory", {"hf_config": {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                                           "num_attention_heads": 2, "vocab_size": 10, "intermediate_size": 8,
+                                           "_name_or_path": "a" * 300}}),
+    ("POST", "/api/tco", {"offers_yaml": "- provider: X\n  pricing: on-demand\n  usd_per_gpu_hour: 1e308\n"
+                                         "  as_of: 2026-13-45\n  source: q\n"}),
+    ("POST", "/api/compare", {**LLAMA, "tokens": "1B", "options": ["8xh100-sxm"] * 40}),
+    ("POST", "/api/plan", {**LLAMA, "tokens": "1T", "gpu": ["h100-sxm"] * 3000, "gpus_max": 16}),
 ]
 """(method, path, body); a bytes body is sent as it is."""
 

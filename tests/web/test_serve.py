@@ -50,3 +50,27 @@ def test_serves_the_api_on_loopback_only() -> None:
         proc.terminate()
         _, err = proc.communicate(timeout=15)
     assert f"serving http://127.0.0.1:{port}/" in err
+
+
+def test_port_0_prints_the_port_it_got() -> None:
+    # rigplan binds the socket itself (a failure is one line and exit 2, not uvicorn's log), so it knows the port.
+    code = "import sys; from rigplan.cli.serve import serve_command; serve_command(sys.argv[1:])"
+    proc = subprocess.Popen([sys.executable, "-c", code, "--port", "0", "--workers", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("rigplan: serving http://127.0.0.1:") and ":0/" not in line, line
+        port = int(line.split("127.0.0.1:")[1].split("/")[0])
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as response:
+                    assert response.status == 200
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=15)

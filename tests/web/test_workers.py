@@ -78,3 +78,28 @@ def _reaped(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+def test_a_job_that_cannot_be_sent_costs_no_worker() -> None:
+    # A body nested deeper than pickle can go (the HTTP layer refuses it first; the pool must hold anyway): it was
+    # a 500, and the worker taken for it never came back, so every later job waited for a worker that never came
+    # while health said "ok".
+    import asyncio
+
+    from rigplan.web.requests import MemoryBody
+    from rigplan.web.workers import WorkerPool
+
+    pool = WorkerPool(1, time_cap_s=10)
+    pool.start()
+    try:
+        deep: object = 1
+        for _ in range(100_000):
+            deep = [deep]
+        status = asyncio.run(pool.run("memory", deep, None))[:2]
+        assert status == ("error", 400)
+        started = time.monotonic()
+        answer = asyncio.run(pool.run("memory", MemoryBody(model="llama-3.1-8b"), None))
+        assert answer[0] == "ok" and time.monotonic() - started < 5
+        assert pool.health()["ok"] and pool.killed == 0
+    finally:
+        pool.close()

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rigplan.errors import RigplanError, UnknownEntry
 from rigplan.files import confined
 from rigplan.web import catalog as catalog_views
+from rigplan.web.body import CheckJsonBody
 from rigplan.web.errors import field_of, validation_payload
 from rigplan.web.jobs import SERVER_PATH_FIELDS, ApiError, refuse_server_paths, reject_nul, to_json_bytes
 from rigplan.web.language import TranslateAnswers
@@ -318,6 +319,7 @@ def create_app(*, time_cap_s: float = TIME_CAP_S, body_cap_bytes: int = BODY_CAP
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.add_middleware(CheckJsonBody)
     app.add_middleware(TranslateAnswers)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyCap, limit=body_cap_bytes)

@@ -17,6 +17,7 @@ from rigplan.bounds import BOUND_ERROR_TYPE
 from rigplan.errors import RigplanError, UnknownEntry
 
 _FLAG = re.compile(r"--([a-z][a-z0-9-]*)")
+_FIELD_PREFIX = re.compile(r"([a-z][a-z0-9_]*):")
 _DEGREE = re.compile(r"\b(tp|pp|vpp|dp|cp|ep|zero)\s*=\s*\d")
 _KIND_FIELDS = {"gpu": ("gpu",), "model": ("model", "for_model"), "server build": ("build",)}
 
@@ -28,6 +29,9 @@ def field_of(err: RigplanError, fields: Iterable[str]) -> str | None:
     if isinstance(err, UnknownEntry):
         names = _KIND_FIELDS.get(err.kind, (err.kind,))
         return next((n for n in names if n in known), None) if known else names[0]
+    head = _FIELD_PREFIX.match(message)
+    if head and head.group(1) in known:  # "calibration: device: Field required"
+        return head.group(1)
     for flag in _FLAG.findall(message):
         name = flag.replace("-", "_")
         aliases = {"nic": "nic_gbit", "for": "for_model", "fx": "fx_cny_per_usd" if "fx_cny_per_usd" in known else "fx",

@@ -57,7 +57,7 @@ def _with_files(body: B, work: Callable[[B], Any], fields: Iterable[str]) -> Any
             raise ApiError(400, "give model or hf_config, not both", "hf_config")
         # rigplan names a config.json's model after its folder, as for a downloaded checkpoint.
         origin = body.hf_config.get("_name_or_path")
-        folder_name = _SAFE_NAME.sub("-", origin.rstrip("/").rsplit("/", 1)[-1]).strip("-.") \
+        folder_name = _SAFE_NAME.sub("-", origin.rstrip("/").rsplit("/", 1)[-1]).strip("-.")[:MODEL_NAME_CAP] \
             if isinstance(origin, str) else ""
         name = f"{folder_name or 'uploaded-config'}/config.json"
         field, text, target = "hf_config", json.dumps(body.hf_config), "model"
@@ -82,6 +82,9 @@ def _with_files(body: B, work: Callable[[B], Any], fields: Iterable[str]) -> Any
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+MODEL_NAME_CAP = 100
+"""Longest model name taken from a config.json's _name_or_path (a folder name; file systems allow 255 bytes,
+and a 300-character name was an OSError). Hugging Face repository names are at most 96 characters."""
 
 
 def reject_nul(values: dict[str, Any]) -> None:
@@ -213,9 +216,13 @@ def finite(value: Any) -> Any:
 
 
 def to_json_bytes(content: Any) -> bytes:
-    """The HTTP answer's body: `json.dumps(..., default=str)` as `--json` does, non-finite numbers as null."""
-    return json.dumps(finite(json.loads(json.dumps(content, default=str))), ensure_ascii=False,
-                      allow_nan=False, separators=(",", ":")).encode("utf-8")
+    """The HTTP answer's body: `json.dumps(..., default=str)` as `--json` does, non-finite numbers as null.
+    Text that UTF-8 cannot encode (a lone surrogate read from a file) is sent as JSON escapes instead."""
+    data = finite(json.loads(json.dumps(content, default=str)))
+    try:
+        return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 def run_job(kind: str, body: BaseModel, data_dir: str | None) -> tuple[Any, ...]:
@@ -233,3 +240,6 @@ def run_job(kind: str, body: BaseModel, data_dir: str | None) -> tuple[Any, ...]
                               "try a smaller job (fewer GPUs or options, a narrower search)", None)
     except RecursionError:
         return ("error", 400, "the request is nested too deeply", None)
+    except OSError as err:  # the server's own temporary files (a full disk); a user's file is an InvalidSpec
+        return ("error", 503, f"the server could not write its temporary files ({err.strerror or err}); "
+                              "try again later", None)

@@ -68,8 +68,11 @@ def _translated(body: bytes, headers: dict[bytes, bytes], lang: str) -> bytes:
         data: Any = json.loads(body)
     except ValueError:
         return body
-    return json.dumps(i18n.translate_data(data, lang), ensure_ascii=False, allow_nan=False,
-                      separators=(",", ":")).encode("utf-8")
+    translated = i18n.translate_data(data, lang)
+    try:
+        return json.dumps(translated, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: sent as a JSON escape
+        return json.dumps(translated, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 def _with_language_headers(send: Send, lang: str) -> Send:

@@ -33,12 +33,14 @@ import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
+import pickle
 import queue
 import resource
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 WORKER_MEMORY_CAP_BYTES = 3 * 1024**3
@@ -76,7 +78,12 @@ def _worker_main(conn: multiprocessing.connection.Connection, memory_cap_bytes: 
         except Exception as err:
             answer = ("error", 500, f"internal error ({type(err).__name__}): {err}; please report it", None)
         try:
-            conn.send(answer)
+            payload = ForkingPickler.dumps(answer)
+        except Exception as err:  # an answer that cannot be pickled is reported, not lost with the worker
+            payload = ForkingPickler.dumps(("error", 500, f"internal error ({type(err).__name__}) while sending the "
+                                                          "answer; please report it", None))
+        try:
+            conn.send_bytes(payload)
         except (OSError, ValueError):
             return
 
@@ -191,26 +198,35 @@ class WorkerPool:
                 generation.starting -= 1
 
     def _job(self, generation: _Generation, job: tuple[Any, ...], submitted_at: float) -> Answer:
-        """Runs in one of the executor's threads: hand `job` to a worker, wait for it at most the time cap."""
+        """Runs in one of the executor's threads: hand `job` to a worker, wait for it at most the time cap.
+        Whatever happens, the worker taken goes back to the idle queue or is replaced: a pool never loses one."""
         with self._lock:
             generation.queued -= 1
         waited_s = time.monotonic() - submitted_at
         if waited_s > self.queue_wait_s:
             return ("error", 503, f"the server is busy: no worker was free within {self.queue_wait_s:g} s; "
                                   "try again shortly", None)
+        try:  # pickled here, before a worker is taken: a body that cannot be sent costs no worker
+            payload = ForkingPickler.dumps(job)
+        except RecursionError:
+            return ("error", 400, "the request is nested too deeply", None)
         try:  # as many threads as workers, so one is idle; the timeout only guards a pool being closed
             worker = generation.idle.get(timeout=self.time_cap_s + 5)
         except queue.Empty:
             return ("error", 503, "no worker is available (the server is restarting its workers); try again", None)
         worker.started_job_at = time.monotonic()
+        answer: Answer | None = None
         try:
-            worker.conn.send(job)
-            answered = worker.conn.poll(self.time_cap_s)
-            answer = worker.conn.recv() if answered else None
-        except (EOFError, OSError):
+            worker.conn.send_bytes(payload)
+            if worker.conn.poll(self.time_cap_s):
+                answer = tuple(worker.conn.recv())
+        except (EOFError, OSError, ValueError, pickle.UnpicklingError):
             self._replace(generation, worker)
             return ("error", 503, "the computation was ended by the operating system (most likely it needed more "
                                   "memory than this server allows one request); try a smaller job", None)
+        except BaseException:
+            self._replace(generation, worker)  # a worker in an unknown state is never reused
+            raise
         if answer is None:
             self._replace(generation, worker)
             return ("error", 504, f"took longer than the {self.time_cap_s:g} s time cap and was stopped", None)
@@ -218,12 +234,14 @@ class WorkerPool:
         generation.idle.put(worker)
         with self._lock:
             self.jobs += 1
-        return tuple(answer)
+        return answer
 
     async def run(self, kind: str, body: Any, data_dir: str | None) -> Answer:
         """Run one job in a worker. 504 past the time cap (the worker is killed and replaced), 503 when no worker
         was free within the queue wait or the worker died."""
-        generation = self._generation or await asyncio.to_thread(self.start)
+        generation = self._generation
+        if generation is None:
+            generation = await asyncio.to_thread(self.start)
         with self._lock:
             generation.queued += 1
         try:
