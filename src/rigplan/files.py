@@ -16,6 +16,7 @@ May import: errors.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -146,6 +147,40 @@ def read_text(path: str | Path, what: str, cap_bytes: int = FILE_CAP_BYTES) -> s
         raise InvalidSpec(f"{what}: {path} is not UTF-8 text (byte {err.start}: {err.reason})") from None
 
 
+_WRITE_REASONS = {errno.ENXIO: "a pipe with no reader", errno.ENOSPC: "the disk is full",
+                  errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+                  errno.EROFS: "a read-only file system", errno.ENOTDIR: "a part of the path is not a folder"}
+"""OS errors of a write, said in rigplan's words (so that they translate)."""
+
+
+def write_text(path: str | Path, text: str, what: str) -> None:
+    """Write a report or configuration the user asked for (UTF-8), never blocking: a FIFO without a reader is
+    an error, not a hang; a folder, a missing folder or a full disk is one line naming `what` (the flag)."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0), 0o666)
+    except IsADirectoryError:
+        raise InvalidSpec(f"{what} {p} is a folder; give a file name") from None
+    except FileNotFoundError:
+        raise InvalidSpec(f"{what} {p}: the folder {p.parent} does not exist; create it or choose another path") \
+            from None
+    except OSError as err:
+        raise InvalidSpec(f"{what} {p}: cannot be written ({_WRITE_REASONS.get(err.errno or 0, err.strerror)})") \
+            from None
+    try:
+        os.set_blocking(fd, True)
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.ftruncate(fd, 0)
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError as err:
+        raise InvalidSpec(f"{what} {p}: cannot be written ({_WRITE_REASONS.get(err.errno or 0, err.strerror)})") \
+            from None
+    finally:
+        os.close(fd)
+
+
 def load_json(text: str, where: str) -> Any:
     """json.loads, with every failure as one line naming `where`."""
     try:
@@ -188,3 +223,6 @@ def load_yaml(text: str, where: str, loader: Any = None) -> Any:
         raise InvalidSpec(f"{where}: not valid YAML ({str(err).splitlines()[0]})") from None
     except RecursionError:
         raise InvalidSpec(f"{where}: YAML nested too deeply") from None
+    except (ValueError, TypeError, OverflowError):  # a value PyYAML parses but cannot build: 2026-13-45
+        raise InvalidSpec(f"{where}: not valid YAML (a value that cannot be read, such as a date that does not "
+                          "exist)") from None

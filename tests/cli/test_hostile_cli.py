@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "rigplan"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _files(folder: Path) -> dict[str, str]:
@@ -31,6 +35,26 @@ def _files(folder: Path) -> dict[str, str]:
     with open(paths["big"], "wb") as f:
         f.truncate(64 * 1024 * 1024)
     paths["folder"] = str(folder)
+    deepseek = json.loads((DATA / "hf" / "deepseek-v3" / "config.json").read_text())
+    paths["mtp"] = str(folder / "mtp.json")
+    Path(paths["mtp"]).write_text(json.dumps({**deepseek, "num_nextn_predict_layers": 2**31}))
+    offer = "- provider: X\n  pricing: on-demand\n  usd_per_gpu_hour: {price}\n  as_of: {date}\n  source: a quote\n"
+    for name, price, date in (("baddate", "2", "2026-13-45"), ("hugeprice", "1e308", "2026-01-01"),
+                              ("infprice", ".inf", "2026-01-01")):
+        paths[name] = str(folder / f"{name}.yaml")
+        Path(paths[name]).write_text(offer.format(price=price, date=date))
+    build = yaml.safe_load((SRC / "servers" / "data" / "dgx-h100.yaml").read_text())
+    paths["tinypower"] = str(folder / "tinypower.yaml")
+    Path(paths["tinypower"]).write_text(yaml.safe_dump({**build, "max_power_w": 5e-324}))
+    gpu = yaml.safe_load((SRC / "catalog" / "data" / "gpus" / "h100-sxm.yaml").read_text())
+    (folder / "overlay" / "gpus").mkdir(parents=True)
+    (folder / "overlay" / "gpus" / "zz-gpu.yaml").write_text(yaml.safe_dump({**gpu, "id": "zz-gpu",
+                                                                             "usable_memory_mib": 1e308}))
+    paths["overlay"] = str(folder / "overlay")
+    (folder / "export").mkdir()
+    os.mkfifo(folder / "export" / "megatron_args.sh")
+    paths["exportdir"] = str(folder / "export")
+    paths["notutf8"] = os.fsdecode(os.fsencode(str(folder)) + b"/caf\xe9.json")
     return paths
 
 
@@ -50,6 +74,18 @@ CORPUS = [
     "memory llama-3.1-8b --gpus 99999999", "tco --hours -5", "tco --utilisation nan", "tco --gpu-price 1e300",
     "plan llama-3.1-8b --tokens 1T --deadline -3d", "plan llama-3.1-8b --tokens 1T --budget -5",
     "plan llama-3.1-8b --tokens 1T --budget 0",
+    # beyond the list: the smallest float, over-large keys and prices, files that block, bad bytes
+    "tco --years 5e-324", "tco --utilisation 5e-324", "tco --hours 5e-324", "tco --gpu-price 1e-300",
+    "estimate llama-3.1-8b --nic 5e-324 --gpus 16", "estimate llama-3.1-8b --checkpoint-interval-s 5e-324",
+    "plan llama-3.1-8b --tokens 1T --budget 0.5", "plan llama-3.1-8b --tokens 1T --deadline 1e-300s",
+    "estimate llama-3.1-8b --preemptions-per-node-month -1", "memory llama-3.1-8b --fsdp-prefetch 65",
+    "memory {mtp}", "tco --offers {baddate}", "tco --offers {hugeprice}", "tco --offers {infprice}",
+    "lint {tinypower}", "memory llama-3.1-8b --gpu zz-gpu --catalog {overlay}",
+    "export llama-3.1-8b --framework megatron --gpus 8 --output-dir {exportdir} --force",
+    "calibrate --runs {fifo}", "calibrate --runs /dev/zero", "memory {notutf8}",
+    "estimate llama-3.1-8b --tokens {notutf8}", "validate --case=", "validate --group=",
+    "serve --data-dir {latin1}", "serve --time-cap inf", "serve --workers 0", "serve --host 203.0.113.1",
+    "lint dgx-h100 --for llama-3.1-8b --seq 99999999",
 ]
 
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rigplan.domain.hardware import Gpu, Link
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.calibration import Calibration
-from rigplan.files import load_json, load_yaml, read_text, user_path
+from rigplan.files import load_json, load_yaml, read_text, user_path, write_text
 
 SCHEMA = "rigplan-calibration/1"
 
@@ -107,7 +107,7 @@ def write_calibration(calibration: CalibrationFile, path: str | Path, *, overwri
         raise InvalidSpec(f"{path} exists; choose another --output or pass --force to replace it")
     data = calibration.to_dict()
     text = json.dumps(data, indent=2) + "\n" if p.suffix == ".json" else yaml.safe_dump(data, sort_keys=False)
-    p.write_text(text)
+    write_text(p, text, "--output")
     return p
 
 

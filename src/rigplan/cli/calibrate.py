@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 from rigplan.calibration.file import write_calibration
 from rigplan.cli.common import echo_json, guarded, job_options, job_values, model_options
 from rigplan.errors import InvalidSpec
+from rigplan.files import load_yaml, read_text
 from rigplan.measure.calibrate import fit, parse_run
 
 
 def _runs_file(path: str) -> list[dict[str, Any]]:
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise InvalidSpec(f"--runs {path}: cannot be read as YAML: {str(err).splitlines()[0]}") from err
+    data = load_yaml(read_text(path, "--runs"), f"--runs {path}")
     runs = data.get("runs") if isinstance(data, dict) else data
     if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
         raise InvalidSpec(f"--runs {path}: expected a list of runs (or runs: [...]), each a mapping of estimate "

@@ -318,7 +318,7 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="Megatron/NeMo fp32 main-grad buffer (gradients 4 B/param instead of 2)."),
         click.option("--ddp-grad-copy/--no-ddp-grad-copy", default=False,
                      help="PyTorch DDP buckets hold a second copy of the gradients (gradient_as_bucket_view off)."),
-        click.option("--fsdp-prefetch", type=click.IntRange(0, 64), default=1, show_default=True,
+        click.option("--fsdp-prefetch", type=int, default=1, show_default=True,
                      help="FSDP units all-gathered ahead of the one computing."),
         click.option("--fp8-transpose-cache/--no-fp8-transpose-cache", default=False,
                      help="TransformerEngine fp8 keeps a transposed fp8 weight too (+1 B/param)."),

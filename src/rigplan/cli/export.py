@@ -17,6 +17,7 @@ from rigplan.cli.common import (
     model_options,
 )
 from rigplan.export import FRAMEWORKS, Exported, export
+from rigplan.files import write_text
 from rigplan.flow.request import EstimateRequest
 from rigplan.flow.resolve import build_setup
 
@@ -32,7 +33,7 @@ def write_export(exported: Exported, output_dir: str | None, force: bool) -> lis
         fail(f"{', '.join(existing)} exists; pass --force to overwrite or choose another --output-dir")
     folder.mkdir(parents=True, exist_ok=True)
     for target, text in zip(targets, exported.files.values(), strict=True):
-        target.write_text(text, encoding="utf-8")
+        write_text(target, text, "--output-dir")
     return [str(t) for t in targets]
 
 

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rigplan.bounds import check
 from rigplan.cli.common import echo_json, fail, guarded
 from rigplan.lint import LintResult, Workload, lint_build
 from rigplan.servers.load import resolve_build
@@ -40,8 +41,8 @@ def lint_command(build: str, for_model: str | None, method: str | None, tokens: 
     """
     if for_model is None and (method or tokens or seq):
         fail("--method, --tokens and --seq describe the --for workload; give --for MODEL")
-    if seq is not None and seq < 1:
-        fail(f"--seq must be a positive number of tokens (got {seq})")
+    if seq is not None:
+        check("seq", seq)
     workload = None
     if for_model is not None:
         if tokens is not None:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 
 import click
 
 from rigplan.cli.language import error_line, language_option
 from rigplan.i18n import translate
+
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+"""What os.fsdecode makes of a byte that is not UTF-8 (surrogateescape)."""
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("rigplan.cli.memory", "memory_command"),
@@ -85,6 +89,14 @@ def cli() -> None:
 
 
 def main() -> None:
+    undecodable = next((arg for arg in sys.argv[1:] if _NOT_UTF8.search(arg)), None)
+    if undecodable is not None:
+        # Python keeps a command-line argument's non-UTF-8 bytes as lone surrogates, which no message, report or
+        # JSON answer can encode: refused here, before any command reads one.
+        click.echo(error_line(f"the argument {undecodable!a} holds bytes that are not UTF-8 text; give "
+                              "names and values in UTF-8 (rename a file, or link to it under a UTF-8 name)",
+                              _argv_language()), err=True)
+        sys.exit(2)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -26,6 +25,7 @@ from rigplan.cli.common import (
 from rigplan.cli.export import show_export, write_export
 from rigplan.cost.money import format_cny, format_usd
 from rigplan.export import FRAMEWORKS, export
+from rigplan.files import write_text
 from rigplan.flow.plan import candidate_request, plan
 from rigplan.flow.request import PlanRequest
 from rigplan.flow.resolve import build_setup
@@ -172,7 +172,7 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
     if plot_path:
         plan_plot(data, data["candidates"], plot_path)
     if markdown_path:
-        Path(markdown_path).write_text(plan_markdown(data), encoding="utf-8")
+        write_text(markdown_path, plan_markdown(data), "--markdown")
     if as_json:
         echo_json(data)
     else:

@@ -163,6 +163,9 @@ def validate_command(suite: str, group: str | None, case_id: str | None, as_json
       rigplan validate --group torchtune --verbose
       rigplan validate --case torchtitan-h100-202412-t1-fsdp --json
     """
+    for flag, value in (("--group", group), ("--case", case_id)):
+        if value is not None and not value.strip():
+            fail(f"{flag} is empty; give a case id or group name (or part of one), or leave {flag} out to run them all")
     results = run_suite(suite, group=group, case=case_id, cases_file=cases_file)
     if not results:
         given = ", ".join(f"{flag} {value}" for flag, value in (("--suite", suite), ("--group", group),
