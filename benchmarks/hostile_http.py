@@ -69,7 +69,9 @@ CORPUS: list[tuple[str, str, Any]] = [
 NEEDLES = (*[f'"{p}' for p in PATHS], '"/etc"', '"/dev"', '"/proc/self"', "shadow", "id_rsa", "/etc/passwd")
 """What a file call naming a hostile path looks like in strace's output (a `~root` expanded reads /etc/passwd)."""
 
-SLOW_PLAN = {"model": "llama-3.1-405b", "tokens": "15T", "gpus_max": 4096}
+SLOW_PLAN = {"model": "deepseek-v3", "tokens": "15T", "gpus_max": 16384}
+"""About 14 CPU-seconds uncapped (rigplan plan deepseek-v3 --tokens 15T --gpus-max 16384 on the 2-CPU development
+machine); llama-3.1-405b up to 4,096 GPUs, used before, now finishes inside 5 s."""
 
 
 def _workers(server: Server) -> list[int]:

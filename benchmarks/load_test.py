@@ -1,10 +1,11 @@
 """Load test of `rigplan serve`: real HTTP on 127.0.0.1, mixed endpoints including plan, many clients.
 
-    python benchmarks/load_test.py                      # 32 clients, 20 s or 4000 requests
+    python benchmarks/load_test.py                      # 32 clients, 20 s
     python benchmarks/load_test.py --clients 64 --seconds 30 --workers 4
+    python benchmarks/load_test.py --rounds 5           # the server's memory after each of 5 rounds
 
 Starts `rigplan serve` on a free loopback port as a child process, runs `--clients` concurrent
-clients (threads, one keep-alive connection each) for at most `--seconds` or `--requests`, and
+clients (threads, one keep-alive connection each) for at most `--seconds` or `--requests` (per round), and
 prints throughput, p50/p99 latency per endpoint and overall, the answers by status, the health
 answer's latency while plans run, and memory before and after the load: the server process's
 RSS, and the workers' (each worker's RSS counts the pages it shares with the forkserver, so their
@@ -160,11 +161,46 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
+def run_round(server: Server, clients: int, seconds: float, limit: int) -> tuple[list[tuple[str, int, float]], float]:
+    """`clients` threads, one keep-alive connection each, for `seconds` or `limit` requests: (path, status,
+    seconds) per request, and the round's wall time."""
+    schedule = [entry for entry in MIX for _ in range(entry[0])]
+    results: list[tuple[str, int, float]] = []
+    lock = threading.Lock()
+    counter = iter(range(10**9))
+    stop_at = time.monotonic() + seconds
+
+    def client(index: int) -> None:
+        c = server.connect()
+        while time.monotonic() < stop_at:
+            n = next(counter)
+            if n >= limit:
+                return
+            _, method, path, body = schedule[(n * 7 + index) % len(schedule)]
+            try:
+                status, took = request(c, method, path, body)
+            except (OSError, http.client.HTTPException):
+                status, took = 0, 0.0
+                c = server.connect()
+            with lock:
+                results.append((path, status, took))
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--requests", type=int, default=4000)
+    parser.add_argument("--requests", type=int, default=100_000, help="stop a round after this many requests")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="repeat the load; the server's memory is printed after each round (a leak grows)")
     parser.add_argument("--workers", type=int, help="rigplan serve --workers (default: one per CPU)")
     args = parser.parse_args()
 
@@ -176,46 +212,25 @@ def main() -> None:
                 request(conn, method, path, body)
         time.sleep(1)
         before, cpu_before = server.memory(), server.cpu_s()
-
-        schedule = [entry for entry in MIX for _ in range(entry[0])]
         results: list[tuple[str, int, float]] = []
-        lock = threading.Lock()
-        counter = iter(range(10**9))
-        stop_at = time.monotonic() + args.seconds
-
-        def client(index: int) -> None:
-            c = server.connect()
-            while time.monotonic() < stop_at:
-                n = next(counter)
-                if n >= args.requests:
-                    return
-                _, method, path, body = schedule[(n * 7 + index) % len(schedule)]
-                try:
-                    status, seconds = request(c, method, path, body)
-                except (OSError, http.client.HTTPException):
-                    status, seconds = 0, 0.0
-                    c = server.connect()
-                with lock:
-                    results.append((path, status, seconds))
-
-        started = time.perf_counter()
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        elapsed = time.perf_counter() - started
+        elapsed = 0.0
+        after_rounds = []
+        for _ in range(args.rounds):
+            answers, seconds = run_round(server, args.clients, args.seconds, args.requests)
+            results += answers
+            elapsed += seconds
+            time.sleep(2)
+            after_rounds.append(server.memory())
         cpu_after = server.cpu_s()
-        time.sleep(2)
-        after = server.memory()
+        after = after_rounds[-1]
 
         print(f"rigplan serve load test: {args.clients} clients, {len(results)} requests in {elapsed:.1f} s "
-              f"on {os.cpu_count()} CPUs, workers {args.workers or 'default (one per CPU)'}")
+              f"({args.rounds} round(s)) on {os.cpu_count()} CPUs, workers {args.workers or 'default (one per CPU)'}")
         print(f"throughput {len(results) / elapsed:.1f} req/s")
         by_path: dict[str, list[float]] = {}
         statuses: dict[int, int] = {}
-        for path, status, seconds in results:
-            by_path.setdefault(path, []).append(seconds)
+        for path, status, took in results:
+            by_path.setdefault(path, []).append(took)
             statuses[status] = statuses.get(status, 0) + 1
         every = [s for _, _, s in results]
         print(f"latency all: p50 {percentile(every, 0.5) * 1e3:.0f} ms, p99 {percentile(every, 0.99) * 1e3:.0f} ms")
@@ -227,6 +242,9 @@ def main() -> None:
         print(f"memory before the load: server {mib(before['server'])}, {before['worker_count']} workers "
               f"{mib(before['workers'])}; after: server {mib(after['server'])}, {after['worker_count']} workers "
               f"{mib(after['workers'])}")
+        if args.rounds > 1:
+            print("  server after each round: " + ", ".join(mib(m["server"]) for m in after_rounds)
+                  + "; workers: " + ", ".join(mib(m["workers"]) for m in after_rounds))
         print(f"CPU during the load: server process {cpu_after['server'] - cpu_before['server']:.1f} s, workers "
               f"{cpu_after['workers'] - cpu_before['workers']:.1f} s (of {elapsed * (os.cpu_count() or 1):.0f} "
               "CPU-seconds on the machine)")
