@@ -85,7 +85,8 @@ CORPUS = [
     "calibrate --runs {fifo}", "calibrate --runs /dev/zero", "memory {notutf8}",
     "estimate llama-3.1-8b --tokens {notutf8}", "validate --case=", "validate --group=",
     "serve --data-dir {latin1}", "serve --time-cap inf", "serve --workers 0", "serve --host 203.0.113.1",
-    "lint dgx-h100 --for llama-3.1-8b --seq 99999999",
+    "lint dgx-h100 --for llama-3.1-8b --seq 99999999", "tco --tou valley:8h@-1,peak:16h@0.1",
+    "tco --tou valley:24h@1e308", "tco --price-per-kwh -0.1",
 ]
 
 

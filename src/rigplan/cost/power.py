@@ -8,6 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from rigplan.bounds import check
 from rigplan.errors import InvalidSpec
 
 HOURS_PER_YEAR = 8760.0
@@ -77,7 +78,8 @@ class TimeOfUseTariff(BaseModel):
         return paid / busy
 
 
-_BAND = re.compile(r"^\s*([a-z][a-z0-9_\-]*)\s*:\s*([0-9]*\.?[0-9]+)\s*h\s*@\s*([0-9]*\.?[0-9]+)\s*$", re.IGNORECASE)
+_NUMBER = r"([+-]?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
+_BAND = re.compile(rf"^\s*([a-z][a-z0-9_\-]*)\s*:\s*{_NUMBER}\s*h\s*@\s*{_NUMBER}\s*$", re.IGNORECASE)
 
 
 def parse_tariff(text: str, *, shiftable: bool = False, usd_per_unit: float = 1.0) -> TimeOfUseTariff:
@@ -91,6 +93,7 @@ def parse_tariff(text: str, *, shiftable: bool = False, usd_per_unit: float = 1.
         name, hours, price = match.group(1), float(match.group(2)), float(match.group(3))
         if not 0 < hours <= 24:
             raise InvalidSpec(f"--tou: band '{name}' has {hours:g} h; each band needs 0 < hours <= 24")
+        check("price_per_kwh", price, label=f"--tou: band '{name}': the price per kWh")
         bands.append(TariffBand(name=name, hours_per_day=hours, usd_per_kwh=price * usd_per_unit))
     try:
         return TimeOfUseTariff(bands=bands, shiftable=shiftable)
