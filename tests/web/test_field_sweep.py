@@ -19,7 +19,8 @@ ROUTES: dict[str, tuple[type[BaseModel], dict[str, Any]]] = {
     "/api/memory": (MemoryBody, LLAMA),
     "/api/estimate": (EstimateBody, {**LLAMA, "gpus": 16, "tokens": "1B"}),
     "/api/plan": (PlanBody, {"model": "llama-3.1-8b", "gpu": ["h100-sxm"], "tokens": "1B", "gpus_max": 16}),
-    "/api/compare": (CompareBody, {"model": "llama-3.1-8b", "tokens": "1B", "options": ["8xh100-sxm", "8xa100-80gb-sxm"]}),
+    "/api/compare": (CompareBody, {"model": "llama-3.1-8b", "tokens": "1B",
+                                   "options": ["8xh100-sxm", "8xa100-80gb-sxm"]}),
     "/api/tco": (TcoBody, {"gpu": "h100-sxm"}),
     "/api/lint": (LintBody, {"build": "dgx-h100"}),
 }

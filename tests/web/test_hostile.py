@@ -139,7 +139,8 @@ def test_a_lone_surrogate_is_named_with_its_field(hostile_client) -> None:  # ty
     response = hostile_client.post("/api/estimate", content='{"model": "llama-3.1-8b", "tokens": "1\\udcffT"}',
                                    headers={"content-type": "application/json"})
     assert response.status_code == 400 and response.json()["field"] == "tokens"
-    assert response.json()["detail"] == "tokens: text holds a lone surrogate (\\udcff), which is not a Unicode character"
+    assert response.json()["detail"] == ("tokens: text holds a lone surrogate (\\udcff), which is not a Unicode "
+                                         "character")
     deep = hostile_client.post("/api/estimate", json={**LLAMA, "calibration": _nested(40)})
     assert deep.status_code == 400 and deep.json() == {"detail": "the request body is nested more than 32 levels deep",
                                                          "field": "calibration"}
