@@ -23,14 +23,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import PydanticCustomError, core_schema
+from typing import TYPE_CHECKING, Any
 
 from rigplan import units
 from rigplan.errors import InvalidSpec
+
+if TYPE_CHECKING:  # pydantic is imported when a model is built, not for the table (rigplan's start-up path)
+    from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+    from pydantic.json_schema import JsonSchemaValue
+    from pydantic_core import core_schema
 
 BOUND_ERROR_TYPE = "rigplan_bound"
 """The pydantic error type of a value outside its bound: its message is the whole line, starting with the
@@ -201,6 +202,8 @@ class Bounded:
     parse: str | None = None
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        from pydantic_core import PydanticCustomError, core_schema
+
         b = BOUNDS[self.name]
         parser = PARSERS[self.parse] if self.parse else None
 

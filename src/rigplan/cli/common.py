@@ -8,20 +8,31 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from pydantic import BaseModel, ValidationError
 
 from rigplan import i18n
 from rigplan.bounds import BOUND_ERROR_TYPE
 from rigplan.cli.language import error_line
 from rigplan.domain.frameworks import FRAMEWORK_NAMES
 from rigplan.errors import RigplanError
+from rigplan.flow.fields import validated
 from rigplan.flow.framework import PRESET_FIELDS
 
+if TYPE_CHECKING:  # pydantic is imported only when a request needs it (flow/fields.py)
+    from pydantic import BaseModel, ValidationError
+
 F = TypeVar("F", bound=Callable[..., Any])
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
+
+
+def _validation_error(err: BaseException) -> ValidationError | None:
+    """`err` when it is pydantic's ValidationError (pydantic is then loaded already), else None."""
+    pydantic_core = sys.modules.get("pydantic_core")
+    if pydantic_core is not None and isinstance(err, pydantic_core.ValidationError):
+        return err
+    return None
 
 
 def fail(message: str) -> None:
@@ -65,11 +76,17 @@ def check_output_path(path: str, flag: str, force: bool) -> None:
         fail(f"{flag} {path} is not a regular file")
 
 
-def build_request(model_cls: type[M], **values: Any) -> M:
+def build_request(model_cls: type[M] | str, **values: Any) -> Any:
+    """The validated request; a model given by its name in flow.request may be checked by the field
+    table without pydantic (flow/fields.py). Bad values: one line and exit status 2."""
+    given = {k: v for k, v in values.items() if v is not None}
     try:
-        return model_cls.model_validate({k: v for k, v in values.items() if v is not None})
-    except ValidationError as err:
-        fail(pydantic_message(err))
+        return validated(model_cls, given) if isinstance(model_cls, str) else model_cls.model_validate(given)
+    except Exception as err:
+        invalid = _validation_error(err)
+        if invalid is None:
+            raise
+        fail(pydantic_message(invalid))
         raise AssertionError("unreachable") from err
 
 
@@ -82,11 +99,14 @@ def guarded(func: F) -> F:
             return func(*args, **kwargs)
         except RigplanError as err:
             fail(str(err))
-        except ValidationError as err:
-            fail(pydantic_message(err))
         except OSError as err:  # a report or plot that cannot be written, a file that vanished
             where = f"{err.filename}: " if err.filename else ""
             fail(f"{where}{err.strerror or err}")
+        except Exception as err:
+            invalid = _validation_error(err)
+            if invalid is None:
+                raise
+            fail(pydantic_message(invalid))
         return None
 
     return wrapper  # type: ignore[return-value]

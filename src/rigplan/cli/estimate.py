@@ -17,7 +17,6 @@ from rigplan.cli.common import (
     model_options,
 )
 from rigplan.flow.estimate import estimate
-from rigplan.flow.request import EstimateRequest
 from rigplan.report.text import render_estimate
 
 
@@ -55,7 +54,7 @@ def estimate_command(model: str | None, as_json: bool, check: bool, **kwargs: An
       rigplan estimate gpt-3-175b --gpu a100-80gb-sxm --gpus 1024 --tp 8 --pp 8 --global-batch 1536 --recompute full
       rigplan estimate llama-3.1-70b --gpu h100-sxm --gpus 512 --tp 8 --pp 4 --vpp 5 --tokens 1T --precision fp8
     """
-    request = build_request(EstimateRequest, model=model, **job_values(kwargs))
+    request = build_request("EstimateRequest", model=model, **job_values(kwargs))
     data = estimate(request).to_dict()
     if as_json:
         echo_json(data)

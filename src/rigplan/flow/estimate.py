@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigplan.catalog.load import Catalog
 from rigplan.domain.hardware import Gpu
@@ -19,7 +19,6 @@ from rigplan.estimate.states import master_bytes_per_param, optimizer_state_byte
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.flow.memory import MemoryResult, memory_of
 from rigplan.flow.model_source import ResolvedModel
-from rigplan.flow.request import EstimateRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup
 from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job
 from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, with_preemptions
@@ -35,6 +34,9 @@ from rigplan.reliab.storage import (
     tectonic_llama3,
 )
 from rigplan.units import parse_count
+
+if TYPE_CHECKING:
+    from rigplan.flow.request import EstimateRequest
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20
 """Default global batch of about 4M tokens (GPT-3 175B used 3.2M, Llama 3 405B 4M-16M)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigplan.catalog.load import Catalog
 from rigplan.domain.job import Job
@@ -12,8 +12,10 @@ from rigplan.domain.stages import virtual_stage_layers
 from rigplan.estimate.memory import MemoryBreakdown, peak_memory
 from rigplan.estimate.params import count_params
 from rigplan.flow.fit import advice, fit_verdict, nothing_fits_note
-from rigplan.flow.request import MemoryRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup
+
+if TYPE_CHECKING:
+    from rigplan.flow.request import MemoryRequest
 
 MAX_SEARCH_SEQ = 1 << 24
 MAX_SEARCH_BATCH = 1 << 16

@@ -1,4 +1,8 @@
-"""Request models: what the CLI flags and the HTTP API accept, validated once by pydantic."""
+"""Request models: what the CLI flags and the HTTP API accept, validated once by pydantic.
+
+The validators and methods apply the rules of flow/fields.py, which also checks command-line values
+against a table derived from these models without importing pydantic (rigplan's start-up path).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from rigplan.bounds import Bounded
 from rigplan.domain.frameworks import FrameworkName
-from rigplan.domain.job import LORA_TARGET_NAMES
+from rigplan.flow import fields as rules
 from rigplan.flow.framework import FrameworkApplied, apply_preset
 
 FRAMEWORK_DESCRIPTION = (
@@ -53,8 +57,7 @@ class ModelSpec(BaseModel):
     shared_experts: Annotated[int, Bounded("shared_experts")] | None = None
 
     def shape_flags(self) -> dict[str, object]:
-        shape_fields = set(ModelSpec.model_fields) - {"model"}
-        return self.model_dump(include=shape_fields, exclude_none=True)
+        return rules.shape_flags(self, [n for n in ModelSpec.model_fields if n != "model"])
 
 
 class MoERoutingSpec(BaseModel):
@@ -73,12 +76,7 @@ class MoERoutingSpec(BaseModel):
 
     def routing_values(self) -> dict[str, object]:
         """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap."""
-        if self.balanced_routing and self.moe_imbalance not in (None, 1.0):
-            raise ValueError("--balanced-routing sets the imbalance to 1; drop --moe-imbalance or --balanced-routing")
-        imbalance = 1.0 if self.balanced_routing else (self.moe_imbalance or 0.0)
-        if self.capacity_factor and 0 < self.capacity_factor < 1:
-            raise ValueError(f"--capacity-factor must be >= 1 (0 = dropless), got {self.capacity_factor}")
-        return {"moe_imbalance": imbalance, "capacity_factor": self.capacity_factor, "a2a_overlap": self.a2a_overlap}
+        return rules.routing_values(self)
 
 
 class CommOverlapSpec(BaseModel):
@@ -103,8 +101,7 @@ class CommOverlapSpec(BaseModel):
 
     def overlap_values(self) -> dict[str, object]:
         """Job fields for the switches that were given (the others keep Job's defaults)."""
-        given = {k: getattr(self, k) for k in CommOverlapSpec.model_fields}
-        return {k: v for k, v in given.items() if v is not None}
+        return rules.overlap_values(self, CommOverlapSpec.model_fields)
 
 
 class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
@@ -178,27 +175,17 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     @field_validator("lora_targets", mode="before")
     @classmethod
     def _split_targets(cls, value: object) -> object:
-        if isinstance(value, str):
-            value = [t.strip() for t in value.split(",") if t.strip()]
-        if isinstance(value, list) and all(isinstance(t, str) for t in value) and [t.lower() for t in value] == ["all"]:
-            return list(LORA_TARGET_NAMES)
-        return value
+        return rules.split_lora_targets(value)
 
     @field_validator("precision")
     @classmethod
     def _alias_precision(cls, value: str | None) -> str | None:
-        return {"bf16": "bf16-mixed", "fp16": "fp16-mixed"}.get(value, value) if value else value
+        return rules.alias_precision(value)
 
     @field_validator("stage_layers", mode="before")
     @classmethod
     def _split_stage_layers(cls, value: object) -> object:
-        if isinstance(value, str):
-            try:
-                return [int(t) for t in value.split(",") if t.strip()]
-            except ValueError:
-                raise ValueError(f"--stage-layers takes comma-separated layer counts such as 7,8,8,7, "
-                                 f"got {value!r}") from None
-        return value
+        return rules.split_stage_layers(value)
 
 
 class MemoryRequest(JobSpec):

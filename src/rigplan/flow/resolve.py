@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.domain.hardware import Gpu
@@ -11,10 +12,12 @@ from rigplan.domain.layout import Layout, check_layout_for_model
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
 from rigplan.errors import InvalidSpec, UnsupportedPrecision
-from rigplan.estimate.calibration import Calibration
 from rigplan.flow.framework import FrameworkApplied
 from rigplan.flow.model_source import ResolvedModel, resolve_model
-from rigplan.flow.request import JobSpec
+
+if TYPE_CHECKING:
+    from rigplan.estimate.calibration import Calibration
+    from rigplan.flow.request import JobSpec
 
 DEFAULT_SEQ_LEN = 4096
 
