@@ -5,6 +5,7 @@ command or a setup step that CI runs itself."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -29,6 +30,28 @@ SETUP_LINES = {"pip install -e '.[dev]'", "python -m pytest"}
 """Code-block lines that are not rigplan commands: CI runs them itself (.ci/run installs with the dev
 extras, then runs the tests)."""
 ERROR_PREFIXES = ("rigplan: error:", "rigplan: 错误:")
+
+
+EXPONENT = re.compile(r"\d(?:\.\d+)?e[+-]\d+")
+"""A number printed in exponent notation (5e+10, 1.2e-05): rigplan writes "50B tokens" instead."""
+
+
+def sentences(json_text: str) -> str:
+    """The strings of a JSON document (its numbers are data, not text for people)."""
+    found: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            found.append(value)
+
+    walk(json.loads(json_text))
+    return "\n".join(found)
 
 
 @dataclass(frozen=True)
@@ -118,6 +141,7 @@ def test_readme_command_runs_as_written(example: Example, tmp_path: Path) -> Non
     command = next(a for a in args[1:] if not a.startswith("-") and a != "zh")
     assert proc.returncode == EXPECTED_STATUS.get(command, 0), proc.stderr[-2000:]
     assert proc.stdout.strip()
+    assert not EXPONENT.findall(sentences(proc.stdout) if "--json" in args else proc.stdout + proc.stderr)
     for flag in ("--plot", "--markdown"):
         if flag in args:
             assert (tmp_path / args[args.index(flag) + 1]).stat().st_size > 0
