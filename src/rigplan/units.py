@@ -110,6 +110,8 @@ def format_tokens(n: float) -> str:
 def format_duration(seconds: float) -> str:
     """Human durations: '3.2 days', '41 min', '1.52 s'."""
     s = float(seconds)
+    if s >= 1000 * 86400:
+        return f"{s / 86400:,.0f} days"
     if s >= 2 * 86400:
         return f"{s / 86400:.1f} days"
     if s >= 2 * 3600:

@@ -1,8 +1,7 @@
-"""`--lang zh` / RIGPLAN_LANG=zh: the reports of memory, estimate, plan, compare, tco and the catalog listings,
-and every error, in Chinese, with the same exit status; English output unchanged. (lint's findings, validate's
-per-case notes and the content of catalog records are not translated yet: test_lint_frame_is_chinese checks
-what is.) Numbers, units, flag names, option values and model/GPU ids stay as typed
-(lang_check.py says what may stay English)."""
+"""`--lang zh` / RIGPLAN_LANG=zh: the reports of memory, estimate, plan, compare, tco, lint and the catalog
+listings, and every error, in Chinese, with the same exit status; English output unchanged. (validate's
+per-case notes and the content of catalog records are not translated yet.) Numbers, units, flag names,
+option values and model/GPU ids stay as typed (lang_check.py says what may stay English)."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from lang_check import english_words
 from test_hostile_cli import CORPUS, _files
 
 from rigplan.cli.main import cli
+from rigplan.servers import get_server, load_servers
 
 COMMANDS = [
     "memory llama-3.1-8b --gpu h100-sxm --gpus 8 --fsdp --recompute selective --seq 8192",
@@ -101,6 +101,22 @@ def test_json_keeps_keys_and_codes_and_translates_sentences(monkeypatch: pytest.
     assert code == 0 and data["fit"]["verdict"] == "does-not-fit"
     assert data["assumptions"] == ["序列长度 4096（默认；用 --seq 设置）"]
     assert data["advice"][0]["flag"].startswith("--")
+
+
+@pytest.mark.parametrize("build", sorted(load_servers()))
+def test_lint_findings_are_chinese(build: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every finding and assumption of every build, alone and with workloads, is Chinese; what stays English is
+    the record's own words (its claims, its price's scope), quoted as written."""
+    record = get_server(build)
+    quoted = [c.text for c in record.claims] + ([record.price.scope] if record.price else [])
+    for workload in ([], ["--for", "llama-3.1-70b", "--tokens", "1T"], ["--for", "llama-3.1-8b", "--method", "lora"]):
+        code, out = _zh(["lint", build, "--json", *workload], monkeypatch)
+        data = json.loads(out)
+        assert code in (0, 1) and data["findings"]
+        for text in [f["message"] for f in data["findings"]] + data["assumptions"]:
+            for words in quoted:
+                text = text.replace(words, " ")
+            assert not english_words(text), text
 
 
 def test_lint_frame_is_chinese(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,8 +38,7 @@ def host_ram(ctx: LintContext) -> list[Finding]:
     if ctx.ram_bytes is None:
         return [finding(code, "warning", f"Host RAM not stated; the node has {format_bytes(gpu_bytes)} of GPU memory "
                         f"and wants at least that much RAM, ~{format_number(RAM_RATIO_REFERENCE)}x as in "
-                        f"NVIDIA's DGX systems.",
-                        **values)]
+                        "NVIDIA's DGX systems.", **values)]
     ratio = ctx.ram_bytes / gpu_bytes
     values["ratio"] = ratio
     text = (f"{format_bytes(ctx.ram_bytes)} host RAM for {b.gpus.count} x {format_number(ctx.gpu.memory_gib)} GiB = "
@@ -48,9 +47,8 @@ def host_ram(ctx: LintContext) -> list[Finding]:
         return [finding(code, "warning", f"{text}: less RAM than GPU memory, so a full checkpoint or offloaded "
                         "optimizer states cannot be staged in host memory.", **values)]
     if ratio < RAM_RATIO_REFERENCE:
-        return [finding(code, "info", f"{text}; NVIDIA's DGX designs carry "
-                                      f"~{format_number(RAM_RATIO_REFERENCE)}x or more.",
-                        **values)]
+        return [finding(code, "info", f"{text}; NVIDIA's DGX designs carry ~{format_number(RAM_RATIO_REFERENCE)}x "
+                        "or more.", **values)]
     return [finding(code, "info", f"{text}.", **values)]
 
 
@@ -85,9 +83,8 @@ def scale_out(ctx: LintContext) -> list[Finding]:
     if unknown:
         return [finding(code, "warning", f"{b.nodes} nodes but the number of scale-out NICs per node is not stated "
                         f"({unknown[0].model}); the {g.name} reference is {format_number(reference)} Gb/s per "
-                        f"GPU, i.e. "
-                        f"{b.gpus.count} x {format_number(reference)} Gb/s NICs per node (one per GPU, "
-                        f"rail-optimized).", **values)]
+                        f"GPU, i.e. {b.gpus.count} x {format_number(reference)} Gb/s NICs per node (one per GPU, "
+                        "rail-optimized).", **values)]
     if not scale and not total_gbit:
         return [finding(code, "error", f"{b.nodes} nodes with no scale-out NIC: multi-node training has no "
                         "fabric.", **values)]
@@ -181,8 +178,8 @@ def storage_redundancy(ctx: LintContext) -> list[Finding]:
     out = []
     for d in ctx.build.storage:
         if d.raid == "raid0" and d.count > 1 and d.role != "scratch":
-            out.append(finding("storage.redundancy", "warning", f"RAID0 over {d.count} x "
-                                                                f"{format_number(d.capacity_tb)} TB "
+            out.append(finding("storage.redundancy", "warning",
+                               f"RAID0 over {d.count} x {format_number(d.capacity_tb)} TB "
                                f"{d.kind.upper()}: one drive failure loses the whole volume and every checkpoint "
                                "on it; use RAID10/RAID1 for checkpoints or copy them off the node.",
                                drives=d.count, raid=d.raid, capacity_bytes=d.count * d.capacity_tb * 1e12))

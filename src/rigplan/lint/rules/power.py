@@ -56,8 +56,7 @@ def psu_capacity(ctx: LintContext) -> list[Finding]:
     if load.load_w > total:
         return [finding(code, "error", f"Full load {_kw(load.load_w)} exceeds all {p.count} supplies together "
                         f"({p.count} x {format_number(p.watts_each)} W = {_kw(total)}): the node cannot run at "
-                        f"full load.",
-                        **values)]
+                        "full load.", **values)]
     if load.load_w > capacity:
         return [finding(code, "error", f"Full load {_kw(load.load_w)} ({load.source}) exceeds the "
                         f"{_supplies(working)} of the {p.redundancy} scheme "
@@ -70,9 +69,8 @@ def psu_capacity(ctx: LintContext) -> list[Finding]:
                         "power excursions.", **values)]
     verb = "carries" if working == 1 else "carry"
     return [finding(code, "info", f"{_supplies(working)} ({working} x {format_number(p.watts_each)} W = "
-                                  f"{_kw(capacity)}) "
-                    f"{verb} the {_kw(load.load_w)} full load ({load.source}) at {load.load_w / capacity:.0%}.",
-                    **values)]
+                    f"{_kw(capacity)}) {verb} the {_kw(load.load_w)} full load ({load.source}) at "
+                    f"{load.load_w / capacity:.0%}.", **values)]
 
 
 @rule("psu.redundancy", "PSU redundancy and what one PSU failure does")
@@ -93,8 +91,8 @@ def psu_redundancy(ctx: LintContext) -> list[Finding]:
     if spare == 0:
         return [finding(code, "warning", f"No spare supply ({p.redundancy}): when one of the {p.count} x "
                         f"{format_number(p.watts_each)} W supplies fails, {_kw(after_one)} is left for a "
-                        f"{_kw(load.load_w)} load "
-                        f"and the node (or the GPUs on that supply) goes down mid-run; {ARTICLE_LESSON}. "
+                        f"{_kw(load.load_w)} load and the node (or the GPUs on that supply) goes down mid-run; "
+                        f"{ARTICLE_LESSON}. "
                         f"Use N+1 or better.", **values)]
     if after_one < load.load_w:
         return [finding(code, "error", f"After one supply fails, {_kw(after_one)} remains for a "
@@ -124,9 +122,8 @@ def cooling_airflow(ctx: LintContext) -> list[Finding]:
                         f"({heat_btu_per_h(load.load_w):,.0f} BTU/h) goes mostly to the coolant loop{cluster}.",
                         **values)]
     return [finding("cooling.airflow", "info", f"{_kw(load.load_w)} per node = {heat_btu_per_h(load.load_w):,.0f} "
-                    f"BTU/h; needs {cfm:,.0f} CFM of air at a {format_number(DEFAULT_DELTA_T_F)} F rise (158 "
-                    f"CFM/kW; the "
-                    f"vendor's airflow spec wins){cluster}.", **values)]
+                    f"BTU/h; needs {cfm:,.0f} CFM of air at a {format_number(DEFAULT_DELTA_T_F)} F rise "
+                    f"(158 CFM/kW; the vendor's airflow spec wins){cluster}.", **values)]
 
 
 @rule("power.rack", "Rack density and circuit power")
