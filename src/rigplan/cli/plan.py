@@ -36,6 +36,8 @@ from rigplan.units import format_bytes, format_duration
 
 def _render(data: dict[str, Any], currency: str) -> None:
     console = Console()
+    if data["infeasible"]:
+        console.print(f"[red]INFEASIBLE[/red]: {data['infeasible']}")
 
     def money(usd: float) -> str:
         return format_cny(usd * data["cny_per_usd"]) if currency == "cny" else format_usd(usd)

@@ -197,6 +197,16 @@ class PlanResult:
     framework: FrameworkApplied | None = None
     """The --framework preset's recipe fields (the layout and recompute are searched, not preset)."""
 
+    @property
+    def infeasible(self) -> str | None:
+        """Why no option is recommended, in plain words (None when one is)."""
+        if self.stats.get("eligible"):
+            return None
+        if not self.candidates:
+            return why_nothing_runs(self.stats["infeasible_by_reason"])
+        return ("no option meets both the budget and the deadline; the Pareto front shows the trade-off that "
+                "exists, each option marked with the limit it breaks")
+
     def to_dict(self) -> dict[str, Any]:
         def cand(c: Candidate) -> dict[str, Any]:
             e = c.estimate
@@ -221,6 +231,7 @@ class PlanResult:
             "model": self.request.model, "tokens": parse_count(self.request.tokens, "--tokens"),
             "budget_usd": self.budget_usd, "deadline_s": self.deadline_s,
             "ranked": [cand(c) for c in self.ranked], "pareto": [cand(c) for c in self.pareto],
+            "infeasible": self.infeasible,
             "stats": self.stats, "assumptions": self.assumptions, "cny_per_usd": self.cny_per_usd,
             "framework": self.framework.to_dict() if self.framework else None,
             "candidates": [{"gpu": c.gpu, "gpus": c.gpus, "mode": c.offer.to_dict(),
@@ -414,10 +425,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     stats["candidates"] = len(candidates)
     stats["eligible"] = len(eligible)
     stats["elapsed_s"] = time.perf_counter() - started
-    if not eligible:
-        assumptions.append("no candidate meets both the budget and the deadline; the Pareto front shows "
-                           "the trade-off that exists, each option marked with the limit it breaks")
-    elif limited:
+    if eligible and limited:
         assumptions.append("the Pareto front holds only options within the budget and the deadline")
     assumptions.append("cloud capacity per offer: 512 GPUs on-demand/reserved, 64 spot/community, 8 serverless "
                        "unless the offer states its own (AWS Capacity Blocks: 1-64 instances); spot and community "
@@ -464,9 +472,11 @@ class Comparison:
     rows: list[dict[str, Any]]
     best: list[Candidate | None]
     framework: FrameworkApplied | None = None
+    infeasible: list[str | None] = field(default_factory=list)
+    """Per option: why it cannot run this job, in plain words (None: it can)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"options": self.options, "rows": self.rows,
+        return {"options": self.options, "rows": self.rows, "infeasible": self.infeasible,
                 "framework": self.framework.to_dict() if self.framework else None}
 
 
@@ -484,6 +494,23 @@ COMPARE_ROWS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+NOTHING_RUNS = {
+    "memory.exceeds_capacity": "no layout fits this job in GPU memory",
+    "batch.smaller_than_dp": "the global batch is smaller than every data-parallel degree that would fit",
+    "precision.unsupported": "the GPU has no tensor cores for this precision",
+    "price.unknown": "no price: no cloud offer and no purchase price in the catalog",
+    "cloud.capacity": "no cloud offer rents this many GPUs",
+    "cloud.interruptible_for_long_job": "only interruptible offers, left out of a long job (--interruptible)",
+}
+"""Why a search found nothing to price, by the code of search stats' infeasible_by_reason."""
+
+
+def why_nothing_runs(reasons: dict[str, int]) -> str:
+    """Plain words for a search that priced nothing: its most frequent reasons, in that order."""
+    found = [NOTHING_RUNS[code] for code, _ in sorted(reasons.items(), key=lambda kv: -kv[1]) if code in NOTHING_RUNS]
+    return "; ".join(found[:2]) if found else "no layout runs this job"
+
+
 def parse_option(text: str) -> tuple[int, str]:
     """'8xa100-80gb-sxm' or '8 x h100-sxm' -> (8, id)."""
     count, sep, gpu = text.lower().replace(" ", "").partition("x")
@@ -499,6 +526,7 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
         raise InvalidSpec("compare needs at least two options, e.g. 8xa100-80gb-sxm 4xh100-sxm")
     values: list[dict[str, Any]] = []
     best: list[Candidate | None] = []
+    infeasible: list[str | None] = []
     catalog = load_catalog(base.catalog)
     model: ResolvedModel | None = None
     framework: FrameworkApplied | None = None
@@ -513,7 +541,9 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
         if not fitting:
             values.append({})
             best.append(None)
+            infeasible.append(why_nothing_runs(result.stats["infeasible_by_reason"]))
             continue
+        infeasible.append(None)
         cloud = [c for c in fitting if c.offer.kind == "cloud"]
         owned = [c for c in fitting if c.offer.kind == "onprem"]
         chosen = min(fitting, key=lambda c: c.wall_time_s)
@@ -540,4 +570,4 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
             winner = options[pick[1]]
         rows.append({"key": key, "label": label, "values": row_values, "winner": winner})
     rows.append({"key": "layout", "label": "layout", "values": [v.get("layout") for v in values], "winner": None})
-    return Comparison(options=list(options), rows=rows, best=best, framework=framework)
+    return Comparison(options=list(options), rows=rows, best=best, framework=framework, infeasible=infeasible)
