@@ -1,4 +1,7 @@
-"""The request flow, in the order a request travels it.
+"""The request flow: a request validated once, resolved once into a training setup, then estimated, fitted,
+planned or compared.
+
+Its modules, in the order a request travels them:
 
     request.py       what the CLI flags and the HTTP API accept (pydantic models, validated once)
     fields.py        the same checks from a table of those models' fields, without pydantic (CLI start-up)
