@@ -6,9 +6,10 @@ Prints the median wall time (and CPU time) of `rigplan memory llama-3.1-8b --gpu
 cache (catalog/cache.py: the catalog's domain values and the request field table of flow/fields.py;
 every run after the first) and with a cold one (a fresh cache folder each run: YAML, pydantic), of
 `rigplan --help`, of a bare Python start and of importing click + rich + numpy alone (the floor the
-memory path cannot go under while it uses them), whether the command imported pydantic or YAML, and
-the slowest imports of the command (python -X importtime: cumulative top-level, and the largest own
-times). The target for `rigplan memory` is under 0.15 s on an idle machine.
+memory path cannot go under while it uses them; numpy's OpenBLAS with one thread, as the CLI starts
+it), whether the command imported pydantic or YAML, and the slowest imports of the command (python -X
+importtime: cumulative top-level, and the largest own times). The target for `rigplan memory` is
+under 0.15 s on an idle machine.
 
 Bytecode: as an installed package has it. When PYTHONDONTWRITEBYTECODE is set, the runs use a
 temporary PYTHONPYCACHEPREFIX instead (compiled once, before timing), so that source compilation is
@@ -75,7 +76,8 @@ def main() -> None:
         memory = [sys.executable, "-c", ENTRY, *COMMAND]
         subprocess.run(memory, check=True, stdout=subprocess.DEVNULL, env=env)  # bytecode and catalog cache
         python_s, _ = wall_s([sys.executable, "-c", "pass"], runs, env)
-        floor_s, floor_cpu_s = wall_s([sys.executable, "-c", FLOOR], runs, env)
+        # The floor as the CLI imports them: numpy's OpenBLAS with one thread (rigplan.cli.main.one_blas_thread).
+        floor_s, floor_cpu_s = wall_s([sys.executable, "-c", FLOOR], runs, {"OPENBLAS_NUM_THREADS": "1", **env})
         help_s, _ = wall_s([sys.executable, "-c", ENTRY, "--help"], runs, env)
         warm_s, warm_cpu_s = wall_s(memory, runs, env)
         cold_s, _ = wall_s(memory, runs, env, fresh_cache=True)
