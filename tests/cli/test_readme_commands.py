@@ -5,6 +5,7 @@ command or a setup step that CI runs itself."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -168,3 +169,13 @@ def test_readme_serve_answers_on_its_port(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_readme_sessions_show_what_rigplan_prints_now() -> None:
+    """The outputs README.md shows under its `$ rigplan ...` examples are today's (tools/readme_outputs.py)."""
+    spec = importlib.util.spec_from_file_location("readme_outputs", ROOT / "tools" / "readme_outputs.py")
+    assert spec and spec.loader
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    text = tool.README.read_text(encoding="utf-8")
+    assert tool.rendered(text) == text, "run python tools/readme_outputs.py"
