@@ -301,7 +301,9 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="torch.optim foreach path instead of a fused optimizer (its step allocates temporaries)."),
         click.option("--loss", type=click.Choice(["unfused", "fused", "chunked"]), default="unfused",
                      show_default=True, help="Cross-entropy implementation (logit buffers)."),
-        click.option("--dropout", is_flag=True, help="Dropout active (1-byte masks saved)."),
+        click.option("--dropout/--no-dropout", default=False,
+                     help="Hidden and attention dropout active (1-byte masks saved; Megatron-LM's default, off in "
+                          "Llama-style recipes)."),
         click.option("--kernels", type=click.Choice(["fused", "eager", "hf"]), default="fused", show_default=True,
                      help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan); "
                           "hf: Hugging Face transformers modules (fp32 norm copies)."),

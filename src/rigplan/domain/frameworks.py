@@ -134,9 +134,12 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             *_MEGATRON_CORE,
             _s(f"{_MCORE_ARGS}: --use-distributed-optimizer is off by default (pass --zero 1 for it: the "
                "optimizer states sharded over dp, ZeRO-1)", zero=0),
+            _s(f"{_MCORE_ARGS} _add_regularization_args: --attention-dropout and --hidden-dropout default to 0.1 "
+               "(Llama-style launch scripts pass 0.0: --no-dropout)", dropout=True),
             *_MEGATRON_LM_OVERLAP,
         ),
-        note="sequence parallelism, tp/pp/vpp and --use-distributed-optimizer (--zero 1) as you launch them"),
+        note="sequence parallelism, tp/pp/vpp and --use-distributed-optimizer (--zero 1) as you launch them; "
+             "--no-dropout when your script passes --attention-dropout 0 --hidden-dropout 0"),
     FrameworkPreset(
         name="nemo", title="NVIDIA NeMo (Megatron-Core underneath)", settings=(
             *_MEGATRON_CORE,

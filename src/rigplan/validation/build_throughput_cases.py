@@ -43,13 +43,13 @@ NEMO_CONFIG_SHAPES: dict[str, tuple[dict[str, Any], str, str, str]] = {
          "positions": "learned"},
         "launcher_scripts/conf/training/gpt3/5b.yaml", "00af8f261f73a3eda179c4e67a467d61792f54d3",
         "num_layers 24, hidden_size 4096, ffn 4*hidden, 32 heads, GPT2BPETokenizer, learned positions; same mb 4 / "
-        "gb 2048 / tp 1 as the row; it also sets hidden and attention dropout 0.1, not applied here - see notes"),
+        "gb 2048 / tp 1 as the row; hidden and attention dropout 0.1"),
     "GPT3-20B": (
         {"layers": 44, "hidden": 6144, "heads": 48, "ffn": 24576, "vocab": 50257, "mlp": "plain",
          "positions": "learned"},
         "launcher_scripts/conf/training/gpt3/20b.yaml", "056a90edf9140a32bfd39652509244e7db055651",
         "num_layers 44, hidden_size 6144, ffn 4*hidden, 48 heads, GPT2BPETokenizer, learned positions; it also sets "
-        "hidden dropout 0.1, not applied here - see notes"),
+        "hidden dropout 0.1"),
     "Nemotron-8B": (
         {"layers": 32, "hidden": 4096, "heads": 32, "ffn": 16384, "vocab": 256000, "mlp": "plain"},
         "launcher_scripts/conf/training/nemotron/nemotron_8b.yaml", "089b90e6849fa1edb438d3ee750cf229f44e7955",
@@ -66,6 +66,12 @@ NEMO_CONFIG_SHAPES: dict[str, tuple[dict[str, Any], str, str, str]] = {
         "num_layers 96, hidden_size 18432, ffn 4*hidden, 96 heads, num_query_groups 8, squared-relu (non-gated), "
         "rope, no bias, dropout 0, tokenizer nemotron_2_256k"),
 }
+NEMO_GPT3_DROPOUT = (
+    "dropout: on - NeMo-Framework-Launcher conf/training/gpt3/5b.yaml @ 00af8f26 sets hidden_dropout 0.1 and "
+    "attention_dropout 0.1; 20b.yaml and 175b.yaml @ 056a90ed set hidden_dropout 0.1 and leave attention_dropout "
+    "unset, which Megatron-Core's TransformerConfig defaults to 0.1. The Llama and Nemotron configs set both to 0.")
+"""Why the NeMo GPT3 rows run with dropout (the other NeMo rows' configs turn it off)."""
+
 """Shapes of the NeMo 24.07 models whose shape the shared entry leaves null, read from NeMo's launcher configs.
 GPT3 vocab: GPT-2 BPE (50257) padded by Megatron to a multiple of 128*tp. Nemotron vocab: 256000 - the 340B config
 names the 256k SentencePiece model; the 8B/22B configs leave the tokenizer unset, so 256000 is inferred for them."""
@@ -97,7 +103,8 @@ GROUP_NOTES = {
         "pipeline parallelism); global batch from the table.",
         "model: GPT shape flags from the row, heads from Narayanan et al. 2021 Table 1 (by hidden size), "
         "vocab 51200 (padded GPT-2 BPE), plain GeLU MLP, learned positions.",
-        "dropout: off (rigplan's default); Megatron-LM's GPT default of 0.1 is not stated by the source.",
+        "dropout: on from the megatron preset (Megatron-LM's --attention-dropout and --hidden-dropout default to 0.1; "
+        "the paper states no other value).",
     ],
     "korthikanti_2022_recompute": [
         "framework: megatron preset (as the 2021 group; pp_comm_overlap off for the 2022 Megatron-LM); attention: "
@@ -105,7 +112,8 @@ GROUP_NOTES = {
         "layout, micro-batch and interleaving degree (vpp) as the entry gives them (Calculon's encoding of the "
         "paper); compare: step_time_s (the paper's iteration time).",
         "model: GPT shape flags from the row (plain GeLU MLP, learned positions, vocab 51200 where the row has none) "
-        "or the catalog gpt-3-175b for the 175B rows; dropout off (not stated by the source).",
+        "or the catalog gpt-3-175b for the 175B rows; dropout on from the megatron preset (Megatron-LM's default 0.1; "
+        "the paper's activation formula 34sbh + 5as^2b counts the dropout masks).",
     ],
     "mosaicml_llm_foundry_mpt": [
         "framework: fsdp preset (Composer wraps PyTorch FSDP: eager kernels, ZeRO-3, prefetch 1, bf16 gradient "
@@ -137,9 +145,8 @@ GROUP_NOTES = {
         "zero: 1 ('distributed optimizer' in the entry).",
         "recompute: none (the launcher configs of these models leave activation checkpointing off); compare: "
         "tokens_per_s_per_gpu.",
-        "dropout: off for every row. The NeMo launcher configs of GPT3 5B/20B set dropout 0.1; it is left off so "
-        "that all GPT rows of this suite are mapped alike (rigplan's dropout switch lowers those two predictions "
-        "by about 3-4%).",
+        "dropout: as the launcher config of the row's model sets it (NEMO_GPT3_DROPOUT): on for the GPT3 rows, off "
+        "for Llama and Nemotron.",
     ],
 }
 
@@ -319,6 +326,9 @@ def build(entries: list[dict[str, Any]]) -> dict[str, Any]:
         }
         if group.startswith(("megatron", "korthikanti")):
             request.update(MEGATRON_2021_P2P)
+        nemo_gpt3 = group.startswith("nemo") and str(e["model"]["name"]).lower().startswith("gpt3")
+        if nemo_gpt3:
+            request["dropout"] = True
         if group.startswith("mosaicml"):
             request["attention_kernel"] = "triton"
             request["autocast"] = True
@@ -333,7 +343,7 @@ def build(entries: list[dict[str, Any]]) -> dict[str, Any]:
         if tp * pp * cp * dp != hw["num_gpus"]:
             raise SystemExit(f"{e['id']}: tp*pp*cp*dp != num_gpus")
         value, compare = measured
-        notes = [model_note, gpu_note, prec_note, rc_note, *GROUP_NOTES[group]]
+        notes = [model_note, gpu_note, prec_note, rc_note, *GROUP_NOTES[group], *([NEMO_GPT3_DROPOUT] if nemo_gpt3 else [])]
         notes.append(f"layout tp={tp} pp={pp} dp={dp} cp={cp} vpp={vpp} zero={zero} sequence_parallel="
                      f"{sp_note}; "
                      f"micro-batch {b.get('micro_batch')} -> {mb}, global batch {b.get('global_batch_sequences')} "
