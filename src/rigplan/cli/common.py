@@ -202,6 +202,10 @@ def overlap_option_list() -> list[Callable[[F], F]]:
                      help="TP all-gather/reduce-scatter overlapped with the GEMMs (Megatron --tp-comm-overlap, "
                           "Transformer Engine userbuffers; PyTorch async TP); needs --sequence-parallel. "
                           "Default off."),
+        click.option("--tp-async-backward/--no-tp-async-backward", default=None,
+                     help="TP backward collectives of the column-parallel linears run beside their backward "
+                          "GEMMs (Megatron-Core and Transformer Engine linears; Megatron-LM from late 2021). "
+                          "Default: on with --kernels fused, off with eager stacks."),
         click.option("--overlap-grad-reduce/--no-overlap-grad-reduce", default=None,
                      help="Gradient all-reduce/reduce-scatter overlapped with backward (PyTorch DDP/FSDP; "
                           "Megatron --overlap-grad-reduce). Default on."),

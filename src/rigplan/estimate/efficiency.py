@@ -79,6 +79,14 @@ class Efficiency:
     """GEMM dimension at which efficiency is half of gemm_max."""
     fp8_gemm_max: float
     """Large fp8 GEMMs (the GEMM alone; casts are counted separately), fraction of the fp8 dense peak."""
+    fp8_backward_rate: float = 1.0
+    """Rate of the backward fp8 GEMMs (dgrad, wgrad) relative to the forward ones. Training recipes run the
+    forward fp8 GEMM with cuBLAS fast accumulation and the backward ones with split accumulation (partial
+    sums promoted to fp32 at intervals): Transformer Engine's recipes (fp8_gemm_fprop
+    use_split_accumulator=False, fp8_gemm_dgrad / fp8_gemm_wgrad True) and torchao's Float8 config
+    (use_fast_accum only for the output GEMM). On parts with a fast-accumulation mode that costs 1.1-1.2x
+    (pytorch/ao issue #2377, H100); Blackwell's tensor cores accumulate fp8 in fp32 and have no such mode
+    (TransformerEngine PR #2748 review: 'there is no fastAccuMode for sm100')."""
     attention: dict[str, KernelCurve] = field(default_factory=dict)
     """Attention kernels available on this architecture: 'fa2', 'fa3', 'cudnn'."""
     fused_attention_kernel: str = "fa2"
@@ -132,8 +140,13 @@ AMPERE = Efficiency(
            "BabelStream triad ~1.7 of 2.0 TB/s on A100 80GB",
     measured=True,
 )
+FP8_SPLIT_ACCUMULATION_RATE = 1.0 / 1.15
+"""Backward fp8 GEMMs with split accumulation run 1.1-1.2x slower than with fast accumulation (pytorch/ao
+issue #2377, H100 benchmark); 1.15, the middle."""
+
 HOPPER = Efficiency(
     family="hopper", gemm_max=0.78, gemm_half_dim=400.0, fp8_gemm_max=0.70,
+    fp8_backward_rate=FP8_SPLIT_ACCUMULATION_RATE,
     attention={"fa2": _FA2_H100, "fa3": _FA3_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100},
     fused_attention_kernel="cudnn", eager_attention_kernel="sdpa", hbm=0.90,
     source="cuBLAS bf16 on a 700 W H100 SXM reaches ~750-800 of 989 TFLOP/s on large GEMMs (CUTLASS 3.x Hopper "
@@ -143,16 +156,23 @@ HOPPER = Efficiency(
     measured=True,
 )
 BLACKWELL = Efficiency(
-    family="blackwell", gemm_max=0.78, gemm_half_dim=512.0, fp8_gemm_max=0.70,
+    family="blackwell", gemm_max=0.78, gemm_half_dim=1090.0, fp8_gemm_max=0.70,
     attention={"fa2": _FA2_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100}, fused_attention_kernel="cudnn",
     eager_attention_kernel="sdpa", hbm=0.90,
-    source="inherited from Hopper (CUTLASS 3.8 reports ~95% of the SM100 peak for its best kernels, but no "
-           "end-to-end cuBLAS sweep of B200 in rigplan's sources); larger MMA tiles (UMMA 256-wide) need larger "
-           "GEMMs, hence a larger half-efficiency dimension; FlashAttention-3 has no SM100 kernels",
+    source="GEMM ceiling inherited from Hopper (CUTLASS 3.8 reports ~95% of the SM100 peak for its best kernels, but "
+           "no end-to-end cuBLAS sweep of B200 in rigplan's sources); the half-efficiency dimension measured against "
+           "Hopper's in one harness: OpenXLA's default matmul performance table (matmul_interpolator_data.h, "
+           "kDefaultMatmulPTable, sm_90 and sm_100 bf16 entries, 2025; the sm_100 part taken as B200's 2,250 TFLOP/s) "
+           "gives, for each of its 81 GEMMs with every dimension >= 1024, the sm_100 fraction of peak over the sm_90 "
+           "one (0.50-0.93: the 256-wide UMMA tiles of a 2.3x faster tensor core need larger GEMMs); carried onto "
+           "Hopper's curve (0.78, 400) each ratio implies a d_half, median 1,090 (996 over the batched-by-4 entries, "
+           "733 on the largest, 4 x 4096^3). fp8 on sm_100 reaches 0.729 of its 4,500 TFLOP/s on that largest GEMM, "
+           "the bf16 fraction; FlashAttention-3 has no SM100 kernels",
     measured=False,
 )
 ADA = Efficiency(
     family="ada", gemm_max=0.80, gemm_half_dim=128.0, fp8_gemm_max=0.60,
+    fp8_backward_rate=FP8_SPLIT_ACCUMULATION_RATE,
     attention={"fa2": _FA2_A100, "sdpa": _SDPA_A100}, fused_attention_kernel="fa2", eager_attention_kernel="sdpa",
     hbm=0.85,
     source="inherited from Ampere (same SM lineage); GeForce fp32-accumulate halving is already in the catalog peak",

@@ -175,6 +175,9 @@ def overlap_note(job: Job, layout: Layout) -> str:
     tp = on(job.tp_comm_overlap and layout.sequence_parallel)
     if job.tp_comm_overlap and not layout.sequence_parallel and layout.tp > 1:
         tp += " (--tp-comm-overlap needs --sequence-parallel)"
+    async_backward = job.kernels == "fused" if job.tp_async_backward is None else job.tp_async_backward
+    if layout.tp > 1 and not (job.tp_comm_overlap and layout.sequence_parallel):
+        tp += ", backward beside GEMMs" if async_backward else ", all in line"
     dtype = {4.0: "fp32", 2.0: "bf16"}.get(grad_reduce_bytes_per_param(job), "bf16")
     return (f"communication overlap: tp {tp}, cp {on(job.cp_comm_overlap)}, pp {on(job.pp_comm_overlap)}, "
             f"grad reduce {on(job.overlap_grad_reduce)}, param gather {on(gather_on)}; gradients reduced in "

@@ -90,6 +90,9 @@ class CommOverlapSpec(BaseModel):
     tp_comm_overlap: bool | None = Field(None, description="TP all-gather/reduce-scatter overlapped with GEMMs "
                                                            "(Megatron --tp-comm-overlap, async TP); needs "
                                                            "sequence parallelism")
+    tp_async_backward: bool | None = Field(None, description="Column-parallel TP backward collectives beside "
+                                                             "their backward GEMMs (Megatron-Core/TE linears); "
+                                                             "default: on with fused kernels")
     overlap_grad_reduce: bool | None = Field(None, description="Gradient reduction overlapped with backward "
                                                                "(DDP/FSDP; Megatron --overlap-grad-reduce)")
     overlap_param_gather: bool | None = Field(None, description="Parameter all-gather overlapped with compute "
