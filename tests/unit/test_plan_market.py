@@ -17,6 +17,15 @@ def test_every_small_node_count_is_a_candidate() -> None:
     counts = gpu_counts(8, 4096)
     assert {24, 40, 48} <= set(counts)  # 3, 5 and 6 nodes
     assert counts == sorted(set(counts)) and counts[-1] == 4096
+    assert counts[:3] == [1, 2, 4]
+
+
+def test_rack_scale_nodes_are_tried_below_one_node() -> None:
+    """An NVL72 rack or a TPU slice is one 'node' of 72 or 256 chips; jobs on part of one are candidates too."""
+    assert gpu_counts(72, 4096)[:8] == [1, 2, 4, 8, 16, 32, 64, 72]
+    assert gpu_counts(256, 4096)[:9] == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert gpu_counts(6144, 4096)[-1] == 4096  # a node larger than the search still yields counts
+    assert gpu_counts(1, 4) == [1, 2, 3, 4]
 
 
 @pytest.fixture(scope="module")

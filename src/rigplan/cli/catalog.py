@@ -78,7 +78,7 @@ def gpus_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...])
         fp8, bf16 = r.dense_tflops.fp8, r.dense_tflops.bf16
         half = f"{bf16:g}" if bf16 else f"- (fp16 {r.dense_tflops.half:g})"
         table.add_row(r.id, f"{r.memory_gib:g} GiB", r.memory_kind, f"{r.memory_bandwidth_gb_per_s:g}",
-                      half, f"{fp8:g}" if fp8 else "-", f"{r.tdp_w:g}", r.link.kind,
+                      half, f"{fp8:g}" if fp8 else "-", f"{r.tdp_w:g}" if r.tdp_w else "-", r.link.kind,
                       f"{r.link.bandwidth_gb_per_s_bidirectional:g}")
     Console().print(table)
 

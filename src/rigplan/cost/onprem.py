@@ -128,7 +128,11 @@ def scenario_for_gpu(record: GpuRecord, **overrides: Any) -> OnPremScenario:
         if record.price is None:
             raise InvalidSpec(f"gpu '{record.id}' has no purchase price in the catalog; pass --gpu-price")
         values["gpu_price_usd"] = record.price.usd
-    values.setdefault("gpu_tdp_w", record.tdp_w)
+    if "gpu_tdp_w" not in values:
+        if record.tdp_w is None:
+            raise InvalidSpec(f"{record.name} has no published power figure, so owning it (energy, colocation) "
+                              "cannot be priced; rent it instead")
+        values["gpu_tdp_w"] = record.tdp_w
     return OnPremScenario.model_validate(values)
 
 
