@@ -82,3 +82,13 @@ def test_a_build_of_a_part_without_a_host_link_figure_is_refused(tmp_path) -> No
 def test_checkpoints_stay_local_only_on_one_host(gpus: int, per_node: int, shared: bool) -> None:
     expected = DEFAULT_SHARED_STORAGE if shared else DEFAULT_STORAGE
     assert default_storage_for(gpus, per_node) is expected
+
+
+@pytest.mark.parametrize(("gpu", "labelled"), [("tpu-v5e", True), ("t4", True), ("a100-80gb-sxm", False),
+                                               ("h100-sxm", False), ("rtx-3090", False)])
+def test_a_part_without_efficiency_data_of_its_own_says_so(gpu: str, labelled: bool) -> None:
+    """efficiency_for falls back to the Ampere fit for an architecture it does not know (TPU, Turing): the
+    estimate says the speed is borrowed."""
+    request = EstimateRequest(model="llama-3.2-1b", gpu=gpu, precision="fp16-mixed")
+    notes = [a for a in estimate(request).to_dict()["assumptions"] if "no efficiency data" in a]
+    assert bool(notes) is labelled, notes

@@ -12,7 +12,7 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.calibration import calibrated_efficiency
-from rigplan.estimate.efficiency import Efficiency, attention_kernel_for
+from rigplan.estimate.efficiency import AMPERE, Efficiency, attention_kernel_for, efficiency_for
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
 from rigplan.estimate.moe import load_factor
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
@@ -255,6 +255,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                        f"{kernel_note(job, eff)}")
     if not gpu.tdp_w:
         assumptions.append(f"{gpu.name}: no published power figure, so power and energy are not estimated")
+    if setup.calibration is None and efficiency_for(gpu) is AMPERE and "ampere" not in gpu.architecture.lower():
+        assumptions.append(f"{gpu.name}: rigplan has no efficiency data for {gpu.architecture}; the Ampere (A100) "
+                           "fit and its CUDA kernels stand in for it, so treat the speed as rough")
     if setup.layout.num_gpus > gpu.gpus_per_node and not gpu.nic_bits_per_s:
         raise InvalidSpec(f"{setup.layout.num_gpus} {gpu.name} span more than one {gpu.gpus_per_node}-GPU node "
                           "and no scale-out network rate is published for it; give --nic (Gb/s per GPU)")
