@@ -67,6 +67,14 @@ def test_a_stated_cluster_gets_its_best_plan() -> None:
     data = json.loads(out.stdout)
     assert data["ranked"] and {c["gpus"] for c in data["candidates"]} == {48}
     assert {c["gpu"] for c in data["candidates"]} == {"h100-sxm"}
+    # The cluster is had, not bought for this job: owning is priced as the job's share unless asked otherwise.
+    owned = {c["mode"]["pricing"] for c in data["candidates"] if c["mode"]["kind"] == "onprem"}
+    assert owned == {"amortized"}
+    bought = subprocess.run([sys.executable, "-c", "from rigplan.cli.main import main; main()", "plan", "llama-3.1-8b",
+                             "--tokens", "100B", "--cluster", "6x8:h100-sxm", "--onprem-basis", "purchase", "--json"],
+                            capture_output=True, text=True, timeout=600)
+    assert {c["mode"]["pricing"] for c in json.loads(bought.stdout)["candidates"]
+            if c["mode"]["kind"] == "onprem"} == {"purchase"}
     bad = subprocess.run([sys.executable, "-c", "from rigplan.cli.main import main; main()", "plan", "llama-3.1-8b",
                           "--tokens", "100B", "--cluster", "six nodes"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("rigplan: error: --cluster")

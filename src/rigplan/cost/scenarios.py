@@ -141,7 +141,8 @@ def seed_scenario(record: GpuRecord, corrected: OnPremScenario, num_gpus: int = 
         ("+ server share and network fabric (chassis, CPUs, RAM, NICs, storage, switches)",
          _fields(corrected, "server_share_fraction", "server_share_usd_per_gpu", "fabric_fraction",
                  "fabric_usd_per_gpu")),
-        (f"+ power: {corrected.gpu_tdp_w:g} W GPU when busy + {corrected.host_w_per_gpu:g} W host, PUE {corrected.pue:g}, "
+        (f"+ power: {corrected.gpu_tdp_w:g} W GPU when busy + {corrected.host_w_per_gpu:g} W host, "
+         f"PUE {corrected.pue:g}, "
          + ("time-of-use tariff" if corrected.tariff else f"${corrected.usd_per_kwh:g}/kWh"),
          _fields(corrected, "gpu_tdp_w", "host_w_per_gpu", "pue", "usd_per_kwh", "tariff")),
         (f"{corrected.utilisation:.0%} utilisation ({u_hours:,.0f} h/yr) instead of 2,000 h/yr (23%)",
