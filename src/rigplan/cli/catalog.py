@@ -97,15 +97,23 @@ def gpus_show(catalog_dirs: tuple[str, ...], gpu_id: str, as_json: bool) -> None
     _print_record(data)
 
 
+UNPUBLISHED = frozenset({"tdp_w", "pcie_gen", "nic_gbit_per_s_per_gpu"})
+"""Fields a record must state, null where the vendor publishes no figure: shown as 'not published'."""
+
+
 def _print_record(data: dict[str, Any]) -> None:
     console = Console()
     for key, value in data.items():
+        if value is None and key in UNPUBLISHED:
+            console.print(f"{key}: not published")
+            continue
         if key == "sources":
             console.print("sources:")
             for src in value:
                 console.print(f"  - {src['title']}" + (f" <{src['url']}>" if src.get("url") else ""))
         elif isinstance(value, dict):
-            inner = ", ".join(f"{k}={v}" for k, v in value.items() if v is not None)
+            inner = ", ".join(f"{k}={'not published' if v is None else v}" for k, v in value.items()
+                              if v is not None or k in UNPUBLISHED)
             console.print(f"{key}: {inner}")
         elif isinstance(value, list) and value and isinstance(value[0], dict):
             console.print(f"{key}:")
