@@ -78,7 +78,7 @@ def gpus_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...])
         fp8, bf16 = r.dense_tflops.fp8, r.dense_tflops.bf16
         half = f"{bf16:g}" if bf16 else f"- (fp16 {r.dense_tflops.half:g})"
         table.add_row(r.id, f"{r.memory_gib:g} GiB", r.memory_kind, f"{r.memory_bandwidth_gb_per_s:g}",
-                      half, f"{fp8:g}" if fp8 else "-", f"{r.tdp_w:g}", r.link.kind,
+                      half, f"{fp8:g}" if fp8 else "-", f"{r.tdp_w:g}" if r.tdp_w else "-", r.link.kind,
                       f"{r.link.bandwidth_gb_per_s_bidirectional:g}")
     Console().print(table)
 
@@ -97,15 +97,23 @@ def gpus_show(catalog_dirs: tuple[str, ...], gpu_id: str, as_json: bool) -> None
     _print_record(data)
 
 
+UNPUBLISHED = frozenset({"tdp_w", "pcie_gen", "nic_gbit_per_s_per_gpu"})
+"""Fields a record must state, null where the vendor publishes no figure: shown as 'not published'."""
+
+
 def _print_record(data: dict[str, Any]) -> None:
     console = Console()
     for key, value in data.items():
+        if value is None and key in UNPUBLISHED:
+            console.print(f"{key}: not published")
+            continue
         if key == "sources":
             console.print("sources:")
             for src in value:
                 console.print(f"  - {src['title']}" + (f" <{src['url']}>" if src.get("url") else ""))
         elif isinstance(value, dict):
-            inner = ", ".join(f"{k}={v}" for k, v in value.items() if v is not None)
+            inner = ", ".join(f"{k}={'not published' if v is None else v}" for k, v in value.items()
+                              if v is not None or k in UNPUBLISHED)
             console.print(f"{key}: {inner}")
         elif isinstance(value, list) and value and isinstance(value[0], dict):
             console.print(f"{key}:")
