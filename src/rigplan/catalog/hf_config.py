@@ -64,6 +64,10 @@ def attention_windows(r: ConfigReader, model_type: str, num_layers: int) -> tupl
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 
+TEXT_TOWER_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+"""The text model of a multimodal config whose text_config does not name its own model_type (transformers'
+Gemma3Config and Llama4Config build their text_config as Gemma3TextConfig / Llama4TextConfig)."""
+
 
 def _load_json(path: str | Path) -> tuple[Path, dict[str, Any]]:
     p = Path(path)
@@ -92,7 +96,7 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
     if not isinstance(model_type, str):
         raise InvalidSpec(f"{file}: key 'model_type' must be a string, got {model_type!r}")
     if model_type not in FAMILIES and isinstance(cfg.get("text_config"), dict):
-        inner = cfg["text_config"].get("model_type")
+        inner = cfg["text_config"].get("model_type") or TEXT_TOWER_TYPES.get(model_type)
         if isinstance(inner, str) and inner in FAMILIES:
             notes.append(f"text model ({inner}) of a '{model_type}' config; other towers not counted")
             cfg, model_type = cfg["text_config"], inner

@@ -79,7 +79,8 @@ def gpus_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...])
         half = format_number(bf16) if bf16 else f"- (fp16 {format_number(r.dense_tflops.half)})"
         table.add_row(r.id, f"{format_number(r.memory_gib)} GiB", r.memory_kind,
                       format_number(r.memory_bandwidth_gb_per_s), half, format_number(fp8) if fp8 else "-",
-                      format_number(r.tdp_w), r.link.kind, format_number(r.link.bandwidth_gb_per_s_bidirectional))
+                      format_number(r.tdp_w) if r.tdp_w else "-", r.link.kind,
+                      format_number(r.link.bandwidth_gb_per_s_bidirectional))
     Console().print(table)
 
 
@@ -97,15 +98,23 @@ def gpus_show(catalog_dirs: tuple[str, ...], gpu_id: str, as_json: bool) -> None
     _print_record(data)
 
 
+UNPUBLISHED = frozenset({"tdp_w", "pcie_gen", "nic_gbit_per_s_per_gpu"})
+"""Fields a record must state, null where the vendor publishes no figure: shown as 'not published'."""
+
+
 def _print_record(data: dict[str, Any]) -> None:
     console = Console()
     for key, value in data.items():
+        if value is None and key in UNPUBLISHED:
+            console.print(f"{key}: not published")
+            continue
         if key == "sources":
             console.print("sources:")
             for src in value:
                 console.print(f"  - {src['title']}" + (f" <{src['url']}>" if src.get("url") else ""))
         elif isinstance(value, dict):
-            inner = ", ".join(f"{k}={v}" for k, v in value.items() if v is not None)
+            inner = ", ".join(f"{k}={'not published' if v is None else v}" for k, v in value.items()
+                              if v is not None or k in UNPUBLISHED)
             console.print(f"{key}: {inner}")
         elif isinstance(value, list) and value and isinstance(value[0], dict):
             console.print(f"{key}:")

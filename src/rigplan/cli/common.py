@@ -222,6 +222,10 @@ def overlap_option_list() -> list[Callable[[F], F]]:
                      help="TP all-gather/reduce-scatter overlapped with the GEMMs (Megatron --tp-comm-overlap, "
                           "Transformer Engine userbuffers; PyTorch async TP); needs --sequence-parallel. "
                           "Default off."),
+        click.option("--tp-async-backward/--no-tp-async-backward", default=None,
+                     help="TP backward collectives of the column-parallel linears run beside their backward "
+                          "GEMMs (Megatron-Core and Transformer Engine linears; Megatron-LM from late 2021). "
+                          "Default: on with --kernels fused, off with eager stacks."),
         click.option("--overlap-grad-reduce/--no-overlap-grad-reduce", default=None,
                      help="Gradient all-reduce/reduce-scatter overlapped with backward (PyTorch DDP/FSDP; "
                           "Megatron --overlap-grad-reduce). Default on."),
@@ -321,7 +325,9 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="torch.optim foreach path instead of a fused optimizer (its step allocates temporaries)."),
         click.option("--loss", type=click.Choice(["unfused", "fused", "chunked"]), default="unfused",
                      show_default=True, help="Cross-entropy implementation (logit buffers)."),
-        click.option("--dropout", is_flag=True, help="Dropout active (1-byte masks saved)."),
+        click.option("--dropout/--no-dropout", default=False,
+                     help="Hidden and attention dropout active (1-byte masks saved; Megatron-LM's default, off in "
+                          "Llama-style recipes)."),
         click.option("--kernels", type=click.Choice(["fused", "eager", "hf"]), default="fused", show_default=True,
                      help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan); "
                           "hf: Hugging Face transformers modules (fp32 norm copies)."),

@@ -91,7 +91,8 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
 @click.option("--gpus-exact", "gpu_counts", multiple=True, type=int,
               help="Exact GPU count to plan for (repeatable) instead of every node count up to --gpus-max.")
 @click.option("--cluster", help="The cluster you have: NODESxGPUS[:GPU], e.g. 6x8 or 6x8:h100-sxm; plans for "
-                                "exactly that many GPUs in nodes of that size.")
+                                "exactly that many GPUs in nodes of that size, and prices owning them as this job's "
+                                "share (--onprem-basis amortized) unless you give --onprem-basis.")
 @click.option("--interruptible", is_flag=True,
               help="Also price spot, community and serverless offers for large multi-week jobs.")
 @click.option("--server", help="Server build (rigplan servers) to plan on: its GPU, price and power.")
@@ -152,6 +153,9 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
         counts, kwargs["gpus_per_node"] = [nodes * per_node], per_node
         if cluster_gpu:
             gpus = [cluster_gpu]
+        ctx = click.get_current_context()
+        if ctx.get_parameter_source("onprem_basis") is click.core.ParameterSource.DEFAULT:
+            kwargs["onprem_basis"] = "amortized"  # the cluster is had, not bought for this job
     request = build_request(PlanRequest, model=model, gpu=gpus, catalog=list(catalog_dirs), mode=mode,
                             gpu_counts=counts,
                             **explicit_values(kwargs))

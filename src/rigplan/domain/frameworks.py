@@ -115,6 +115,9 @@ _MEGATRON_CORE: tuple[PresetSetting, ...] = (
        "data-parallel reduction runs on the fp32 main grads", "bf16_or_fp8", grad_reduce_dtype="fp32"),
     _s("TransformerEngine context-parallel attention (cp_comm_type p2p): the ring K/V exchange runs under the "
        "attention of the current block", cp_comm_overlap=True),
+    _s("megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication (and Transformer "
+       "Engine's linears): the column-parallel input-gradient all-reduce / reduce-scatter runs beside the "
+       "weight-gradient GEMM, the re-gathered input beside the input-gradient GEMM", tp_async_backward=True),
 )
 _MEGATRON_LM_OVERLAP = (
     _s(f"{_MCORE_ARGS}: --tp-comm-overlap is a store_true flag, off unless given", tp_comm_overlap=False),
@@ -134,9 +137,12 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             *_MEGATRON_CORE,
             _s(f"{_MCORE_ARGS}: --use-distributed-optimizer is off by default (pass --zero 1 for it: the "
                "optimizer states sharded over dp, ZeRO-1)", zero=0),
+            _s(f"{_MCORE_ARGS} _add_regularization_args: --attention-dropout and --hidden-dropout default to 0.1 "
+               "(Llama-style launch scripts pass 0.0: --no-dropout)", dropout=True),
             *_MEGATRON_LM_OVERLAP,
         ),
-        note="sequence parallelism, tp/pp/vpp and --use-distributed-optimizer (--zero 1) as you launch them"),
+        note="sequence parallelism, tp/pp/vpp and --use-distributed-optimizer (--zero 1) as you launch them; "
+             "--no-dropout when your script passes --attention-dropout 0 --hidden-dropout 0"),
     FrameworkPreset(
         name="nemo", title="NVIDIA NeMo (Megatron-Core underneath)", settings=(
             *_MEGATRON_CORE,
@@ -170,6 +176,8 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                "MixedPrecisionPolicy reduce_dtype)", "mixed", grad_reduce_dtype="fp32"),
             _s("torchtitan/config/job_config.py Parallelism.enable_async_tensor_parallel defaults to False",
                tp_comm_overlap=False),
+            _s("torch.distributed.tensor.parallel (DTensor): each tensor-parallel collective runs in line in the "
+               "autograd graph", tp_async_backward=False),
             _s("torchtitan context_parallel: ring attention overlaps the K/V exchange", cp_comm_overlap=True),
             _s("torchtitan/config/job_config.py Float8.recipe_name None: torchao tensorwise dynamic scaling",
                "fp8", fp8_recipe="current"),

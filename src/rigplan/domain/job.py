@@ -117,6 +117,10 @@ class Job:
     """Tensor-parallel all-gather/reduce-scatter split into chunks and overlapped with the GEMMs that
     use or produce them (Megatron --tp-comm-overlap with Transformer Engine userbuffers, PyTorch async
     TP); needs sequence parallelism (estimate.overlap)."""
+    tp_async_backward: bool | None = None
+    """Tensor-parallel backward collectives of the column-parallel linears issued asynchronously beside
+    their backward GEMMs (Megatron-Core / Transformer Engine linears, estimate.tensor_parallel). None = on
+    for the fused (Megatron/TE) kernel stack, off for eager PyTorch (DTensor) stacks."""
     overlap_grad_reduce: bool = True
     """Data-parallel gradient all-reduce/reduce-scatter issued bucket by bucket during backward (PyTorch
     DDP and FSDP always; Megatron --overlap-grad-reduce, off by default there)."""

@@ -324,7 +324,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     assumptions.extend(build_notes)
     assumptions.append(f"global batch about {target} sequences of {job.seq_len} tokens (rounded per layout)")
     assumptions.append("interruption rate: Llama 3 405B's on 16,384 H100 (Meta 2024), applied to every GPU type; "
-                       "checkpoints to node-local NVMe on one node, to shared storage (ceph-4) beyond")
+                       "checkpoints to node-local NVMe on one host (up to 8 GPUs), to shared storage (ceph-4) beyond")
     stats: dict[str, Any] = {"evaluated": 0, "feasible": 0, "infeasible_by_reason": {}, "gpu_types": len(records)}
     reasons: dict[str, int] = stats["infeasible_by_reason"]
     candidates: list[Candidate] = []
@@ -344,6 +344,11 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
             reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
             continue
         counts = sorted(set(request.gpu_counts)) or gpu_counts(gpu.gpus_per_node, request.gpus_max, request.gpus_min)
+        if not gpu.nic_bits_per_s:  # no published scale-out rate: one node at most
+            beyond = [c for c in counts if c > gpu.gpus_per_node]
+            if beyond:
+                reasons["network.unknown"] = reasons.get("network.unknown", 0) + len(beyond)
+                counts = [c for c in counts if c <= gpu.gpus_per_node]
         key = (domain, tuple(counts))
         if key not in memory_cache:
             layouts = layout_space(arch, domain, counts, job.seq_len, sequence_parallel=True)

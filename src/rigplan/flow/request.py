@@ -88,6 +88,9 @@ class CommOverlapSpec(BaseModel):
     tp_comm_overlap: bool | None = Field(None, description="TP all-gather/reduce-scatter overlapped with GEMMs "
                                                            "(Megatron --tp-comm-overlap, async TP); needs "
                                                            "sequence parallelism")
+    tp_async_backward: bool | None = Field(None, description="Column-parallel TP backward collectives beside "
+                                                             "their backward GEMMs (Megatron-Core/TE linears); "
+                                                             "default: on with fused kernels")
     overlap_grad_reduce: bool | None = Field(None, description="Gradient reduction overlapped with backward "
                                                                "(DDP/FSDP; Megatron --overlap-grad-reduce)")
     overlap_param_gather: bool | None = Field(None, description="Parameter all-gather overlapped with compute "
@@ -204,7 +207,7 @@ class EstimateRequest(JobSpec):
     nics_per_node: Annotated[int, Bounded("nics_per_node")] | None = None
     host_power_w: Annotated[float, Bounded("host_power_w")] = 250.0
     storage: Literal["auto", "nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"] = "auto"
-    """'auto': node-local NVMe on one node, shared storage (ceph-4) beyond one node."""
+    """'auto': node-local NVMe on one host (up to 8 GPUs of one node), shared storage (ceph-4) beyond."""
     """Where checkpoints are written: one PCIe 4 NVMe per node, a PCIe 5 drive, RAID 0 of 4 drives,
     a 4-node Ceph cluster, or a Tectonic-class parallel file system (2 TB/s)."""
     restart_s: Annotated[float, Bounded("restart_s")] | None = None

@@ -157,7 +157,8 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
                           f"{rel['interruptions_per_day']:.2f}, {100 * rel['goodput']:.1f}%")
             table.add_row("  checkpoint every / write", f"{format_duration(rel['checkpoint_interval_s'])} / "
                           f"{format_duration(rel['checkpoint_write_s'])}")
-        table.add_row("energy (GPUs + hosts)", f"{data['energy_kwh']:,.0f} kWh")
+        energy = data["energy_kwh"]
+        table.add_row("energy (GPUs + hosts)", f"{energy:,.0f} kWh" if energy is not None else "-")
     console.print(table)
     console.print(f"memory: {format_bytes(mem['per_gpu']['total_bytes'])} per GPU of "
                   f"{format_bytes(gpu['usable_bytes'])} (pipeline stage {mem['per_gpu']['stage']})")
