@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from rigplan.catalog.schema import GpuRecord
 from rigplan.cost.power import HOURS_PER_YEAR, TimeOfUseTariff, airflow_cfm, heat_btu_per_h
 from rigplan.errors import InvalidSpec
 
-FloatOrArray = float | npt.NDArray[np.float64]
+FloatOrArray: TypeAlias = "float | npt.NDArray[np.float64]"
 
 # Defaults, each with its source (hardware-facts.md = shared/reference/hardware-facts.md, compiled 2026-12-02).
 SERVER_SHARE_FRACTION_DEFAULT = 0.5

@@ -23,18 +23,20 @@ bandwidth (a full mesh's share for groups of several sizes).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 from rigplan.domain.hardware import Gpu, Link
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.arrays import as_num as _num
 from rigplan.estimate.arrays import scalar_or_array as _out
 
-Num: TypeAlias = float | npt.NDArray[np.float64]
-NumIn: TypeAlias = int | float | npt.NDArray[Any]
+Num: TypeAlias = "float | npt.NDArray[np.float64]"
+NumIn: TypeAlias = "int | float | npt.NDArray[Any]"
 
 NVLINK_EFFICIENCY = 0.80
 """Ring busbw / line rate on NVLink. H100: ~370 of 450 GB/s ("with the protocol overhead (~20%)
