@@ -336,10 +336,14 @@ def _job_options(func: F, *, preset: bool) -> F:
                      show_default=True,
                      help="sharded: each rank reads its shard; full: the whole checkpoint is materialised on "
                           "every rank before FSDP shards it (FSDP1 full-state-dict loads; sets the load peak)."),
-        click.option("--nf4-quantizer", type=click.Choice(["bitsandbytes", "torchao-unchunked"]),
+        click.option("--nf4-quantizer", type=click.Choice(["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]),
                      default="bitsandbytes", show_default=True,
-                     help="QLoRA: what quantizes the base on the GPU at load (torchao before chunking needs "
-                          "68 B per element of the largest linear)."),
+                     help="QLoRA: what quantizes and runs the 4-bit base (bitsandbytes-legacy: before 0.43.2, "
+                          "its 4-bit matmul also saves its input; torchao before chunking needs 68 B per element "
+                          "of the largest linear at load)."),
+        click.option("--kbit-fp32-upcast/--no-kbit-fp32-upcast", default=False,
+                     help="QLoRA through PEFT's prepare_model_for_kbit_training: embeddings, LM head and norms "
+                          "in fp32, and an fp32 residual stream."),
         click.option("--main-grads-fp32/--no-main-grads-fp32", default=False,
                      help="Megatron/NeMo fp32 main-grad buffer (gradients 4 B/param instead of 2)."),
         click.option("--ddp-grad-copy/--no-ddp-grad-copy", default=False,
@@ -353,6 +357,12 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,
                      help="NCCL NVLS buffers on NVSwitch nodes (NCCL 2.18-2.19 default): 1 GiB per 8-GPU "
                           "communicator."),
+        click.option("--expandable-segments/--no-expandable-segments", default=False,
+                     help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (torchtitan's and Unsloth's "
+                          "default): the caching allocator keeps far less reserved beyond the live tensors."),
+        click.option("--varying-lengths/--no-varying-lengths", default=False,
+                     help="Batches padded to their longest sample (unpacked data): shapes change from step to "
+                          "step and the caching allocator keeps more reserved."),
         *([framework_option()] if preset else []),
         click.option("--gpu", default="h100-sxm", show_default=True, envvar="RIGPLAN_GPU",
                      help="GPU id (rigplan gpus)."),

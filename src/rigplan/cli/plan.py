@@ -58,13 +58,17 @@ def _render(data: dict[str, Any], currency: str) -> None:
             table.add_row(f"{c['gpus']} x {c['gpu']}", where, layout, format_duration(c["wall_time_s"]),
                           money(c["cost_usd"]), f"{100 * (c['mfu'] or 0):.0f}%",
                           format_bytes(c["memory"]["total_bytes"])
-                          + (" (borderline)" if c["memory"]["borderline"] else ""),
+                          + (" (over, within uncertainty)" if c["over_limit"]
+                             else " (borderline)" if c["memory"]["borderline"] else ""),
                           "; ".join(c["reasons"]))
         console.print(table)
     stats = data["stats"]
     reasons = ", ".join(f"{k} {v:,}" for k, v in stats["infeasible_by_reason"].items())
     console.print(f"{stats['evaluated']:,} layouts evaluated, {stats['feasible']:,} fit in memory, "
                   f"{stats['eligible']} priced options within the limits ({reasons}); {stats['elapsed_s']:.2f} s")
+    if stats.get("kept_over_limit"):
+        console.print(f"{stats['kept_over_limit']} layouts kept that need more memory than the GPU has by less than "
+                      "rigplan's memory uncertainty (marked; ranked after the options that fit)")
     if data["ranked"]:
         console.print(f"reproduce the first: [bold]{data['ranked'][0]['estimate_command']}[/bold]")
     for note in data["assumptions"]:

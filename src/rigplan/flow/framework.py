@@ -113,7 +113,7 @@ def fill_preset(name: str, current: dict[str, Any], explicit: Collection[str],
             applied.kept.extend(g for g in given if g not in applied.kept)
             continue
         if not condition_holds(setting.when, precision=_precision_of(current), tp=int(current.get("tp") or 1),
-                               zero=int(current.get("zero") or 0)):
+                               zero=int(current.get("zero") or 0), method=str(current.get("method") or "full")):
             applied.not_applicable.append(f"{setting.label} (only {setting.when})")
             continue
         for name_, value in setting.values:

@@ -25,6 +25,7 @@ from rigplan.cost.power import HOURS_PER_YEAR
 from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
 from rigplan.estimate.step import scale_up_domain, with_network
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
+from rigplan.flow.fit import MEMORY_UNCERTAINTY_FRACTION
 from rigplan.flow.framework import FrameworkApplied, given_fields
 from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.request import EstimateRequest, PlanRequest
@@ -75,6 +76,12 @@ class Candidate:
     reasons: list[str] = field(default_factory=list)
     meets_deadline: bool = True
     meets_budget: bool = True
+    over_limit: bool = False
+    """Needs more memory than the GPU has, by less than rigplan's memory uncertainty: kept, marked, ranked
+    after the options that fit."""
+
+
+OVER_LIMIT_REASON = "over the GPU's memory by less than rigplan's memory uncertainty: may not fit"
 
 
 def parse_money(text: str | float | None, currency: str, cny_per_usd: float) -> float | None:
@@ -214,7 +221,7 @@ class PlanResult:
                 "gpu": c.gpu, "gpus": c.gpus, "layout": c.layout, "global_batch": c.global_batch,
                 "mode": c.offer.to_dict(), "time_to_train_s": c.time_to_train_s, "wall_time_s": c.wall_time_s,
                 "gpu_hours": c.time_to_train_s * c.gpus / 3600, "wall_gpu_hours": c.wall_time_s * c.gpus / 3600,
-                "cost_usd": c.cost_usd, "reliability": e.get("reliability"),
+                "cost_usd": c.cost_usd, "reliability": e.get("reliability"), "over_limit": c.over_limit,
                 "cost_cny": c.cost_usd * self.cny_per_usd, "tokens_per_s": c.tokens_per_s,
                 "mfu": e.get("mfu"), "step_time_s": e.get("step_time_s"),
                 "memory": {k: e["memory"]["per_gpu"][k] for k in ("total_bytes", "allocated_bytes")} | {
@@ -325,7 +332,8 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     assumptions.append(f"global batch about {target} sequences of {job.seq_len} tokens (rounded per layout)")
     assumptions.append("interruption rate: Llama 3 405B's on 16,384 H100 (Meta 2024), applied to every GPU type; "
                        "checkpoints to node-local NVMe on one host (up to 8 GPUs), to shared storage (ceph-4) beyond")
-    stats: dict[str, Any] = {"evaluated": 0, "feasible": 0, "infeasible_by_reason": {}, "gpu_types": len(records)}
+    stats: dict[str, Any] = {"evaluated": 0, "feasible": 0, "kept_over_limit": 0, "infeasible_by_reason": {},
+                             "gpu_types": len(records)}
     reasons: dict[str, int] = stats["infeasible_by_reason"]
     candidates: list[Candidate] = []
     memory_cache: dict[tuple[int, tuple[int, ...]], Any] = {}
@@ -356,49 +364,21 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
         memory = memory_cache[key]
         if memory is None:
             continue
-        for count, best in sorted(fastest_per_count(arch, job, gpu, memory, gpu.usable_bytes(),
-                                                   reference.calibration).items()):
+        usable = gpu.usable_bytes()
+        for count, best in sorted(fastest_per_count(arch, job, gpu, memory, usable, reference.calibration,
+                                                   over_limit_bytes=usable / (1 - MEMORY_UNCERTAINTY_FRACTION)
+                                                   ).items()):
             stats["evaluated"] += best.evaluated
             stats["feasible"] += best.feasible
             reasons["memory.exceeds_capacity"] = reasons.get("memory.exceeds_capacity", 0) + best.infeasible_memory
             if best.infeasible_batch:
                 reasons["batch.smaller_than_dp"] = reasons.get("batch.smaller_than_dp", 0) + best.infeasible_batch
-            if best.index < 0:
-                continue
-            lay = memory.layouts
-            i = best.index
-            layout = {"tp": int(lay.tp[i]), "pp": int(lay.pp[i]), "vpp": int(lay.vpp[i]), "dp": int(lay.dp[i]),
-                      "cp": int(lay.cp[i]), "ep": int(lay.ep[i]), "etp": int(lay.etp[i]), "zero": int(lay.zero[i]),
-                      "micro_batch": int(lay.micro_batch[i]), "recompute": best.recompute,
-                      "sequence_parallel": bool(lay.tp[i] > 1)}
-            ideal_s = tokens / best.tokens_per_s
-            walls: dict[float, float] = {}
-            for offer in offers:
-                if offer.capacity_gpus is not None and count > offer.capacity_gpus:
-                    reasons["cloud.capacity"] = reasons.get("cloud.capacity", 0) + 1
+            for winner, over in ((best, False), (best.borderline, True)):
+                if winner is None or winner.index < 0:
                     continue
-                if (offer.pricing in INTERRUPTIBLE_KINDS and not request.interruptible
-                        and interruptible_pricing_unsuitable(count, ideal_s / 3600)):
-                    reasons["cloud.interruptible_for_long_job"] = reasons.get("cloud.interruptible_for_long_job", 0) + 1
-                    continue
-                reclaims = PREEMPTIONS_PER_NODE_MONTH.get(offer.pricing, 0.0)
-                if reclaims not in walls:
-                    walls[reclaims] = reliability_for_job(
-                        num_gpus=count, ideal_time_s=ideal_s, checkpoint_bytes=ckpt_bytes,
-                        gpus_per_node=gpu.gpus_per_node, step_time_s=best.step_time_s,
-                        failure_model=with_preemptions(DEFAULT_FAILURE_MODEL, reclaims, gpu.gpus_per_node),
-                    ).wall_time_s
-                wall_s = walls[reclaims]
-                hours = wall_s / 3600
-                try:
-                    cost = _price(record, offer, count, hours, overrides)
-                except RigplanError:
-                    reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
-                    continue
-                candidates.append(Candidate(gpu=record.id, gpus=count, layout=layout, global_batch=best.global_batch,
-                                            offer=offer, time_to_train_s=ideal_s, wall_time_s=wall_s,
-                                            cost_usd=cost,
-                                            tokens_per_s=best.tokens_per_s))
+                stats["kept_over_limit"] += over
+                candidates.extend(_priced(record, gpu, count, memory.layouts, winner, offers, over, tokens,
+                                          ckpt_bytes, request.interruptible, reasons, overrides))
     if progress:
         progress(len(records), len(records))
     for c in candidates:
@@ -411,9 +391,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     eligible = [c for c in candidates if c.meets_deadline and c.meets_budget]
     ranked = _best_per_option(sorted(eligible, key=_rank_key))[: request.top]
     limited = budget is not None or deadline is not None
-    front = thin_front(pareto_front(eligible if limited and eligible else candidates,
-                                    time_of=lambda c: c.wall_time_s, cost_of=lambda c: c.cost_usd),
-                       time_of=lambda c: c.wall_time_s, cost_of=lambda c: c.cost_usd)
+    front = _front(eligible if limited and eligible else candidates)
     for c in front:
         if not c.meets_deadline:
             c.reasons.append("misses the deadline")
@@ -440,8 +418,65 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
                       candidates=candidates, onprem_overrides=overrides, model=model, framework=framework)
 
 
+def _priced(record: GpuRecord, gpu: Any, count: int, lay: Any, best: Any, offers: list[Offer], over_limit: bool,
+            tokens: float, ckpt_bytes: float, interruptible: bool, reasons: dict[str, int],
+            overrides: dict[str, Any]) -> list[Candidate]:
+    """The candidates of one searched layout, one per purchase offer it can use. `over_limit`: the layout
+    needs more memory than the GPU has, by less than rigplan's memory uncertainty (kept, marked)."""
+    i = best.index
+    layout = {"tp": int(lay.tp[i]), "pp": int(lay.pp[i]), "vpp": int(lay.vpp[i]), "dp": int(lay.dp[i]),
+              "cp": int(lay.cp[i]), "ep": int(lay.ep[i]), "etp": int(lay.etp[i]), "zero": int(lay.zero[i]),
+              "micro_batch": int(lay.micro_batch[i]), "recompute": best.recompute,
+              "sequence_parallel": bool(lay.tp[i] > 1)}
+    ideal_s = tokens / best.tokens_per_s
+    walls: dict[float, float] = {}
+    out = []
+    for offer in offers:
+        if offer.capacity_gpus is not None and count > offer.capacity_gpus:
+            reasons["cloud.capacity"] = reasons.get("cloud.capacity", 0) + 1
+            continue
+        if (offer.pricing in INTERRUPTIBLE_KINDS and not interruptible
+                and interruptible_pricing_unsuitable(count, ideal_s / 3600)):
+            reasons["cloud.interruptible_for_long_job"] = reasons.get("cloud.interruptible_for_long_job", 0) + 1
+            continue
+        reclaims = PREEMPTIONS_PER_NODE_MONTH.get(offer.pricing, 0.0)
+        if reclaims not in walls:
+            walls[reclaims] = reliability_for_job(
+                num_gpus=count, ideal_time_s=ideal_s, checkpoint_bytes=ckpt_bytes,
+                gpus_per_node=gpu.gpus_per_node, step_time_s=best.step_time_s,
+                failure_model=with_preemptions(DEFAULT_FAILURE_MODEL, reclaims, gpu.gpus_per_node),
+            ).wall_time_s
+        wall_s = walls[reclaims]
+        try:
+            cost = _price(record, offer, count, wall_s / 3600, overrides)
+        except RigplanError:
+            reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
+            continue
+        out.append(Candidate(gpu=record.id, gpus=count, layout=layout, global_batch=best.global_batch,
+                             offer=offer, time_to_train_s=ideal_s, wall_time_s=wall_s, cost_usd=cost,
+                             tokens_per_s=best.tokens_per_s, over_limit=over_limit,
+                             reasons=[OVER_LIMIT_REASON] if over_limit else []))
+    return out
+
+
+def _front(pool: list[Candidate]) -> list[Candidate]:
+    """The time-cost Pareto front of the options that fit, thinned, plus the over-the-limit options that no
+    fitting option dominates (marked), so an uncertain option never pushes a certain one off the front."""
+    def time_of(c: Candidate) -> float:
+        return c.wall_time_s
+
+    def cost_of(c: Candidate) -> float:
+        return c.cost_usd
+
+    fitting = thin_front(pareto_front([c for c in pool if not c.over_limit], time_of=time_of, cost_of=cost_of),
+                         time_of=time_of, cost_of=cost_of)
+    union = thin_front(pareto_front(pool, time_of=time_of, cost_of=cost_of), time_of=time_of, cost_of=cost_of)
+    over = [c for c in union if c.over_limit]
+    return sorted(fitting + over, key=lambda c: (c.wall_time_s, c.cost_usd))
+
+
 def _rank_key(c: Candidate) -> tuple[Any, ...]:
-    return (c.cost_usd, c.wall_time_s, c.gpu, c.gpus, c.offer.pricing, c.offer.provider)
+    return (c.over_limit, c.cost_usd, c.wall_time_s, c.gpu, c.gpus, c.offer.pricing, c.offer.provider)
 
 
 def _best_per_option(ordered: list[Candidate]) -> list[Candidate]:
@@ -459,6 +494,7 @@ def _best_per_option(ordered: list[Candidate]) -> list[Candidate]:
 def _explain(ranked: list[Candidate], eligible: list[Candidate], budget: float | None,
              deadline: float | None) -> None:
     """Say why the top choices win."""
+    eligible = [c for c in eligible if not c.over_limit] or eligible
     if not eligible:
         return
     cheapest = min(eligible, key=lambda c: (c.cost_usd, c.wall_time_s))

@@ -153,13 +153,19 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     dropout: bool = False
     kernels: Literal["fused", "eager", "hf"] = "fused"
     checkpoint_load: Literal["sharded", "full"] = "sharded"
-    nf4_quantizer: Literal["bitsandbytes", "torchao-unchunked"] = "bitsandbytes"
+    nf4_quantizer: Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"] = "bitsandbytes"
+    kbit_fp32_upcast: bool = False
+    """PEFT prepare_model_for_kbit_training: the non-4-bit weights in fp32 (QLoRA)."""
     main_grads_fp32: bool = False
     ddp_grad_copy: bool = False
     fsdp_prefetch: Annotated[int, Field(ge=0, le=64)] = 1
     fp8_transpose_cache: bool = False
     fused_swiglu: bool = False
     nvls_buffers: bool = False
+    expandable_segments: bool = False
+    """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (estimate.allocator)."""
+    varying_lengths: bool = False
+    """Batches padded to their longest sample: shapes change from step to step (estimate.allocator)."""
     autocast: bool = False
     """torch.autocast mixed precision: fp32 residual stream, matmul inputs cast to bf16."""
     compile: bool = False
