@@ -2,11 +2,14 @@
 
     python benchmarks/cli_startup.py [--runs 7]
 
-Prints the median wall time of `rigplan memory llama-3.1-8b --gpu h100-sxm` with a warm catalog cache
-(catalog/cache.py; every run after the first) and with a cold one (a fresh cache folder each run), of
-`rigplan --help`, of a bare Python start and of importing click + rich + numpy + pydantic alone (the
-floor the memory path cannot go under while it uses them), and the slowest imports of the command
-(python -X importtime). The target for `rigplan memory` is under 0.15 s on an idle machine.
+Prints the median wall time (and CPU time) of `rigplan memory llama-3.1-8b --gpu h100-sxm` with a warm
+cache (catalog/cache.py: the catalog's domain values and the request field table of flow/fields.py;
+every run after the first) and with a cold one (a fresh cache folder each run: YAML, pydantic), of
+`rigplan --help`, of a bare Python start and of importing click + rich + numpy alone (the floor the
+memory path cannot go under while it uses them; numpy's OpenBLAS with one thread, as the CLI starts
+it), whether the command imported pydantic or YAML, and the slowest imports of the command (python -X
+importtime: cumulative top-level, and the largest own times). The target for `rigplan memory` is
+under 0.15 s on an idle machine.
 
 Bytecode: as an installed package has it. When PYTHONDONTWRITEBYTECODE is set, the runs use a
 temporary PYTHONPYCACHEPREFIX instead (compiled once, before timing), so that source compilation is
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,33 +31,37 @@ COMMAND = ["memory", "llama-3.1-8b", "--gpu", "h100-sxm"]
 ENTRY = "from rigplan.cli.main import main; main()"
 
 
-FLOOR = "import click, rich.console, rich.table, numpy, pydantic"
+FLOOR = "import click, rich.console, rich.table, numpy"
 
 
-def wall_s(args: list[str], runs: int, env: dict[str, str], fresh_cache: bool = False) -> float:
-    times = []
+def wall_s(args: list[str], runs: int, env: dict[str, str], fresh_cache: bool = False) -> tuple[float, float]:
+    """Median wall and CPU (user + system) seconds of `args` run `runs` times."""
+    walls, cpus = [], []
     for _ in range(runs):
         run_env = dict(env)
         with tempfile.TemporaryDirectory() as folder:
             if fresh_cache:
                 run_env["RIGPLAN_CACHE_DIR"] = folder
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             subprocess.run(args, check=True, stdout=subprocess.DEVNULL, env=run_env)
-            times.append(time.perf_counter() - started)
-    return statistics.median(times)
+            walls.append(time.perf_counter() - started)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
-def slowest_imports(env: dict[str, str], limit: int = 10) -> list[tuple[float, str]]:
+def import_times(env: dict[str, str]) -> list[tuple[int, int, str]]:
+    """(own us, cumulative us, indented name) of every import of the memory command (python -X importtime)."""
     out = subprocess.run([sys.executable, "-X", "importtime", "-c", ENTRY, *COMMAND], check=True, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True).stderr
     rows = []
     for line in out.splitlines():
         if line.startswith("import time:") and "|" in line:
-            _, cumulative, name = line.removeprefix("import time:").split("|")
+            own, cumulative, name = line.removeprefix("import time:").split("|")
             if cumulative.strip().isdigit():
-                rows.append((int(cumulative) / 1e6, name.rstrip()))
-    top_level = [r for r in rows if not r[1].startswith("  ")]
-    return sorted(top_level, reverse=True)[:limit]
+                rows.append((int(own), int(cumulative), name.rstrip()))
+    return rows
 
 
 def main() -> None:
@@ -67,19 +75,26 @@ def main() -> None:
             env["PYTHONPYCACHEPREFIX"] = pycache
         memory = [sys.executable, "-c", ENTRY, *COMMAND]
         subprocess.run(memory, check=True, stdout=subprocess.DEVNULL, env=env)  # bytecode and catalog cache
-        python_s = wall_s([sys.executable, "-c", "pass"], runs, env)
-        floor_s = wall_s([sys.executable, "-c", FLOOR], runs, env)
-        help_s = wall_s([sys.executable, "-c", ENTRY, "--help"], runs, env)
-        warm_s = wall_s(memory, runs, env)
-        cold_s = wall_s(memory, runs, env, fresh_cache=True)
+        python_s, _ = wall_s([sys.executable, "-c", "pass"], runs, env)
+        # The floor as the CLI imports them: numpy's OpenBLAS with one thread (rigplan.cli.main.one_blas_thread).
+        floor_s, floor_cpu_s = wall_s([sys.executable, "-c", FLOOR], runs, {"OPENBLAS_NUM_THREADS": "1", **env})
+        help_s, _ = wall_s([sys.executable, "-c", ENTRY, "--help"], runs, env)
+        warm_s, warm_cpu_s = wall_s(memory, runs, env)
+        cold_s, _ = wall_s(memory, runs, env, fresh_cache=True)
         print(f"python start (no imports): {python_s * 1000:.0f} ms")
-        print(f"python -c '{FLOOR}': {floor_s * 1000:.0f} ms")
+        print(f"python -c '{FLOOR}': {floor_s * 1000:.0f} ms (CPU {floor_cpu_s * 1000:.0f} ms)")
         print(f"rigplan --help: {help_s * 1000:.0f} ms")
-        print(f"rigplan {' '.join(COMMAND)}: {warm_s * 1000:.0f} ms median of {runs} (target < 150 ms); "
-              f"cold catalog cache: {cold_s * 1000:.0f} ms")
+        print(f"rigplan {' '.join(COMMAND)}: {warm_s * 1000:.0f} ms median of {runs} (CPU {warm_cpu_s * 1000:.0f} ms; "
+              f"target < 150 ms); cold cache: {cold_s * 1000:.0f} ms")
+        rows = import_times(env)
+        names = {name.strip().split(".")[0] for _, _, name in rows}
+        print(f"imports pydantic: {'pydantic' in names}; imports yaml: {'yaml' in names}")
         print("slowest top-level imports (cumulative, warm cache):")
-        for seconds, name in slowest_imports(env):
-            print(f"  {seconds * 1000:7.0f} ms  {name.strip()}")
+        for _, cumulative, name in sorted((r for r in rows if not r[2].startswith("  ")), key=lambda r: -r[1])[:8]:
+            print(f"  {cumulative / 1000:7.1f} ms  {name.strip()}")
+        print("largest own import times (warm cache):")
+        for own, _, name in sorted(rows, key=lambda r: -r[0])[:10]:
+            print(f"  {own / 1000:7.1f} ms  {name.strip()}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """rigplan's import graph between its packages, checked against the floors of the house, drawn as Mermaid.
 
-    python tools/import_graph.py            # rewrite the diagram in docs/house.md
+    python tools/import_graph.py            # rewrite the floor table and the diagram in docs/house.md
     python tools/import_graph.py --check    # exit 1 if docs/house.md is stale or an import runs upward
 
 A package may import only packages on lower floors (FLOORS), and only those its `__init__` docstring
-names on its "May import:" line. tests/unit/test_import_graph.py runs the same checks.
+names on its "May import:" line; that docstring starts with what the package is for (the floor table of
+docs/house.md is those first paragraphs). tests/unit/test_import_graph.py runs the same checks.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ TOP_LEVEL_MODULES = {"__init__", "api", "errors", "units", "files", "bounds"}
 file read, size-capped; bounds: the allowed range of every quantity a user gives)."""
 
 BEGIN, END = "<!-- import-graph:begin (tools/import_graph.py) -->", "<!-- import-graph:end -->"
+TABLE_BEGIN, TABLE_END = "<!-- floors:begin (tools/import_graph.py) -->", "<!-- floors:end -->"
 
 
 def unit_of(path: Path) -> str:
@@ -71,11 +73,20 @@ def graph() -> dict[str, set[str]]:
     return edges
 
 
-def declared_imports(unit: str) -> set[str] | None:
-    """The units named on the "May import:" line of a package's docstring (None: no such line)."""
+def docstring(unit: str) -> str:
     init = PACKAGE / unit / "__init__.py"
     source = init if init.exists() else PACKAGE / f"{unit}.py"
-    doc = ast.get_docstring(ast.parse(source.read_text(encoding="utf-8"))) or ""
+    return ast.get_docstring(ast.parse(source.read_text(encoding="utf-8"))) or ""
+
+
+def purpose(unit: str) -> str:
+    """What a package is for: the first paragraph of its docstring, on one line."""
+    return " ".join(docstring(unit).strip().split("\n\n")[0].split())
+
+
+def declared_imports(unit: str) -> set[str] | None:
+    """The units named on the "May import:" line of a package's docstring (None: no such line)."""
+    doc = docstring(unit)
     match = re.search(r"^May import:(.*?)(?:\.\s*$|\n\s*\n|\Z)", doc, re.M | re.S)
     if match is None:
         return None
@@ -101,6 +112,8 @@ def problems() -> list[str]:
             elif FLOORS[target] >= FLOORS[unit]:
                 found.append(f"{unit} (floor {FLOORS[unit]}) imports {target} (floor {FLOORS[target]}): upward or "
                              "sideways")
+        if not purpose(unit):
+            found.append(f"{unit}: its docstring does not start with what it is for")
         declared = declared_imports(unit)
         if declared is None:
             found.append(f"{unit}: its docstring has no 'May import:' line")
@@ -126,10 +139,23 @@ def mermaid() -> str:
     return "\n".join(lines)
 
 
+def floor_table() -> str:
+    """The floors of the house, lowest first: each package and the first line of its docstring."""
+    lines = ["| floor | package | what it is for (its docstring) |", "|---|---|---|"]
+    for unit, floor in sorted(FLOORS.items(), key=lambda item: (item[1], item[0])):
+        name = f"`{unit}/`" if (PACKAGE / unit).is_dir() else f"`{unit}.py`"
+        lines.append(f"| {floor} | {name} | {purpose(unit).replace('|', '/')} |")
+    return "\n".join(lines)
+
+
+def _between(text: str, begin: str, end: str, body: str) -> str:
+    start, stop = text.index(begin) + len(begin), text.index(end)
+    return text[:start] + "\n" + body + "\n" + text[stop:]
+
+
 def rendered_doc() -> str:
     text = DOC.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:start] + "\n" + mermaid() + "\n" + text[end:]
+    return _between(_between(text, TABLE_BEGIN, TABLE_END, floor_table()), BEGIN, END, mermaid())
 
 
 def main(argv: list[str]) -> int:

@@ -3,7 +3,7 @@ the readers of config.json files.
 
 A bound is named by its request field (`hidden`, `global_batch`) and knows the CLI flag the user
 typed (`--hidden`), so every message says which flag is wrong and what range is allowed:
-`--hidden must be <= 1,000,000 (allowed 1 to 1,000,000); got 1e+30`.
+`--hidden must be <= 262,144 (allowed 1 to 262,144); got 1e30`.
 
 Adding a request field: add a row to `BOUNDS`, then annotate the field
     my_field: Annotated[int, Bounded("my_field")] | None = None
@@ -26,14 +26,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import PydanticCustomError, core_schema
+from typing import TYPE_CHECKING, Any, Literal
 
 from rigplan import units
 from rigplan.errors import InvalidSpec
+
+if TYPE_CHECKING:  # pydantic is imported when a model is built, not for the table (rigplan's start-up path)
+    from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+    from pydantic.json_schema import JsonSchemaValue
+    from pydantic_core import core_schema
 
 BOUND_ERROR_TYPE = "rigplan_bound"
 """The pydantic error type of a value outside its bound: its message is the whole line, starting with the
@@ -42,17 +43,30 @@ CLI flag (context key `flag`), which the HTTP API replaces by the field name."""
 
 @dataclass(frozen=True)
 class Bound:
-    """`low <= value <= high` (`low < value` when `low_open`), shown as `flag`."""
+    """`low <= value <= high` (`low < value` when `low_open`), shown as `flag`; its limits are written as
+    `shown` says: a plain number, a count ("1,000T"), an amount of USD ("$10T") or days (a duration held
+    in seconds)."""
 
     flag: str
     low: float
     high: float
     low_open: bool = False
     integer: bool = False
+    shown: Literal["number", "count", "usd", "days"] = "number"
+
+    def limit(self, value: float) -> str:
+        """A limit of this bound as people write it."""
+        if self.shown == "count" and value >= 1000:
+            return units.format_count(value).replace(" ", "")
+        if self.shown == "usd":
+            return "$" + units.format_count(value).replace(" ", "")
+        if self.shown == "days":  # a duration held in seconds
+            return f"{units.format_number(value / 86400)} days" if value >= 86400 else f"{units.format_number(value)} s"
+        return units.format_number(value)
 
     def allowed(self) -> str:
-        low = f"above {_fmt(self.low)}" if self.low_open else _fmt(self.low)
-        return f"{low} to {_fmt(self.high)}"
+        low = f"above {self.limit(self.low)}" if self.low_open else self.limit(self.low)
+        return f"{low} to {self.limit(self.high)}"
 
     def problem(self, value: float) -> str | None:
         """What is wrong with `value`, or None when it is allowed."""
@@ -63,30 +77,31 @@ class Bound:
         if self.integer and value != int(value):
             return f"must be a whole number ({self.allowed()})"
         if value < self.low or (self.low_open and value == self.low):
-            return f"must be {'>' if self.low_open else '>='} {_fmt(self.low)} (allowed {self.allowed()})"
+            return f"must be {'>' if self.low_open else '>='} {self.limit(self.low)} (allowed {self.allowed()})"
         if value > self.high:
-            return f"must be <= {_fmt(self.high)} (allowed {self.allowed()})"
+            return f"must be <= {self.limit(self.high)} (allowed {self.allowed()})"
         return None
 
 
-def _fmt(value: float) -> str:
-    if value == int(value) and abs(value) < 1e9:
-        return f"{int(value):,}"
-    return f"{value:g}"
+def shown(value: Any) -> str:
+    """A value a user gave, for a message: text as typed (quoted), a number as people write it."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return units.format_number(value)
+    return repr(value)
 
 
 def _int(flag: str, low: float, high: float) -> Bound:
     return Bound(flag, low, high, integer=True)
 
 
-def _pos(flag: str, high: float) -> Bound:
+def _pos(flag: str, high: float, shown: Literal["number", "count", "usd", "days"] = "number") -> Bound:
     """A positive real amount (> 0)."""
-    return Bound(flag, 0.0, high, low_open=True)
+    return Bound(flag, 0.0, high, low_open=True, shown=shown)
 
 
-def _amount(flag: str, high: float) -> Bound:
+def _amount(flag: str, high: float, shown: Literal["number", "count", "usd", "days"] = "number") -> Bound:
     """A non-negative real amount (>= 0), e.g. money or a rate that may be zero."""
-    return Bound(flag, 0.0, high)
+    return Bound(flag, 0.0, high, shown=shown)
 
 
 MAX_GPUS = 1_000_000
@@ -109,7 +124,7 @@ BOUNDS: dict[str, Bound] = {
     "shared_experts": _int("--shared-experts", 0, 1_000),
     "mtp_layers": _int("multi-token-prediction modules", 0, 64),  # DeepSeek-V3 has 1
     "context": _int("context length", 1, 1 << 30),
-    "params": _pos("the model's parameter count", 1e14),
+    "params": _pos("the model's parameter count", 1e14, "count"),
     # recipe and layout
     "lora_rank": _int("--lora-rank", 1, 65_536),
     "seq": _int("--seq", 1, 1 << 24),
@@ -134,7 +149,7 @@ BOUNDS: dict[str, Bound] = {
     "capacity_factor": _amount("--capacity-factor", 1000.0),
     "gpus": _int("--gpus", 1, MAX_GPUS),
     # cluster and training length
-    "tokens": Bound("--tokens", 1.0, 1e15),
+    "tokens": Bound("--tokens", 1.0, 1e15, shown="count"),
     "gpus_per_node": _int("--gpus-per-node", 1, 1024),
     "nic_gbit": Bound("--nic", 0.1, 100_000),  # from 100 Mbit/s (Fast Ethernet) up
     "nics_per_node": _int("--nics-per-node", 1, 1024),
@@ -143,8 +158,8 @@ BOUNDS: dict[str, Bound] = {
     "checkpoint_interval_s": Bound("--checkpoint-interval-s", 1, 365 * 86400),
     "preemptions_per_node_month": _amount("--preemptions-per-node-month", 1000),
     # plan and compare
-    "budget": Bound("--budget", 1, MAX_USD),  # from one dollar
-    "deadline": Bound("--deadline", 1, 100 * 365 * 86400),  # from one second
+    "budget": Bound("--budget", 1, MAX_USD, shown="usd"),  # from one dollar
+    "deadline": Bound("--deadline", 1, 100 * 365 * 86400, shown="days"),  # from one second
     "gpus_max": _int("--gpus-max", 1, MAX_GPUS),
     "gpus_min": _int("--gpus-min", 1, MAX_GPUS),
     "gpu_counts": _int("GPU count", 1, MAX_GPUS),
@@ -163,15 +178,15 @@ BOUNDS: dict[str, Bound] = {
     "pue": Bound("--pue", 1, 3),
     "years": Bound("--years", 0.001, 20),  # from 8.8 h
     "residual": _amount("--residual", 1),
-    "colo_per_kw_month": _amount("--colo-per-kw-month", 1e6),
-    "gpu_price": Bound("--gpu-price", 1, 1e9),  # from one dollar
-    "server_share": _amount("--server-share", 1e9),
-    "fabric_share": _amount("--fabric-share", 1e9),
+    "colo_per_kw_month": _amount("--colo-per-kw-month", 1e6, "usd"),
+    "gpu_price": Bound("--gpu-price", 1, 1e9, shown="usd"),  # from one dollar
+    "server_share": _amount("--server-share", 1e9, "usd"),
+    "fabric_share": _amount("--fabric-share", 1e9, "usd"),
     "host_w": _amount("--host-w", 10_000),
-    "staff_per_year": _amount("--staff-per-year", 1e10),
+    "staff_per_year": _amount("--staff-per-year", 1e10, "usd"),
     "capital_rate": _amount("--capital-rate", 1),
     "delta_t_f": Bound("--delta-t-f", 0.1, 100),
-    "cloud_price": Bound("--cloud-price", 0.0001, 1e6),  # from a hundredth of a cent per GPU-hour
+    "cloud_price": Bound("--cloud-price", 0.0001, 1e6, shown="usd"),  # from a hundredth of a cent per GPU-hour
     "cloud_price_cny": Bound("cny_per_gpu_hour", 0.001, 1e7),
     "storage_tb": _amount("--storage-tb", 1e7),
     "storage_per_gb_month": _amount("--storage-per-gb-month", 1e3),
@@ -207,7 +222,7 @@ def check(name: str, value: Any, *, label: str | None = None) -> Any:
     b = BOUNDS[name]
     problem = b.problem(value)
     if problem:
-        raise InvalidSpec(f"{label or b.flag} {problem}; got {value!r}")
+        raise InvalidSpec(f"{label or b.flag} {problem}; got {shown(value)}")
     return value
 
 
@@ -241,6 +256,8 @@ class Bounded:
     parse: str | None = None
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        from pydantic_core import PydanticCustomError, core_schema
+
         b = BOUNDS[self.name]
         parser = PARSERS[self.parse] if self.parse else None
 
@@ -253,7 +270,7 @@ class Bounded:
             problem = b.problem(number)
             if problem:
                 raise PydanticCustomError(BOUND_ERROR_TYPE, "{line}",
-                                          {"line": f"{b.flag} {problem}; got {value!r}", "flag": b.flag})
+                                          {"line": f"{b.flag} {problem}; got {shown(value)}", "flag": b.flag})
             return value
 
         return core_schema.no_info_after_validator_function(validate, handler(source))

@@ -5,7 +5,6 @@ May import: nothing.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -21,6 +20,8 @@ class UnknownEntry(RigplanError):
     """A catalog id was not found; the message suggests the closest ids."""
 
     def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
+        import difflib  # only when a name is unknown
+
         known_list = sorted(known)
         close = difflib.get_close_matches(name.lower(), known_list, n=4, cutoff=0.5)
         if not close:

@@ -77,10 +77,20 @@ def format_bytes(n_bytes: float) -> str:
     return f"{value:.0f} B"
 
 
+def format_number(value: float) -> str:
+    """A number as people write it: 262,144; 0.5; 2.75; 1e30 where only an exponent can say it (never 1e+30)."""
+    value = float(value)
+    if not math.isfinite(value):
+        return str(value)
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:.6g}".replace("e+", "e")
+
+
 def _three_significant(value: float) -> str:
-    """3 significant digits, never in exponent notation: 8.03, 300, 1000 (not 1e+03)."""
+    """3 significant digits, never in exponent notation: 8.03, 300, 1,000 (not 1e+03)."""
     text = f"{value:.3g}"
-    return f"{value:.0f}" if "e" in text else text
+    return f"{value:,.0f}" if "e" in text else text
 
 
 def format_count(n: float, unit: str = "") -> str:
@@ -100,6 +110,8 @@ def format_tokens(n: float) -> str:
 def format_duration(seconds: float) -> str:
     """Human durations: '3.2 days', '41 min', '1.52 s'."""
     s = float(seconds)
+    if s >= 1000 * 86400:
+        return f"{s / 86400:,.0f} days"
     if s >= 2 * 86400:
         return f"{s / 86400:.1f} days"
     if s >= 2 * 3600:

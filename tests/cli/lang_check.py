@@ -11,7 +11,8 @@ import yaml
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "rigplan"
 NAME_KEYS = {"name", "source", "vendor", "provider", "model", "family", "title", "chassis", "cpu", "topology",
-             "pricing", "product", "label_en", "region"}
+             "pricing", "product", "label_en", "region", "text"}
+"""Keys whose values are names or quoted record text ('text': a build's claims, as the record quotes them)."""
 
 _STAY_ENGLISH_WORDS = """
 GiB MiB KiB TiB GB TB MB kB kWh MWh kW W ms min days day h s us TFLOP PFLOP FLOP tokens
@@ -25,7 +26,8 @@ Face config Llama Mistral Mixtral Qwen DeepSeek Gemma Phi Falcon GPT Adam AdamW 
 token schema experts heads layers hidden installed required tolerance expect oom suite
 matplotlib web plot rank memory estimate plan compare tco servers lint serve validate models gpus probe check
 calibrate export autocast logits peft torchtune true false id ids runs install nan inf null Ctrl Young Daly Meta
-Chinchilla http https localhost hccs ici Gold Platinum Threadripper PRO Xeon
+Chinchilla http https localhost hccs ici Gold Platinum Threadripper PRO Xeon nvme hdd sata ssd
+nemo NeMo unsloth Unsloth fsdp PyTorch DTensor Trainer TrainingArguments
 """
 STAY_ENGLISH = frozenset(_STAY_ENGLISH_WORDS.split())
 """Units, option values as typed, library, framework, vendor and format names."""
@@ -77,7 +79,7 @@ PROSE_WORDS = {"memory", "user", "current", "standard", "purchase", "throughput"
 PRODUCTS = ("AWS Capacity Blocks", "AWS Spot Advisor", "NVIDIA AI Enterprise", "Hugging Face", "Spot Advisor",
             "CBRE North America Data Center Trends", "Federal Reserve", "CTWatch Quarterly", "Roskies & Zacharia",
             "BLS Employer Costs for Employee Compensation", "EIA Electric Power Monthly", "Uptime Institute",
-            "Equinix", "hardware-facts", "Part C", "Secure Cloud", "seed article")
+            "Equinix", "hardware-facts", "Part C", "Secure Cloud", "seed article", "Infinity Fabric")
 """Product and document names that the Chinese text cites as they are."""
 
 

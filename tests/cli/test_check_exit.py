@@ -35,7 +35,34 @@ def test_infeasible_plan_exits_1_with_check() -> None:
     assert ok.exit_code == 0
 
 
-@pytest.mark.parametrize("command", ["memory", "estimate", "plan"])
+def test_infeasible_plan_says_why_first() -> None:
+    args = ["plan", "llama-3.1-70b", "--tokens", "1T", "--deadline", "1d", "--budget", "1k", "--gpu", "h100-sxm",
+            "--gpus-max", "64"]
+    text = CliRunner().invoke(cli, args, terminal_width=200).output
+    assert text.startswith("INFEASIBLE: no option meets both the budget and the deadline")
+    data = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    assert data["infeasible"].startswith("no option meets both") and data["ranked"] == []
+    nothing = json.loads(CliRunner().invoke(cli, ["plan", "llama-3.1-405b", "--tokens", "1T", "--gpu", "rtx-4090",
+                                                  "--gpus-max", "8", "--json"]).output)
+    assert nothing["infeasible"] == "no layout fits this job in GPU memory"
+    fine = json.loads(CliRunner().invoke(cli, ["plan", "llama-3.2-1b", "--tokens", "1B", "--gpu", "h100-sxm",
+                                               "--gpus-max", "8", "--json"]).output)
+    assert fine["infeasible"] is None
+
+
+def test_compare_marks_each_option_that_cannot_run_and_checks_that_one_can() -> None:
+    runner = CliRunner()
+    args = ["compare", "llama-3.1-70b", "1xh100-sxm", "64xh100-sxm", "--tokens", "50B"]
+    data = json.loads(runner.invoke(cli, [*args, "--json"]).output)
+    assert data["infeasible"] == ["no layout fits this job in GPU memory", None]
+    assert "INFEASIBLE 1xh100-sxm: no layout fits this job in GPU memory" in runner.invoke(cli, args).output
+    assert runner.invoke(cli, [*args, "--check"]).exit_code == 0
+    none_runs = ["compare", "llama-3.1-70b", "1xh100-sxm", "2xh100-sxm", "--tokens", "50B", "--check"]
+    assert runner.invoke(cli, none_runs).exit_code == 1
+    assert runner.invoke(cli, [*none_runs, "--json"]).exit_code == 1
+
+
+@pytest.mark.parametrize("command", ["memory", "estimate", "plan", "compare"])
 def test_check_is_documented_in_help(command: str) -> None:
     text = CliRunner().invoke(cli, [command, "--help"]).output
     assert "--check" in text and "status 1" in text

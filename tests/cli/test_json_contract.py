@@ -19,6 +19,9 @@ COMMANDS = [
     ["servers"], ["servers", "show", "dgx-h100"],
     ["models"], ["models", "show", "llama-3.1-8b"],
     ["gpus"], ["gpus", "show", "h100-sxm"],
+    ["tco", "--scenario", "seed"],
+    ["validate", "--case", "torchtitan-h100-202412-t1-fsdp"],
+    ["export", "llama-3.1-8b", "--gpus", "8", "--fsdp", "--framework", "torchtitan"],
 ]
 
 
@@ -41,3 +44,25 @@ def test_unset_global_batch_is_null_not_zero() -> None:
     data = json.loads(CliRunner().invoke(cli, ["memory", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
                                                "--global-batch", "64", "--json"]).output)
     assert data["job"]["global_batch"] == 64
+
+
+SENTINELS = {"global_batch": 0, "seq_len": 0, "gpus": 0, "tokens": 0, "budget_usd": 0, "deadline_s": 0}
+"""Keys whose 0 would mean "not set": never printed as 0 (null instead)."""
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=[" ".join(a[:2]) for a in COMMANDS])
+def test_no_sentinel_for_not_set(args: list[str]) -> None:
+    found: list[str] = []
+
+    def walk(value: object, path: str) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k in SENTINELS and v == SENTINELS[k] and not isinstance(v, bool):
+                    found.append(f"{path}.{k}")
+                walk(v, f"{path}.{k}")
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, f"{path}[{i}]")
+
+    walk(json.loads(CliRunner().invoke(cli, [*args, "--json"]).output), "")
+    assert found == []

@@ -1,8 +1,8 @@
-"""`--lang zh` / RIGPLAN_LANG=zh: the reports of memory, estimate, plan, compare, tco and the catalog listings,
-and every error, in Chinese, with the same exit status; English output unchanged. (lint's findings, validate's
-per-case notes and the content of catalog records are not translated yet: test_lint_frame_is_chinese checks
-what is.) Numbers, units, flag names, option values and model/GPU ids stay as typed
-(lang_check.py says what may stay English)."""
+"""`--lang zh` / RIGPLAN_LANG=zh: the reports of memory, estimate, plan, compare, tco, lint, validate and the catalog
+listings, and every error, in Chinese, with the same exit status; English output unchanged. Record content (catalog
+names, notes and sources, a build's claims) and a validation case's own notes stay as written; every lint finding
+is checked branch by branch in test_lint_zh.py. Numbers, units, flag names, option values and model/GPU ids stay as
+typed (lang_check.py says what may stay English)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from lang_check import english_words
 from test_hostile_cli import CORPUS, _files
 
 from rigplan.cli.main import cli
+from rigplan.servers import get_server, load_servers
 
 COMMANDS = [
     "memory llama-3.1-8b --gpu h100-sxm --gpus 8 --fsdp --recompute selective --seq 8192",
@@ -34,6 +35,16 @@ COMMANDS = [
     "tco --gpu h100-sxm --gpus 64 --months 12",
     "tco --scenario seed",
     "tco --gpu h100-sxm --gpus 8 --tou valley:8h@0.04,peak:16h@0.12",
+    "tco --gpu h100-sxm --gpus 64 --months 36",
+    "tco --gpu h20 --gpus 8 --months 6 --currency cny --tou cn-tou-4to1 --shiftable",
+    "tco --gpu t4 --gpus 4 --months 1",
+    "plan llama-3.1-8b --tokens 100B --cluster 6x8:h100-sxm",
+    "compare llama-3.1-8b 8xh100-sxm 8xh20 16xa800-80gb-sxm --tokens 100B",
+    "estimate llama-3.1-8b --gpus 8 --framework megatron",
+    "estimate llama-3.1-8b --gpus 8 --framework torchtitan --recompute op",
+    "memory llama-3.1-8b --gpus 8 --framework hf",
+    "memory llama-3.1-8b --gpus 8 --framework deepspeed",
+    "memory llama-3.1-8b --gpus 1 --framework unsloth --method qlora",
     "models",
     "gpus",
     "servers",
@@ -103,7 +114,38 @@ def test_json_keeps_keys_and_codes_and_translates_sentences(monkeypatch: pytest.
     assert data["advice"][0]["flag"].startswith("--")
 
 
+@pytest.mark.parametrize("build", sorted(load_servers()))
+def test_lint_findings_are_chinese(build: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every finding and assumption of every build, alone and with workloads, is Chinese; what stays English is
+    the record's own words (its claims, its price's scope), quoted as written."""
+    record = get_server(build)
+    quoted = [c.text for c in record.claims] + ([record.price.scope] if record.price else [])
+    for workload in ([], ["--for", "llama-3.1-70b", "--tokens", "1T"], ["--for", "llama-3.1-8b", "--method", "lora"]):
+        code, out = _zh(["lint", build, "--json", *workload], monkeypatch)
+        data = json.loads(out)
+        assert code in (0, 1) and data["findings"]
+        for text in [f["message"] for f in data["findings"]] + data["assumptions"]:
+            for words in quoted:
+                text = text.replace(words, " ")
+            assert not english_words(text), text
+
+
 def test_lint_frame_is_chinese(monkeypatch: pytest.MonkeyPatch) -> None:
     code, out = _zh(["lint", "article-mid"], monkeypatch)
     assert code == 1 and "级别" in out and "不通过：4 个错误" in out and "FAIL" not in out
     assert "出厂即装满 8 个 GPU" in out and "与 A+ Server AS-4124GO-NART 不匹配" in out and "组成 RAID0" in out
+
+
+def test_validate_frame_is_chinese_and_case_data_stays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """validate's tables, statuses and summaries in Chinese; case ids, groups, kinds, units and a case's known-gap
+    text (case data, as the source's row is cited) stay as written."""
+    line = ["validate", "--suite", "moe", "--group", "megatron_moe_modelzoo_h100"]
+    data = json.loads(CliRunner().invoke(cli, [*line, "--json"]).output)
+    code, out = _zh(line, monkeypatch)
+    assert code == 0 and "预测值与实测值" in out and "各组汇总" in out and "已知差距" in out and "总体" in out
+    for r in data["results"]:
+        for text in (r["id"], r["group"], r["kind"], r.get("unit") or "", r.get("known_gap") or ""):
+            out = out.replace(text, " ")
+    out = out.replace("megatron_moe_modelzoo_h100", " ")
+    left = [(ln, english_words(ln)) for ln in out.splitlines() if english_words(ln)]
+    assert not left, left[:5]

@@ -127,6 +127,18 @@ def test_64_h100_for_12_months_shows_buy_use_sell_beside_the_3_year_view() -> No
     assert "Left out:" in data["verdict"]
 
 
+def test_a_job_as_long_as_the_period_is_priced_bought_and_sold_not_at_the_shared_rate() -> None:
+    """36 months of 64 H100 on the 3-year period: the job keeps the GPUs busy throughout, so its cost of owning
+    is buying, running and selling at the residual (the period's cost at full use), not its share at 70%."""
+    data = json.loads(invoke("--gpu", "h100-sxm", "--gpus", "64", "--months", "36", "--json").stdout)
+    deal = data["buy_use_sell"]
+    assert deal["resale_fraction"] == pytest.approx(0.3)
+    assert deal["total_usd"] < data["job"]["onprem_usd"]  # the 70% share would charge idle hours it never has
+    assert data["onprem"]["lifetime_usd"] < deal["total_usd"] < 1.05 * data["onprem"]["lifetime_usd"]
+    assert data["job_verdict"].startswith("BUY-AND-SELL")
+    assert any("keeps the GPUs busy 100%" in note for note in data["assumptions"])
+
+
 def test_large_multi_week_job_is_not_priced_at_spot_or_serverless_unless_asked() -> None:
     data = json.loads(invoke("--gpu", "h100-sxm", "--gpus", "64", "--months", "12", "--json").stdout)
     assert {c["pricing"] for c in data["cloud"]}.isdisjoint({"spot", "community", "serverless"})

@@ -102,6 +102,6 @@ def test_total_equals_sum_of_parts(arch: Architecture, job: Job, tp: int, pp: in
         return
     m = peak_memory(arch, job, Layout(tp=tp, pp=pp, dp=2, zero=1))
     parts = (m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.logits_bytes
-             + m.transient_bytes + m.cuda_context_bytes + m.nccl_bytes + m.fragmentation_bytes)
+             + m.transient_bytes + m.cuda_context_bytes + m.nccl_bytes + m.unreleasable_bytes)
     assert abs(m.total_bytes - parts) <= 1e-6 * parts
     assert min(m.weights_bytes, m.gradients_bytes, m.optimizer_bytes, m.activations_bytes, m.transient_bytes) >= 0

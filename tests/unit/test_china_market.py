@@ -119,3 +119,13 @@ def test_gemma3_config_reads_with_transformers_defaults(tmp_path: Path) -> None:
     assert total == pytest.approx(27.016e9, rel=0.005)  # Gemma 3 report Table 1: 1,416M + 25,600M
     catalog = load_catalog().models["gemma-3-27b"].to_domain()
     assert count_params(catalog) == counts
+
+
+def test_a_gemma3_text_config_without_its_model_type_reads_as_gemma3_text(tmp_path: Path) -> None:
+    path = _gemma3_config(tmp_path)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    del raw["text_config"]["model_type"]
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    arch = architecture_from_hf_config(path)
+    assert arch.qk_norm and arch.vocab == 262_208
+    assert any("gemma3_text" in n for n in arch.notes)

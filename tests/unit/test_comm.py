@@ -178,3 +178,12 @@ def test_invalid_inputs() -> None:
         all_reduce_s(GiB, 0, NVL)
     with pytest.raises(InvalidSpec):
         all_gather_s(-1.0, 4, NVL)
+
+
+def test_a_full_mesh_link_has_its_own_efficiency() -> None:
+    """MI300X: 7 xGMI links of 64 GB/s each way; RCCL's model (and AMD's maintainer) gives 48 GB/s achievable per
+    link, so the whole mesh reaches 7 x 48 = 336 GB/s each way, not NVLink's 80% of 448."""
+    from rigplan.catalog.load import load_catalog
+
+    mi300x = load_catalog().gpus["mi300x"].to_domain()
+    assert link_tier(mi300x.link).effective_bytes_per_s == pytest.approx(7 * 48e9)

@@ -288,6 +288,21 @@ def test_buy_use_sell_sells_at_the_straight_line_resale_value() -> None:
     assert with_interest.financing_usd == pytest.approx(4 * 7300.0 * 0.1)
 
 
+def test_buying_for_the_whole_period_costs_what_the_period_view_costs_at_full_use() -> None:
+    from rigplan.cost.onprem import buy_use_sell
+
+    # Every default cost on (server share, power, colo, staff, 7.5% capital), a 3-year period.
+    s = OnPremScenario.model_validate({"gpu_price_usd": 30_000.0, "gpu_tdp_w": 700.0, "depreciation_years": 3.0,
+                                       "utilisation": 1.0})
+    deal = buy_use_sell(s, 64, 3 * 8760.0)
+    assert deal.resale_fraction == pytest.approx(s.residual_fraction)
+    assert deal.total_usd == pytest.approx(onprem_tco(s, 64).lifetime_usd, rel=1e-9)
+    # Past the period the resale stays at the residual and the running costs keep coming.
+    longer = buy_use_sell(s, 64, 4 * 8760.0)
+    assert longer.resale_fraction == pytest.approx(s.residual_fraction)
+    assert longer.total_usd > deal.total_usd
+
+
 def test_financing_is_continuous_down_to_the_smallest_rate() -> None:
     from rigplan.cost.onprem import financing_usd
 

@@ -15,11 +15,13 @@ def _gpu(gpu_id: str):  # type: ignore[no-untyped-def]
     return load_catalog().gpu(gpu_id).to_domain()
 
 
-def test_power_cap_lowers_the_sustained_clock_by_the_cube_root_law() -> None:
+def test_power_cap_lowers_the_sustained_clock_by_the_square_root_law() -> None:
     full, capped = _gpu("h100-sxm"), _gpu("h100-sxm-96gb-500w")
     assert clock_fraction(full) == 1.0
-    # ((500 - 70) / (700 - 70)) ** (1/3)
-    assert abs(clock_fraction(capped) - (430 / 630) ** (1 / 3)) < 1e-9
+    # ((500 - 70) / (700 - 70)) ** (1/2)
+    assert abs(clock_fraction(capped) - (430 / 630) ** 0.5) < 1e-9
+    # 600 W: 8.3% slower, nearer the reported 10-15% step-time loss at that cap than the cube-root law's 5.6%
+    assert abs(1 - clock_fraction(replace(full, power_limit_w=600.0)) - 0.083) < 0.002
     arch = load_catalog().model("llama-3.1-8b").to_domain()
     job = Job(seq_len=8192, micro_batch=1, kernels="eager")
     fast = step_time(arch, job, Layout(dp=8, zero=3), full, global_batch=8)

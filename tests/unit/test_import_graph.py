@@ -40,3 +40,24 @@ def test_an_upward_import_is_reported(monkeypatch) -> None:
 def test_the_diagram_in_docs_is_current() -> None:
     assert import_graph.rendered_doc() == import_graph.DOC.read_text(encoding="utf-8"), (
         "run python tools/import_graph.py")
+
+
+def test_every_package_says_what_it_is_for_in_the_floor_table() -> None:
+    for unit in import_graph.FLOORS:
+        assert len(import_graph.purpose(unit)) > 20, unit
+        assert import_graph.purpose(unit) in import_graph.floor_table()
+
+
+def test_a_package_without_a_purpose_is_reported(monkeypatch) -> None:
+    monkeypatch.setattr(import_graph, "purpose", lambda unit: "" if unit == "search" else "x" * 30)
+    assert "search: its docstring does not start with what it is for" in import_graph.problems()
+
+
+def test_modules_stay_small() -> None:
+    """No Python module over ~600 lines, no ES module of the page over ~300 (the house's rule of thumb)."""
+    big = [f"{p.relative_to(import_graph.PACKAGE)}: {n}" for p in import_graph.PACKAGE.rglob("*.py")
+           if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600]
+    static = import_graph.PACKAGE / "web" / "static"
+    big += [f"{p.relative_to(import_graph.PACKAGE)}: {n}" for p in static.glob("*.js")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 300]
+    assert big == []

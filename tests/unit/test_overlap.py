@@ -14,7 +14,7 @@ from rigplan.catalog.load import load_catalog
 from rigplan.cli.main import cli
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
-from rigplan.estimate import comm, overlap
+from rigplan.estimate import comm, overlap, tensor_parallel
 from rigplan.estimate.step import step_time
 
 
@@ -44,8 +44,9 @@ def _step(cat, model: str, gpu: str, job: Job, layout: Layout, global_batch: int
 
 def test_tp_overlap_hides_its_measured_share(cat) -> None:  # type: ignore[no-untyped-def]
     layout = Layout(tp=8, dp=8, sequence_parallel=True)
-    off = _step(cat, "llama-3.1-70b", "h100-sxm", Job(seq_len=4096), layout, 64)
-    on = _step(cat, "llama-3.1-70b", "h100-sxm", Job(seq_len=4096, tp_comm_overlap=True), layout, 64)
+    # eager kernels (PyTorch DTensor TP): no async backward path, so with the switch off everything is exposed
+    off = _step(cat, "llama-3.1-70b", "h100-sxm", Job(seq_len=4096, kernels="eager"), layout, 64)
+    on = _step(cat, "llama-3.1-70b", "h100-sxm", Job(seq_len=4096, kernels="eager", tp_comm_overlap=True), layout, 64)
     total = float(on.comm_total_s["tp"])
     assert float(off.tp_comm_s) == pytest.approx(total)  # off: everything exposed
     assert float(on.tp_comm_s) == pytest.approx(total * (1 - overlap.TP_OVERLAP_HIDDEN_SHARE))
@@ -53,10 +54,44 @@ def test_tp_overlap_hides_its_measured_share(cat) -> None:  # type: ignore[no-un
     tp_tax = float(on.overlap_tax_s) - float(off.overlap_tax_s)  # off still taxes its overlapped grad reduce
     assert tp_tax == pytest.approx(overlap.TP_OVERLAP_SM_SHARE * hidden, rel=1e-3)
     assert float(on.step_time_s) < float(off.step_time_s)
-    # Without sequence parallelism (all-reduce), Megatron cannot overlap: nothing hides.
-    no_sp = _step(cat, "llama-3.1-70b", "h100-sxm", Job(seq_len=4096, tp_comm_overlap=True),
+    # Without sequence parallelism (all-reduce), userbuffers cannot overlap: with eager kernels nothing hides.
+    no_sp = _step(cat, "llama-3.1-70b", "h100-sxm", Job(seq_len=4096, kernels="eager", tp_comm_overlap=True),
                   Layout(tp=8, dp=8), 64)
     assert float(no_sp.tp_comm_s) == pytest.approx(float(no_sp.comm_total_s["tp"]))
+
+
+def test_megatron_async_backward_tp_hand_values() -> None:
+    """Per layer (all-reduce A = 1 s): forward 2A exposed; with sequence parallelism the row-parallel grad
+    all-gathers (A) exposed too, the column-parallel reduce-scatters (A) and the re-gathered inputs (A)
+    beside the column-parallel backward GEMMs; without it the 2A dgrad all-reduce beside the wgrad GEMMs."""
+    total, exposed, tax = tensor_parallel.tensor_parallel_s(
+        1.0, 1.0, 0.0, sequence_parallel=True, async_backward=True, overlap_on=False, gemm_s=0.0,
+        column_backward_gemm_s=100.0)
+    assert (float(total), float(exposed)) == pytest.approx((5.0, 3.0))
+    assert float(tax) == pytest.approx(tensor_parallel.ASYNC_BACKWARD_SM_SHARE * 2.0)
+    total, exposed, _ = tensor_parallel.tensor_parallel_s(
+        1.0, 1.0, 0.0, sequence_parallel=False, async_backward=True, overlap_on=False, gemm_s=0.0,
+        column_backward_gemm_s=100.0)
+    assert (float(total), float(exposed)) == pytest.approx((4.0, 2.0))
+    # a backward GEMM shorter than the collectives hides only its stretched length
+    _, exposed, _ = tensor_parallel.tensor_parallel_s(
+        1.0, 1.0, 0.0, sequence_parallel=False, async_backward=True, overlap_on=False, gemm_s=0.0,
+        column_backward_gemm_s=0.9)
+    assert float(exposed) == pytest.approx(2.0 + 2.0 - 0.9 / (1 - tensor_parallel.ASYNC_BACKWARD_SM_SHARE))
+    # recomputed layers repeat the forward collectives, exposed; the eager path exposes everything
+    total, exposed, tax = tensor_parallel.tensor_parallel_s(
+        1.0, 2.0, 2.0, sequence_parallel=True, async_backward=False, overlap_on=False, gemm_s=0.0,
+        column_backward_gemm_s=100.0)
+    assert (float(total), float(exposed), float(tax)) == pytest.approx((12.0, 12.0, 0.0))
+
+
+def test_fused_kernels_hide_the_column_parallel_backward_collectives(cat) -> None:  # type: ignore[no-untyped-def]
+    layout = Layout(tp=8, dp=8, sequence_parallel=True)
+    eager = _step(cat, "llama-3.1-70b", "h100-sxm", Job(seq_len=4096, kernels="eager"), layout, 64)
+    fused = _step(cat, "llama-3.1-70b", "h100-sxm", Job(seq_len=4096, kernels="fused"), layout, 64)
+    # the same all-reduce A per layer: eager exposes 4A, fused moves 5A (re-gathered inputs) and exposes 3A
+    assert float(fused.comm_total_s["tp"]) == pytest.approx(1.25 * float(eager.comm_total_s["tp"]))
+    assert float(fused.tp_comm_s) == pytest.approx(0.75 * float(eager.tp_comm_s))
 
 
 def test_grad_reduce_in_fp32_doubles_the_gradient_traffic(cat) -> None:  # type: ignore[no-untyped-def]
@@ -159,11 +194,15 @@ def test_cli_switches_reach_the_breakdown() -> None:
     base = ("estimate", "llama-3.1-70b", "--gpus", "64", "--tp", "8", "--sequence-parallel", "--seq", "4096")
     off = run(*base)["breakdown"]
     on = run(*base, "--tp-comm-overlap", "--grad-reduce-dtype", "fp32")["breakdown"]
-    assert off["comm_by_axis"]["tp"]["hidden_s"] == 0.0
+    # fused kernels (the default): the column-parallel backward collectives hide even with the switch off
+    assert 0 < off["comm_by_axis"]["tp"]["hidden_s"] < off["comm_by_axis"]["tp"]["exposed_s"]
     tp = on["comm_by_axis"]["tp"]
     assert tp["hidden_s"] > 0 and tp["total_s"] == pytest.approx(tp["hidden_s"] + tp["exposed_s"])
     assert on["comm_by_axis"]["dp"]["total_s"] > 1.9 * off["comm_by_axis"]["dp"]["total_s"]
-    assert on["overlap_tax_s"] > off["overlap_tax_s"]
+    assert tp["exposed_s"] < off["comm_by_axis"]["tp"]["exposed_s"]
+    eager = run(*base, "--kernels", "eager")["breakdown"]
+    eager_on = run(*base, "--kernels", "eager", "--tp-comm-overlap")["breakdown"]
+    assert eager["comm_by_axis"]["tp"]["hidden_s"] == 0.0 and eager_on["overlap_tax_s"] > eager["overlap_tax_s"]
     no_reduce = run(*base, "--no-overlap-grad-reduce")["breakdown"]["comm_by_axis"]["dp"]
     assert no_reduce["hidden_s"] == 0.0
 

@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from rigplan.flow.estimate import estimate
-from rigplan.flow.plan import candidate_request, parse_money, plan
+from rigplan.flow.plan import OVER_LIMIT_REASON, candidate_request, parse_money, plan
 from rigplan.flow.request import EstimateRequest, PlanRequest
 from rigplan.search.pareto import pareto_front
 
@@ -51,10 +51,18 @@ def test_candidates_are_reproduced_by_estimate(small_plan) -> None:  # type: ign
 
 
 def test_never_recommends_what_does_not_fit() -> None:
+    """Options over the GPU's memory are kept only within rigplan's uncertainty, marked, and ranked after every
+    option that fits."""
     result = plan(PlanRequest(model="llama-3.1-70b", tokens="100B", gpus_max=64, top=20))
     for cand in result.ranked + result.pareto:
         memory = cand.estimate["memory"]
-        assert memory["fits"] and memory["headroom_bytes"] >= 0
+        if cand.over_limit:
+            assert not memory["fits"] and memory["fit"]["verdict"] == "over-borderline"
+            assert OVER_LIMIT_REASON in cand.reasons
+        else:
+            assert memory["fits"] and memory["headroom_bytes"] >= 0
+    flags = [c.over_limit for c in result.ranked]
+    assert flags == sorted(flags)
 
 
 def test_limits_are_respected_and_reasons_counted() -> None:

@@ -17,6 +17,15 @@ def test_every_small_node_count_is_a_candidate() -> None:
     counts = gpu_counts(8, 4096)
     assert {24, 40, 48} <= set(counts)  # 3, 5 and 6 nodes
     assert counts == sorted(set(counts)) and counts[-1] == 4096
+    assert counts[:3] == [1, 2, 4]
+
+
+def test_rack_scale_nodes_are_tried_below_one_node() -> None:
+    """An NVL72 rack or a TPU slice is one 'node' of 72 or 256 chips; jobs on part of one are candidates too."""
+    assert gpu_counts(72, 4096)[:8] == [1, 2, 4, 8, 16, 32, 64, 72]
+    assert gpu_counts(256, 4096)[:9] == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert gpu_counts(6144, 4096)[-1] == 4096  # a node larger than the search still yields counts
+    assert gpu_counts(1, 4) == [1, 2, 3, 4]
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +67,14 @@ def test_a_stated_cluster_gets_its_best_plan() -> None:
     data = json.loads(out.stdout)
     assert data["ranked"] and {c["gpus"] for c in data["candidates"]} == {48}
     assert {c["gpu"] for c in data["candidates"]} == {"h100-sxm"}
+    # The cluster is had, not bought for this job: owning is priced as the job's share unless asked otherwise.
+    owned = {c["mode"]["pricing"] for c in data["candidates"] if c["mode"]["kind"] == "onprem"}
+    assert owned == {"amortized"}
+    bought = subprocess.run([sys.executable, "-c", "from rigplan.cli.main import main; main()", "plan", "llama-3.1-8b",
+                             "--tokens", "100B", "--cluster", "6x8:h100-sxm", "--onprem-basis", "purchase", "--json"],
+                            capture_output=True, text=True, timeout=600)
+    assert {c["mode"]["pricing"] for c in json.loads(bought.stdout)["candidates"]
+            if c["mode"]["kind"] == "onprem"} == {"purchase"}
     bad = subprocess.run([sys.executable, "-c", "from rigplan.cli.main import main; main()", "plan", "llama-3.1-8b",
                           "--tokens", "100B", "--cluster", "six nodes"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("rigplan: error: --cluster")

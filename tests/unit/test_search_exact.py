@@ -21,16 +21,20 @@ from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
 
 
 def exhaustive_fastest_per_count(arch: Any, job: Job, gpu: Any, memory: SpaceMemory, usable_bytes: float,
-                                 calibration: Any = None) -> dict[int, BestLayout]:
-    """The reference: time every fitting pair, then one masked argmax per GPU count."""
+                                 calibration: Any = None, over_limit_bytes: float | None = None,
+                                 ) -> dict[int, BestLayout]:
+    """The reference: time every fitting pair (and every pair up to over_limit_bytes), then one masked argmax
+    per GPU count; the fastest pair over the capacity is attached where it beats the fitting winner."""
     lay = memory.layouts
     counts = lay.gpus
     memory_ok = memory.total_bytes <= usable_bytes
     fits = memory_ok & memory.batch_ok[np.newaxis, :]
+    limit = usable_bytes if over_limit_bytes is None else over_limit_bytes
+    within = (memory.total_bytes <= limit) & memory.batch_ok[np.newaxis, :]
     rates = np.full(fits.shape, -np.inf)
     steps = np.full(fits.shape, np.inf)
     for row, choice in enumerate(memory.recompute):
-        mask = fits[row]
+        mask = within[row]
         if not mask.any():
             continue
         sub = lay.take(mask)
@@ -43,19 +47,30 @@ def exhaustive_fastest_per_count(arch: Any, job: Job, gpu: Any, memory: SpaceMem
     n_rc = len(memory.recompute)
     for count in np.unique(counts):
         cols = counts == count
-        block = np.where(cols[np.newaxis, :], rates, -np.inf)
+        block = np.where(cols[np.newaxis, :] & fits, rates, -np.inf)
+        over = np.where(cols[np.newaxis, :] & within & ~memory_ok, rates, -np.inf)
+        alternative = None
+        if over_limit_bytes is not None and np.isfinite(over.max()):
+            orow, oindex = np.unravel_index(int(np.argmax(over)), over.shape)
+            if over[orow, oindex] > block.max():
+                alternative = BestLayout(index=int(oindex), recompute=memory.recompute[int(orow)],
+                                         step_time_s=float(steps[orow, oindex]),
+                                         tokens_per_s=float(rates[orow, oindex]),
+                                         global_batch=int(memory.global_batch[oindex]), evaluated=0, feasible=0,
+                                         infeasible_memory=0)
         feasible = int(fits[:, cols].sum())
         common = dict(evaluated=int(cols.sum()) * n_rc, feasible=feasible,
                       infeasible_memory=int((~memory_ok[:, cols] & memory.batch_ok[cols][np.newaxis, :]).sum()),
                       infeasible_batch=int((~memory.batch_ok[cols]).sum()) * n_rc)
         if feasible == 0:
             results[int(count)] = BestLayout(index=-1, recompute="", step_time_s=np.inf, tokens_per_s=0.0,
-                                             global_batch=0, **common)
+                                             global_batch=0, borderline=alternative, **common)
             continue
         row, index = np.unravel_index(int(np.argmax(block)), block.shape)
         results[int(count)] = BestLayout(index=int(index), recompute=memory.recompute[int(row)],
                                          step_time_s=float(steps[row, index]), tokens_per_s=float(rates[row, index]),
-                                         global_batch=int(memory.global_batch[index]), **common)
+                                         global_batch=int(memory.global_batch[index]), borderline=alternative,
+                                         **common)
     return results
 
 
@@ -75,11 +90,22 @@ def test_fastest_per_count_matches_the_exhaustive_search(model: str, gpu_id: str
     found = 0
     # several capacities, so that each recompute choice wins somewhere
     assert np.all(np.isinf(memory.total_bytes[:, ~memory.batch_ok]))
+    kept = 0
     for usable in np.quantile(memory.total_bytes[:, memory.batch_ok], [0.05, 0.3, 0.6, 0.95]):
         fast = fastest_per_count(arch, job, gpu, memory, float(usable))
         assert fast == exhaustive_fastest_per_count(arch, job, gpu, memory, float(usable))
         found += sum(b.index >= 0 for b in fast.values())
-    assert found
+        over = float(usable) * 1.15
+        fast = fastest_per_count(arch, job, gpu, memory, float(usable), over_limit_bytes=over)
+        assert fast == exhaustive_fastest_per_count(arch, job, gpu, memory, float(usable), over_limit_bytes=over)
+        for best in fast.values():
+            if best.borderline is not None:
+                kept += 1
+                i = best.borderline.index
+                total = memory.total_bytes[memory.recompute.index(best.borderline.recompute), i]
+                assert float(usable) < total <= over
+                assert best.borderline.tokens_per_s > best.tokens_per_s
+    assert found and kept
 
 
 @pytest.mark.parametrize("request_fields", [

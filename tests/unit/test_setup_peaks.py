@@ -8,7 +8,8 @@ from rigplan.api import memory
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.estimate.memory import FRAGMENTATION_FRACTION, peak_memory
+from rigplan.estimate.allocator import reserved_overhead_bytes
+from rigplan.estimate.memory import peak_memory
 from rigplan.estimate.setup_peaks import (
     NF4_WORKSPACE_BYTES_PER_ELEMENT,
     dequantized_copy_bytes,
@@ -34,7 +35,8 @@ def test_full_load_materialises_the_checkpoint_next_to_the_shard() -> None:
     states = model_states(TINY, job, layout, 0)
     b = peak_memory(TINY, job, layout)
     assert b.load_bytes == pytest.approx(states.weights_bytes + states.local_params * 2)
-    assert b.load_reserved_bytes == pytest.approx(b.load_bytes * (1 + FRAGMENTATION_FRACTION))
+    churn = b.load_bytes - states.weights_bytes
+    assert b.load_reserved_bytes == pytest.approx(b.load_bytes + reserved_overhead_bytes(job, churn, load=True))
     assert b.reserved_bytes == pytest.approx(max(b.load_reserved_bytes, b.step_reserved_bytes))
 
 
@@ -61,7 +63,8 @@ def test_torchao_unchunked_quantizer_workspace_is_68_bytes_per_element() -> None
     assert largest == 256 * 1024 and attention == 256 * 256
     weights = model_states(TINY, job, Layout(), 0).weights_bytes
     assert b.load_bytes == pytest.approx(weights + 68 * largest)
-    assert b.load_reserved_bytes == pytest.approx(b.load_bytes * (1 + FRAGMENTATION_FRACTION) + 68 * attention)
+    overhead = reserved_overhead_bytes(job, 68 * largest, load=True)
+    assert b.load_reserved_bytes == pytest.approx(b.load_bytes + overhead + 68 * attention)
     assert NF4_WORKSPACE_BYTES_PER_ELEMENT["bitsandbytes"] < NF4_WORKSPACE_BYTES_PER_ELEMENT["torchao-unchunked"]
 
 

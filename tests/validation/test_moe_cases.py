@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from rigplan.validation.moe_suite import evaluate_moe_case
-from rigplan.validation.run import SUITES, THROUGHPUT_CASE_TOLERANCE, load_case_file
+from rigplan.validation.moe_suite import MOE_CASE_TOLERANCE, evaluate_moe_case
+from rigplan.validation.run import SUITES, load_case_file
 
 CASES = list(load_case_file(SUITES["moe"].default_file).cases)
 
@@ -21,9 +21,9 @@ def test_moe_case(case) -> None:  # type: ignore[no-untyped-def]
     assert result.status != "error", f"{case.id}: {result.message}"
     assert result.suite == "moe" and result.error is not None
     if case.known_gap is not None:
-        assert abs(result.error) > THROUGHPUT_CASE_TOLERANCE, f"{case.id}: within tolerance now; drop known_gap"
+        assert abs(result.error) > MOE_CASE_TOLERANCE, f"{case.id}: within tolerance now; drop known_gap"
         pytest.xfail(f"known gap ({result.error:+.1%}): {case.known_gap}")
-    assert abs(result.error) <= THROUGHPUT_CASE_TOLERANCE, (
+    assert abs(result.error) <= MOE_CASE_TOLERANCE, (
         f"predicted {result.predicted:,.4g} vs measured {case.measured.value:,.4g} {case.measured.unit}: "
         f"{result.error:+.1%}")
 

@@ -7,6 +7,9 @@ record into domain values (catalog/, domain/, units.py), so an edited record or 
 never stale data. User overlays (--catalog DIR, RIGPLAN_CATALOG) never come from here: they are
 validated on every run. The values are JSON; a file that does not parse into them is a miss.
 
+`load_json` / `store_json` keep other values derived from rigplan's own code the same way, each kind under
+its own key (flow/fields.py: the table of the request models' fields).
+
 Folder: $RIGPLAN_CACHE_DIR, else $XDG_CACHE_HOME/rigplan, else ~/.cache/rigplan. A folder that
 cannot be written only makes every run take the validating path.
 """
@@ -26,7 +29,7 @@ from rigplan.errors import RigplanError
 from rigplan.files import read_bytes
 
 CACHE_ENV_VAR = "RIGPLAN_CACHE_DIR"
-FORMAT = 1
+FORMAT = 2
 KEEP = 4
 """Cache files kept (several rigplan versions or checkouts in use side by side do not evict each other)."""
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -58,8 +61,36 @@ def fingerprint(data_dir: Path) -> str | None:
     return digest.hexdigest()
 
 
-def _path(key: str) -> Path:
-    return cache_dir() / f"catalog-{key[:32]}.json"
+def _path(kind: str, key: str) -> Path:
+    return cache_dir() / f"{kind}-{key[:32]}.json"
+
+
+def load_json(kind: str, key: str) -> Any:
+    """The JSON value stored for `kind` under this key, or None (absent, unreadable, or another key's)."""
+    path = _path(kind, key)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(read_bytes(path, f"{kind} cache"))
+    except (RigplanError, ValueError):
+        return None
+    return data.get("value") if isinstance(data, dict) and data.get("key") == key else None
+
+
+def store_json(kind: str, key: str, value: Any) -> None:
+    """Store `value` for `kind` under this key (atomically) and drop all but the KEEP newest files of that
+    kind; never fails (a folder that cannot be written only means the next run computes it again)."""
+    target = _path(kind, key)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "value": value}, allow_nan=False), encoding="utf-8")
+        os.replace(tmp, target)
+        by_age = sorted(target.parent.glob(f"{kind}-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in by_age[KEEP:]:
+            old.unlink(missing_ok=True)
+    except (OSError, ValueError, TypeError):
+        return
 
 
 def _tuples(d: dict[str, Any]) -> dict[str, Any]:
@@ -78,30 +109,16 @@ def _arch(d: dict[str, Any]) -> Architecture:
 
 def load(key: str) -> tuple[dict[str, Gpu], dict[str, Architecture]] | None:
     """The stored domain values for this fingerprint, or None (absent, unreadable, or another key)."""
-    path = _path(key)
-    if not path.is_file():
+    data = load_json("catalog", key)
+    if data is None:
         return None
     try:
-        data = json.loads(read_bytes(path, "catalog cache"))
-        if data["key"] != key:
-            return None
         return ({k: _gpu(v) for k, v in data["gpus"].items()}, {k: _arch(v) for k, v in data["models"].items()})
-    except (RigplanError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 def store(key: str, gpus: dict[str, Gpu], models: dict[str, Architecture]) -> None:
-    """Write the values for this fingerprint (atomically) and drop all but the KEEP newest; never fails."""
-    target = _path(key)
-    data = {"key": key, "gpus": {k: dataclasses.asdict(v) for k, v in gpus.items()},
-            "models": {k: dataclasses.asdict(v) for k, v in models.items()}}
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, allow_nan=False), encoding="utf-8")
-        os.replace(tmp, target)
-        by_age = sorted(target.parent.glob("catalog-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in by_age[KEEP:]:
-            old.unlink(missing_ok=True)
-    except (OSError, ValueError):
-        return
+    """Write the values for this fingerprint; never fails."""
+    store_json("catalog", key, {"gpus": {k: dataclasses.asdict(v) for k, v in gpus.items()},
+                                "models": {k: dataclasses.asdict(v) for k, v in models.items()}})

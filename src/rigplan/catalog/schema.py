@@ -95,8 +95,9 @@ class NodeRecord(Record):
     """Default scale-up node for this GPU (overridable on the command line)."""
 
     gpus_per_node: Annotated[int, Bounded("gpus_per_node")]
-    nic_gbit_per_s_per_gpu: Annotated[float, Bounded("nic_gbit")]
-    """Scale-out NIC bandwidth per GPU, one direction (400 for an HGX H100 with CX-7)."""
+    nic_gbit_per_s_per_gpu: Annotated[float, Bounded("nic_gbit")] | None
+    """Scale-out NIC bandwidth per GPU, one direction (400 for an HGX H100 with CX-7); null where the vendor
+    publishes none (a job beyond one node then needs --nic)."""
     note: str | None = None
 
 
@@ -155,12 +156,15 @@ class GpuRecord(Record):
     """'HBM' where the vendor does not name the generation (TPU Trillium)."""
     memory_bandwidth_gb_per_s: Annotated[float, Bounded("memory_bandwidth_gb_per_s")]
     dense_tflops: DenseTflops
-    tdp_w: Annotated[float, Bounded("power_w")]
+    tdp_w: Annotated[float, Bounded("power_w")] | None
+    """Board / module power; null where the vendor publishes none (Cloud TPUs): energy and owning are then
+    not estimated. Required, so a record says so explicitly."""
     power_limit_w: Annotated[float, Bounded("power_w")] | None = None
     """Board power limit the part is deployed at, when below the TDP (sustained clocks drop)."""
     form_factor: Literal["sxm", "pcie", "oam", "superchip", "mezzanine", "apu", "tray"]
     link: LinkRecord
-    pcie_gen: Annotated[int, Field(ge=3, le=6)]
+    pcie_gen: Annotated[int, Field(ge=3, le=6)] | None
+    """Host link generation (x16); null where unpublished."""
     host_cpu: Literal["x86", "grace"] = "x86"
     """CPU family that drives the GPU: 'grace' on Grace superchips (GB200, GB300, GH200), where each
     PyTorch op takes the host ~2.7x longer to issue than on a DGX's Xeon (estimate.moe.HOST_OP_S)."""
@@ -193,7 +197,7 @@ class GpuRecord(Record):
             memory_kind=self.memory_kind,
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_gb_per_s * 1e9,
             peak_flop_per_s=peaks,
-            tdp_w=self.tdp_w,
+            tdp_w=self.tdp_w or 0.0,
             power_limit_w=self.power_limit_w,
             form_factor=self.form_factor,
             link=Link(
@@ -202,13 +206,13 @@ class GpuRecord(Record):
                 domain_size=self.link.domain_size,
                 topology=self.link.topology,
             ),
-            host_bus_bytes_per_s=PCIE_X16_ACHIEVABLE_GB_PER_S[self.pcie_gen] * 1e9,
+            host_bus_bytes_per_s=PCIE_X16_ACHIEVABLE_GB_PER_S[self.pcie_gen] * 1e9 if self.pcie_gen else 0.0,
             ecc_capacity_loss_fraction=self.ecc.capacity_loss_fraction,
             ecc_default_on=self.ecc.default_on,
             gpudirect_rdma=self.gpudirect_rdma,
             host_cpu=self.host_cpu,
             gpus_per_node=self.node.gpus_per_node,
-            nic_bits_per_s=self.node.nic_gbit_per_s_per_gpu * 1e9,
+            nic_bits_per_s=(self.node.nic_gbit_per_s_per_gpu or 0.0) * 1e9,
             price_usd=self.price.usd if self.price else None,
             notes=tuple(self.notes),
         )

@@ -11,7 +11,7 @@ from rich.table import Table
 from rigplan.catalog.load import load_catalog
 from rigplan.catalog.views import gpu_show, model_show, models_list
 from rigplan.cli.common import echo_json, guarded
-from rigplan.units import format_count
+from rigplan.units import format_count, format_number
 
 
 def _catalog_option(func: Any) -> Any:
@@ -76,10 +76,11 @@ def gpus_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...])
         table.add_column(col, justify="left" if col in ("id", "kind", "link") else "right")
     for r in records:
         fp8, bf16 = r.dense_tflops.fp8, r.dense_tflops.bf16
-        half = f"{bf16:g}" if bf16 else f"- (fp16 {r.dense_tflops.half:g})"
-        table.add_row(r.id, f"{r.memory_gib:g} GiB", r.memory_kind, f"{r.memory_bandwidth_gb_per_s:g}",
-                      half, f"{fp8:g}" if fp8 else "-", f"{r.tdp_w:g}", r.link.kind,
-                      f"{r.link.bandwidth_gb_per_s_bidirectional:g}")
+        half = format_number(bf16) if bf16 else f"- (fp16 {format_number(r.dense_tflops.half)})"
+        table.add_row(r.id, f"{format_number(r.memory_gib)} GiB", r.memory_kind,
+                      format_number(r.memory_bandwidth_gb_per_s), half, format_number(fp8) if fp8 else "-",
+                      format_number(r.tdp_w) if r.tdp_w else "-", r.link.kind,
+                      format_number(r.link.bandwidth_gb_per_s_bidirectional))
     Console().print(table)
 
 
@@ -97,15 +98,23 @@ def gpus_show(catalog_dirs: tuple[str, ...], gpu_id: str, as_json: bool) -> None
     _print_record(data)
 
 
+UNPUBLISHED = frozenset({"tdp_w", "pcie_gen", "nic_gbit_per_s_per_gpu"})
+"""Fields a record must state, null where the vendor publishes no figure: shown as 'not published'."""
+
+
 def _print_record(data: dict[str, Any]) -> None:
     console = Console()
     for key, value in data.items():
+        if value is None and key in UNPUBLISHED:
+            console.print(f"{key}: not published")
+            continue
         if key == "sources":
             console.print("sources:")
             for src in value:
                 console.print(f"  - {src['title']}" + (f" <{src['url']}>" if src.get("url") else ""))
         elif isinstance(value, dict):
-            inner = ", ".join(f"{k}={v}" for k, v in value.items() if v is not None)
+            inner = ", ".join(f"{k}={'not published' if v is None else v}" for k, v in value.items()
+                              if v is not None or k in UNPUBLISHED)
             console.print(f"{key}: {inner}")
         elif isinstance(value, list) and value and isinstance(value[0], dict):
             console.print(f"{key}:")

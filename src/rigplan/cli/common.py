@@ -8,20 +8,31 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from pydantic import BaseModel, ValidationError
 
 from rigplan import i18n
 from rigplan.bounds import BOUND_ERROR_TYPE
 from rigplan.cli.language import error_line
 from rigplan.domain.frameworks import FRAMEWORK_NAMES
 from rigplan.errors import RigplanError
+from rigplan.flow.fields import validated
 from rigplan.flow.framework import PRESET_FIELDS
 
+if TYPE_CHECKING:  # pydantic is imported only when a request needs it (flow/fields.py)
+    from pydantic import BaseModel, ValidationError
+
 F = TypeVar("F", bound=Callable[..., Any])
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
+
+
+def _validation_error(err: BaseException) -> ValidationError | None:
+    """`err` when it is pydantic's ValidationError (pydantic is then loaded already), else None."""
+    pydantic_core = sys.modules.get("pydantic_core")
+    if pydantic_core is not None and isinstance(err, pydantic_core.ValidationError):
+        return err
+    return None
 
 
 def fail(message: str) -> None:
@@ -65,11 +76,17 @@ def check_output_path(path: str, flag: str, force: bool) -> None:
         fail(f"{flag} {path} is not a regular file")
 
 
-def build_request(model_cls: type[M], **values: Any) -> M:
+def build_request(model_cls: type[M] | str, **values: Any) -> Any:
+    """The validated request; a model given by its name in flow.request may be checked by the field
+    table without pydantic (flow/fields.py). Bad values: one line and exit status 2."""
+    given = {k: v for k, v in values.items() if v is not None}
     try:
-        return model_cls.model_validate({k: v for k, v in values.items() if v is not None})
-    except ValidationError as err:
-        fail(pydantic_message(err))
+        return validated(model_cls, given) if isinstance(model_cls, str) else model_cls.model_validate(given)
+    except Exception as err:
+        invalid = _validation_error(err)
+        if invalid is None:
+            raise
+        fail(pydantic_message(invalid))
         raise AssertionError("unreachable") from err
 
 
@@ -82,11 +99,14 @@ def guarded(func: F) -> F:
             return func(*args, **kwargs)
         except RigplanError as err:
             fail(str(err))
-        except ValidationError as err:
-            fail(pydantic_message(err))
         except OSError as err:  # a report or plot that cannot be written, a file that vanished
             where = f"{err.filename}: " if err.filename else ""
             fail(f"{where}{err.strerror or err}")
+        except Exception as err:
+            invalid = _validation_error(err)
+            if invalid is None:
+                raise
+            fail(pydantic_message(invalid))
         return None
 
     return wrapper  # type: ignore[return-value]
@@ -202,6 +222,10 @@ def overlap_option_list() -> list[Callable[[F], F]]:
                      help="TP all-gather/reduce-scatter overlapped with the GEMMs (Megatron --tp-comm-overlap, "
                           "Transformer Engine userbuffers; PyTorch async TP); needs --sequence-parallel. "
                           "Default off."),
+        click.option("--tp-async-backward/--no-tp-async-backward", default=None,
+                     help="TP backward collectives of the column-parallel linears run beside their backward "
+                          "GEMMs (Megatron-Core and Transformer Engine linears; Megatron-LM from late 2021). "
+                          "Default: on with --kernels fused, off with eager stacks."),
         click.option("--overlap-grad-reduce/--no-overlap-grad-reduce", default=None,
                      help="Gradient all-reduce/reduce-scatter overlapped with backward (PyTorch DDP/FSDP; "
                           "Megatron --overlap-grad-reduce). Default on."),
@@ -301,7 +325,9 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="torch.optim foreach path instead of a fused optimizer (its step allocates temporaries)."),
         click.option("--loss", type=click.Choice(["unfused", "fused", "chunked"]), default="unfused",
                      show_default=True, help="Cross-entropy implementation (logit buffers)."),
-        click.option("--dropout", is_flag=True, help="Dropout active (1-byte masks saved)."),
+        click.option("--dropout/--no-dropout", default=False,
+                     help="Hidden and attention dropout active (1-byte masks saved; Megatron-LM's default, off in "
+                          "Llama-style recipes)."),
         click.option("--kernels", type=click.Choice(["fused", "eager", "hf"]), default="fused", show_default=True,
                      help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan); "
                           "hf: Hugging Face transformers modules (fp32 norm copies)."),
@@ -310,10 +336,14 @@ def _job_options(func: F, *, preset: bool) -> F:
                      show_default=True,
                      help="sharded: each rank reads its shard; full: the whole checkpoint is materialised on "
                           "every rank before FSDP shards it (FSDP1 full-state-dict loads; sets the load peak)."),
-        click.option("--nf4-quantizer", type=click.Choice(["bitsandbytes", "torchao-unchunked"]),
+        click.option("--nf4-quantizer", type=click.Choice(["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]),
                      default="bitsandbytes", show_default=True,
-                     help="QLoRA: what quantizes the base on the GPU at load (torchao before chunking needs "
-                          "68 B per element of the largest linear)."),
+                     help="QLoRA: what quantizes and runs the 4-bit base (bitsandbytes-legacy: before 0.43.2, "
+                          "its 4-bit matmul also saves its input; torchao before chunking needs 68 B per element "
+                          "of the largest linear at load)."),
+        click.option("--kbit-fp32-upcast/--no-kbit-fp32-upcast", default=False,
+                     help="QLoRA through PEFT's prepare_model_for_kbit_training: embeddings, LM head and norms "
+                          "in fp32, and an fp32 residual stream."),
         click.option("--main-grads-fp32/--no-main-grads-fp32", default=False,
                      help="Megatron/NeMo fp32 main-grad buffer (gradients 4 B/param instead of 2)."),
         click.option("--ddp-grad-copy/--no-ddp-grad-copy", default=False,
@@ -327,6 +357,12 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,
                      help="NCCL NVLS buffers on NVSwitch nodes (NCCL 2.18-2.19 default): 1 GiB per 8-GPU "
                           "communicator."),
+        click.option("--expandable-segments/--no-expandable-segments", default=False,
+                     help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (torchtitan's and Unsloth's "
+                          "default): the caching allocator keeps far less reserved beyond the live tensors."),
+        click.option("--varying-lengths/--no-varying-lengths", default=False,
+                     help="Batches padded to their longest sample (unpacked data): shapes change from step to "
+                          "step and the caching allocator keeps more reserved."),
         *([framework_option()] if preset else []),
         click.option("--gpu", default="h100-sxm", show_default=True, envvar="RIGPLAN_GPU",
                      help="GPU id (rigplan gpus)."),

@@ -8,7 +8,16 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from rigplan.cli.common import build_request, echo_json, explicit_values, guarded, model_options, recipe_options
+from rigplan.cli.common import (
+    build_request,
+    check_option,
+    echo_json,
+    exit_for_check,
+    explicit_values,
+    guarded,
+    model_options,
+    recipe_options,
+)
 from rigplan.cost.money import format_usd
 from rigplan.flow.plan import compare
 from rigplan.flow.request import PlanRequest
@@ -41,10 +50,16 @@ def _cell(key: str, value: Any) -> str:
 @click.option("--kernels", type=click.Choice(["fused", "eager", "hf"]), default="fused", show_default=True)
 @click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@check_option("no option can run the job (each is INFEASIBLE)")
 @guarded
 def compare_command(model: str, options: tuple[str, ...], catalog_dirs: tuple[str, ...], as_json: bool,
-                    **kwargs: Any) -> None:
+                    check: bool, **kwargs: Any) -> None:
     """Compare concrete options (COUNTxGPU) for MODEL: speed, memory, cost, power; winner per row.
+
+    An option that cannot run the job (no layout fits in memory, no price ...) is marked INFEASIBLE with
+    the reason (JSON: `infeasible`, one entry per option, null when it can run).
+
+    Exit status: 0 with the report, 1 with --check when no option can run the job, 2 for bad input.
 
     \b
     Examples:
@@ -53,8 +68,10 @@ def compare_command(model: str, options: tuple[str, ...], catalog_dirs: tuple[st
     """
     request = build_request(PlanRequest, model=model, catalog=list(catalog_dirs), **explicit_values(kwargs))
     result = compare(request, list(options))
+    data = result.to_dict()
     if as_json:
-        echo_json(result.to_dict())
+        echo_json(data)
+        exit_for_check(check, all(data["infeasible"]))
         return
     table = Table(title=f"{model}: {kwargs['tokens']} tokens", title_justify="left")
     table.add_column("")
@@ -64,6 +81,7 @@ def compare_command(model: str, options: tuple[str, ...], catalog_dirs: tuple[st
     for row in result.rows:
         table.add_row(row["label"], *[_cell(row["key"], v) for v in row["values"]], row["winner"] or "")
     Console().print(table)
-    for option, best in zip(result.options, result.best, strict=True):
-        if best is None:
-            Console().print(f"[red]{option}: no layout fits this job in memory[/red]")
+    for option, reason in zip(data["options"], data["infeasible"], strict=True):
+        if reason:
+            Console().print(f"[red]INFEASIBLE[/red] {option}: {reason}")
+    exit_for_check(check, all(data["infeasible"]))

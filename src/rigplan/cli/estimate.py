@@ -17,7 +17,6 @@ from rigplan.cli.common import (
     model_options,
 )
 from rigplan.flow.estimate import estimate
-from rigplan.flow.request import EstimateRequest
 from rigplan.report.text import render_estimate
 
 
@@ -33,8 +32,8 @@ from rigplan.report.text import render_estimate
               help="Host power per GPU under load (CPUs, NICs, fans; DGX H100 runs 6.5-8.5 kW with 5.6 kW of GPUs).")
 @click.option("--storage", type=click.Choice(["auto", "nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"]),
               default="auto", show_default=True,
-              help="Checkpoint storage (sets checkpoint write time); auto: node-local NVMe on one node, shared "
-                   "ceph-4 beyond (a checkpoint on a failed node's disk is lost with it).")
+              help="Checkpoint storage (sets checkpoint write time); auto: node-local NVMe on one host (up to 8 "
+                   "GPUs), shared ceph-4 beyond (a checkpoint on a failed node's disk is lost with it).")
 @click.option("--restart-s", type=float, help="Seconds to restart after an interruption (default 600).")
 @click.option("--preemptions-per-node-month", type=float, default=0.0, show_default=True,
               help="Reclaims of rented capacity per node and month (spot/community; AWS's top band is >0.2).")
@@ -55,7 +54,7 @@ def estimate_command(model: str | None, as_json: bool, check: bool, **kwargs: An
       rigplan estimate gpt-3-175b --gpu a100-80gb-sxm --gpus 1024 --tp 8 --pp 8 --global-batch 1536 --recompute full
       rigplan estimate llama-3.1-70b --gpu h100-sxm --gpus 512 --tp 8 --pp 4 --vpp 5 --tokens 1T --precision fp8
     """
-    request = build_request(EstimateRequest, model=model, **job_values(kwargs))
+    request = build_request("EstimateRequest", model=model, **job_values(kwargs))
     data = estimate(request).to_dict()
     if as_json:
         echo_json(data)

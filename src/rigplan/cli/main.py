@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import sys
 
@@ -57,12 +58,26 @@ SUMMARIES: dict[str, str] = {
 importing them (tests/cli/test_lazy_help.py holds it equal to each command's own help)."""
 
 
+MEASURING = frozenset({"probe", "check"})
+"""Commands that time this machine's kernels (torch): they keep the BLAS threads the user's environment gives."""
+
+
+def one_blas_thread(command: str) -> None:
+    """Start numpy's OpenBLAS with one thread unless the user chose a count: rigplan's estimators are element-wise
+    numpy (no BLAS call), and OpenBLAS starting a thread per core at import is a third of numpy's import time
+    (CPU time of `python -c 'import numpy'` on a 2-core machine: 111 ms, 73 ms with OPENBLAS_NUM_THREADS=1;
+    benchmarks/cli_startup.py). Set before the command's module imports numpy."""
+    if command not in MEASURING and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*COMMANDS, *(name for name in super().list_commands(ctx) if name not in COMMANDS)]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in COMMANDS:
+            one_blas_thread(cmd_name)
             module, attr = COMMANDS[cmd_name]
             command: click.Command = getattr(importlib.import_module(module), attr)
             return command

@@ -17,7 +17,6 @@ from rigplan.cli.common import (
     job_values,
     model_options,
 )
-from rigplan.flow.request import MemoryRequest
 from rigplan.report.text import render_memory
 
 
@@ -45,7 +44,7 @@ def memory_command(model: str | None, as_json: bool, check: bool, **kwargs: Any)
       rigplan memory llama-3.1-70b --gpus 64 --tp 8 --pp 2 --zero 1 --recompute selective
       rigplan memory llama-3.1-8b --gpu rtx-4090 --method qlora --seq 2048 --find-max
     """
-    request = build_request(MemoryRequest, model=model, **job_values(kwargs))
+    request = build_request("MemoryRequest", model=model, **job_values(kwargs))
     result = api.memory(request)
     data = result.to_dict()
     if as_json:

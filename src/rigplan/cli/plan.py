@@ -36,6 +36,8 @@ from rigplan.units import format_bytes, format_duration
 
 def _render(data: dict[str, Any], currency: str) -> None:
     console = Console()
+    if data["infeasible"]:
+        console.print(f"[red]INFEASIBLE[/red]: {data['infeasible']}")
 
     def money(usd: float) -> str:
         return format_cny(usd * data["cny_per_usd"]) if currency == "cny" else format_usd(usd)
@@ -56,13 +58,17 @@ def _render(data: dict[str, Any], currency: str) -> None:
             table.add_row(f"{c['gpus']} x {c['gpu']}", where, layout, format_duration(c["wall_time_s"]),
                           money(c["cost_usd"]), f"{100 * (c['mfu'] or 0):.0f}%",
                           format_bytes(c["memory"]["total_bytes"])
-                          + (" (borderline)" if c["memory"]["borderline"] else ""),
+                          + (" (over, within uncertainty)" if c["over_limit"]
+                             else " (borderline)" if c["memory"]["borderline"] else ""),
                           "; ".join(c["reasons"]))
         console.print(table)
     stats = data["stats"]
     reasons = ", ".join(f"{k} {v:,}" for k, v in stats["infeasible_by_reason"].items())
     console.print(f"{stats['evaluated']:,} layouts evaluated, {stats['feasible']:,} fit in memory, "
                   f"{stats['eligible']} priced options within the limits ({reasons}); {stats['elapsed_s']:.2f} s")
+    if stats.get("kept_over_limit"):
+        console.print(f"{stats['kept_over_limit']} layouts kept that need more memory than the GPU has by less than "
+                      "rigplan's memory uncertainty (marked; ranked after the options that fit)")
     if data["ranked"]:
         console.print(f"reproduce the first: [bold]{data['ranked'][0]['estimate_command']}[/bold]")
     for note in data["assumptions"]:
@@ -89,7 +95,8 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
 @click.option("--gpus-exact", "gpu_counts", multiple=True, type=int,
               help="Exact GPU count to plan for (repeatable) instead of every node count up to --gpus-max.")
 @click.option("--cluster", help="The cluster you have: NODESxGPUS[:GPU], e.g. 6x8 or 6x8:h100-sxm; plans for "
-                                "exactly that many GPUs in nodes of that size.")
+                                "exactly that many GPUs in nodes of that size, and prices owning them as this job's "
+                                "share (--onprem-basis amortized) unless you give --onprem-basis.")
 @click.option("--interruptible", is_flag=True,
               help="Also price spot, community and serverless offers for large multi-week jobs.")
 @click.option("--server", help="Server build (rigplan servers) to plan on: its GPU, price and power.")
@@ -150,6 +157,9 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
         counts, kwargs["gpus_per_node"] = [nodes * per_node], per_node
         if cluster_gpu:
             gpus = [cluster_gpu]
+        ctx = click.get_current_context()
+        if ctx.get_parameter_source("onprem_basis") is click.core.ParameterSource.DEFAULT:
+            kwargs["onprem_basis"] = "amortized"  # the cluster is had, not bought for this job
     request = build_request(PlanRequest, model=model, gpu=gpus, catalog=list(catalog_dirs), mode=mode,
                             gpu_counts=counts,
                             **explicit_values(kwargs))

@@ -12,6 +12,7 @@ from rich.table import Table
 from rigplan.cli.common import echo_json, guarded
 from rigplan.servers.listing import CATEGORIES, server_records, server_row, server_show
 from rigplan.servers.schema import ServerRecord
+from rigplan.units import format_number
 
 
 def _row(record: ServerRecord, summary: dict[str, Any]) -> list[str]:
@@ -20,8 +21,8 @@ def _row(record: ServerRecord, summary: dict[str, Any]) -> list[str]:
     cpu = record.cpu.model.removeprefix("AMD ").removeprefix("Intel ").removeprefix("Ryzen ")
     return [
         record.id, record.category, f"{nodes}{record.gpus.count}x {record.gpus.id}", f"{record.cpu.count}x {cpu}",
-        f"{record.memory.ram_gib:g}G" if record.memory else "-",
-        f"{psu.count}x{psu.watts_each:g}W {psu.redundancy}" if psu else "-",
+        f"{format_number(record.memory.ram_gib)}G" if record.memory else "-",
+        f"{psu.count}x{format_number(psu.watts_each)}W {psu.redundancy}" if psu else "-",
         f"{summary['load_w_per_node'] / 1000:.1f}" + ("" if summary["load_source"] == "vendor maximum" else "*"),
     ]
 

@@ -16,6 +16,7 @@ from rigplan.cost.money import Money
 from rigplan.cost.scenarios import SEED_GPU_ID, SeedScenario, seed_scenario
 from rigplan.cost.tco import TcoRequest, TcoResult, build_scenario, compare, select_offers, with_build
 from rigplan.errors import InvalidSpec
+from rigplan.units import format_number
 
 
 def _months(value: float) -> str:
@@ -45,23 +46,23 @@ def render_tco(result: TcoResult, console: Console) -> None:
     if own is None or s is None:
         _render_notes(result, console)
         return
-    console.print(f"[bold]Own[/bold] ({own.years:g} y, {own.utilisation:.0%} utilisation)")
+    console.print(f"[bold]Own[/bold] ({format_number(own.years)} y, {own.utilisation:.0%} utilisation)")
     console.print(f"  capex: GPUs {m.amount(own.capex_gpus_usd)} + server share {m.amount(own.capex_server_usd)} "
                   f"+ fabric {m.amount(own.capex_fabric_usd)} = {m.amount(own.capex_usd)}")
-    console.print(f"  residual credit after {own.years:g} y ({s.residual_fraction:.0%}): "
+    console.print(f"  residual credit after {format_number(own.years)} y ({s.residual_fraction:.0%}): "
                   f"-{m.amount(own.residual_credit_usd)}")
     price = (f"{m.rate(own.busy_usd_per_kwh, 3)}/kWh busy, {m.rate(own.mean_usd_per_kwh, 3)}/kWh mean"
              if s.tariff else f"{m.rate(s.usd_per_kwh, 3)}/kWh")
     console.print(f"  per year: power {m.amount(own.power_usd_per_year)} ({own.energy_kwh_per_year:,.0f} kWh at "
-                  f"PUE {s.pue:g}, {price}) + colocation {m.amount(own.colo_usd_per_year)} + licence "
+                  f"PUE {format_number(s.pue)}, {price}) + colocation {m.amount(own.colo_usd_per_year)} + licence "
                   f"{m.amount(own.licence_usd_per_year)} + staff {m.amount(own.staff_usd_per_year)} "
                   f"+ capital {m.amount(own.financing_usd_per_year)} ({s.capital_rate:.1%}) "
                   f"= {m.amount(own.opex_usd_per_year)}")
-    console.print(f"  total over {own.years:g} y: {m.amount(own.lifetime_usd)} = "
+    console.print(f"  total over {format_number(own.years)} y: {m.amount(own.lifetime_usd)} = "
                   f"[bold]{m.rate(own.usd_per_useful_gpu_hour)} per useful GPU-hour[/bold]; "
                   f"this job's share: {m.amount(result.onprem_job_usd)}")
     console.print(f"  facility: {own.it_kw_peak:,.1f} kW peak IT load, {own.heat_btu_per_h_peak:,.0f} BTU/h, "
-                  f"{own.airflow_cfm_peak:,.0f} CFM at ΔT {own.delta_t_f:g} °F")
+                  f"{own.airflow_cfm_peak:,.0f} CFM at ΔT {format_number(own.delta_t_f)} °F")
     if result.breakevens:
         table = Table(title=f"Break-even at {s.utilisation:.0%} utilisation", title_justify="left", show_edge=False)
         for name in ("provider", "per GPU-h", "cheaper", "pays back after", "busy h/GPU", "own wins from"):

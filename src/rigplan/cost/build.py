@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rigplan.catalog.load import Catalog
 from rigplan.catalog.schema import as_of_text
 from rigplan.cost.money import CNY_PER_USD_DEFAULT
+from rigplan.servers.power import gpu_power_w
 from rigplan.servers.schema import ServerRecord
 
 
@@ -30,7 +31,7 @@ def build_costs(build: ServerRecord, catalog: Catalog, cny_per_usd: float = CNY_
     """
     gpu = catalog.gpu(build.gpus.id)
     count = build.gpus.count
-    board_w = build.gpus.power_w or gpu.tdp_w
+    board_w = gpu_power_w(build, gpu.tdp_w)
     notes: list[str] = []
     host_w = None
     if build.max_power_w:

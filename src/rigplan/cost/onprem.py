@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from rigplan.catalog.schema import GpuRecord
 from rigplan.cost.power import HOURS_PER_YEAR, TimeOfUseTariff, airflow_cfm, heat_btu_per_h
 from rigplan.errors import InvalidSpec
 
-FloatOrArray = float | npt.NDArray[np.float64]
+FloatOrArray: TypeAlias = "float | npt.NDArray[np.float64]"
 
 # Defaults, each with its source (hardware-facts.md = shared/reference/hardware-facts.md, compiled 2026-12-02).
 SERVER_SHARE_FRACTION_DEFAULT = 0.5
@@ -128,7 +130,11 @@ def scenario_for_gpu(record: GpuRecord, **overrides: Any) -> OnPremScenario:
         if record.price is None:
             raise InvalidSpec(f"gpu '{record.id}' has no purchase price in the catalog; pass --gpu-price")
         values["gpu_price_usd"] = record.price.usd
-    values.setdefault("gpu_tdp_w", record.tdp_w)
+    if "gpu_tdp_w" not in values:
+        if record.tdp_w is None:
+            raise InvalidSpec(f"{record.name} has no published power figure, so owning it (energy, colocation) "
+                              "cannot be priced; rent it instead")
+        values["gpu_tdp_w"] = record.tdp_w
     return OnPremScenario.model_validate(values)
 
 
@@ -252,7 +258,7 @@ class BuyUseSell:
     fixed_usd: float
     """Host power, colocation, licence and staff over the job's months."""
     financing_usd: float
-    """Interest on the capex over the job: capex × ((1 + i)^t − 1)."""
+    """Cost of capital over the job, as the period view counts it (`financing_usd` over t years)."""
     total_usd: float
 
     def to_dict(self) -> dict[str, Any]:
@@ -261,8 +267,11 @@ class BuyUseSell:
 
 def buy_use_sell(s: OnPremScenario, num_gpus: int, hours: float) -> BuyUseSell:
     """total = N·[capex − resale(t) + TDP·PUE·p_busy·H + t·(host power + colo + licence + staff_gpu)
-    + capex·((1+i)^t − 1)] + t·staff_cluster, t = H / 8760 years; the GPUs are busy all H hours.
-    Leaves out what `usd_per_useful_gpu_hour` leaves out, plus selling costs and the time to sell."""
+    + financing(capex, resale(t), i, t)] + t·staff_cluster, t = H / 8760 years; the GPUs are busy all
+    H hours. Financing is the annuity of `financing_usd` over the job's t years (capex·i for one year), so
+    a job as long as the period costs what the period view costs at 100% utilisation; past the period the
+    resale stays at the residual. Leaves out what `usd_per_useful_gpu_hour` leaves out, plus selling costs
+    and the time to sell."""
     if num_gpus < 1 or hours < 0:
         raise InvalidSpec("buy-use-sell needs at least one GPU and non-negative hours")
     unit = unit_costs(s)
@@ -273,7 +282,7 @@ def buy_use_sell(s: OnPremScenario, num_gpus: int, hours: float) -> BuyUseSell:
     energy = unit.energy_usd_per_busy_hour * hours
     host_power = s.host_w_per_gpu * s.pue * hours / 1000 * unit.mean_usd_per_kwh
     fixed = host_power + years * (unit.colo_usd_per_year + unit.licence_usd_per_year + unit.staff_usd_per_year)
-    financing = unit.capex_usd * ((1 + s.capital_rate) ** years - 1)
+    financing = financing_usd(unit.capex_usd, resale, s.capital_rate, years) if years > 0 else 0.0
     total = n * (unit.capex_usd - resale + energy + fixed + financing) + years * s.staff_usd_per_year
     return BuyUseSell(num_gpus=num_gpus, hours=hours, resale_fraction=resale_fraction, capex_usd=n * unit.capex_usd,
                       resale_usd=n * resale, energy_usd=n * energy, fixed_usd=n * fixed + years * s.staff_usd_per_year,

@@ -129,7 +129,7 @@ def seed_scenario(record: GpuRecord, corrected: OnPremScenario, num_gpus: int = 
     """The article's example, then moved one group of inputs at a time to `corrected` (normally the
     catalog price of `record` and rigplan's defaults), each step priced per useful GPU-hour and
     compared with the article's $6.5/h; finally the corrected scenario against current offers."""
-    base = seed_article_scenario(record.tdp_w)
+    base = seed_article_scenario(corrected.gpu_tdp_w)
     gpu_price = corrected.gpu_price_usd
     price_note = f"{record.price.kind}, {as_of_text(record.price.as_of)}" if record.price else "given"
     u_hours = corrected.utilisation * HOURS_PER_YEAR
@@ -141,7 +141,8 @@ def seed_scenario(record: GpuRecord, corrected: OnPremScenario, num_gpus: int = 
         ("+ server share and network fabric (chassis, CPUs, RAM, NICs, storage, switches)",
          _fields(corrected, "server_share_fraction", "server_share_usd_per_gpu", "fabric_fraction",
                  "fabric_usd_per_gpu")),
-        (f"+ power: {record.tdp_w:g} W GPU when busy + {corrected.host_w_per_gpu:g} W host, PUE {corrected.pue:g}, "
+        (f"+ power: {corrected.gpu_tdp_w:g} W GPU when busy + {corrected.host_w_per_gpu:g} W host, "
+         f"PUE {corrected.pue:g}, "
          + ("time-of-use tariff" if corrected.tariff else f"${corrected.usd_per_kwh:g}/kWh"),
          _fields(corrected, "gpu_tdp_w", "host_w_per_gpu", "pue", "usd_per_kwh", "tariff")),
         (f"{corrected.utilisation:.0%} utilisation ({u_hours:,.0f} h/yr) instead of 2,000 h/yr (23%)",
@@ -174,7 +175,7 @@ def seed_scenario(record: GpuRecord, corrected: OnPremScenario, num_gpus: int = 
                         current.model_copy(update={"licence_usd_per_gpu_year": nvaie}))
     offers = (SEED_OFFER, *offers_for(record))
     return SeedScenario(
-        gpu_id=record.id, article=seed_article(record.tdp_w), steps=tuple(steps), optional_licence_step=optional,
+        gpu_id=record.id, article=seed_article(corrected.gpu_tdp_w), steps=tuple(steps), optional_licence_step=optional,
         current_offers=tuple(breakeven(current, o, num_gpus) for o in offers),
         left_out=(
             "spares, repairs and support contracts; GPU failures and the downtime they cause",

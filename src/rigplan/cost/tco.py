@@ -157,7 +157,7 @@ class TcoResult:
     assumptions: tuple[str, ...]
     verdict: str
     buy_use_sell: BuyUseSell | None = None
-    """Buy, run this job, sell at the resale value then (a job shorter than the period)."""
+    """Buy, run this job, sell at the resale value then (a job given in --hours or --months)."""
     job_verdict: str = ""
     requested_gpus: int = 0
     """The GPUs asked for (--gpus): shown even when neither side can be priced."""
@@ -239,8 +239,9 @@ def job_verdict(result_cloud: tuple[CloudJobCost, ...], bus: BuyUseSell, money: 
 def compare(request: TcoRequest, record: GpuRecord, offers: list[CloudOffer]) -> TcoResult:
     """Price the job in the cloud (each offer) and on owned hardware, with break-even per offer.
 
-    A GPU without a purchase price (and no --gpu-price) gets the rental side only. A job shorter
-    than the ownership period also gets the buy-use-sell view (onprem.buy_use_sell)."""
+    A GPU without a purchase price (and no --gpu-price) gets the rental side only. A job given in
+    hours or months also gets the buy-use-sell view (onprem.buy_use_sell): bought for the job, busy
+    throughout, sold at its resale value then (the residual, once the job reaches the period)."""
     money = request.money
     n = request.gpus
     hours, basis = _job_hours(request)
@@ -272,9 +273,14 @@ def compare(request: TcoRequest, record: GpuRecord, offers: list[CloudOffer]) ->
     label = f"{n} x {record.name}"
     bus = None
     jv = ""
-    if (request.hours is not None or request.months is not None) and hours < scenario.owned_hours:
+    if (request.hours is not None or request.months is not None) and hours > 0:
         bus = buy_use_sell(scenario, n, hours)
         jv = job_verdict(cloud, bus, money, hours / HOURS_PER_MONTH)
+        busy_share = hours / scenario.owned_hours
+        if busy_share > scenario.utilisation:
+            assumptions += (f"this job alone keeps the GPUs busy {min(busy_share, 1.0):.0%} of the "
+                            f"{scenario.depreciation_years:g}-year period, more than the {scenario.utilisation:.0%} "
+                            "utilisation the per-hour cost assumes: its own cost of owning is the buy-and-sell line",)
     return TcoResult(
         gpu=record, money=money, scenario=scenario, job_hours=hours, job_basis=basis, cloud=cloud, onprem=tco_own,
         onprem_job_usd=float(onprem_cost_usd(n, hours, scenario)), breakevens=breakevens, by_utilisation=by_u,

@@ -8,13 +8,18 @@ documentation states it (the source sits next to each value). Explicit flags alw
 Each setting names request fields (JobSpec / PlanRequest field names, which are the `rigplan memory`
 flags without dashes), their values, the source, and when the default holds (`when`): 'always',
 'bf16_or_fp8' (bf16 or fp8 recipes), 'fp8', 'mixed' (fp32 master weights with bf16/fp16 compute),
-'tp>1', 'zero<3' (replicated or ZeRO-1/2 data parallelism, not FSDP). A setting is applied as a
+'tp>1', 'zero<3' (replicated or ZeRO-1/2 data parallelism, not FSDP), 'qlora' (a QLoRA job),
+'mixed_or_qlora'. A setting is applied as a
 whole or not at all (recompute and its granularity together).
 
 Left out on purpose (not a framework default): NCCL's NVLS buffers (an NCCL version and system
 property, --nvls-buffers), the precision of a mixed-precision run (every stack here runs bf16 when
 asked; rigplan's default bf16-mixed stands, except torchtune, whose recipes train in pure bf16), the
 optimizer (AdamW everywhere; 8-bit optimizers are a recipe choice), the parallel degrees themselves.
+The CUDA allocator's expandable segments are set where a framework sets PYTORCH_CUDA_ALLOC_CONF itself
+(torchtitan's launch script, Unsloth's and torchtune's package import); Megatron-LM, NeMo 2.0 /
+Megatron-Bridge (its PerfEnvPlugin sets no allocator option; Megatron-Core refuses expandable segments
+with nccl_ub), accelerate/Trainer and DeepSpeed leave the default caching allocator.
 FSDP2's fp32 sharded gradients (it casts each reduce-scattered gradient to the sharded fp32
 parameter's dtype) need no switch: fp32 sharded parameter + fp32 gradient + moments is 16 B/param,
 the total rigplan's bf16-mixed already counts (2 + 2 + 4 + 8); Megatron's main-grad buffer is on top
@@ -28,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Condition = Literal["always", "bf16_or_fp8", "fp8", "mixed", "tp>1", "zero<3"]
+Condition = Literal["always", "bf16_or_fp8", "fp8", "mixed", "tp>1", "zero<3", "qlora", "mixed_or_qlora"]
 FrameworkName = Literal["megatron", "nemo", "torchtitan", "fsdp", "deepspeed", "hf", "unsloth", "torchtune"]
 """The preset names (the keys of FRAMEWORK_PRESETS, spelled out for the request schemas)."""
 
@@ -69,9 +74,13 @@ def _shown(value: object) -> str:
     return str(value)
 
 
-def condition_holds(when: Condition, *, precision: str, tp: int, zero: int = 0) -> bool:
-    """Whether a setting's default applies to a job of this precision recipe, tensor-parallel degree and
-    ZeRO stage."""
+def condition_holds(when: Condition, *, precision: str, tp: int, zero: int = 0, method: str = "full") -> bool:
+    """Whether a setting's default applies to a job of this precision recipe, tensor-parallel degree,
+    ZeRO stage and method."""
+    if when == "qlora":
+        return method == "qlora"
+    if when == "mixed_or_qlora":
+        return method == "qlora" or precision in ("bf16-mixed", "fp16-mixed")
     if when == "bf16_or_fp8":
         return precision in ("bf16-mixed", "bf16-true", "fp8")
     if when == "fp8":
@@ -115,6 +124,9 @@ _MEGATRON_CORE: tuple[PresetSetting, ...] = (
        "data-parallel reduction runs on the fp32 main grads", "bf16_or_fp8", grad_reduce_dtype="fp32"),
     _s("TransformerEngine context-parallel attention (cp_comm_type p2p): the ring K/V exchange runs under the "
        "attention of the current block", cp_comm_overlap=True),
+    _s("megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication (and Transformer "
+       "Engine's linears): the column-parallel input-gradient all-reduce / reduce-scatter runs beside the "
+       "weight-gradient GEMM, the re-gathered input beside the input-gradient GEMM", tp_async_backward=True),
 )
 _MEGATRON_LM_OVERLAP = (
     _s(f"{_MCORE_ARGS}: --tp-comm-overlap is a store_true flag, off unless given", tp_comm_overlap=False),
@@ -134,9 +146,12 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             *_MEGATRON_CORE,
             _s(f"{_MCORE_ARGS}: --use-distributed-optimizer is off by default (pass --zero 1 for it: the "
                "optimizer states sharded over dp, ZeRO-1)", zero=0),
+            _s(f"{_MCORE_ARGS} _add_regularization_args: --attention-dropout and --hidden-dropout default to 0.1 "
+               "(Llama-style launch scripts pass 0.0: --no-dropout)", dropout=True),
             *_MEGATRON_LM_OVERLAP,
         ),
-        note="sequence parallelism, tp/pp/vpp and --use-distributed-optimizer (--zero 1) as you launch them"),
+        note="sequence parallelism, tp/pp/vpp and --use-distributed-optimizer (--zero 1) as you launch them; "
+             "--no-dropout when your script passes --attention-dropout 0 --hidden-dropout 0"),
     FrameworkPreset(
         name="nemo", title="NVIDIA NeMo (Megatron-Core underneath)", settings=(
             *_MEGATRON_CORE,
@@ -170,6 +185,8 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                "MixedPrecisionPolicy reduce_dtype)", "mixed", grad_reduce_dtype="fp32"),
             _s("torchtitan/config/job_config.py Parallelism.enable_async_tensor_parallel defaults to False",
                tp_comm_overlap=False),
+            _s("torch.distributed.tensor.parallel (DTensor): each tensor-parallel collective runs in line in the "
+               "autograd graph", tp_async_backward=False),
             _s("torchtitan context_parallel: ring attention overlaps the K/V exchange", cp_comm_overlap=True),
             _s("torchtitan/config/job_config.py Float8.recipe_name None: torchao tensorwise dynamic scaling",
                "fp8", fp8_recipe="current"),
@@ -182,6 +199,8 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                recompute="full", recompute_every=2),
             _s("torchtitan trains in fp32 master weights with bf16 FSDP2 MixedPrecisionPolicy, not autocast",
                autocast=False),
+            _s("torchtitan run_train.sh launches torchrun with PYTORCH_ALLOC_CONF=\"expandable_segments:True\" "
+               "(PYTORCH_CUDA_ALLOC_CONF in its run_llama_train.sh of 2024-25)", expandable_segments=True),
         ),
         note="its shipped llama3 8B/70B configs choose selective_ac_option 'op' and the 405B one 'full': "
              "pass --recompute op / full as your TOML says"),
@@ -225,8 +244,11 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                attention_kernel="sdpa"),
             _s("transformers/loss/loss_utils.py ForCausalLMLoss: logits.float() before cross-entropy",
                loss="unfused"),
-            _s("transformers training_args.py bf16=True: accelerate wraps the forward in torch.autocast over "
-               "fp32 weights", "mixed", autocast=True),
+            _s("transformers training_args.py bf16=True: accelerate wraps the forward in torch.autocast, over "
+               "fp32 weights (and, for QLoRA, over the weights PEFT cast to fp32)", "mixed_or_qlora", autocast=True),
+            _s("peft/utils/other.py prepare_model_for_kbit_training (TRL's SFTTrainer calls it for a 4-bit model): "
+               "'cast all non INT8 parameters to fp32', so embeddings, LM head and norms are fp32", "qlora",
+               kbit_fp32_upcast=True),
             _s("transformers training_args.py: default_optim 'adamw_torch' (torch.optim.AdamW, foreach on CUDA); "
                "with torch >= 2.8 it becomes 'adamw_torch_fused' (pass --no-optimizer-foreach)",
                optimizer_foreach=True),
@@ -253,6 +275,9 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                recompute="full", activation_offload=True),
             _s("unsloth loads the base in bf16/4-bit and trains without autocast or torch.compile",
                autocast=False, compile=False),
+            _s("unsloth/__init__.py sets PYTORCH_CUDA_ALLOC_CONF=\"expandable_segments:True,roundup_power2_divisions:"
+               "[32:256,64:128,256:64,>:32]\" (PYTORCH_ALLOC_CONF expandable_segments:True with torch >= 2.9) unless "
+               "the user set one", expandable_segments=True),
         ),
         note="the optimizer (its notebooks choose adamw_8bit: --optimizer adamw-8bit) and --method lora/qlora"),
     FrameworkPreset(
@@ -265,6 +290,10 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             _s("torchtune recipes/configs: enable_activation_checkpointing True", recompute="full"),
             _s("torchtune recipes/configs: optimizer torch.optim.AdamW with fused: True", optimizer_foreach=False),
             _s("torchtune recipes/configs: compile False", compile=False, autocast=False),
+            _s("torchtune sets expandable_segments:True for the CUDA allocator by default since 2025 "
+               "(pytorch/torchtune PR #2881: 'the way torchtune by default sets expandable_segments to True'); its "
+               "2024 releases did not (issue #1185 measured the default allocator; PR #1309 left open)",
+               expandable_segments=True),
         ),
         note="enable_activation_offloading and optimizer_in_bwd as your config sets them"),
 )

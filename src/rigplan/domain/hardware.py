@@ -38,13 +38,14 @@ class Gpu:
     peak_flop_per_s: dict[str, float]
     """Dense tensor peak per precision; bf16/fp16 are with fp32 accumulate."""
     tdp_w: float
-    """Design power: the datasheet peaks hold at this power."""
+    """Design power: the datasheet peaks hold at this power. 0 where the vendor publishes none (Cloud TPUs,
+    a calibrated device): energy is then not estimated."""
     power_limit_w: float | None = None
     """Configured board power limit when below the TDP (e.g. 500 W-capped H100s); None = TDP."""
     form_factor: str
     link: Link
     host_bus_bytes_per_s: float
-    """Achievable host<->device copy rate over PCIe x16, one direction (not the line rate)."""
+    """Achievable host<->device copy rate over PCIe x16, one direction (not the line rate); 0 if unknown."""
     ecc_capacity_loss_fraction: float
     """Fraction of capacity lost when ECC is turned on (1/16 on GDDR, 0 on HBM)."""
     ecc_default_on: bool
@@ -54,7 +55,7 @@ class Gpu:
     """CPU family issuing the GPU's work: 'x86' or 'grace' (sets the host time per op, estimate.moe)."""
     gpus_per_node: int = 8
     nic_bits_per_s: float = 0.0
-    """Scale-out bandwidth per GPU (one direction), in bits/s, for the default node."""
+    """Scale-out bandwidth per GPU (one direction), in bits/s, for the default node; 0 when none is known."""
     price_usd: float | None = None
     notes: tuple[str, ...] = field(default=())
 

@@ -17,7 +17,7 @@ Offload = Literal["none", "optimizer", "all"]
 LossImpl = Literal["unfused", "fused", "chunked"]
 KernelStack = Literal["fused", "eager", "hf"]
 CheckpointLoad = Literal["sharded", "full"]
-Nf4Quantizer = Literal["bitsandbytes", "torchao-unchunked"]
+Nf4Quantizer = Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]
 Fp8Recipe = Literal["delayed", "current", "mxfp8"]
 AttentionKernel = Literal["fa2", "fa3", "cudnn", "triton", "sdpa"]
 GradReduceDtype = Literal["fp32", "bf16"]
@@ -87,8 +87,13 @@ class Job:
     Megatron dist-ckpt, single-GPU loads) or 'full' (the whole checkpoint is materialised on every rank
     before FSDP shards it: FSDP1 full-state-dict loads, lit-gpt 2023, torchtune 2024-04)."""
     nf4_quantizer: Nf4Quantizer = "bitsandbytes"
-    """QLoRA: what quantizes the base at load, which sets the load peak (estimate/setup_peaks.py):
-    bitsandbytes' CUDA kernel, or torchao's NF4Tensor before it quantized in chunks (torchtune, 2024-H1)."""
+    """QLoRA: what stores and quantizes the base: bitsandbytes' CUDA kernel (its load peak,
+    estimate/setup_peaks.py); 'bitsandbytes-legacy', bitsandbytes before 0.43.2, whose 4-bit matmul also
+    saves its input for backward (estimate/activations.py); or torchao's NF4Tensor before it quantized in
+    chunks (torchtune, 2024-H1)."""
+    kbit_fp32_upcast: bool = False
+    """QLoRA through PEFT's prepare_model_for_kbit_training: every weight that is not 4-bit (embeddings,
+    LM head, norms) is cast to fp32, so the residual stream is fp32 too (estimate/states.py, activations.py)."""
     main_grads_fp32: bool = False
     """Megatron/NeMo: gradients accumulate in an fp32 main-grad buffer (4 B/param, not 2)."""
     ddp_grad_copy: bool = False
@@ -101,6 +106,13 @@ class Job:
     """Megatron-Core/TE fused SwiGLU: 3f saved per token instead of 4f."""
     nvls_buffers: bool = False
     """NCCL NVLS buffers on NVSwitch systems (on by default in NCCL 2.18-2.19): 1 GiB per 8-GPU communicator."""
+    expandable_segments: bool = False
+    """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows one segment per pool
+    instead of taking a new one per large request (estimate.allocator)."""
+    varying_lengths: bool = False
+    """Batches are padded to their longest sample, so tensor shapes change from step to step (unpacked
+    instruction data); False: packed or fixed-length batches. Sets how much the caching allocator keeps
+    reserved beyond the live tensors (estimate.allocator)."""
     global_batch: int = 0
     """Sequences per optimizer step; 0 means micro_batch x dp (no accumulation)."""
     tokens: float = 0.0
@@ -117,6 +129,10 @@ class Job:
     """Tensor-parallel all-gather/reduce-scatter split into chunks and overlapped with the GEMMs that
     use or produce them (Megatron --tp-comm-overlap with Transformer Engine userbuffers, PyTorch async
     TP); needs sequence parallelism (estimate.overlap)."""
+    tp_async_backward: bool | None = None
+    """Tensor-parallel backward collectives of the column-parallel linears issued asynchronously beside
+    their backward GEMMs (Megatron-Core / Transformer Engine linears, estimate.tensor_parallel). None = on
+    for the fused (Megatron/TE) kernel stack, off for eager PyTorch (DTensor) stacks."""
     overlap_grad_reduce: bool = True
     """Data-parallel gradient all-reduce/reduce-scatter issued bucket by bucket during backward (PyTorch
     DDP and FSDP always; Megatron --overlap-grad-reduce, off by default there)."""

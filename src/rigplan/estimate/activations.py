@@ -20,8 +20,22 @@ and splits the rest by t; with sequence parallelism everything is split by t (pa
 Context parallelism splits every per-token tensor by cp. Selective recompute drops the
 attention-core terms; full recompute keeps only each layer's input.
 
-            replicated_under_tp=p * 2 * h + mask + router_probs + permutation
-            + (hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0),
+The norm inputs are the residual stream, in r bytes (residual_bytes: 4 under torch.autocast over fp32
+weights and under PEFT's k-bit preparation, else p), as is the layer input full recompute keeps.
+
+LoRA/QLoRA use the full-training set. PyTorch does not save a frozen linear's input (autograd saves
+mm's mat1 only when the weight needs a gradient), so that set holds p·(h_qkv_in + q_w + h_fc1_in +
+f) per token that a frozen base does not; but lit-gpt's bf16 LoRA runs (2023 resource tables,
+micro-batch 1/2/4 rows: the slope per sequence) hold 44.5·h, 33.7·h and 32.5·h bytes per token and
+layer on Llama 2 7B, phi-1.5 and StableLM 3B, at or above the full-training set's 37.5·h, 32·h, 32·h
+and well above a replica of lit-gpt's frozen blocks measured with saved_tensors_hooks (36.3·h, 26.2·h,
+26.2·h), for a reason not identified, so the set is kept. bitsandbytes before 0.43.2 (MatMul4Bit
+saved (A, B) for every 4-bit linear; PR #1270 removed A, CHANGELOG 0.43.2) adds those inputs again
+(`bnb_saved_inputs`): measured on a Hugging Face Llama with SDPA, +2·(2h + f) bytes per token and layer
+(tests/validation/test_bnb_saved_inputs.py); the lit-gpt NF4 rows hold 0.79, 1.48, 2.18 and 3.25 GiB
+more than their bf16 twins after the weights (phi-1.5, StableLM 3B, Llama 2 7B and 13B), against 0.57,
+0.76, 1.49 and 2.34 GiB from this term; the rest is not identified (lit-gpt also quantizes its LM head,
+whose bf16 copy exists during the head's matmuls: 0.2-0.4 GiB).
 """
 
 from __future__ import annotations
@@ -55,9 +69,24 @@ class TokenActivation:
         return replicated + (self.split_by_tp + self.attention_core) / tp
 
 
+def residual_bytes(job: Job) -> int:
+    """Bytes per element of the residual stream (each layer's input, which its norm saves).
+
+    fp32 when the weights the stream passes through are fp32: torch.autocast over fp32 weights (the
+    embedding output and every residual add stay fp32; only matmul inputs are cast), and QLoRA through
+    PEFT's prepare_model_for_kbit_training (embeddings, norms and LM head cast to fp32, peft/utils/other.py);
+    else the compute dtype.
+    """
+    if (job.method == "qlora" and job.kbit_fp32_upcast) or (
+            job.autocast and job.precision in ("bf16-mixed", "fp16-mixed")):
+        return 4
+    return job.compute_dtype_bytes
+
+
 def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenActivation:
     """Per-token saved bytes of one attention block (formula in the module docstring)."""
     p = job.compute_dtype_bytes
+    r = residual_bytes(job)
     h = arch.hidden
     a = arch.num_heads
     mask = MASK_BYTES * h if dropout else 0
@@ -67,12 +96,12 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
         v_w = a * mla.v_head_dim
         low_rank = 2 * mla.q_lora_rank + 2 * mla.kv_lora_rank + mla.qk_rope_head_dim
         split = p * (q_w + q_w + v_w + v_w)  # Q, K, V kept for the core; out-projection input
-        replicated: float = p * (2 * h + low_rank) + mask
+        replicated: float = r * h + p * (h + low_rank) + mask
     else:
         q_w = a * arch.dim_per_head
         kv_w = arch.kv_heads * arch.dim_per_head
         split = p * (q_w + 2 * kv_w + q_w)
-        replicated = p * 2 * h + mask
+        replicated = r * h + p * h + mask
     s = job.seq_len
     core = p * a * s + ((MASK_BYTES + p) * a * s if dropout else 0) if job.attention == "eager" else LSE_BYTES * a
     if job.kernels == "hf":
@@ -106,6 +135,7 @@ def hf_norm_extra_bytes(arch: Architecture) -> float:
 def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool) -> TokenActivation:
     """Per-token saved bytes of one MLP or MoE block (formula in the module docstring)."""
     p = job.compute_dtype_bytes
+    r = residual_bytes(job)
     h = arch.hidden
     mask = MASK_BYTES * h if dropout else 0
     inner_per_ffn = (3 if job.fused_swiglu else 4) if arch.mlp == "gated" else 2
@@ -118,17 +148,39 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         # Permutation: an int32 row index and the fp32 routing weight of each of the k copies.
         permutation = moe.top_k * (4 + 4)
         return TokenActivation(
-            replicated_under_tp=p * 2 * h + mask + router_probs + permutation
+            replicated_under_tp=(r + p) * h + mask + router_probs + permutation
             + (hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0),
             split_by_tp=p * (routed + shared),
             attention_core=0.0,
         )
     norm_extra = hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0
     return TokenActivation(
-        replicated_under_tp=p * 2 * h + mask + norm_extra,
+        replicated_under_tp=(r + p) * h + mask + norm_extra,
         split_by_tp=p * inner_per_ffn * arch.ffn,
         attention_core=0.0,
     )
+
+
+def bnb_saved_inputs(arch: Architecture, job: Job, moe_layer: bool) -> TokenActivation:
+    """Per token: what bitsandbytes before 0.43.2 saves for backward in a QLoRA layer beyond the weights.
+
+    Its MatMul4Bit kept the input A of every 4-bit linear (ctx.tensors = (A, B)). Distinct inputs per
+    layer not saved already: the attention input (shared by q, k and v), the MLP input (shared by gate and
+    up) and the down projection's input; on MoE layers each routed copy's input and down input, and the
+    shared experts'. The output projection's input is the flash/SDPA kernel's output, which the kernel
+    saves anyway; with eager attention it is a separate copy and counts too. Zero for other quantizers and
+    methods. tests/validation/test_bnb_saved_inputs.py measures it on a Hugging Face Llama.
+    """
+    if job.method != "qlora" or job.nf4_quantizer != "bitsandbytes-legacy":
+        return TokenActivation(replicated_under_tp=0.0, split_by_tp=0.0, attention_core=0.0)
+    p = job.compute_dtype_bytes
+    h = arch.hidden
+    o_in = arch.num_heads * (arch.mla.v_head_dim if arch.mla else arch.dim_per_head) if job.attention == "eager" else 0
+    if moe_layer and arch.moe is not None:
+        moe = arch.moe
+        mlp = load_factor(job) * moe.top_k * (h + moe.expert_ffn) + moe.num_shared_experts * moe.shared_ffn
+        return TokenActivation(replicated_under_tp=p * 2 * h, split_by_tp=p * (o_in + mlp), attention_core=0.0)
+    return TokenActivation(replicated_under_tp=p * 2 * h, split_by_tp=p * (o_in + arch.ffn), attention_core=0.0)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -154,12 +206,13 @@ def layer_activation_bytes(
     attention = attention_token_bytes(arch, job, dropout)
     mlp = mlp_token_bytes(arch, job, dropout, moe_layer)
     tp, sp = layout.tp, layout.sequence_parallel
-    full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp)
+    legacy = bnb_saved_inputs(arch, job, moe_layer).per_gpu(tp, sp)
+    full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy
     core_per_token = attention.attention_core / tp
     if job.recompute == "op":
-        saved_per_token = op_checkpoint_token_bytes(arch, job, moe_layer).per_gpu(tp, sp)
+        saved_per_token = op_checkpoint_token_bytes(arch, job, moe_layer).per_gpu(tp, sp) + legacy
     elif job.recompute == "full":
-        input_bytes = job.compute_dtype_bytes * arch.hidden
+        input_bytes = residual_bytes(job) * arch.hidden
         saved_per_token = input_bytes / tp if sp else input_bytes
     elif job.recompute == "selective":
         saved_per_token = full_per_token - core_per_token
@@ -200,7 +253,7 @@ def op_checkpoint_token_bytes(arch: Architecture, job: Job, moe_layer: bool) -> 
     """
     p = job.compute_dtype_bytes
     h = arch.hidden
-    replicated = p * h
+    replicated = residual_bytes(job) * h
     split = 0.0
     for index, (width, is_split) in enumerate(_layer_matmul_widths(arch, moe_layer)):
         if index % 2 == 0:  # 1st, 3rd, 5th ... matmul saved, every second one recomputed

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 
-Num: TypeAlias = float | npt.NDArray[np.float64]
-NumIn: TypeAlias = int | float | npt.NDArray[Any]
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+Num: TypeAlias = "float | npt.NDArray[np.float64]"
+NumIn: TypeAlias = "int | float | npt.NDArray[Any]"
 
 
 def as_num(x: NumIn) -> Num:

@@ -23,18 +23,20 @@ bandwidth (a full mesh's share for groups of several sizes).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 from rigplan.domain.hardware import Gpu, Link
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.arrays import as_num as _num
 from rigplan.estimate.arrays import scalar_or_array as _out
 
-Num: TypeAlias = float | npt.NDArray[np.float64]
-NumIn: TypeAlias = int | float | npt.NDArray[Any]
+Num: TypeAlias = "float | npt.NDArray[np.float64]"
+NumIn: TypeAlias = "int | float | npt.NDArray[Any]"
 
 NVLINK_EFFICIENCY = 0.80
 """Ring busbw / line rate on NVLink. H100: ~370 of 450 GB/s ("with the protocol overhead (~20%)
@@ -46,6 +48,11 @@ NIC_EFFICIENCY = 0.94
 issues #290 and #267, NCCL maintainers); HDR 200 Gb/s ~24 of 25 GB/s (NVIDIA/nccl issue #412)."""
 PCIE_EFFICIENCY = 0.70
 """Assumed, not measured here: PCIe rings also cross the CPU root complex (nccl issue #1639)."""
+INFINITY_FABRIC_EFFICIENCY = 0.75
+"""Achievable / line rate on one MI300-class xGMI link: "after protocol and error correction overheads, the
+max theoretical per-direction bandwidth for gfx94 devices is 48GB/s" of the 64 GB/s link (AMD's RCCL
+maintainer, ROCm/rccl issue #1210, 2024-07-02; RCCL's topology model, ncclTopoXGMISpeed, uses 48). A
+point-to-point mesh link of its own, not NVLink's switched figure; the mesh share is `mesh_share`."""
 NVLINK_STEP_LATENCY_S = 3.4e-6
 """Per ring step, NCCL's tuning model (src/graph/tuning.cc hwLat, NVLink, Ring, Simple protocol)."""
 PCIE_STEP_LATENCY_S = 5.7e-6
@@ -56,9 +63,12 @@ NET_STEP_LATENCY_S = 9.6e-6
 _LINK_DEFAULTS: dict[str, tuple[float, float]] = {
     "nvlink": (NVLINK_EFFICIENCY, NVLINK_STEP_LATENCY_S),
     "nvlink-bridge": (NVLINK_EFFICIENCY, NVLINK_STEP_LATENCY_S),
-    "infinity-fabric": (NVLINK_EFFICIENCY, NVLINK_STEP_LATENCY_S),
+    "infinity-fabric": (INFINITY_FABRIC_EFFICIENCY, NVLINK_STEP_LATENCY_S),
     "pcie": (PCIE_EFFICIENCY, PCIE_STEP_LATENCY_S),
     "roce": (NIC_EFFICIENCY, NET_STEP_LATENCY_S),
+    # No published collective efficiency for TPU ICI or Ascend HCCS: PCIe's assumed figure stands in.
+    "ici": (PCIE_EFFICIENCY, PCIE_STEP_LATENCY_S),
+    "hccs": (PCIE_EFFICIENCY, PCIE_STEP_LATENCY_S),
 }
 
 

@@ -19,11 +19,15 @@ recomputes the scores):
 
 Memory-bound work runs at a STREAM-like fraction of HBM bandwidth (`hbm`).
 
-Sustained clock under a power limit (`clock_fraction`): dense tensor work is power-bound, dynamic
-power scales as f·V² with V roughly proportional to f inside the DVFS range, so P_dyn ∝ f³ and a
-part capped at P runs its tensor cores at ((P - P_idle) / (P_tdp - P_idle))^(1/3) of the clock it
-holds at its design power. P_idle = 0.1 · TDP (an H100 SXM idles near 70 W of 700 W in nvidia-smi).
-The datasheet peak and e_max belong to the design power; a 500 W-capped H100 gets 0.87 of them.
+Sustained clock under a power limit (`clock_fraction`): dense tensor work is power-bound and dynamic
+power scales as f·V². Inside the DVFS range the voltage rises with the clock but from a floor (V ≈ V0 +
+k·f, V0 about a third of the top voltage), so d ln P / d ln f = 1 + 2·k·f/V ≈ 2 near the top of the
+range rather than the 3 of V ∝ f: a part capped at P runs its tensor cores at ((P - P_idle) /
+(P_tdp - P_idle))^(1/2) of the clock it holds at its design power (CLOCK_POWER_EXPONENT). The cube-root
+law (V ∝ f) predicts a 5.6% loss for an H100 capped at 600 W, below the 10-15% step-time loss reported
+for transformer pretraining at that cap (factryze.ai Scale Atlas, "Power capping", 2026); the square
+root gives 8.3%. P_idle = 0.1 · TDP (an H100 SXM idles near 70 W of 700 W in nvidia-smi). The datasheet
+peak and e_max belong to the design power; a 500 W-capped H100 gets 0.83 of them.
 
 Left out: L2-cache effects of specific shapes, GEMM/communication co-scheduling (see the overlap
 cost in estimate/step.py), grouped GEMMs of MoE experts (treated as one GEMM per expert shape).
@@ -48,6 +52,9 @@ the Megatron-LM A100 runs (Narayanan et al. 2021, 163 TFLOP/s incl. recompute at
 applied unchanged to every architecture."""
 IDLE_POWER_FRACTION = 0.10
 """Idle board power / TDP; H100 SXM reports ~60-75 W idle against 700 W in nvidia-smi."""
+CLOCK_POWER_EXPONENT = 0.5
+"""Sustained clock ∝ (P - P_idle)^0.5 under a power cap: P_dyn = C·V²·f with V rising from a floor
+(module docstring)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,6 +79,14 @@ class Efficiency:
     """GEMM dimension at which efficiency is half of gemm_max."""
     fp8_gemm_max: float
     """Large fp8 GEMMs (the GEMM alone; casts are counted separately), fraction of the fp8 dense peak."""
+    fp8_backward_rate: float = 1.0
+    """Rate of the backward fp8 GEMMs (dgrad, wgrad) relative to the forward ones. Training recipes run the
+    forward fp8 GEMM with cuBLAS fast accumulation and the backward ones with split accumulation (partial
+    sums promoted to fp32 at intervals): Transformer Engine's recipes (fp8_gemm_fprop
+    use_split_accumulator=False, fp8_gemm_dgrad / fp8_gemm_wgrad True) and torchao's Float8 config
+    (use_fast_accum only for the output GEMM). On parts with a fast-accumulation mode that costs 1.1-1.2x
+    (pytorch/ao issue #2377, H100); Blackwell's tensor cores accumulate fp8 in fp32 and have no such mode
+    (TransformerEngine PR #2748 review: 'there is no fastAccuMode for sm100')."""
     attention: dict[str, KernelCurve] = field(default_factory=dict)
     """Attention kernels available on this architecture: 'fa2', 'fa3', 'cudnn'."""
     fused_attention_kernel: str = "fa2"
@@ -94,9 +109,9 @@ _FA2_H100 = KernelCurve(
     source="FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608, Figs. 5-6): FlashAttention-2 on H100 SXM5, "
            "head dim 128, causal forward 298 (2k) / 335 (16k), backward 291 / 322 TFLOP/s of 989")
 _SDPA_H100 = KernelCurve(
-    max_fraction=0.23, half_seq=230.0,
+    max_fraction=0.24, half_seq=230.0,
     source="not re-derived: rigplan's earlier end-to-end figure for PyTorch SDPA (flash backend) under torchtitan on "
-           "H100 (0.20 of peak, obtained on 500 W-capped parts, so 0.20 / 0.87 = 0.23 at the 700 W design clock), kept "
+           "H100 (0.20 of peak, obtained on 500 W-capped parts, so 0.20 / 0.83 = 0.24 at the 700 W design clock), kept "
            "because the torchtitan context-parallel rows (32k-262k tokens, attention-bound) run well below "
            "FlashAttention-2's standalone 0.33; the cause is not modelled")
 _SDPA_A100 = KernelCurve(
@@ -125,8 +140,13 @@ AMPERE = Efficiency(
            "BabelStream triad ~1.7 of 2.0 TB/s on A100 80GB",
     measured=True,
 )
+FP8_SPLIT_ACCUMULATION_RATE = 1.0 / 1.15
+"""Backward fp8 GEMMs with split accumulation run 1.1-1.2x slower than with fast accumulation (pytorch/ao
+issue #2377, H100 benchmark); 1.15, the middle."""
+
 HOPPER = Efficiency(
     family="hopper", gemm_max=0.78, gemm_half_dim=400.0, fp8_gemm_max=0.70,
+    fp8_backward_rate=FP8_SPLIT_ACCUMULATION_RATE,
     attention={"fa2": _FA2_H100, "fa3": _FA3_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100},
     fused_attention_kernel="cudnn", eager_attention_kernel="sdpa", hbm=0.90,
     source="cuBLAS bf16 on a 700 W H100 SXM reaches ~750-800 of 989 TFLOP/s on large GEMMs (CUTLASS 3.x Hopper "
@@ -136,16 +156,23 @@ HOPPER = Efficiency(
     measured=True,
 )
 BLACKWELL = Efficiency(
-    family="blackwell", gemm_max=0.78, gemm_half_dim=512.0, fp8_gemm_max=0.70,
+    family="blackwell", gemm_max=0.78, gemm_half_dim=1090.0, fp8_gemm_max=0.70,
     attention={"fa2": _FA2_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100}, fused_attention_kernel="cudnn",
     eager_attention_kernel="sdpa", hbm=0.90,
-    source="inherited from Hopper (CUTLASS 3.8 reports ~95% of the SM100 peak for its best kernels, but no "
-           "end-to-end cuBLAS sweep of B200 in rigplan's sources); larger MMA tiles (UMMA 256-wide) need larger "
-           "GEMMs, hence a larger half-efficiency dimension; FlashAttention-3 has no SM100 kernels",
+    source="GEMM ceiling inherited from Hopper (CUTLASS 3.8 reports ~95% of the SM100 peak for its best kernels, but "
+           "no end-to-end cuBLAS sweep of B200 in rigplan's sources); the half-efficiency dimension measured against "
+           "Hopper's in one harness: OpenXLA's default matmul performance table (matmul_interpolator_data.h, "
+           "kDefaultMatmulPTable, sm_90 and sm_100 bf16 entries, 2025; the sm_100 part taken as B200's 2,250 TFLOP/s) "
+           "gives, for each of its 81 GEMMs with every dimension >= 1024, the sm_100 fraction of peak over the sm_90 "
+           "one (0.50-0.93: the 256-wide UMMA tiles of a 2.3x faster tensor core need larger GEMMs); carried onto "
+           "Hopper's curve (0.78, 400) each ratio implies a d_half, median 1,090 (996 over the batched-by-4 entries, "
+           "733 on the largest, 4 x 4096^3). fp8 on sm_100 reaches 0.729 of its 4,500 TFLOP/s on that largest GEMM, "
+           "the bf16 fraction; FlashAttention-3 has no SM100 kernels",
     measured=False,
 )
 ADA = Efficiency(
     family="ada", gemm_max=0.80, gemm_half_dim=128.0, fp8_gemm_max=0.60,
+    fp8_backward_rate=FP8_SPLIT_ACCUMULATION_RATE,
     attention={"fa2": _FA2_A100, "sdpa": _SDPA_A100}, fused_attention_kernel="fa2", eager_attention_kernel="sdpa",
     hbm=0.85,
     source="inherited from Ampere (same SM lineage); GeForce fp32-accumulate halving is already in the catalog peak",
@@ -216,7 +243,7 @@ def clock_fraction(gpu: Gpu) -> float:
     if limit >= gpu.tdp_w:
         return 1.0
     idle = IDLE_POWER_FRACTION * gpu.tdp_w
-    return float(max((limit - idle) / (gpu.tdp_w - idle), 0.05) ** (1.0 / 3.0))
+    return float(max((limit - idle) / (gpu.tdp_w - idle), 0.05) ** CLOCK_POWER_EXPONENT)
 
 
 def gemm_efficiency(eff: Efficiency, dims: Num, *, fp8: bool = False) -> Num:

@@ -14,10 +14,12 @@ Every function takes seq_len, micro_batch and the parallel degrees as numbers or
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
@@ -26,9 +28,9 @@ from rigplan.errors import InvalidSpec
 from rigplan.estimate.arrays import as_num as _num
 from rigplan.estimate.params import count_params
 
-Num: TypeAlias = float | npt.NDArray[np.float64]
+Num: TypeAlias = "float | npt.NDArray[np.float64]"
 """A float, or an array of them when an argument was an array."""
-NumIn: TypeAlias = int | float | npt.NDArray[Any]
+NumIn: TypeAlias = "int | float | npt.NDArray[Any]"
 
 FLASH_CAUSAL_FRACTION = 0.5
 """Share of the s×s score matrix computed under a causal mask by a kernel that skips fully masked

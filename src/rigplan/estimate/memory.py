@@ -7,7 +7,8 @@ Peak = max over the two phases of a step (forward/backward and optimizer step) o
     optimizer step:    weights + grads + optimizer + the step's temporaries
 
 That is the allocator's "allocated" peak. PyTorch's caching allocator reserves more than it
-allocates (fragmentation), and the process also holds the CUDA context and NCCL buffers, which
+allocates, and part of that cache cannot be given back when the device runs out (estimate/allocator.py:
+both as fractions of the step's churn); the process also holds the CUDA context and NCCL buffers, which
 torch.cuda.max_memory_reserved() does not show but nvidia-smi and the out-of-memory limit do.
 Each overhead is its own named part with its source below.
 
@@ -29,6 +30,7 @@ from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts
 from rigplan.estimate import recompute
 from rigplan.estimate.activations import layer_activation_bytes
+from rigplan.estimate.allocator import reserved_overhead_bytes, unreleasable_overhead_bytes
 from rigplan.estimate.arrays import first_argmax, select
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.framework_buffers import ddp_grad_copy_bytes, nvls_bytes
@@ -50,10 +52,6 @@ NCCL_BYTES_PAIR = 544e6
 """NCCL buffers of one communicator of 2 ranks, A100 (NVIDIA/nccl#964)."""
 NCCL_BYTES_GROUP = 688e6
 """NCCL buffers of one communicator of more than 2 ranks, A100 (NVIDIA/nccl#964)."""
-FRAGMENTATION_FRACTION = 0.08
-"""Reserved/allocated - 1 for PyTorch's caching allocator in steady training. The published
-fine-tuning rows put reserved 5-15% above allocated (shared/validation README-finetune.md);
-0.08 is calibrated on the torchtitan peak-memory rows (docs/methodology/memory.md)."""
 LOSS_BYTES_PER_LOGIT = {"unfused": 4 + 4 + 4, "fused": 4, "chunked": 2 + (4 + 4) / 8}
 """Live bytes per logit at the loss. Unfused (cross_entropy on logits.float(), Hugging Face and
 torchtitan): during the log-softmax backward its saved fp32 output, the fp32 upstream gradient and
@@ -76,7 +74,8 @@ class MemoryBreakdown:
     """Working set at the peak: a recomputed layer, ZeRO-3 gathered layers, or the optimizer step's temporaries."""
     cuda_context_bytes: float
     nccl_bytes: float
-    fragmentation_bytes: float
+    fragmentation_bytes: Num
+    """Reserved beyond allocated at the step's peak: the caching allocator's cache (estimate/allocator.py)."""
     host_bytes: float
     """Host RAM this GPU's process needs for offloaded states and activations."""
     stage: int
@@ -92,6 +91,10 @@ class MemoryBreakdown:
     """Allocated while the checkpoint is loaded and the base quantized (estimate/setup_peaks.py)."""
     load_reserved_bytes: Num = 0.0
     """Reserved by the caching allocator at the load peak."""
+    unreleasable_bytes: Num = 0.0
+    """Part of the step's cache an out-of-memory retry cannot give back (estimate/allocator.py)."""
+    load_unreleasable_bytes: Num = 0.0
+    """The same at the load peak."""
 
     @property
     def step_allocated_bytes(self) -> Num:
@@ -124,12 +127,21 @@ class MemoryBreakdown:
 
     @property
     def overhead_bytes(self) -> Num:
-        return self.cuda_context_bytes + self.nccl_bytes + self.fragmentation_bytes
+        """What the total adds to the step's tensors: CUDA context, NCCL and the cache a retry cannot release."""
+        return self.cuda_context_bytes + self.nccl_bytes + self.unreleasable_bytes
+
+    @property
+    def needed_bytes(self) -> Num:
+        """What PyTorch must hold to run: the allocated peak plus the cache an out-of-memory retry cannot
+        release (the caching allocator gives every segment with no live block back and retries)."""
+        return _out(np.maximum(self.step_allocated_bytes + self.unreleasable_bytes,
+                               self.load_bytes + self.load_unreleasable_bytes))
 
     @property
     def total_bytes(self) -> Num:
-        """What the process holds on the device (nvidia-smi), the quantity that must fit."""
-        return self.reserved_bytes + self.cuda_context_bytes + self.nccl_bytes
+        """The quantity that must fit in the GPU: what PyTorch needs plus the CUDA context and NCCL
+        buffers (nvidia-smi shows reserved + context + NCCL while the cache is not under pressure)."""
+        return self.needed_bytes + self.cuda_context_bytes + self.nccl_bytes
 
 
 UNBOUNDED_MICRO_BATCHES = 1 << 30
@@ -242,12 +254,18 @@ def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num)
 
 
 def _logits_bytes(arch: Architecture, job: Job, layout: Any) -> Num:
+    """Live at the loss: the logits' buffers, the LM head's inputs and, for QLoRA whose head PEFT cast to
+    fp32 under torch.autocast, the head's bf16 cast, which the matmul saves for the input gradient until
+    the head's backward (autocast caches only casts of weights that need a gradient)."""
     tokens = job.micro_batch * job.seq_len / layout.cp
     logits = tokens * arch.vocab / layout.tp * LOSS_BYTES_PER_LOGIT[job.loss]
     head_inputs = tokens * 2 * arch.hidden * job.compute_dtype_bytes
     if layout.sequence_parallel:
         head_inputs = head_inputs / layout.tp
-    return logits + head_inputs
+    head_cast = 0.0
+    if job.method == "qlora" and job.kbit_fp32_upcast and job.autocast:
+        head_cast = arch.vocab * arch.hidden / layout.tp * job.compute_dtype_bytes
+    return logits + head_inputs + head_cast
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -344,6 +362,13 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
     allocated = base + g_live + a_live + l_live + transient
     pairs, groups = communicator_count(layout)
     load = load_peak(arch, job, layout, states)
+    # Churn: what the step allocates and frees again (all but weights, optimizer states and gradients
+    # kept between steps, and the ZeRO gather/reduce buffers, one size per unit, which the allocator
+    # hands back to the same requests); at load, all but the weights.
+    zero_parts = [t.gathered + np.where(persist, t.grad_bucket, 0.0), t.gathered + t.grad_bucket, 0.0]
+    zero_live = select(which, [np.broadcast_to(np.asarray(z, dtype=np.float64), np.shape(base)) for z in zero_parts])
+    churn = np.maximum(allocated - base - np.where(persist, grads, 0.0) - zero_live, 0.0)
+    load_churn = np.maximum(load.allocated_bytes - states.weights_bytes, 0.0)
     return MemoryBreakdown(
         weights_bytes=states.weights_bytes,
         gradients_bytes=g_live,
@@ -353,7 +378,7 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
         transient_bytes=transient,
         cuda_context_bytes=CUDA_CONTEXT_BYTES,
         nccl_bytes=pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout),
-        fragmentation_bytes=allocated * FRAGMENTATION_FRACTION,
+        fragmentation_bytes=_out(reserved_overhead_bytes(job, churn)),
         host_bytes=host,
         stage=rank,
         micro_batches_in_flight=in_flight,
@@ -361,7 +386,10 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
         phase_index=_out(which),
         model_gradients_bytes=grads,
         load_bytes=load.allocated_bytes,
-        load_reserved_bytes=_out(load.allocated_bytes * (1 + FRAGMENTATION_FRACTION) + load.reserved_extra_bytes),
+        load_reserved_bytes=_out(load.allocated_bytes + reserved_overhead_bytes(job, load_churn, load=True)
+                                 + load.reserved_extra_bytes),
+        unreleasable_bytes=_out(unreleasable_overhead_bytes(job, churn)),
+        load_unreleasable_bytes=_out(unreleasable_overhead_bytes(job, load_churn, load=True)),
     )
 
 

@@ -49,7 +49,7 @@ from rigplan.estimate.states import ModelStates, lora_module_shapes
 
 Num = Any
 
-NF4_WORKSPACE_BYTES_PER_ELEMENT = {"bitsandbytes": 2.0, "torchao-unchunked": 68.0}
+NF4_WORKSPACE_BYTES_PER_ELEMENT = {"bitsandbytes": 2.0, "bitsandbytes-legacy": 2.0, "torchao-unchunked": 68.0}
 """Transient bytes per element of the tensor being quantized (module docstring)."""
 
 

@@ -26,6 +26,10 @@ per 64 weights (0.0625 B/param), or with double quantization 8-bit absmax per 64
 constant per 256 blocks (about 0.127 bits/param, Sec. 3 of the paper); embeddings, norms and the
 LM head stay in bf16.
 
+QLoRA through PEFT's prepare_model_for_kbit_training (kbit_fp32_upcast): the weights that are not 4-bit
+(embeddings, LM head, norms) are cast to fp32, 4 B/param (peft/utils/other.py: "cast all non INT8
+parameters to fp32").
+
 Switches (estimate/framework_buffers.py): Megatron's fp32 main grads (main_grads_fp32, 4 B/param of
 gradients), TransformerEngine's fp8 transpose cache (fp8_transpose_cache, +1 B/param). Left out:
 DeepSpeed's contiguous gradient buffers.
@@ -226,6 +230,9 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
         if job.method == "qlora":
             nf4 = NF4_DOUBLE_QUANT_BYTES_PER_PARAM if job.qlora_double_quant else NF4_BYTES_PER_PARAM
             base_bytes -= quant_local * (base_per_param - nf4)
+            if job.kbit_fp32_upcast and base_per_param < 4:
+                # PEFT prepare_model_for_kbit_training casts every weight that is not Params4bit to fp32.
+                base_bytes += (local - quant_local) * (4.0 - base_per_param)
         unsharded = base_bytes + adapters * weight_bytes_per_param(job)
         base_bytes = np.where(zero == 3, base_bytes / dp_group, base_bytes)
         trainable = adapters

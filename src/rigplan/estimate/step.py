@@ -47,7 +47,7 @@ from rigplan.domain.stages import (
     rank_layer_counts,
     virtual_stage_layers,
 )
-from rigplan.estimate import comm, moe, overlap, recompute
+from rigplan.estimate import comm, moe, overlap, recompute, tensor_parallel
 from rigplan.estimate.arrays import first_argmax, select
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import (
@@ -56,6 +56,12 @@ from rigplan.estimate.efficiency import (
     attention_kernel_for,
     clock_fraction,
     gemm_efficiency,
+)
+from rigplan.estimate.elementwise import (
+    KERNEL_GAP_S,
+    elementwise_bytes_per_token,
+    fp8_cast_bytes_per_token,
+    kernels_per_layer,
 )
 from rigplan.estimate.flops import (
     causal_fraction_for,
@@ -130,105 +136,6 @@ def _mlp_dims(arch: Architecture, tp: Num, tokens: Num) -> Num:
     return np.minimum(np.minimum(h, width / tp), tokens)
 
 
-EAGER_RMSNORM_TRAFFIC = 9.0
-"""Bytes moved by an eager PyTorch RMSNorm over the fused minimum (read h, write h, bf16): the
-composite op of torchtitan / Hugging Face (x.float(), pow(2), mean, x * rsqrt, type_as, * weight)
-reads and writes 6+8+4+8+6+4 = 36 bytes per element against 4. nn.LayerNorm is one native kernel (1x)."""
-EAGER_ROPE_TRAFFIC = 5.0
-"""Eager rotary embedding (float upcast, complex multiply, view back, type_as): ~20 bytes per q/k element
-against 4 for a fused kernel."""
-EAGER_GATED_ACT_TRAFFIC = 5.0 / 3.0
-"""Eager SwiGLU: silu(gate) (read f, write f) then multiply by up (read 2f, write f) = 5f against the
-fused 3f. A plain GeLU MLP activation is one kernel in either stack (1x)."""
-
-
-def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, float]:
-    """HBM traffic of one layer's memory-bound ops, forward, per token: (replicated, split by tp).
-
-    Replicated under tensor parallelism without sequence parallelism: the norms (read + write h) and
-    two residual adds (read 2h, write h). Split by tp (heads and MLP columns): rotary on q and k, the
-    MLP activation (gated: read 2f, write f; plain: read f, write f), MoE token permutation (k copies of
-    h in and out) and, for eager attention, one fused scale-mask-softmax pass over the a·s scores (read
-    + write, Megatron's fused kernel), plus one more with attention dropout. With the eager stack and
-    no torch.compile, each op's traffic is multiplied by what its unfused PyTorch form moves
-    (EAGER_*_TRAFFIC, counted from the ops); fused kernels (Transformer Engine, Liger) and Inductor's
-    fusions move the minimum.
-    """
-    p = job.compute_dtype_bytes
-    h = arch.hidden
-    q_w = arch.num_heads * arch.dim_per_head
-    kv_w = arch.kv_heads * arch.dim_per_head
-    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
-    eager = job.kernels in ("eager", "hf") and not job.compile
-    norm_x = EAGER_RMSNORM_TRAFFIC if eager and arch.norm == "rmsnorm" else 1.0
-    rope_x = EAGER_ROPE_TRAFFIC if eager else 1.0
-    act_x = EAGER_GATED_ACT_TRAFFIC if eager and arch.mlp == "gated" else 1.0
-    replicated: float = (arch.norms_per_layer * 2 * h * norm_x + 2 * 3 * h + (2 * 2 * h if job.dropout else 0))
-    split: float = ((2 * (q_w + kv_w) * rope_x if arch.positions == "rope" else 0)
-                   + (3 * f * act_x if arch.mlp == "gated" else 2 * f))
-    if arch.moe is not None:
-        split += moe.permute_bytes_per_token(arch, 1) * moe.load_factor(job)
-        replicated += moe.router_bytes_per_token(arch) / p
-    if job.attention == "eager":
-        split += 2 * arch.num_heads * job.seq_len * (2 if job.dropout else 1)
-    if job.autocast and p == 2:
-        # fp32 residual stream: norms and residual adds move twice the bytes; each matmul input is cast
-        # (read fp32, write bf16: 3 bf16-element units): qkv and MLP-in from h, output and MLP-out split.
-        replicated = replicated + arch.norms_per_layer * 2 * h + 2 * 3 * h + 2 * 3 * h
-        split = split + 3 * (q_w + f)
-    return float(replicated * p), float(split * p)
-
-
-FP8_CAST_BYTES = {"delayed": 4.0, "current": 6.0, "mxfp8": 4.125}
-"""HBM bytes per element to quantize one GEMM operand to fp8: read bf16 (2) + write fp8 (1) + the
-transposed fp8 copy Hopper's TN-only fp8 GEMMs need (1; Transformer Engine cast_transpose).
-'delayed' takes amax from history, computed inside the cast (TE default on Hopper); 'current'
-(per-tensor dynamic, torchao float8 tensorwise) reads the tensor once more for its amax (+2);
-'mxfp8' (Blackwell, one e8m0 scale per 32 elements, TE MXFP8BlockScaling) adds 1/32 byte of scales per
-copy (row- and column-wise: 2/32)."""
-
-
-def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
-    """HBM traffic of fp8 casts of one layer per token (forward inputs, backward output gradients).
-
-    Quantized: the inputs of the qkv, output, MLP-in and MLP-out projections (h, q_w/tp, h, f/tp) and,
-    in backward, the gradients of their outputs ((q_w + 2 kv_w)/tp, h, f_in/tp, h). Not quantized: the
-    LM head, the attention core and the router, which stay in bf16. Weight casts are per step under
-    Transformer Engine (first micro-batch) and left out; with 'current' scaling (torchao) they are per
-    micro-batch and added per token as params / tokens elsewhere.
-    """
-    h = arch.hidden
-    q_w = arch.num_heads * arch.dim_per_head
-    kv_w = arch.kv_heads * arch.dim_per_head
-    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
-    f_in = (2 if arch.mlp == "gated" else 1) * f
-    elements = 2 * h + q_w / tp + f / tp + (q_w + 2 * kv_w) / tp + 2 * h + f_in / tp
-    recipe = job.fp8_recipe
-    if recipe == "current" and job.compile:
-        recipe = "delayed"  # Inductor fuses the amax reduction into the producing kernel (torchao float8 README)
-    return elements * FP8_CAST_BYTES[recipe]
-
-
-KERNEL_GAP_S = 3e-6
-"""Idle time between two dependent kernels on the GPU (launch latency plus the last wave's tail):
-NVIDIA's 'Getting Started with CUDA Graphs' (2019) measures ~3-4 us per short kernel launched in a
-stream, against ~2 us of work; rigplan charges 3 us per kernel launched."""
-FUSED_KERNELS_PER_LAYER = 14.0
-"""Kernels one layer's forward launches in a fused stack (Megatron / Transformer Engine): two norms,
-qkv, rotary, attention, output projection, bias/residual adds, MLP in, activation, MLP out (~14)."""
-
-
-def kernels_per_layer(arch: Architecture, job: Job) -> float:
-    """Forward kernels of one layer: the fused count, plus what eager PyTorch splits each op into
-    (an RMSNorm +5: cast, pow, mean, rsqrt-mul, weight-mul; rotary +7; SwiGLU +1). nn.LayerNorm and
-    GeLU are single kernels in either stack; torch.compile fuses back to about the fused count."""
-    if job.kernels == "fused" or job.compile:
-        return FUSED_KERNELS_PER_LAYER
-    extra = (5.0 * arch.norms_per_layer if arch.norm == "rmsnorm" else 0.0) + (
-        7.0 if arch.positions == "rope" else 0.0) + (1.0 if arch.mlp == "gated" else 0.0)
-    return FUSED_KERNELS_PER_LAYER + extra
-
-
 def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, kernel: str, cp: Num) -> Num:
     """Fraction of peak of the attention core over the model's layers.
 
@@ -252,11 +159,25 @@ def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, ker
     return work / time
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ComputeTime:
+    """Seconds of one micro-batch's computation on one rank, and the parts communication may hide behind."""
+
+    compute_s: Num
+    backward_s: Num
+    core_s: Num
+    """The attention core (ring attention hides behind it)."""
+    gemm_s: Num
+    """Projection and MLP GEMMs, forward, backward and recompute (TP userbuffers overlap); 0 unless asked."""
+    column_backward_gemm_s: Num
+    """The column-parallel linears' backward GEMMs (Megatron's async TP backward); 0 unless asked."""
+
+
 def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency,
                   tp: Num, cp: Num, ep: Num, mb: Num, stage: StageShape,
-                  etp: Num | None = None, need_gemm: bool = True) -> tuple[Num, Num, Num, Num]:
-    """(compute seconds of one micro-batch on one stage, its backward share, attention core s, the
-    projection and MLP GEMMs' s, computed only when need_gemm)."""
+                  etp: Num | None = None, need_gemm: bool = True) -> ComputeTime:
+    """One micro-batch on one stage: its compute seconds and their parts (ComputeTime); the GEMM
+    windows are computed only when need_gemm."""
     recomputed_share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
     flops = stage_micro_batch_flops(arch, job, layout, layers=stage.layers, dense_layers=stage.dense_layers,
                                     lm_head=stage.lm_head, micro_batch=mb, tp=tp, cp=cp,
@@ -282,21 +203,32 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     else:
         attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), clock)
 
-    def time_of(ops: Any) -> Num:
+    def gemm_of(ops: Any, rate: float = 1.0) -> Num:  # the projections and MLPs that TP collectives feed or drain
         return (ops.attention_proj_flop / (gemm_peak * proj_eff) + ops.mlp_flop / (gemm_peak * mlp_eff)
-                + ops.expert_flop * load / (gemm_peak * expert_eff)
+                + ops.expert_flop * load / (gemm_peak * expert_eff)) / rate
+
+    def time_of(ops: Any, rate: float = 1.0) -> Num:
+        return (gemm_of(ops, rate)
                 + ops.router_flop / (bf16_peak * head_eff) + ops.lm_head_flop / (bf16_peak * head_eff)
                 + ops.adapter_flop / (bf16_peak * adapter_eff)
                 + ops.attention_core_flop / (bf16_peak * attn_eff))
 
-    def gemm_of(ops: Any) -> Num:  # the projections and MLPs that TP collectives feed or drain
-        return (ops.attention_proj_flop / (gemm_peak * proj_eff) + ops.mlp_flop / (gemm_peak * mlp_eff)
-                + ops.expert_flop * load / (gemm_peak * expert_eff))
-
+    # fp8 dgrad/wgrad GEMMs run with split accumulation where the part has a fast mode (efficiency.py)
+    backward_rate = eff.fp8_backward_rate if fp8 else 1.0
     forward_s = time_of(flops.forward)
-    backward_s = time_of(flops.backward)
+    backward_s = time_of(flops.backward, backward_rate)
     recompute_s = time_of(flops.recompute)
-    gemm_s = (gemm_of(flops.forward) + gemm_of(flops.backward) + gemm_of(flops.recompute)) if need_gemm else 0.0
+    gemm_s = (gemm_of(flops.forward) + gemm_of(flops.backward, backward_rate)
+              + gemm_of(flops.recompute)) if need_gemm else 0.0
+    column_backward_s: Num = 0.0
+    if need_gemm:
+        q_w = arch.num_heads * arch.dim_per_head
+        kv_w = arch.kv_heads * arch.dim_per_head
+        f_in = (2.0 if arch.mlp == "gated" else 1.0) * arch.ffn
+        attn_share = tensor_parallel.column_parallel_share(q_w, kv_w, 0.0, 0.0)
+        mlp_share = tensor_parallel.column_parallel_share(0.0, 0.0, f_in, float(arch.ffn))
+        column_backward_s = (flops.backward.attention_proj_flop / (gemm_peak * proj_eff) * attn_share
+                             + flops.backward.mlp_flop / (gemm_peak * mlp_eff) * mlp_share) / backward_rate
     core_s = (flops.forward.attention_core_flop + flops.backward.attention_core_flop
               + flops.recompute.attention_core_flop) / (bf16_peak * attn_eff)
     layers = stage.layers
@@ -314,7 +246,8 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     launches = kernels_per_layer(arch, job) * layers * passes
     gaps_s = launches * KERNEL_GAP_S
     compute = forward_s + backward_s + recompute_s + elementwise_s + gaps_s
-    return compute, backward_s, core_s, gemm_s
+    return ComputeTime(compute_s=compute, backward_s=backward_s, core_s=core_s, gemm_s=gemm_s,
+                       column_backward_gemm_s=column_backward_s)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -425,20 +358,24 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     one_link = comm.scaled_tier(intra, comm.mesh_share(gpu.link, 2))  # a point-to-point peer in a full mesh
     tp_overlap_any = bool(job.tp_comm_overlap and layout.sequence_parallel)
     tp_overlap = (tp > 1) if tp_overlap_any else False
+    # Megatron-Core / Transformer Engine linears issue their backward TP collectives asynchronously
+    tp_async_backward = job.kernels == "fused" if job.tp_async_backward is None else job.tp_async_backward
 
     def stage_terms(stage: StageShape) -> dict[str, Num]:  # one rank's micro-batch, by cause
-        compute, backward, core, gemm = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp,
-                                                      need_gemm=tp_overlap_any)
+        timed = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp,
+                              need_gemm=tp_overlap_any or tp_async_backward)
+        compute, backward, core = timed.compute_s, timed.backward_s, timed.core_s
         layers = stage.layers
-        # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
-        # 2 more in a full recompute; buffer T·h·p (Shoeybi et al. 2019, Sec. 3; Korthikanti 2022 Sec. 4.2.2).
-        # Overlapped (sequence parallel only), they hide behind the GEMMs they feed or drain, at most
-        # TP_OVERLAP_HIDDEN_SHARE of them (what chunking leaves exposed, measured).
-        tp_calls = 4.0 * layers + 2.0 * stage.recomputed_layers
-        tp_total = tp_calls * comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node,
-                                                             tp_place.intra, inter)
-        tp_s, _, tp_tax = overlap.hide(tp_total, gemm, overlap.TP_OVERLAP_SM_SHARE, on=tp_overlap,
-                                       floor_s=tp_total * (1.0 - overlap.TP_OVERLAP_HIDDEN_SHARE))
+        # Tensor parallel (estimate.tensor_parallel): forward, backward and recompute collectives of T·h·p,
+        # exposed, async beside the backward GEMMs (Megatron/TE), or overlapped with userbuffers.
+        tp_total, tp_s, tp_tax = tensor_parallel.tensor_parallel_s(
+            comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node, tp_place.intra, inter),
+            layers, stage.recomputed_layers, sequence_parallel=bool(layout.sequence_parallel),
+            async_backward=tp_async_backward, overlap_on=tp_overlap, gemm_s=timed.gemm_s,
+            column_backward_gemm_s=timed.column_backward_gemm_s)
+        tp_total = np.where(tp > 1, tp_total, 0.0)
+        tp_s = np.where(tp > 1, tp_s, 0.0)
+        tp_tax = np.where(tp > 1, tp_tax, 0.0)
         # Context parallel: ring K/V exchange per layer, hidden behind the attention core when overlapped.
         kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
         block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,

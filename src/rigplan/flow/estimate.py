@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigplan.catalog.load import Catalog
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
+from rigplan.errors import InvalidSpec
 from rigplan.estimate.calibration import calibrated_efficiency
-from rigplan.estimate.efficiency import Efficiency, attention_kernel_for
+from rigplan.estimate.efficiency import AMPERE, Efficiency, attention_kernel_for, efficiency_for
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
 from rigplan.estimate.moe import load_factor
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
@@ -19,7 +20,6 @@ from rigplan.estimate.states import master_bytes_per_param, optimizer_state_byte
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.flow.memory import MemoryResult, memory_of
 from rigplan.flow.model_source import ResolvedModel
-from rigplan.flow.request import EstimateRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup
 from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job
 from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, with_preemptions
@@ -35,6 +35,9 @@ from rigplan.reliab.storage import (
     tectonic_llama3,
 )
 from rigplan.units import parse_count
+
+if TYPE_CHECKING:
+    from rigplan.flow.request import EstimateRequest
 
 DEFAULT_BATCH_TOKENS = 4 * 2**20
 """Default global batch of about 4M tokens (GPT-3 175B used 3.2M, Llama 3 405B 4M-16M)."""
@@ -101,7 +104,7 @@ class EstimateResult:
                         / step_s / n / 1e12) if not job.is_peft else None
         time_s = self.tokens / tokens_per_s if self.tokens else None
         gpu = self.setup.gpu
-        power_w = n * (gpu.tdp_w + self.host_power_w)
+        power_w = n * (gpu.tdp_w + self.host_power_w) if gpu.tdp_w else None  # 0: no published power figure
         eff = calibrated_efficiency(gpu, self.setup.calibration)
         return {
             "step_time_s": step_s,
@@ -136,7 +139,7 @@ class EstimateResult:
             "storage": self.storage.to_dict() if self.storage else None,
             "gpu_hours": time_s * n / 3600 if time_s else None,
             "power_w": power_w,
-            "energy_kwh": power_w * time_s / 3.6e6 if time_s else None,
+            "energy_kwh": power_w * time_s / 3.6e6 if time_s and power_w is not None else None,
             "wall_gpu_hours": self.reliability.wall_time_s * n / 3600 if self.reliability else None,
             "pipeline": {"stage_layers": self.memory.to_dict()["layout"]["stage_layers"],
                          "pace_stage": int(st.pace_stage), "pace_stage_layers": int(st.pace_stage_layers),
@@ -175,6 +178,9 @@ def overlap_note(job: Job, layout: Layout) -> str:
     tp = on(job.tp_comm_overlap and layout.sequence_parallel)
     if job.tp_comm_overlap and not layout.sequence_parallel and layout.tp > 1:
         tp += " (--tp-comm-overlap needs --sequence-parallel)"
+    async_backward = job.kernels == "fused" if job.tp_async_backward is None else job.tp_async_backward
+    if layout.tp > 1 and not (job.tp_comm_overlap and layout.sequence_parallel):
+        tp += ", backward beside GEMMs" if async_backward else ", all in line"
     dtype = {4.0: "fp32", 2.0: "bf16"}.get(grad_reduce_bytes_per_param(job), "bf16")
     return (f"communication overlap: tp {tp}, cp {on(job.cp_comm_overlap)}, pp {on(job.pp_comm_overlap)}, "
             f"grad reduce {on(job.overlap_grad_reduce)}, param gather {on(gather_on)}; gradients reduced in "
@@ -252,6 +258,14 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                            f"({eff.source})")
     assumptions.append(f"{gpu.gpus_per_node} GPUs per node, {gpu.nic_bits_per_s / 1e9:.0f} Gb/s scale-out per GPU, "
                        f"{kernel_note(job, eff)}")
+    if not gpu.tdp_w:
+        assumptions.append(f"{gpu.name}: no published power figure, so power and energy are not estimated")
+    if setup.calibration is None and efficiency_for(gpu) is AMPERE and "ampere" not in gpu.architecture.lower():
+        assumptions.append(f"{gpu.name}: rigplan has no efficiency data for {gpu.architecture}; the Ampere (A100) "
+                           "fit and its CUDA kernels stand in for it, so treat the speed as rough")
+    if setup.layout.num_gpus > gpu.gpus_per_node and not gpu.nic_bits_per_s:
+        raise InvalidSpec(f"{setup.layout.num_gpus} {gpu.name} span more than one {gpu.gpus_per_node}-GPU node "
+                          "and no scale-out network rate is published for it; give --nic (Gb/s per GPU)")
     if setup.arch.moe is not None:
         assumptions.append(moe_routing_note(setup.arch, job, setup.layout))
     windows = window_note(setup.arch, job)

@@ -5,19 +5,22 @@
 passes only flags whose value did not come from click's default) and whose condition holds for the
 request's precision and tensor-parallel degree. The explicit fields stay as the user gave them, and
 `model_fields_set` keeps naming only those. The record (`FrameworkApplied`) goes into the
-assumptions and into the `framework` key of the JSON of record.
+assumptions and into the `framework` key of the JSON of record. `fill_preset` does the same on plain
+values (the CLI's pydantic-free path, flow/fields.py).
 
 May import: domain.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from rigplan.domain.frameworks import FRAMEWORK_PRESETS, PRESETS, RELATED_FIELDS, condition_holds
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 PRESET_FIELDS = frozenset({f for p in PRESETS for s in p.settings for f in s.fields}
                           | {g for group in RELATED_FIELDS.values() for g in group})
@@ -83,30 +86,40 @@ def apply_preset(request: BaseModel) -> FrameworkApplied | None:
     name = getattr(request, "framework", None)
     if not name:
         return None
-    preset = FRAMEWORK_PRESETS[name]
     explicit = set(request.model_fields_set)
     known = type(request).model_fields
-    current = {k: getattr(request, k) for k in known}
+    updates, applied = fill_preset(name, {k: getattr(request, k) for k in known}, explicit, known)
+    for key, value in updates.items():
+        object.__setattr__(request, key, value)
+    object.__setattr__(request, "__pydantic_fields_set__", explicit)
+    return applied
+
+
+def fill_preset(name: str, current: dict[str, Any], explicit: Collection[str],
+                known: Collection[str]) -> tuple[dict[str, Any], FrameworkApplied]:
+    """The values preset `name` gives the request fields `known` that are not in `explicit` (and whose
+    setting's condition holds for `current`, the request's values), and the record of what it did."""
+    preset = FRAMEWORK_PRESETS[name]
+    current = dict(current)
+    updates: dict[str, Any] = {}
     applied = FrameworkApplied(name=preset.name, title=preset.title, note=preset.note)
     for setting in preset.settings:
         fields = [f for f in setting.fields if f in known]
         if not fields:
             continue
         guard = {g for f in fields for g in RELATED_FIELDS.get(f, (f,))}
-        given = sorted(guard & explicit)
+        given = sorted(guard & set(explicit))
         if given:
             applied.kept.extend(g for g in given if g not in applied.kept)
             continue
         if not condition_holds(setting.when, precision=_precision_of(current), tp=int(current.get("tp") or 1),
-                               zero=int(current.get("zero") or 0)):
+                               zero=int(current.get("zero") or 0), method=str(current.get("method") or "full")):
             applied.not_applicable.append(f"{setting.label} (only {setting.when})")
             continue
         for name_, value in setting.values:
             if name_ not in known:
                 continue
-            object.__setattr__(request, name_, value)
-            current[name_] = value
+            updates[name_] = current[name_] = value
             applied.set_values[name_] = value
             applied.sources[name_] = setting.source
-    object.__setattr__(request, "__pydantic_fields_set__", explicit)
-    return applied
+    return updates, applied

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigplan.catalog.load import Catalog
 from rigplan.domain.job import Job
@@ -12,8 +12,10 @@ from rigplan.domain.stages import virtual_stage_layers
 from rigplan.estimate.memory import MemoryBreakdown, peak_memory
 from rigplan.estimate.params import count_params
 from rigplan.flow.fit import advice, fit_verdict, nothing_fits_note
-from rigplan.flow.request import MemoryRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup
+
+if TYPE_CHECKING:
+    from rigplan.flow.request import MemoryRequest
 
 MAX_SEARCH_SEQ = 1 << 24
 MAX_SEARCH_BATCH = 1 << 16
@@ -74,9 +76,11 @@ class MemoryResult:
                 "optimizer_in_backward": s.job.optimizer_in_backward,
                 "activation_offload": s.job.activation_offload, "loss": s.job.loss,
                 "checkpoint_load": s.job.checkpoint_load, "nf4_quantizer": s.job.nf4_quantizer,
+                "kbit_fp32_upcast": s.job.kbit_fp32_upcast,
                 "main_grads_fp32": s.job.main_grads_fp32, "ddp_grad_copy": s.job.ddp_grad_copy,
                 "fsdp_prefetch": s.job.fsdp_prefetch, "fp8_transpose_cache": s.job.fp8_transpose_cache,
                 "fused_swiglu": s.job.fused_swiglu, "nvls_buffers": s.job.nvls_buffers,
+                "expandable_segments": s.job.expandable_segments, "varying_lengths": s.job.varying_lengths,
                 "kernels": s.job.kernels, "compile": s.job.compile, "autocast": s.job.autocast,
                 "attention_kernel": s.job.attention_kernel, "fp8_recipe": s.job.fp8_recipe,
             },
@@ -96,6 +100,8 @@ class MemoryResult:
                 "cuda_context_bytes": b.cuda_context_bytes,
                 "nccl_bytes": b.nccl_bytes,
                 "fragmentation_bytes": b.fragmentation_bytes,
+                "unreleasable_bytes": b.unreleasable_bytes,
+                "needed_bytes": b.needed_bytes,
                 "overhead_bytes": b.overhead_bytes,
                 "allocated_bytes": b.allocated_bytes,
                 "reserved_bytes": b.reserved_bytes,

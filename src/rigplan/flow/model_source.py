@@ -13,7 +13,7 @@ from rigplan.domain.model import Architecture, MoE
 from rigplan.errors import InvalidSpec, UnknownEntry
 from rigplan.estimate.params import count_params
 from rigplan.files import is_confined, user_path
-from rigplan.units import parse_count
+from rigplan.units import format_count, parse_count
 
 # Llama-family shapes by size (Touvron et al. 2023, Llama 2 Table 1; Llama 3 herd paper Table 3):
 # (params, layers, hidden, heads, kv_heads). A generic size is fitted to the nearest row.
@@ -139,8 +139,8 @@ def resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, An
     resolved = _resolve_model(model, catalog, shape_flags)
     total = count_params(resolved.arch).total
     if BOUNDS["params"].problem(total):
-        raise InvalidSpec(f"the model has {total:.3g} parameters; rigplan plans models of up to "
-                          f"{BOUNDS['params'].high:.0e} (100 T): check --layers, --hidden, --ffn, --vocab "
+        raise InvalidSpec(f"the model has {format_count(total)} parameters; rigplan plans models of up to "
+                          f"{format_count(BOUNDS['params'].high)}: check --layers, --hidden, --ffn, --vocab "
                           "(or the config.json)")
     return resolved
 

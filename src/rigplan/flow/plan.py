@@ -25,6 +25,7 @@ from rigplan.cost.power import HOURS_PER_YEAR
 from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
 from rigplan.estimate.step import scale_up_domain, with_network
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
+from rigplan.flow.fit import MEMORY_UNCERTAINTY_FRACTION
 from rigplan.flow.framework import FrameworkApplied, given_fields
 from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.request import EstimateRequest, PlanRequest
@@ -75,6 +76,12 @@ class Candidate:
     reasons: list[str] = field(default_factory=list)
     meets_deadline: bool = True
     meets_budget: bool = True
+    over_limit: bool = False
+    """Needs more memory than the GPU has, by less than rigplan's memory uncertainty: kept, marked, ranked
+    after the options that fit."""
+
+
+OVER_LIMIT_REASON = "over the GPU's memory by less than rigplan's memory uncertainty: may not fit"
 
 
 def parse_money(text: str | float | None, currency: str, cny_per_usd: float) -> float | None:
@@ -197,6 +204,16 @@ class PlanResult:
     framework: FrameworkApplied | None = None
     """The --framework preset's recipe fields (the layout and recompute are searched, not preset)."""
 
+    @property
+    def infeasible(self) -> str | None:
+        """Why no option is recommended, in plain words (None when one is)."""
+        if self.stats.get("eligible"):
+            return None
+        if not self.candidates:
+            return why_nothing_runs(self.stats["infeasible_by_reason"])
+        return ("no option meets both the budget and the deadline; the Pareto front shows the trade-off that "
+                "exists, each option marked with the limit it breaks")
+
     def to_dict(self) -> dict[str, Any]:
         def cand(c: Candidate) -> dict[str, Any]:
             e = c.estimate
@@ -204,7 +221,7 @@ class PlanResult:
                 "gpu": c.gpu, "gpus": c.gpus, "layout": c.layout, "global_batch": c.global_batch,
                 "mode": c.offer.to_dict(), "time_to_train_s": c.time_to_train_s, "wall_time_s": c.wall_time_s,
                 "gpu_hours": c.time_to_train_s * c.gpus / 3600, "wall_gpu_hours": c.wall_time_s * c.gpus / 3600,
-                "cost_usd": c.cost_usd, "reliability": e.get("reliability"),
+                "cost_usd": c.cost_usd, "reliability": e.get("reliability"), "over_limit": c.over_limit,
                 "cost_cny": c.cost_usd * self.cny_per_usd, "tokens_per_s": c.tokens_per_s,
                 "mfu": e.get("mfu"), "step_time_s": e.get("step_time_s"),
                 "memory": {k: e["memory"]["per_gpu"][k] for k in ("total_bytes", "allocated_bytes")} | {
@@ -221,6 +238,7 @@ class PlanResult:
             "model": self.request.model, "tokens": parse_count(self.request.tokens, "--tokens"),
             "budget_usd": self.budget_usd, "deadline_s": self.deadline_s,
             "ranked": [cand(c) for c in self.ranked], "pareto": [cand(c) for c in self.pareto],
+            "infeasible": self.infeasible,
             "stats": self.stats, "assumptions": self.assumptions, "cny_per_usd": self.cny_per_usd,
             "framework": self.framework.to_dict() if self.framework else None,
             "candidates": [{"gpu": c.gpu, "gpus": c.gpus, "mode": c.offer.to_dict(),
@@ -313,8 +331,9 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     assumptions.extend(build_notes)
     assumptions.append(f"global batch about {target} sequences of {job.seq_len} tokens (rounded per layout)")
     assumptions.append("interruption rate: Llama 3 405B's on 16,384 H100 (Meta 2024), applied to every GPU type; "
-                       "checkpoints to node-local NVMe on one node, to shared storage (ceph-4) beyond")
-    stats: dict[str, Any] = {"evaluated": 0, "feasible": 0, "infeasible_by_reason": {}, "gpu_types": len(records)}
+                       "checkpoints to node-local NVMe on one host (up to 8 GPUs), to shared storage (ceph-4) beyond")
+    stats: dict[str, Any] = {"evaluated": 0, "feasible": 0, "kept_over_limit": 0, "infeasible_by_reason": {},
+                             "gpu_types": len(records)}
     reasons: dict[str, int] = stats["infeasible_by_reason"]
     candidates: list[Candidate] = []
     memory_cache: dict[tuple[int, tuple[int, ...]], Any] = {}
@@ -333,6 +352,11 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
             reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
             continue
         counts = sorted(set(request.gpu_counts)) or gpu_counts(gpu.gpus_per_node, request.gpus_max, request.gpus_min)
+        if not gpu.nic_bits_per_s:  # no published scale-out rate: one node at most
+            beyond = [c for c in counts if c > gpu.gpus_per_node]
+            if beyond:
+                reasons["network.unknown"] = reasons.get("network.unknown", 0) + len(beyond)
+                counts = [c for c in counts if c <= gpu.gpus_per_node]
         key = (domain, tuple(counts))
         if key not in memory_cache:
             layouts = layout_space(arch, domain, counts, job.seq_len, sequence_parallel=True)
@@ -340,49 +364,21 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
         memory = memory_cache[key]
         if memory is None:
             continue
-        for count, best in sorted(fastest_per_count(arch, job, gpu, memory, gpu.usable_bytes(),
-                                                   reference.calibration).items()):
+        usable = gpu.usable_bytes()
+        for count, best in sorted(fastest_per_count(arch, job, gpu, memory, usable, reference.calibration,
+                                                   over_limit_bytes=usable / (1 - MEMORY_UNCERTAINTY_FRACTION)
+                                                   ).items()):
             stats["evaluated"] += best.evaluated
             stats["feasible"] += best.feasible
             reasons["memory.exceeds_capacity"] = reasons.get("memory.exceeds_capacity", 0) + best.infeasible_memory
             if best.infeasible_batch:
                 reasons["batch.smaller_than_dp"] = reasons.get("batch.smaller_than_dp", 0) + best.infeasible_batch
-            if best.index < 0:
-                continue
-            lay = memory.layouts
-            i = best.index
-            layout = {"tp": int(lay.tp[i]), "pp": int(lay.pp[i]), "vpp": int(lay.vpp[i]), "dp": int(lay.dp[i]),
-                      "cp": int(lay.cp[i]), "ep": int(lay.ep[i]), "etp": int(lay.etp[i]), "zero": int(lay.zero[i]),
-                      "micro_batch": int(lay.micro_batch[i]), "recompute": best.recompute,
-                      "sequence_parallel": bool(lay.tp[i] > 1)}
-            ideal_s = tokens / best.tokens_per_s
-            walls: dict[float, float] = {}
-            for offer in offers:
-                if offer.capacity_gpus is not None and count > offer.capacity_gpus:
-                    reasons["cloud.capacity"] = reasons.get("cloud.capacity", 0) + 1
+            for winner, over in ((best, False), (best.borderline, True)):
+                if winner is None or winner.index < 0:
                     continue
-                if (offer.pricing in INTERRUPTIBLE_KINDS and not request.interruptible
-                        and interruptible_pricing_unsuitable(count, ideal_s / 3600)):
-                    reasons["cloud.interruptible_for_long_job"] = reasons.get("cloud.interruptible_for_long_job", 0) + 1
-                    continue
-                reclaims = PREEMPTIONS_PER_NODE_MONTH.get(offer.pricing, 0.0)
-                if reclaims not in walls:
-                    walls[reclaims] = reliability_for_job(
-                        num_gpus=count, ideal_time_s=ideal_s, checkpoint_bytes=ckpt_bytes,
-                        gpus_per_node=gpu.gpus_per_node, step_time_s=best.step_time_s,
-                        failure_model=with_preemptions(DEFAULT_FAILURE_MODEL, reclaims, gpu.gpus_per_node),
-                    ).wall_time_s
-                wall_s = walls[reclaims]
-                hours = wall_s / 3600
-                try:
-                    cost = _price(record, offer, count, hours, overrides)
-                except RigplanError:
-                    reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
-                    continue
-                candidates.append(Candidate(gpu=record.id, gpus=count, layout=layout, global_batch=best.global_batch,
-                                            offer=offer, time_to_train_s=ideal_s, wall_time_s=wall_s,
-                                            cost_usd=cost,
-                                            tokens_per_s=best.tokens_per_s))
+                stats["kept_over_limit"] += over
+                candidates.extend(_priced(record, gpu, count, memory.layouts, winner, offers, over, tokens,
+                                          ckpt_bytes, request.interruptible, reasons, overrides))
     if progress:
         progress(len(records), len(records))
     for c in candidates:
@@ -395,9 +391,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     eligible = [c for c in candidates if c.meets_deadline and c.meets_budget]
     ranked = _best_per_option(sorted(eligible, key=_rank_key))[: request.top]
     limited = budget is not None or deadline is not None
-    front = thin_front(pareto_front(eligible if limited and eligible else candidates,
-                                    time_of=lambda c: c.wall_time_s, cost_of=lambda c: c.cost_usd),
-                       time_of=lambda c: c.wall_time_s, cost_of=lambda c: c.cost_usd)
+    front = _front(eligible if limited and eligible else candidates)
     for c in front:
         if not c.meets_deadline:
             c.reasons.append("misses the deadline")
@@ -414,10 +408,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     stats["candidates"] = len(candidates)
     stats["eligible"] = len(eligible)
     stats["elapsed_s"] = time.perf_counter() - started
-    if not eligible:
-        assumptions.append("no candidate meets both the budget and the deadline; the Pareto front shows "
-                           "the trade-off that exists, each option marked with the limit it breaks")
-    elif limited:
+    if eligible and limited:
         assumptions.append("the Pareto front holds only options within the budget and the deadline")
     assumptions.append("cloud capacity per offer: 512 GPUs on-demand/reserved, 64 spot/community, 8 serverless "
                        "unless the offer states its own (AWS Capacity Blocks: 1-64 instances); spot and community "
@@ -427,8 +418,65 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
                       candidates=candidates, onprem_overrides=overrides, model=model, framework=framework)
 
 
+def _priced(record: GpuRecord, gpu: Any, count: int, lay: Any, best: Any, offers: list[Offer], over_limit: bool,
+            tokens: float, ckpt_bytes: float, interruptible: bool, reasons: dict[str, int],
+            overrides: dict[str, Any]) -> list[Candidate]:
+    """The candidates of one searched layout, one per purchase offer it can use. `over_limit`: the layout
+    needs more memory than the GPU has, by less than rigplan's memory uncertainty (kept, marked)."""
+    i = best.index
+    layout = {"tp": int(lay.tp[i]), "pp": int(lay.pp[i]), "vpp": int(lay.vpp[i]), "dp": int(lay.dp[i]),
+              "cp": int(lay.cp[i]), "ep": int(lay.ep[i]), "etp": int(lay.etp[i]), "zero": int(lay.zero[i]),
+              "micro_batch": int(lay.micro_batch[i]), "recompute": best.recompute,
+              "sequence_parallel": bool(lay.tp[i] > 1)}
+    ideal_s = tokens / best.tokens_per_s
+    walls: dict[float, float] = {}
+    out = []
+    for offer in offers:
+        if offer.capacity_gpus is not None and count > offer.capacity_gpus:
+            reasons["cloud.capacity"] = reasons.get("cloud.capacity", 0) + 1
+            continue
+        if (offer.pricing in INTERRUPTIBLE_KINDS and not interruptible
+                and interruptible_pricing_unsuitable(count, ideal_s / 3600)):
+            reasons["cloud.interruptible_for_long_job"] = reasons.get("cloud.interruptible_for_long_job", 0) + 1
+            continue
+        reclaims = PREEMPTIONS_PER_NODE_MONTH.get(offer.pricing, 0.0)
+        if reclaims not in walls:
+            walls[reclaims] = reliability_for_job(
+                num_gpus=count, ideal_time_s=ideal_s, checkpoint_bytes=ckpt_bytes,
+                gpus_per_node=gpu.gpus_per_node, step_time_s=best.step_time_s,
+                failure_model=with_preemptions(DEFAULT_FAILURE_MODEL, reclaims, gpu.gpus_per_node),
+            ).wall_time_s
+        wall_s = walls[reclaims]
+        try:
+            cost = _price(record, offer, count, wall_s / 3600, overrides)
+        except RigplanError:
+            reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
+            continue
+        out.append(Candidate(gpu=record.id, gpus=count, layout=layout, global_batch=best.global_batch,
+                             offer=offer, time_to_train_s=ideal_s, wall_time_s=wall_s, cost_usd=cost,
+                             tokens_per_s=best.tokens_per_s, over_limit=over_limit,
+                             reasons=[OVER_LIMIT_REASON] if over_limit else []))
+    return out
+
+
+def _front(pool: list[Candidate]) -> list[Candidate]:
+    """The time-cost Pareto front of the options that fit, thinned, plus the over-the-limit options that no
+    fitting option dominates (marked), so an uncertain option never pushes a certain one off the front."""
+    def time_of(c: Candidate) -> float:
+        return c.wall_time_s
+
+    def cost_of(c: Candidate) -> float:
+        return c.cost_usd
+
+    fitting = thin_front(pareto_front([c for c in pool if not c.over_limit], time_of=time_of, cost_of=cost_of),
+                         time_of=time_of, cost_of=cost_of)
+    union = thin_front(pareto_front(pool, time_of=time_of, cost_of=cost_of), time_of=time_of, cost_of=cost_of)
+    over = [c for c in union if c.over_limit]
+    return sorted(fitting + over, key=lambda c: (c.wall_time_s, c.cost_usd))
+
+
 def _rank_key(c: Candidate) -> tuple[Any, ...]:
-    return (c.cost_usd, c.wall_time_s, c.gpu, c.gpus, c.offer.pricing, c.offer.provider)
+    return (c.over_limit, c.cost_usd, c.wall_time_s, c.gpu, c.gpus, c.offer.pricing, c.offer.provider)
 
 
 def _best_per_option(ordered: list[Candidate]) -> list[Candidate]:
@@ -446,6 +494,7 @@ def _best_per_option(ordered: list[Candidate]) -> list[Candidate]:
 def _explain(ranked: list[Candidate], eligible: list[Candidate], budget: float | None,
              deadline: float | None) -> None:
     """Say why the top choices win."""
+    eligible = [c for c in eligible if not c.over_limit] or eligible
     if not eligible:
         return
     cheapest = min(eligible, key=lambda c: (c.cost_usd, c.wall_time_s))
@@ -464,9 +513,11 @@ class Comparison:
     rows: list[dict[str, Any]]
     best: list[Candidate | None]
     framework: FrameworkApplied | None = None
+    infeasible: list[str | None] = field(default_factory=list)
+    """Per option: why it cannot run this job, in plain words (None: it can)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"options": self.options, "rows": self.rows,
+        return {"options": self.options, "rows": self.rows, "infeasible": self.infeasible,
                 "framework": self.framework.to_dict() if self.framework else None}
 
 
@@ -482,6 +533,23 @@ COMPARE_ROWS: tuple[tuple[str, str, str], ...] = (
     ("power_w", "power (GPUs + hosts)", "min"),
     ("energy_kwh", "energy", "min"),
 )
+
+
+NOTHING_RUNS = {
+    "memory.exceeds_capacity": "no layout fits this job in GPU memory",
+    "batch.smaller_than_dp": "the global batch is smaller than every data-parallel degree that would fit",
+    "precision.unsupported": "the GPU has no tensor cores for this precision",
+    "price.unknown": "no price: no cloud offer and no purchase price in the catalog",
+    "cloud.capacity": "no cloud offer rents this many GPUs",
+    "cloud.interruptible_for_long_job": "only interruptible offers, left out of a long job (--interruptible)",
+}
+"""Why a search found nothing to price, by the code of search stats' infeasible_by_reason."""
+
+
+def why_nothing_runs(reasons: dict[str, int]) -> str:
+    """Plain words for a search that priced nothing: its most frequent reasons, in that order."""
+    found = [NOTHING_RUNS[code] for code, _ in sorted(reasons.items(), key=lambda kv: -kv[1]) if code in NOTHING_RUNS]
+    return "; ".join(found[:2]) if found else "no layout runs this job"
 
 
 def parse_option(text: str) -> tuple[int, str]:
@@ -502,6 +570,7 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
                           "run rigplan plan to search many GPU counts and types")
     values: list[dict[str, Any]] = []
     best: list[Candidate | None] = []
+    infeasible: list[str | None] = []
     catalog = load_catalog(base.catalog)
     model: ResolvedModel | None = None
     framework: FrameworkApplied | None = None
@@ -516,7 +585,9 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
         if not fitting:
             values.append({})
             best.append(None)
+            infeasible.append(why_nothing_runs(result.stats["infeasible_by_reason"]))
             continue
+        infeasible.append(None)
         cloud = [c for c in fitting if c.offer.kind == "cloud"]
         owned = [c for c in fitting if c.offer.kind == "onprem"]
         chosen = min(fitting, key=lambda c: c.wall_time_s)
@@ -543,4 +614,4 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
             winner = options[pick[1]]
         rows.append({"key": key, "label": label, "values": row_values, "winner": winner})
     rows.append({"key": "layout", "label": "layout", "values": [v.get("layout") for v in values], "winner": None})
-    return Comparison(options=list(options), rows=rows, best=best, framework=framework)
+    return Comparison(options=list(options), rows=rows, best=best, framework=framework, infeasible=infeasible)

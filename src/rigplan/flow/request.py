@@ -1,4 +1,8 @@
-"""Request models: what the CLI flags and the HTTP API accept, validated once by pydantic."""
+"""Request models: what the CLI flags and the HTTP API accept, validated once by pydantic.
+
+The validators and methods apply the rules of flow/fields.py, which also checks command-line values
+against a table derived from these models without importing pydantic (rigplan's start-up path).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from rigplan.bounds import Bounded
 from rigplan.domain.frameworks import FrameworkName
-from rigplan.domain.job import LORA_TARGET_NAMES
+from rigplan.flow import fields as rules
 from rigplan.flow.framework import FrameworkApplied, apply_preset
 
 FRAMEWORK_DESCRIPTION = (
@@ -53,8 +57,7 @@ class ModelSpec(BaseModel):
     shared_experts: Annotated[int, Bounded("shared_experts")] | None = None
 
     def shape_flags(self) -> dict[str, object]:
-        shape_fields = set(ModelSpec.model_fields) - {"model"}
-        return self.model_dump(include=shape_fields, exclude_none=True)
+        return rules.shape_flags(self, [n for n in ModelSpec.model_fields if n != "model"])
 
 
 class MoERoutingSpec(BaseModel):
@@ -73,12 +76,7 @@ class MoERoutingSpec(BaseModel):
 
     def routing_values(self) -> dict[str, object]:
         """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap."""
-        if self.balanced_routing and self.moe_imbalance not in (None, 1.0):
-            raise ValueError("--balanced-routing sets the imbalance to 1; drop --moe-imbalance or --balanced-routing")
-        imbalance = 1.0 if self.balanced_routing else (self.moe_imbalance or 0.0)
-        if self.capacity_factor and 0 < self.capacity_factor < 1:
-            raise ValueError(f"--capacity-factor must be >= 1 (0 = dropless), got {self.capacity_factor}")
-        return {"moe_imbalance": imbalance, "capacity_factor": self.capacity_factor, "a2a_overlap": self.a2a_overlap}
+        return rules.routing_values(self)
 
 
 class CommOverlapSpec(BaseModel):
@@ -90,6 +88,9 @@ class CommOverlapSpec(BaseModel):
     tp_comm_overlap: bool | None = Field(None, description="TP all-gather/reduce-scatter overlapped with GEMMs "
                                                            "(Megatron --tp-comm-overlap, async TP); needs "
                                                            "sequence parallelism")
+    tp_async_backward: bool | None = Field(None, description="Column-parallel TP backward collectives beside "
+                                                             "their backward GEMMs (Megatron-Core/TE linears); "
+                                                             "default: on with fused kernels")
     overlap_grad_reduce: bool | None = Field(None, description="Gradient reduction overlapped with backward "
                                                                "(DDP/FSDP; Megatron --overlap-grad-reduce)")
     overlap_param_gather: bool | None = Field(None, description="Parameter all-gather overlapped with compute "
@@ -103,8 +104,7 @@ class CommOverlapSpec(BaseModel):
 
     def overlap_values(self) -> dict[str, object]:
         """Job fields for the switches that were given (the others keep Job's defaults)."""
-        given = {k: getattr(self, k) for k in CommOverlapSpec.model_fields}
-        return {k: v for k, v in given.items() if v is not None}
+        return rules.overlap_values(self, CommOverlapSpec.model_fields)
 
 
 class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
@@ -153,13 +153,19 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     dropout: bool = False
     kernels: Literal["fused", "eager", "hf"] = "fused"
     checkpoint_load: Literal["sharded", "full"] = "sharded"
-    nf4_quantizer: Literal["bitsandbytes", "torchao-unchunked"] = "bitsandbytes"
+    nf4_quantizer: Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"] = "bitsandbytes"
+    kbit_fp32_upcast: bool = False
+    """PEFT prepare_model_for_kbit_training: the non-4-bit weights in fp32 (QLoRA)."""
     main_grads_fp32: bool = False
     ddp_grad_copy: bool = False
     fsdp_prefetch: Annotated[int, Bounded("fsdp_prefetch")] = 1
     fp8_transpose_cache: bool = False
     fused_swiglu: bool = False
     nvls_buffers: bool = False
+    expandable_segments: bool = False
+    """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (estimate.allocator)."""
+    varying_lengths: bool = False
+    """Batches padded to their longest sample: shapes change from step to step (estimate.allocator)."""
     autocast: bool = False
     """torch.autocast mixed precision: fp32 residual stream, matmul inputs cast to bf16."""
     compile: bool = False
@@ -178,27 +184,17 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     @field_validator("lora_targets", mode="before")
     @classmethod
     def _split_targets(cls, value: object) -> object:
-        if isinstance(value, str):
-            value = [t.strip() for t in value.split(",") if t.strip()]
-        if isinstance(value, list) and all(isinstance(t, str) for t in value) and [t.lower() for t in value] == ["all"]:
-            return list(LORA_TARGET_NAMES)
-        return value
+        return rules.split_lora_targets(value)
 
     @field_validator("precision")
     @classmethod
     def _alias_precision(cls, value: str | None) -> str | None:
-        return {"bf16": "bf16-mixed", "fp16": "fp16-mixed"}.get(value, value) if value else value
+        return rules.alias_precision(value)
 
     @field_validator("stage_layers", mode="before")
     @classmethod
     def _split_stage_layers(cls, value: object) -> object:
-        if isinstance(value, str):
-            try:
-                return [int(t) for t in value.split(",") if t.strip()]
-            except ValueError:
-                raise ValueError(f"--stage-layers takes comma-separated layer counts such as 7,8,8,7, "
-                                 f"got {value!r}") from None
-        return value
+        return rules.split_stage_layers(value)
 
 
 class MemoryRequest(JobSpec):
@@ -217,7 +213,7 @@ class EstimateRequest(JobSpec):
     nics_per_node: Annotated[int, Bounded("nics_per_node")] | None = None
     host_power_w: Annotated[float, Bounded("host_power_w")] = 250.0
     storage: Literal["auto", "nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"] = "auto"
-    """'auto': node-local NVMe on one node, shared storage (ceph-4) beyond one node."""
+    """'auto': node-local NVMe on one host (up to 8 GPUs of one node), shared storage (ceph-4) beyond."""
     """Where checkpoints are written: one PCIe 4 NVMe per node, a PCIe 5 drive, RAID 0 of 4 drives,
     a 4-node Ceph cluster, or a Tectonic-class parallel file system (2 TB/s)."""
     restart_s: Annotated[float, Bounded("restart_s")] | None = None

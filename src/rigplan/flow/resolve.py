@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.domain.hardware import Gpu
@@ -11,10 +12,12 @@ from rigplan.domain.layout import Layout, check_layout_for_model
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
 from rigplan.errors import InvalidSpec, UnsupportedPrecision
-from rigplan.estimate.calibration import Calibration
 from rigplan.flow.framework import FrameworkApplied
 from rigplan.flow.model_source import ResolvedModel, resolve_model
-from rigplan.flow.request import JobSpec
+
+if TYPE_CHECKING:
+    from rigplan.estimate.calibration import Calibration
+    from rigplan.flow.request import JobSpec
 
 DEFAULT_SEQ_LEN = 4096
 
@@ -149,8 +152,10 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         optimizer_foreach=spec.optimizer_foreach, qlora_double_quant=spec.qlora_double_quant,
         loss=spec.loss, dropout=spec.dropout, global_batch=spec.global_batch, kernels=spec.kernels,
         checkpoint_load=spec.checkpoint_load, nf4_quantizer=spec.nf4_quantizer,
+        kbit_fp32_upcast=spec.kbit_fp32_upcast,
         main_grads_fp32=spec.main_grads_fp32, ddp_grad_copy=spec.ddp_grad_copy, fsdp_prefetch=spec.fsdp_prefetch,
         fp8_transpose_cache=spec.fp8_transpose_cache, fused_swiglu=spec.fused_swiglu, nvls_buffers=spec.nvls_buffers,
+        expandable_segments=spec.expandable_segments, varying_lengths=spec.varying_lengths,
         **_routing(spec), **spec.overlap_values(),
         compile=spec.compile, autocast=spec.autocast, attention_kernel=spec.attention_kernel,
         fp8_recipe=spec.fp8_recipe,

@@ -33,6 +33,7 @@ ENV_VAR = "RIGPLAN_LANG"
 PROSE_KEYS = frozenset({
     "assumptions", "verdict", "message", "hint", "detail", "basis", "note", "notes", "find_max_note",
     "label", "layout", "offload_layout", "warning", "warnings", "reason", "reasons", "summary", "why", "msg",
+    "infeasible",
 })
 """JSON keys whose string values (or lists of strings) are sentences made by rigplan, translated in `--json`
 output and in the web API's answers. Codes, ids, names and sources are never translated."""

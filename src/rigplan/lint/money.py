@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from rigplan.cost.money import CNY_PER_USD_DEFAULT
+from rigplan.units import format_number
 
 CNY_PER_USD = CNY_PER_USD_DEFAULT
 """rigplan's one planning rate (rigplan.cost.money), shared with `rigplan tco`."""
 CNY_PER_USD_SOURCE = (
-    f"{CNY_PER_USD:g} CNY/USD (rigplan.cost.money default): CFETS central parity was 7.1287 on 2025-08-21 and "
-    "7.1161 on 2025-08-25 (Xinhua, en.people.cn/n3/2025/0821/c90000-20355681.html); a planning rate, not a quote"
+    f"{format_number(CNY_PER_USD)} CNY/USD (rigplan.cost.money default): CFETS central parity was 7.1287 on "
+    "2025-08-21 and 7.1161 on 2025-08-25 (Xinhua, en.people.cn/n3/2025/0821/c90000-20355681.html); a planning "
+    "rate, not a quote"
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rigplan.catalog.load import load_catalog
+from rigplan.errors import InvalidSpec
 from rigplan.lint import rules as _rules  # noqa: F401  (registers the rules)
 from rigplan.lint.context import LintContext
 from rigplan.lint.findings import SEVERITY_ORDER, Finding, LintResult
@@ -36,6 +37,11 @@ def lint_build(build: ServerRecord, *, workload: Workload | None = None,
     """Check a build with every rule; findings sorted errors first (stable within a severity)."""
     catalog = load_catalog(list(overlays))
     gpu = catalog.gpu(build.gpus.id)
+    missing = [what for what, value in (("host PCIe generation", gpu.pcie_gen),
+                                        ("reference NIC rate", gpu.node.nic_gbit_per_s_per_gpu)) if value is None]
+    if missing:
+        raise InvalidSpec(f"build '{build.id}': {gpu.name} has no published {' or '.join(missing)}, which the "
+                          "server-build rules need; a build of it cannot be checked")
     checked, unchecked = workloads_of(build, workload)
     ctx = LintContext(build=build, gpu=gpu, overlays=tuple(overlays), workloads=checked, unchecked_claims=unchecked)
     findings: list[Finding] = []

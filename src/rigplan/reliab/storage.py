@@ -138,9 +138,17 @@ lost with the node (Llama 3, Sec. 3.3.1, checkpoints to Tectonic, a shared file 
 all-NVMe Ceph nodes is a rigplan ASSUMPTION of a modest shared store (`ceph`)."""
 
 
+HOST_GPUS_MAX = 8
+"""The most GPUs one host (one OS, one set of local drives) carries in rigplan's catalog: the HGX/DGX 8-GPU
+board. Rack-scale nodes are catalogued whole (an NVL72 rack is one 72-GPU node of 18 four-GPU trays; a TPU
+v5e/v6e slice is one 256-chip node of 32 eight-chip hosts), but their local drives die with each tray or host."""
+
+
 def default_storage_for(num_gpus: int, gpus_per_node: int) -> StorageSpec:
-    """Node-local NVMe for a job on one node, shared storage (DEFAULT_SHARED_STORAGE) for more."""
-    return DEFAULT_STORAGE if num_nodes_for(num_gpus, gpus_per_node) <= 1 else DEFAULT_SHARED_STORAGE
+    """Node-local NVMe for a job on one host, shared storage (DEFAULT_SHARED_STORAGE) for more: on more
+    than one node, or on more than HOST_GPUS_MAX GPUs of a rack-scale node."""
+    one_host = num_nodes_for(num_gpus, gpus_per_node) <= 1 and num_gpus <= HOST_GPUS_MAX
+    return DEFAULT_STORAGE if one_host else DEFAULT_SHARED_STORAGE
 
 
 def num_nodes_for(num_gpus: int, gpus_per_node: int) -> int:

@@ -37,7 +37,7 @@ def plan_markdown(data: dict[str, Any]) -> str:
         best = data["ranked"][0]
         lines += ["", f"Reproduce the first: `{best['estimate_command']}`", ""]
     else:
-        lines += ["No option meets both limits; the trade-off that exists is below.", ""]
+        lines += [f"**INFEASIBLE**: {data['infeasible']}.", ""]
     lines += ["## Time vs cost: the Pareto front", "", header]
     lines += [_row(c) for c in data["pareto"]]
     stats = data["stats"]

@@ -18,7 +18,7 @@ MEMORY_ROWS = (
     ("transient_bytes", "transient working set"),
     ("cuda_context_bytes", "CUDA context + workspaces"),
     ("nccl_bytes", "NCCL buffers"),
-    ("fragmentation_bytes", "allocator fragmentation"),
+    ("unreleasable_bytes", "allocator cache kept under memory pressure"),
 )
 
 
@@ -56,8 +56,12 @@ def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
                       format_bytes(per_gpu["load_reserved_bytes"]), "")
     table.add_row("allocated (torch max_memory_allocated)", format_bytes(per_gpu["allocated_bytes"]), "")
     table.add_row("reserved (torch max_memory_reserved)", format_bytes(per_gpu["reserved_bytes"]), "")
-    table.add_row("[bold]total on device[/bold]", f"[bold]{format_bytes(per_gpu['total_bytes'])}[/bold]", "100%")
+    table.add_row("[bold]needed on the device[/bold]", f"[bold]{format_bytes(per_gpu['total_bytes'])}[/bold]", "100%")
     console.print(table)
+    room = gpu["usable_bytes"] - per_gpu["cuda_context_bytes"] - per_gpu["nccl_bytes"]
+    if per_gpu["reserved_bytes"] > room >= per_gpu["needed_bytes"]:
+        console.print(f"the allocator's cache would grow to {format_bytes(per_gpu['reserved_bytes'])}; on this GPU it "
+                      f"gives free segments back and retries, so the job needs {format_bytes(per_gpu['total_bytes'])}")
     if data["host_bytes"]:
         console.print(f"host RAM: {format_bytes(data['host_bytes'])} per GPU, "
                       f"{format_bytes(data['host_bytes_per_node'])} per node")
@@ -157,7 +161,8 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
                           f"{rel['interruptions_per_day']:.2f}, {100 * rel['goodput']:.1f}%")
             table.add_row("  checkpoint every / write", f"{format_duration(rel['checkpoint_interval_s'])} / "
                           f"{format_duration(rel['checkpoint_write_s'])}")
-        table.add_row("energy (GPUs + hosts)", f"{data['energy_kwh']:,.0f} kWh")
+        energy = data["energy_kwh"]
+        table.add_row("energy (GPUs + hosts)", f"{energy:,.0f} kWh" if energy is not None else "-")
     console.print(table)
     console.print(f"memory: {format_bytes(mem['per_gpu']['total_bytes'])} per GPU of "
                   f"{format_bytes(gpu['usable_bytes'])} (pipeline stage {mem['per_gpu']['stage']})")

@@ -73,25 +73,46 @@ class BestLayout:
     infeasible_memory: int
     infeasible_batch: int = 0
     """Layouts whose data-parallel micro-batches (dp x micro-batch) exceed the global batch."""
+    borderline: BestLayout | None = None
+    """The fastest layout over the capacity but within `over_limit_bytes`, when it is faster than the
+    fitting winner or nothing fits (plan keeps it, marked: it may not fit)."""
+
+
+def _winners(rates: Any, counts: Any, fits: Any) -> tuple[Any, Any, Any, Any]:
+    """Per GPU count (in sorted order): the sort order, the start of each count's run, the best rate of each
+    layout over recompute rows among `fits`, and that row; the winner of a count is the first maximum in
+    (recompute, layout) order."""
+    masked = np.where(fits, rates, -np.inf)
+    best_rate = masked.max(axis=0)
+    best_row = np.argmax(masked == best_rate[np.newaxis, :], axis=0)
+    index = np.arange(len(counts))
+    order = np.lexsort((index, best_row, -best_rate, counts))
+    sorted_counts = counts[order]
+    starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
+    return order, starts, best_rate, best_row
 
 
 def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemory, usable_bytes: float,
-                      calibration: Calibration | None = None) -> dict[int, BestLayout]:
+                      calibration: Calibration | None = None,
+                      over_limit_bytes: float | None = None) -> dict[int, BestLayout]:
     """For each GPU count in the space, the fastest layout that fits (with the search's counts); a
     calibration for this GPU replaces the efficiency parameters it measured.
 
     Every (recompute, layout) pair that fits is timed; the winner of a count is the first maximum in
     (recompute, layout) order, found for all counts in one sort (rate, then recompute row, then index).
+    With `over_limit_bytes` (above the capacity), pairs up to it are timed too, and the fastest of those
+    over the capacity is attached to a count's result when it beats the fitting winner.
     """
     lay = memory.layouts
     n_rc = len(memory.recompute)
     batch_ok = memory.batch_ok
     memory_ok = memory.total_bytes <= usable_bytes
     fits = memory_ok & batch_ok[np.newaxis, :]
+    within = fits if over_limit_bytes is None else (memory.total_bytes <= over_limit_bytes) & batch_ok[np.newaxis, :]
     rates = np.full(fits.shape, -np.inf)
     steps = np.full(fits.shape, np.inf)
     for row, choice in enumerate(memory.recompute):
-        mask = fits[row]
+        mask = within[row]
         if not mask.any():
             continue
         sub = lay.take(mask)
@@ -101,17 +122,24 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
                       calibration=calibration, etp=sub.etp)
         rates[row, mask] = np.asarray(r.tokens_per_step / r.step_time_s)
         steps[row, mask] = np.asarray(r.step_time_s)
-    best_rate = rates.max(axis=0)
-    best_row = np.argmax(rates == best_rate[np.newaxis, :], axis=0)
     counts = np.asarray(lay.gpus)
-    index = np.arange(len(lay))
-    order = np.lexsort((index, best_row, -best_rate, counts))
+    order, starts, _, best_row = _winners(rates, counts, fits)
     sorted_counts = counts[order]
-    starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
     feasible_by = np.add.reduceat(fits.sum(axis=0)[order], starts)
     memory_out_by = np.add.reduceat((~memory_ok & batch_ok[np.newaxis, :]).sum(axis=0)[order], starts)
     batch_out_by = np.add.reduceat((~batch_ok[order]).astype(np.int64), starts)
     sizes = np.diff(np.r_[starts, len(order)])
+    over: dict[int, BestLayout] = {}
+    if over_limit_bytes is not None:
+        o_order, o_starts, o_rate, o_row = _winners(rates, counts, within & ~memory_ok)
+        for start in o_starts:
+            i = int(o_order[start])
+            if np.isfinite(o_rate[i]):
+                row = int(o_row[i])
+                over[int(counts[i])] = BestLayout(
+                    index=i, recompute=memory.recompute[row], step_time_s=float(steps[row, i]),
+                    tokens_per_s=float(rates[row, i]), global_batch=int(memory.global_batch[i]),
+                    evaluated=0, feasible=0, infeasible_memory=0)
     results: dict[int, BestLayout] = {}
     for k, start in enumerate(starts):
         count = int(sorted_counts[start])
@@ -119,16 +147,20 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
         feasible = int(feasible_by[k])
         infeasible_memory = int(memory_out_by[k])
         infeasible_batch = int(batch_out_by[k]) * n_rc
+        i = int(order[start])
+        alternative = over.get(count)
         if feasible == 0:
             results[count] = BestLayout(index=-1, recompute="", step_time_s=np.inf, tokens_per_s=0.0,
                                         global_batch=0, evaluated=evaluated, feasible=0,
-                                        infeasible_memory=infeasible_memory, infeasible_batch=infeasible_batch)
+                                        infeasible_memory=infeasible_memory, infeasible_batch=infeasible_batch,
+                                        borderline=alternative)
             continue
-        i = int(order[start])
         row = int(best_row[i])
+        if alternative is not None and alternative.tokens_per_s <= float(rates[row, i]):
+            alternative = None
         results[count] = BestLayout(
             index=i, recompute=memory.recompute[row], step_time_s=float(steps[row, i]),
             tokens_per_s=float(rates[row, i]), global_batch=int(memory.global_batch[i]),
             evaluated=evaluated, feasible=feasible, infeasible_memory=infeasible_memory,
-            infeasible_batch=infeasible_batch)
+            infeasible_batch=infeasible_batch, borderline=alternative)
     return results

@@ -47,9 +47,10 @@ evaluated). A stated cluster (--cluster, --gpus-exact) is evaluated as given."""
 
 
 def gpu_counts(gpus_per_node: int, gpus_max: int, gpus_min: int = 1) -> list[int]:
-    """GPU counts to try: 1, 2, 4 ... below one node, every whole node count up to
+    """GPU counts to try: the powers of two below one node (1, 2, 4 on an 8-GPU server; up to 64 on a
+    72-GPU NVL72 rack, up to 128 in a 256-chip TPU slice), every whole node count up to
     EVERY_NODE_COUNT_UP_TO nodes, then STEPS_PER_DOUBLING node counts per doubling."""
-    counts = [c for c in (1, 2, 4) if c < gpus_per_node]
+    counts = [1 << k for k in range(max(gpus_per_node - 1, 0).bit_length()) if 1 << k < gpus_per_node]
     nodes = 1
     while nodes * gpus_per_node <= gpus_max:
         counts.append(nodes * gpus_per_node)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rigplan.errors import InvalidSpec
 from rigplan.servers.schema import ServerRecord
 
 RAM_W_PER_GIB = 0.15
@@ -49,12 +50,16 @@ class NodeLoad:
     """'vendor maximum' or 'estimate'."""
 
 
-def gpu_power_w(build: ServerRecord, catalog_tdp_w: float) -> float:
-    """Per-GPU board power: the build's override (Max-Q, power cap) or the catalog TDP."""
-    return build.gpus.power_w or catalog_tdp_w
+def gpu_power_w(build: ServerRecord, catalog_tdp_w: float | None) -> float:
+    """Per-GPU board power: the build's override (Max-Q, power cap) or the catalog TDP (None: unpublished)."""
+    power = build.gpus.power_w or catalog_tdp_w
+    if not power:
+        raise InvalidSpec(f"build '{build.id}': GPU '{build.gpus.id}' has no published power figure; "
+                          "state its board power as gpus.power_w in the build")
+    return power
 
 
-def node_load(build: ServerRecord, catalog_tdp_w: float) -> NodeLoad:
+def node_load(build: ServerRecord, catalog_tdp_w: float | None) -> NodeLoad:
     """Electrical load of one node at full training load."""
     gpu_w = build.gpus.count * gpu_power_w(build, catalog_tdp_w)
     cpu_w = build.cpu.count * build.cpu.tdp_w

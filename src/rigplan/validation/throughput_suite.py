@@ -20,10 +20,13 @@ from rigplan.validation.common import (
     _with_package_catalog,
 )
 
-THROUGHPUT_CASE_TOLERANCE = 0.25
+THROUGHPUT_CASE_TOLERANCE = 0.15
 """Largest |predicted / measured - 1| of one throughput case (every case, whatever its source)."""
-THROUGHPUT_GROUP_MEDIAN_LIMIT = 0.12
+THROUGHPUT_GROUP_MEDIAN_LIMIT = 0.08
 """Largest median |error| of one throughput group."""
+THROUGHPUT_GROUP_SIGNED_LIMIT = 0.05
+"""Largest |median signed error| of one throughput group: a group whose errors lean one way by more
+than this is missing a mechanism, even when each case is inside its tolerance."""
 THROUGHPUT_SUITE_MEDIAN_LIMIT = 0.07
 """Largest median |error| over the whole throughput suite."""
 

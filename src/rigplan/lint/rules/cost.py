@@ -7,6 +7,7 @@ from rigplan.lint.context import LintContext
 from rigplan.lint.findings import Finding, finding
 from rigplan.lint.money import CNY_PER_USD, CNY_PER_USD_SOURCE, fmt_money, to_currency
 from rigplan.lint.registry import rule
+from rigplan.units import format_number
 
 
 @rule("budget.price", "Budget vs the build's price")
@@ -28,7 +29,7 @@ def budget_price(ctx: LintContext) -> list[Finding]:
                 else f"no catalog price for {g.name}")
     price_text = (f"the build is priced {fmt_money(price, currency)} ({b.price.kind}, {b.price.scope}, "
                   f"{as_of_text(b.price.as_of)})" if b.price and price is not None else "")
-    rate = f" (at {CNY_PER_USD:g} CNY/USD)" if currency == "CNY" else ""
+    rate = f" (at {format_number(CNY_PER_USD)} CNY/USD)" if currency == "CNY" else ""
     if b.budget is None:
         known = "; ".join(t for t in (price_text, gpu_text) if t)
         return [finding(code, "info", f"No budget stated; {known}{rate}.", **values)]

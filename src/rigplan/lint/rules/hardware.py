@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigplan.lint.context import LintContext
 from rigplan.lint.findings import Finding, finding
 from rigplan.lint.registry import rule
+from rigplan.units import format_number
 
 PCIE_X16_GB_PER_S_BIDIR = {3: 32.0, 4: 64.0, 5: 128.0, 6: 256.0}
 """PCIe x16, both directions added, decimal GB/s (Gen4 31.5 GB/s each way; hardware-facts.md B1)."""
@@ -28,8 +29,8 @@ def gpu_link(ctx: LintContext) -> list[Finding]:
     values = {"stated_link": stated, "gpu_link": native, "gpu_link_bytes_per_s_bidirectional":
               g.link.bandwidth_gb_per_s_bidirectional * 1e9, "pcie_bytes_per_s_bidirectional": pcie_bw * 1e9}
     code = "gpu.link"
-    fallback = (f"GPU-to-GPU traffic goes over PCIe {g.pcie_gen}.0 x16 at {pcie_bw:g} GB/s bidirectional per GPU "
-                f"(~{pcie_bw / 2:g} GB/s each way)")
+    fallback = (f"GPU-to-GPU traffic goes over PCIe {g.pcie_gen}.0 x16 at {format_number(pcie_bw)} GB/s "
+                f"bidirectional per GPU (~{format_number(pcie_bw / 2)} GB/s each way)")
     if stated == "pcie":
         return []
     if stated == "nvlink-bridge":
@@ -40,7 +41,8 @@ def gpu_link(ctx: LintContext) -> list[Finding]:
                                    f"{b.gpus.count} GPUs one card has no bridge partner.", **values))
             if b.gpus.count > 2:
                 out.append(finding(code, "info", f"{b.gpus.count} bridged {g.name} cards form "
-                                   f"{b.gpus.count // 2} NVLink pairs at {g.link.bandwidth_gb_per_s_bidirectional:g} "
+                                   f"{b.gpus.count // 2} NVLink pairs at "
+                                   f"{format_number(g.link.bandwidth_gb_per_s_bidirectional)} "
                                    f"GB/s; between pairs {fallback}.", **values))
             return out
         if native in ("nvlink", "nvlink-c2c"):
@@ -95,8 +97,10 @@ def chassis_gpu_fit(ctx: LintContext) -> list[Finding]:
             out.append(finding(code, "error", f"{b.gpus.count} GPUs but the {ch.model} takes at most "
                                f"{ch.max_gpus} double-width GPUs.", **values))
     if ch.max_gpu_power_w and ctx.gpu_power_w > ch.max_gpu_power_w:
-        out.append(finding(code, "warning", f"{g.name} draws {ctx.gpu_power_w:g} W; the {ch.model} is specified "
-                           f"for GPUs up to {ch.max_gpu_power_w:g} W per slot.", gpu_power_w=ctx.gpu_power_w,
+        out.append(finding(code, "warning", f"{g.name} draws {format_number(ctx.gpu_power_w)} W; the {ch.model} "
+                                            f"is specified "
+                           f"for GPUs up to {format_number(ch.max_gpu_power_w)} W per "
+                           f"slot.", gpu_power_w=ctx.gpu_power_w,
                            max_gpu_power_w=ch.max_gpu_power_w, **values))
     return out
 
@@ -175,6 +179,7 @@ def pcie_lanes(ctx: LintContext) -> list[Finding]:
                            f"available{tail}.", **values))
     if g.pcie_gen > b.cpu.pcie_gen:
         out.append(finding(code, "info", f"{g.name} is PCIe {g.pcie_gen}.0 but {b.cpu.model} is PCIe "
-                           f"{b.cpu.pcie_gen}.0: host-GPU copies run at {PCIE_X16_GB_PER_S_BIDIR[b.cpu.pcie_gen]:g} "
-                           f"GB/s instead of {PCIE_X16_GB_PER_S_BIDIR[g.pcie_gen]:g}.", **values))
+                           f"{b.cpu.pcie_gen}.0: host-GPU copies run at "
+                           f"{format_number(PCIE_X16_GB_PER_S_BIDIR[b.cpu.pcie_gen])} "
+                           f"GB/s instead of {format_number(PCIE_X16_GB_PER_S_BIDIR[g.pcie_gen])}.", **values))
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rigplan.lint.context import LintContext
 from rigplan.lint.findings import Finding, finding
 from rigplan.lint.registry import rule
-from rigplan.units import format_bytes, format_duration
+from rigplan.units import format_bytes, format_duration, format_number
 
 RAM_RATIO_FLOOR = 1.0
 """Host RAM below total GPU memory per node: checkpoints and offloaded states cannot be staged in RAM."""
@@ -37,18 +37,18 @@ def host_ram(ctx: LintContext) -> list[Finding]:
     values = {"gpu_bytes_per_node": gpu_bytes, "ram_bytes": ctx.ram_bytes}
     if ctx.ram_bytes is None:
         return [finding(code, "warning", f"Host RAM not stated; the node has {format_bytes(gpu_bytes)} of GPU memory "
-                        f"and wants at least that much RAM, ~{RAM_RATIO_REFERENCE:g}x as in NVIDIA's DGX systems.",
-                        **values)]
+                        f"and wants at least that much RAM, ~{format_number(RAM_RATIO_REFERENCE)}x as in "
+                        "NVIDIA's DGX systems.", **values)]
     ratio = ctx.ram_bytes / gpu_bytes
     values["ratio"] = ratio
-    text = (f"{format_bytes(ctx.ram_bytes)} host RAM for {b.gpus.count} x {ctx.gpu.memory_gib:g} GiB = "
+    text = (f"{format_bytes(ctx.ram_bytes)} host RAM for {b.gpus.count} x {format_number(ctx.gpu.memory_gib)} GiB = "
             f"{format_bytes(gpu_bytes)} of GPU memory ({ratio:.2f}x)")
     if ratio < RAM_RATIO_FLOOR:
         return [finding(code, "warning", f"{text}: less RAM than GPU memory, so a full checkpoint or offloaded "
                         "optimizer states cannot be staged in host memory.", **values)]
     if ratio < RAM_RATIO_REFERENCE:
-        return [finding(code, "info", f"{text}; NVIDIA's DGX designs carry ~{RAM_RATIO_REFERENCE:g}x or more.",
-                        **values)]
+        return [finding(code, "info", f"{text}; NVIDIA's DGX designs carry ~{format_number(RAM_RATIO_REFERENCE)}x "
+                        "or more.", **values)]
     return [finding(code, "info", f"{text}.", **values)]
 
 
@@ -73,21 +73,24 @@ def scale_out(ctx: LintContext) -> list[Finding]:
         fabric = scale_gbit or total_gbit
         others = sum((n.count or 0) * n.ports * n.gbit_per_s for n in b.nics if n.role != "scale-out")
         kind = "scale-out NICs" if scale_gbit else "NICs (none is marked scale-out)"
-        apart = f"; its other NICs ({others:g} Gb/s: storage, front-end) are not counted" if scale_gbit and others \
-            else ""
+        apart = (f"; its other NICs ({format_number(others)} Gb/s: storage, front-end) are not counted"
+                 if scale_gbit and others else "")
         return [finding(code, "info", f"Single node: NVLink/PCIe carries the training traffic. For multi-node "
-                        f"training its {kind} ({fabric:g} Gb/s in all) would give {fabric / b.gpus.count:g} Gb/s "
-                        f"per GPU vs {reference:g} Gb/s in the {g.name} reference design{apart}.",
+                        f"training its {kind} ({format_number(fabric)} Gb/s in all) would give "
+                        f"{format_number(fabric / b.gpus.count)} Gb/s "
+                        f"per GPU vs {format_number(reference)} Gb/s in the {g.name} reference design{apart}.",
                         **{**values, "bits_per_s_per_gpu": fabric / b.gpus.count * 1e9})]
     if unknown:
         return [finding(code, "warning", f"{b.nodes} nodes but the number of scale-out NICs per node is not stated "
-                        f"({unknown[0].model}); the {g.name} reference is {reference:g} Gb/s per GPU, i.e. "
-                        f"{b.gpus.count} x {reference:g} Gb/s NICs per node (one per GPU, rail-optimized).", **values)]
+                        f"({unknown[0].model}); the {g.name} reference is {format_number(reference)} Gb/s per "
+                        f"GPU, i.e. {b.gpus.count} x {format_number(reference)} Gb/s NICs per node (one per GPU, "
+                        "rail-optimized).", **values)]
     if not scale and not total_gbit:
         return [finding(code, "error", f"{b.nodes} nodes with no scale-out NIC: multi-node training has no "
                         "fabric.", **values)]
-    text = (f"{best_gbit:g} Gb/s of scale-out per node / {b.gpus.count} GPUs = {per_gpu:g} Gb/s per GPU vs "
-            f"{reference:g} Gb/s in the {g.name} reference design")
+    text = (f"{format_number(best_gbit)} Gb/s of scale-out per node / {b.gpus.count} GPUs = "
+            f"{format_number(per_gpu)} Gb/s per GPU vs "
+            f"{format_number(reference)} Gb/s in the {g.name} reference design")
     if per_gpu < NIC_ERROR_FRACTION * reference:
         return [finding(code, "error", f"{text}: under a quarter of it, so cross-node gradient all-reduce takes "
                         f">= {reference / per_gpu:.0f}x as long.", **values)]
@@ -111,7 +114,7 @@ def _write_bytes_per_s(ctx: LintContext) -> tuple[float | None, list[str]]:
         per_drive = d.write_gb_per_s
         if per_drive is None:
             per_drive = DEFAULT_WRITE_GB_PER_S[d.kind]
-            notes.append(f"{d.kind} write {per_drive:g} GB/s per drive assumed")
+            notes.append(f"{d.kind} write {format_number(per_drive)} GB/s per drive assumed")
         stripes = {"raid0": d.count, "raid10": d.count // 2, "raid5": d.count - 1, "raid6": d.count - 2}
         width = max(stripes.get(d.raid, 1), 1)
         best = max(best, per_drive * width * 1e9)
@@ -175,7 +178,8 @@ def storage_redundancy(ctx: LintContext) -> list[Finding]:
     out = []
     for d in ctx.build.storage:
         if d.raid == "raid0" and d.count > 1 and d.role != "scratch":
-            out.append(finding("storage.redundancy", "warning", f"RAID0 over {d.count} x {d.capacity_tb:g} TB "
+            out.append(finding("storage.redundancy", "warning",
+                               f"RAID0 over {d.count} x {format_number(d.capacity_tb)} TB "
                                f"{d.kind.upper()}: one drive failure loses the whole volume and every checkpoint "
                                "on it; use RAID10/RAID1 for checkpoints or copy them off the node.",
                                drives=d.count, raid=d.raid, capacity_bytes=d.count * d.capacity_tb * 1e12))

@@ -8,6 +8,7 @@ from rigplan.lint.context import LintContext
 from rigplan.lint.findings import Finding, finding
 from rigplan.lint.registry import rule
 from rigplan.servers.power import DEFAULT_DELTA_T_F, airflow_cfm, heat_btu_per_h
+from rigplan.units import format_number
 
 PSU_HEADROOM = 0.10
 """Warn when the working PSUs run above 90% of their rating at full load (no margin for GPU power
@@ -54,12 +55,12 @@ def psu_capacity(ctx: LintContext) -> list[Finding]:
                         f"has {p.count}.", **values)]
     if load.load_w > total:
         return [finding(code, "error", f"Full load {_kw(load.load_w)} exceeds all {p.count} supplies together "
-                        f"({p.count} x {p.watts_each:g} W = {_kw(total)}): the node cannot run at full load.",
-                        **values)]
+                        f"({p.count} x {format_number(p.watts_each)} W = {_kw(total)}): the node cannot run at "
+                        "full load.", **values)]
     if load.load_w > capacity:
         return [finding(code, "error", f"Full load {_kw(load.load_w)} ({load.source}) exceeds the "
                         f"{_supplies(working)} of the {p.redundancy} scheme "
-                        f"({working} x {p.watts_each:g} W = {_kw(capacity)}): "
+                        f"({working} x {format_number(p.watts_each)} W = {_kw(capacity)}): "
                         f"the node needs its 'spare' supplies just to run, so the redundancy is not real.",
                         **values)]
     if load.load_w > (1 - PSU_HEADROOM) * capacity:
@@ -67,9 +68,9 @@ def psu_capacity(ctx: LintContext) -> list[Finding]:
                         f"{_supplies(working)} ({_kw(capacity)}): under {PSU_HEADROOM:.0%} headroom for GPU "
                         "power excursions.", **values)]
     verb = "carries" if working == 1 else "carry"
-    return [finding(code, "info", f"{_supplies(working)} ({working} x {p.watts_each:g} W = {_kw(capacity)}) "
-                    f"{verb} the {_kw(load.load_w)} full load ({load.source}) at {load.load_w / capacity:.0%}.",
-                    **values)]
+    return [finding(code, "info", f"{_supplies(working)} ({working} x {format_number(p.watts_each)} W = "
+                    f"{_kw(capacity)}) {verb} the {_kw(load.load_w)} full load ({load.source}) at "
+                    f"{load.load_w / capacity:.0%}.", **values)]
 
 
 @rule("psu.redundancy", "PSU redundancy and what one PSU failure does")
@@ -89,8 +90,9 @@ def psu_redundancy(ctx: LintContext) -> list[Finding]:
               "after_two_failures_w": after_two, "load_w": load.load_w}
     if spare == 0:
         return [finding(code, "warning", f"No spare supply ({p.redundancy}): when one of the {p.count} x "
-                        f"{p.watts_each:g} W supplies fails, {_kw(after_one)} is left for a {_kw(load.load_w)} load "
-                        f"and the node (or the GPUs on that supply) goes down mid-run; {ARTICLE_LESSON}. "
+                        f"{format_number(p.watts_each)} W supplies fails, {_kw(after_one)} is left for a "
+                        f"{_kw(load.load_w)} load and the node (or the GPUs on that supply) goes down mid-run; "
+                        f"{ARTICLE_LESSON}. "
                         f"Use N+1 or better.", **values)]
     if after_one < load.load_w:
         return [finding(code, "error", f"After one supply fails, {_kw(after_one)} remains for a "
@@ -120,8 +122,8 @@ def cooling_airflow(ctx: LintContext) -> list[Finding]:
                         f"({heat_btu_per_h(load.load_w):,.0f} BTU/h) goes mostly to the coolant loop{cluster}.",
                         **values)]
     return [finding("cooling.airflow", "info", f"{_kw(load.load_w)} per node = {heat_btu_per_h(load.load_w):,.0f} "
-                    f"BTU/h; needs {cfm:,.0f} CFM of air at a {DEFAULT_DELTA_T_F:g} F rise (158 CFM/kW; the "
-                    f"vendor's airflow spec wins){cluster}.", **values)]
+                    f"BTU/h; needs {cfm:,.0f} CFM of air at a {format_number(DEFAULT_DELTA_T_F)} F rise "
+                    f"(158 CFM/kW; the vendor's airflow spec wins){cluster}.", **values)]
 
 
 @rule("power.rack", "Rack density and circuit power")

@@ -59,7 +59,8 @@ export function fmtDuration(s) {
   if (s < 120) return `${s.toFixed(2)} ${zh ? "秒" : "s"}`;
   if (s < 7200) return `${(s / 60).toFixed(1)} ${zh ? "分钟" : "min"}`;
   if (s < 2 * 86400) return `${(s / 3600).toFixed(1)} ${zh ? "小时" : "h"}`;
-  return `${(s / 86400).toFixed(1)} ${zh ? "天" : "days"}`;
+  const days = s / 86400;
+  return `${days >= 1000 ? fmtInt(days) : days.toFixed(1)} ${zh ? "天" : "days"}`;
 }
 export function sig3(v) { return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2); }
 /** A USD amount in the chosen currency: $1.23M, or ¥123万 / ¥1.23亿 in CNY. */
@@ -85,8 +86,13 @@ export function fmtLayout(l) {
   if (l.ep > 1) s += ` ep${l.ep}`;
   return s + ` z${l.zero} mb${l.micro_batch} ${l.recompute}`;
 }
+/** An offer's pricing kind (on-demand, spot, reserved, purchase ...) in the page's language. */
+export function pricingText(kind) {
+  const key = `pricing.${kind}`;
+  return t(key) === key ? kind : t(key);
+}
 export function modeText(m) {
-  return m.kind === "cloud" ? `${t("rent")}: ${m.provider} ${m.pricing}` : `${t("buy")} (${m.pricing})`;
+  return m.kind === "cloud" ? `${t("rent")}: ${m.provider} ${pricingText(m.pricing)}` : `${t("buy")} (${pricingText(m.pricing)})`;
 }
 
 // ---------------------------------------------------------------------------------------------- views

@@ -19,13 +19,19 @@ export function formatByKey(key, v) {
   return fmtNum(v);
 }
 export function renderCompare(data) {
-  const head = el("tr", {}, el("th", {text: ""}), data.options.map((o) => el("th", {class: "num", text: o})),
-    el("th", {text: t("c.winner")}));
+  const why = data.infeasible || [];
+  // An option that cannot run the job is marked in its column and says why below the table (as the CLI does).
+  const head = el("tr", {}, el("th", {text: ""}), data.options.map((o, i) => el("th", {class: "num" + (why[i] ? " infeasible" : ""),
+    title: why[i] || null}, o, why[i] ? el("div", {class: "flag", text: t("infeasible")}) : null)),
+  el("th", {text: t("c.winner")}));
   const rows = data.rows.map((r) => el("tr", {"data-row": r.key},
     el("td", {text: STRINGS[state.lang][`row.${r.key}`] || r.label}),
-    r.values.map((v, i) => el("td", {class: "num" + (r.winner === data.options[i] ? " win" : ""),
+    r.values.map((v, i) => el("td", {class: "num" + (r.winner === data.options[i] ? " win" : "") + (why[i] ? " infeasible" : ""),
       text: v === null || v === undefined ? "–" : formatByKey(r.key, v)})),
     el("td", {text: r.winner || ""})));
-  $("#compare-out").replaceChildren(el("table", {id: "compare-table"}, el("thead", {}, head), el("tbody", {}, rows)));
+  const reasons = data.options.map((o, i) => why[i] ? el("div", {class: "banner bad", "data-option": o,
+    text: `${t("infeasible")} ${o}: ${why[i]}`}) : null).filter(Boolean);
+  $("#compare-out").replaceChildren(el("table", {id: "compare-table"}, el("thead", {}, head), el("tbody", {}, rows)),
+    ...reasons);
 }
 

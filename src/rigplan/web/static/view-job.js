@@ -1,6 +1,6 @@
 /* Memory & speed view: the memory bar against the GPU, the step-time breakdown, time and cost. */
 import {MEMORY_PARTS, STEP_PARTS, stackedBar} from "./charts.js";
-import {$, el, kpi, notes, fmtBytes, fmtDuration, fmtInt, fmtMoney, fmtNum, fmtPct, t} from "./util.js";
+import {$, el, kpi, notes, fmtBytes, fmtDuration, fmtInt, fmtMoney, fmtNum, fmtPct, pricingText, t} from "./util.js";
 
 
 export function renderJob({mem, est, cost}) {
@@ -38,7 +38,7 @@ export function renderJob({mem, est, cost}) {
   if (est.time_to_train_s) {
     kpis.push(kpi(t("k.ttt"), flag(fmtDuration(est.time_to_train_s)), {id: "kpi-ttt", ...mark}),
       kpi(t("k.gpuh"), flag(fmtInt(est.gpu_hours)), mark), kpi(t("k.energy"), flag(`${fmtInt(est.energy_kwh)} kWh`), mark));
-    if (cheapest) kpis.push(kpi(`${t("k.rent")} (${cheapest.provider} ${cheapest.pricing})`, flag(fmtMoney(cheapest.total_usd)), {id: "kpi-rent", ...mark}));
+    if (cheapest) kpis.push(kpi(`${t("k.rent")} (${cheapest.provider} ${pricingText(cheapest.pricing)})`, flag(fmtMoney(cheapest.total_usd)), {id: "kpi-rent", ...mark}));
     if (cost && cost.job) {
       const own = cost.job.onprem_usd == null ? t("k.nopurchase") : flag(fmtMoney(cost.job.onprem_usd));
       kpis.push(kpi(t("k.own"), own, {id: "kpi-own", ...mark}));

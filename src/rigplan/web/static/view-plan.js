@@ -9,8 +9,11 @@ export function renderPlan(data) {
   const paretoKeys = new Set((data.pareto || []).map(candKey));
   const rankedKeys = new Set((data.ranked || []).map(candKey));
   const box = $("#plan-chart");
+  // Nothing to recommend: say so first, in the server's words (the CLI's INFEASIBLE line).
+  const verdict = data.infeasible ? el("div", {class: "banner bad", id: "plan-infeasible",
+    text: `${t("infeasible")}: ${data.infeasible}`}) : null;
   if (!all.length) {
-    box.replaceChildren(el("p", {class: "muted", text: t("none")}));
+    box.replaceChildren(...[verdict, el("p", {class: "muted", text: t("none")})].filter(Boolean));
   } else {
     const days = all.map((c) => c.time_to_train_s / 86400), costs = all.map((c) => money(c.cost_usd));
     const pad = (lo, hi) => [lo / 1.25, hi * 1.25];
@@ -52,7 +55,7 @@ export function renderPlan(data) {
     const legend = el("div", {class: "legend"}, [["l.cand", "#98a2b3"], ["l.out", "#d0d5dd"], ["l.pareto", "#2f5fd0"],
       ["l.ranked", "#f79009"]].map(([k, c]) => { const s = el("span", {text: t(k)}); s.style.setProperty("--c", c); return s; }));
     f.root.id = "pareto-svg";
-    box.replaceChildren(f.root, legend);
+    box.replaceChildren(...[verdict, f.root, legend].filter(Boolean));
   }
   const s = data.stats || {};
   $("#plan-stats").textContent = t("evaluated", {e: fmtInt(s.evaluated), f: fmtInt(s.feasible),

@@ -1,6 +1,6 @@
 /* Rent-or-buy view: cumulative cost of cloud offers and owning over months, break-even. */
 import {LINE_COLORS, frame, hideTip, showTip} from "./charts.js";
-import {$, HOURS_PER_MONTH, el, kpi, notes, fmtInt, fmtMoney, fmtPct, money, state, svg, svgTitle, t} from "./util.js";
+import {$, HOURS_PER_MONTH, el, kpi, notes, fmtInt, fmtMoney, fmtPct, money, pricingText, state, svg, svgTitle, t} from "./util.js";
 
 export function renderTco(data) {
   const own = data.onprem;
@@ -10,7 +10,7 @@ export function renderTco(data) {
   // GPU-hours. A break-even point (rigplan.cost.breakeven: net of resale) is drawn on its cloud line.
   const ownAt = (m) => own.capex_usd + own.opex_usd_per_year / 12 * m - (m >= months ? own.residual_credit_usd : 0);
   const lines = [{label: t("l.owned"), color: "#2f5fd0", at: ownAt, width: 3, id: "owned"}];
-  (data.cloud || []).forEach((c, i) => lines.push({label: `${c.provider} (${c.pricing})`, color: LINE_COLORS[i % LINE_COLORS.length],
+  (data.cloud || []).forEach((c, i) => lines.push({label: `${c.provider} (${pricingText(c.pricing)})`, color: LINE_COLORS[i % LINE_COLORS.length],
     at: (m) => n * c.usd_per_gpu_hour * u * HOURS_PER_MONTH * m, width: 2, id: `cloud-${i}`, offer: c}));
   const top = Math.max(...lines.map((l) => l.at(months))) * 1.05;
   const conv = state.currency === "cny" ? state.fx : 1;
@@ -28,7 +28,7 @@ export function renderTco(data) {
     const cloud = lines.find((l) => l.offer && l.offer.provider === b.provider && l.offer.pricing === b.pricing);
     const at = cloud ? cloud.at(b.months) : ownAt(b.months);
     const cx = f.x(b.months), cy = f.y(money(at));
-    const text = `${t("l.breakeven")}: ${b.provider} (${b.pricing})\n${b.months.toFixed(1)} ${t("ax.months")} · ${fmtMoney(at)}`;
+    const text = `${t("l.breakeven")}: ${b.provider} (${pricingText(b.pricing)})\n${b.months.toFixed(1)} ${t("ax.months")} · ${fmtMoney(at)}`;
     const dot = svg("circle", {cx, cy, r: 6, class: "pareto breakeven", "data-months": b.months.toFixed(3)},
       svgTitle(text.replace("\n", " · ")));
     dot.addEventListener("mousemove", (e) => showTip(e, text));
@@ -40,8 +40,8 @@ export function renderTco(data) {
   $("#tco-chart").replaceChildren(f.root, legend);
   $("#tco-verdict").replaceChildren(el("p", {}, el("strong", {text: data.verdict})));
   const be = (data.breakeven || []).map((b) => el("tr", {},
-    el("td", {text: b.provider}), el("td", {text: b.pricing}), el("td", {class: "num", text: fmtMoney(b.usd_per_gpu_hour, true)}),
-    el("td", {text: b.cheaper}),
+    el("td", {text: b.provider}), el("td", {text: pricingText(b.pricing)}), el("td", {class: "num", text: fmtMoney(b.usd_per_gpu_hour, true)}),
+    el("td", {text: t(`cheaper.${b.cheaper}`)}),
     el("td", {class: "num", text: b.months === null ? t("never") : `${b.months.toFixed(1)} ${t("ax.months")}` + (b.within_period ? "" : ` (${t("after")})`)}),
     el("td", {class: "num", text: b.breakeven_utilisation === null ? t("never") : fmtPct(b.breakeven_utilisation)})));
   const table = el("table", {id: "breakeven-table"}, el("thead", {}, el("tr", {}, ["c.provider", "c.pricing", "c.pergpuh", "c.cheaper", "c.months", "c.util"]

@@ -1,0 +1,118 @@
+"""Memory-bound work of a transformer layer: element-wise HBM traffic, fp8 casts and kernel launches.
+
+Per token and layer, the bytes the norms, residual adds, rotary embedding, MLP activation, MoE token
+permutation and eager softmax move through HBM (`elementwise_bytes_per_token`), the bytes of quantizing
+GEMM operands to fp8 (`fp8_cast_bytes_per_token`), and the kernels a layer's forward launches
+(`kernels_per_layer`, each followed by KERNEL_GAP_S of idle GPU). estimate.step turns them into
+seconds at the part's achievable HBM bandwidth. Each constant's source is next to it.
+
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigplan.domain.job import Job
+from rigplan.domain.model import Architecture
+from rigplan.estimate import moe
+
+Num = Any
+
+
+EAGER_RMSNORM_TRAFFIC = 9.0
+"""Bytes moved by an eager PyTorch RMSNorm over the fused minimum (read h, write h, bf16): the
+composite op of torchtitan / Hugging Face (x.float(), pow(2), mean, x * rsqrt, type_as, * weight)
+reads and writes 6+8+4+8+6+4 = 36 bytes per element against 4. nn.LayerNorm is one native kernel (1x)."""
+EAGER_ROPE_TRAFFIC = 5.0
+"""Eager rotary embedding (float upcast, complex multiply, view back, type_as): ~20 bytes per q/k element
+against 4 for a fused kernel."""
+EAGER_GATED_ACT_TRAFFIC = 5.0 / 3.0
+"""Eager SwiGLU: silu(gate) (read f, write f) then multiply by up (read 2f, write f) = 5f against the
+fused 3f. A plain GeLU MLP activation is one kernel in either stack (1x)."""
+
+
+def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, float]:
+    """HBM traffic of one layer's memory-bound ops, forward, per token: (replicated, split by tp).
+
+    Replicated under tensor parallelism without sequence parallelism: the norms (read + write h) and
+    two residual adds (read 2h, write h). Split by tp (heads and MLP columns): rotary on q and k, the
+    MLP activation (gated: read 2f, write f; plain: read f, write f), MoE token permutation (k copies of
+    h in and out) and, for eager attention, one fused scale-mask-softmax pass over the a·s scores (read
+    + write, Megatron's fused kernel), plus one more with attention dropout. With the eager stack and
+    no torch.compile, each op's traffic is multiplied by what its unfused PyTorch form moves
+    (EAGER_*_TRAFFIC, counted from the ops); fused kernels (Transformer Engine, Liger) and Inductor's
+    fusions move the minimum.
+    """
+    p = job.compute_dtype_bytes
+    h = arch.hidden
+    q_w = arch.num_heads * arch.dim_per_head
+    kv_w = arch.kv_heads * arch.dim_per_head
+    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
+    eager = job.kernels in ("eager", "hf") and not job.compile
+    norm_x = EAGER_RMSNORM_TRAFFIC if eager and arch.norm == "rmsnorm" else 1.0
+    rope_x = EAGER_ROPE_TRAFFIC if eager else 1.0
+    act_x = EAGER_GATED_ACT_TRAFFIC if eager and arch.mlp == "gated" else 1.0
+    replicated: float = (arch.norms_per_layer * 2 * h * norm_x + 2 * 3 * h + (2 * 2 * h if job.dropout else 0))
+    split: float = ((2 * (q_w + kv_w) * rope_x if arch.positions == "rope" else 0)
+                   + (3 * f * act_x if arch.mlp == "gated" else 2 * f))
+    if arch.moe is not None:
+        split += moe.permute_bytes_per_token(arch, 1) * moe.load_factor(job)
+        replicated += moe.router_bytes_per_token(arch) / p
+    if job.attention == "eager":
+        split += 2 * arch.num_heads * job.seq_len * (2 if job.dropout else 1)
+    if job.autocast and p == 2:
+        # fp32 residual stream: norms and residual adds move twice the bytes; each matmul input is cast
+        # (read fp32, write bf16: 3 bf16-element units): qkv and MLP-in from h, output and MLP-out split.
+        replicated = replicated + arch.norms_per_layer * 2 * h + 2 * 3 * h + 2 * 3 * h
+        split = split + 3 * (q_w + f)
+    return float(replicated * p), float(split * p)
+
+
+FP8_CAST_BYTES = {"delayed": 4.0, "current": 6.0, "mxfp8": 4.125}
+"""HBM bytes per element to quantize one GEMM operand to fp8: read bf16 (2) + write fp8 (1) + the
+transposed fp8 copy Hopper's TN-only fp8 GEMMs need (1; Transformer Engine cast_transpose).
+'delayed' takes amax from history, computed inside the cast (TE default on Hopper); 'current'
+(per-tensor dynamic, torchao float8 tensorwise) reads the tensor once more for its amax (+2);
+'mxfp8' (Blackwell, one e8m0 scale per 32 elements, TE MXFP8BlockScaling) adds 1/32 byte of scales per
+copy (row- and column-wise: 2/32)."""
+
+
+def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
+    """HBM traffic of fp8 casts of one layer per token (forward inputs, backward output gradients).
+
+    Quantized: the inputs of the qkv, output, MLP-in and MLP-out projections (h, q_w/tp, h, f/tp) and,
+    in backward, the gradients of their outputs ((q_w + 2 kv_w)/tp, h, f_in/tp, h). Not quantized: the
+    LM head, the attention core and the router, which stay in bf16. Weight casts are per step under
+    Transformer Engine (first micro-batch) and left out; with 'current' scaling (torchao) they are per
+    micro-batch and added per token as params / tokens elsewhere.
+    """
+    h = arch.hidden
+    q_w = arch.num_heads * arch.dim_per_head
+    kv_w = arch.kv_heads * arch.dim_per_head
+    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
+    f_in = (2 if arch.mlp == "gated" else 1) * f
+    elements = 2 * h + q_w / tp + f / tp + (q_w + 2 * kv_w) / tp + 2 * h + f_in / tp
+    recipe = job.fp8_recipe
+    if recipe == "current" and job.compile:
+        recipe = "delayed"  # Inductor fuses the amax reduction into the producing kernel (torchao float8 README)
+    return elements * FP8_CAST_BYTES[recipe]
+
+
+KERNEL_GAP_S = 3e-6
+"""Idle time between two dependent kernels on the GPU (launch latency plus the last wave's tail):
+NVIDIA's 'Getting Started with CUDA Graphs' (2019) measures ~3-4 us per short kernel launched in a
+stream, against ~2 us of work; rigplan charges 3 us per kernel launched."""
+FUSED_KERNELS_PER_LAYER = 14.0
+"""Kernels one layer's forward launches in a fused stack (Megatron / Transformer Engine): two norms,
+qkv, rotary, attention, output projection, bias/residual adds, MLP in, activation, MLP out (~14)."""
+
+
+def kernels_per_layer(arch: Architecture, job: Job) -> float:
+    """Forward kernels of one layer: the fused count, plus what eager PyTorch splits each op into
+    (an RMSNorm +5: cast, pow, mean, rsqrt-mul, weight-mul; rotary +7; SwiGLU +1). nn.LayerNorm and
+    GeLU are single kernels in either stack; torch.compile fuses back to about the fused count."""
+    if job.kernels == "fused" or job.compile:
+        return FUSED_KERNELS_PER_LAYER
+    extra = (5.0 * arch.norms_per_layer if arch.norm == "rmsnorm" else 0.0) + (
+        7.0 if arch.positions == "rope" else 0.0) + (1.0 if arch.mlp == "gated" else 0.0)
+    return FUSED_KERNELS_PER_LAYER + extra
