@@ -150,7 +150,7 @@ BOUNDS: dict[str, Bound] = {
     "gpus": _int("--gpus", 1, MAX_GPUS),
     # cluster and training length
     "tokens": Bound("--tokens", 1.0, 1e15, shown="count"),
-    "gpus_per_node": _int("--gpus-per-node", 1, 1024),
+    "gpus_per_node": _int("--gpus-per-node", 1, 65_536),  # 10x a TPU v5p slice (6,144 chips), one node in the catalog
     "nic_gbit": Bound("--nic", 0.1, 100_000),  # from 100 Mbit/s (Fast Ethernet) up
     "nics_per_node": _int("--nics-per-node", 1, 1024),
     "host_power_w": _amount("--host-power-w", 100_000),
@@ -164,7 +164,7 @@ BOUNDS: dict[str, Bound] = {
     "gpus_min": _int("--gpus-min", 1, MAX_GPUS),
     "gpu_counts": _int("GPU count", 1, MAX_GPUS),
     "option_gpus": _int("the GPU count of an option", 1, MAX_GPUS),
-    "compare_options": _int("compare's options", 2, 32),  # each is a plan search: ~0.1 s, 50 took 4.5 s
+    "compare_options": _int("compare's number of options", 2, 32),  # each a plan search: 50 took 4.5 s
     "fx_cny_per_usd": Bound("--fx", 0.001, 1000),
     "top": _int("--top", 1, 100),
     # the server
