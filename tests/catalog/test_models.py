@@ -8,6 +8,9 @@ within 0.5% of `official_active_params` for every MoE model, with two documented
   `active_published` (= active - embedding) for those.
 * COARSE_PUBLISHED: the only published figure is coarser than 0.5%. Each entry carries the widest
   error it allows and why; a companion test fails when an entry is no longer needed.
+
+Where an exact count of the released checkpoint is published by a third party (CHECKPOINT_COUNTS),
+the count must match it to the parameter.
 """
 
 from __future__ import annotations
@@ -114,12 +117,12 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
               "357.9M against the card's 0.36B)",
     ),
     ("qwen3-0.6b", "total"): (
-        0.01, "the card gives 0.6B (one significant figure); the exact count is 596,049,920 (non-embedding "
-              "440.5M against the card's 0.44B)",
+        0.01, "the card gives 0.6B (one significant figure); the exact count 596,049,920 equals the Keras Hub "
+              "port's (CHECKPOINT_COUNTS)",
     ),
     ("qwen3-1.7b", "total"): (
-        0.015, "the card gives 1.7B (two significant figures); the exact count is 1,720,574,976 "
-               "(non-embedding 1.41B against the card's 1.4B)",
+        0.015, "the card gives 1.7B (two significant figures); the exact count 1,720,574,976 equals the Keras "
+               "Hub port's (CHECKPOINT_COUNTS)",
     ),
     ("deepseek-v2", "active"): (
         0.01, "the README gives '21B activated' (two significant figures); the exact count without the input "
@@ -130,6 +133,19 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
                "embedding is 2.45B (2.1% above)",
     ),
 }
+
+CHECKPOINT_COUNTS: dict[str, int] = {
+    "qwen3-0.6b": 596_049_920,
+    "qwen3-1.7b": 1_720_574_976,
+    "qwen3-4b": 4_022_468_096,
+    "qwen3-8b": 8_190_735_360,
+    "qwen3-14b": 14_768_307_200,
+    "qwen3-32b": 32_762_123_264,
+}
+"""Parameters of the released checkpoints as counted by the Keras Hub ports (keras-team/keras-hub,
+keras_hub/src/models/qwen3/qwen3_presets.py, metadata "params"), tied embeddings counted once.
+The Hugging Face hub totals of the tied Qwen3 models count the tied matrix twice (Qwen3-0.6B reads
+751,632,384 = 596,049,920 + 151936 x 1024), so they are not used."""
 
 FAMILIES_WITHOUT_HF_READER: dict[str, str] = {
     "gpt-3": "paper family: no weights or config.json were released",
@@ -269,6 +285,12 @@ def test_families_without_a_reader_are_still_unread(catalog: Catalog, family: st
     """An entry whose family the config reader has learned must leave FAMILIES_WITHOUT_HF_READER."""
     assert family not in SUPPORTED_MODEL_TYPES, f"the config reader now knows '{family}'; drop the exception"
     assert any(r.family == family for r in catalog.models.values()), f"no record of family '{family}'"
+
+
+@pytest.mark.parametrize("model_id", sorted(CHECKPOINT_COUNTS))
+def test_count_matches_the_checkpoint_count(catalog: Catalog, model_id: str) -> None:
+    """Exact, not within 0.5%: the record's shape must be the checkpoint's to the parameter."""
+    assert count_params(catalog.model(model_id).to_domain()).total == CHECKPOINT_COUNTS[model_id]
 
 
 def test_moe_shapes_are_consistent(catalog: Catalog) -> None:
