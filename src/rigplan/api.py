@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 from rigplan.flow.memory import MAX_SEARCH_BATCH, MAX_SEARCH_SEQ, MemoryResult, memory, memory_of
 
 if TYPE_CHECKING:
+    from rigplan.flow.compare import Comparison
     from rigplan.flow.estimate import EstimateResult
-    from rigplan.flow.plan import Comparison, PlanResult, Progress
+    from rigplan.flow.plan import PlanResult, Progress
     from rigplan.flow.request import EstimateRequest, PlanRequest
 
 __all__ = ["MAX_SEARCH_BATCH", "MAX_SEARCH_SEQ", "MemoryResult", "compare", "estimate", "memory", "memory_of",
@@ -39,6 +40,6 @@ def plan(request: PlanRequest, progress: Progress | None = None) -> PlanResult:
 
 def compare(base: PlanRequest, options: list[str]) -> Comparison:
     """Concrete COUNTxGPU options side by side."""
-    from rigplan.flow.plan import compare as run
+    from rigplan.flow.compare import compare as run
 
     return run(base, options)

@@ -19,7 +19,7 @@ from rigplan.cli.common import (
     recipe_options,
 )
 from rigplan.cost.money import format_usd
-from rigplan.flow.plan import compare
+from rigplan.flow.compare import compare
 from rigplan.flow.request import PlanRequest
 from rigplan.units import format_bytes, format_count, format_duration
 

@@ -26,8 +26,9 @@ from rigplan.cost.tco import TcoRequest, build_scenario, tco
 from rigplan.errors import RigplanError
 from rigplan.estimate.params import count_params
 from rigplan.files import confined, grant
+from rigplan.flow.compare import compare
 from rigplan.flow.estimate import estimate
-from rigplan.flow.plan import compare, plan
+from rigplan.flow.plan import plan
 from rigplan.lint import Workload, lint_build
 from rigplan.servers.load import resolve_build
 from rigplan.units import parse_count
