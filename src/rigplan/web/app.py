@@ -9,6 +9,7 @@ size cap is a 413; a computation over the time cap is a 504.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -342,7 +343,9 @@ def _catalog_call(call: Callable[[], Any], id_field: str | None = None, *, root:
         raise ApiError(400, str(err), "catalog") from err
 
 
+@functools.cache
 def _version() -> str:
+    """The installed version, read once (importlib.metadata reads the METADATA file on every call: health did)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
