@@ -316,7 +316,7 @@ def _exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, stage: Stag
     forward = (moe_layers * fwd_ops + stage.dense_layers * kernels) * op_s
     backward = (moe_layers * bwd_ops + stage.dense_layers * kernels) * op_s
     paced = moe.host_paced_s(gpu_s, host_forward_s=forward, host_backward_s=backward,
-                             host_recompute_s=forward * share, recompute_share=share)
+                             host_recompute_s=forward * share, recompute_share=share, sync=moe.host_syncs(job))
     return np.maximum(paced - gpu_s, 0.0)
 
 

@@ -13,7 +13,7 @@ from rigplan.domain.model import Architecture
 from rigplan.estimate.calibration import calibrated_efficiency
 from rigplan.estimate.efficiency import Efficiency, attention_kernel_for
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
-from rigplan.estimate.moe import load_factor
+from rigplan.estimate.moe import dispatcher, load_factor
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
@@ -197,10 +197,20 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
            f"busiest expert rank at {load:g}x the mean load" + ("" if job.moe_imbalance else
                                                                  " (dropless default; --balanced-routing, "
                                                                  "--moe-imbalance)"))
-    if job.capacity_factor:
+    if job.capacity_factor and job.moe_pad_to_capacity:
+        how = f"expert inputs padded to capacity factor {job.capacity_factor:g}"
+    elif job.capacity_factor:
         how += f", capacity factor {job.capacity_factor:g}"
+    deepep = dispatcher(job) == "deepep"
+    if job.a2a_overlap and job.a2a_overlap_schedule == "dualpipe":
+        a2a = "hidden behind computation (DualPipe)"
+    elif job.a2a_overlap:
+        a2a = ("partly overlapped (Megatron-Core 1F1B EP overlap, DeepEP)" if deepep
+               else "partly overlapped (Megatron-Core 1F1B EP overlap), NCCL all-to-all dispatcher")
+    else:
+        a2a = "exposed, DeepEP dispatcher (--a2a-overlap to overlap)" if deepep else "exposed (--a2a-overlap to overlap)"
     return (f"MoE: {how}; experts laid out ep={layout.ep} x etp={layout.expert_tp} x expert-dp={layout.expert_dp}; "
-            f"all-to-all {'overlapped (DeepEP-style)' if job.a2a_overlap else 'exposed (--a2a-overlap to overlap)'}")
+            f"all-to-all {a2a}")
 
 
 def kernel_note(job: Job, eff: Efficiency) -> str:

@@ -117,7 +117,10 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "optimizer": request.optimizer, "kernels": request.kernels, "catalog": request.catalog,
             "tokens": request.tokens, "calibration": request.calibration, "moe_imbalance": request.moe_imbalance,
             "balanced_routing": request.balanced_routing, "capacity_factor": request.capacity_factor,
-            "a2a_overlap": request.a2a_overlap, "compile": request.compile, "autocast": request.autocast,
+            "a2a_overlap": request.a2a_overlap, "a2a_overlap_schedule": request.a2a_overlap_schedule,
+            "moe_dispatcher": request.moe_dispatcher,
+            "moe_pad_to_capacity": request.moe_pad_to_capacity, "compile": request.compile,
+            "autocast": request.autocast,
             "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
             **request.overlap_values(), "framework": request.framework})
 
@@ -154,6 +157,7 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
     if cand.offer.pricing in PREEMPTIONS_PER_NODE_MONTH:
         parts.append(f"--preemptions-per-node-month {PREEMPTIONS_PER_NODE_MONTH[cand.offer.pricing]:g}")
     for switch, on in (("--balanced-routing", request.balanced_routing), ("--a2a-overlap", request.a2a_overlap),
+                       ("--moe-pad-to-capacity", request.moe_pad_to_capacity),
                        ("--compile", request.compile), ("--autocast", request.autocast)):
         if on:
             parts.append(switch)
@@ -165,6 +169,10 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
         parts.append(f"--moe-imbalance {request.moe_imbalance:g}")
     if request.capacity_factor:
         parts.append(f"--capacity-factor {request.capacity_factor:g}")
+    if request.moe_dispatcher:
+        parts.append(f"--moe-dispatcher {request.moe_dispatcher}")
+    if request.a2a_overlap and request.a2a_overlap_schedule != "1f1b":
+        parts.append(f"--a2a-overlap-schedule {request.a2a_overlap_schedule}")
     own = request.model_fields_set if request.framework else set(type(request).model_fields)
     for flag, value in (("--method", request.method if request.method != "full" else None),
                         ("--precision", request.precision if "precision" in own else None), ("--seq", request.seq),

@@ -68,17 +68,32 @@ class MoERoutingSpec(BaseModel):
     balanced_routing: bool = Field(False, description="Forced balanced routing, as benchmarks run (imbalance 1)")
     capacity_factor: Annotated[float, Bounded("capacity_factor")] = Field(
         0.0, description="Expert capacity over the mean load, tokens beyond it dropped; 0 = dropless")
-    a2a_overlap: bool = Field(False, description="DeepEP-style expert all-to-all overlapped with another "
-                                                  "micro-batch's computation (one NIC crossing per node)")
+    a2a_overlap: bool = Field(False, description="Expert all-to-all overlapped with another micro-batch's "
+                                                  "computation (Megatron-Core 1F1B EP overlap, DualPipe); implies "
+                                                  "the DeepEP dispatcher unless moe_dispatcher says otherwise")
+    a2a_overlap_schedule: Literal["1f1b", "dualpipe"] = Field(
+        "1f1b", description="With a2a_overlap: Megatron-Core's 1F1B EP overlap (hides part of the all-to-all) or "
+                            "DeepSeek's DualPipe (hides all of it)")
+    moe_dispatcher: Literal["alltoall", "deepep"] | None = Field(
+        None, description="Token dispatcher: 'alltoall' (NCCL all-to-all, every routed copy crosses) or 'deepep' "
+                          "(DeepEP/HybridEP: one crossing per destination node); default deepep with a2a_overlap, "
+                          "else alltoall")
+    moe_pad_to_capacity: bool = Field(False, description="Pad every expert's input to its capacity (needs "
+                                                          "capacity_factor): static shapes, no per-layer host sync")
 
     def routing_values(self) -> dict[str, object]:
-        """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap."""
+        """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap, moe_dispatcher,
+        moe_pad_to_capacity."""
         if self.balanced_routing and self.moe_imbalance not in (None, 1.0):
             raise ValueError("--balanced-routing sets the imbalance to 1; drop --moe-imbalance or --balanced-routing")
         imbalance = 1.0 if self.balanced_routing else (self.moe_imbalance or 0.0)
         if self.capacity_factor and 0 < self.capacity_factor < 1:
             raise ValueError(f"--capacity-factor must be >= 1 (0 = dropless), got {self.capacity_factor}")
-        return {"moe_imbalance": imbalance, "capacity_factor": self.capacity_factor, "a2a_overlap": self.a2a_overlap}
+        if self.moe_pad_to_capacity and not self.capacity_factor:
+            raise ValueError("--moe-pad-to-capacity needs --capacity-factor (the capacity each expert is padded to)")
+        return {"moe_imbalance": imbalance, "capacity_factor": self.capacity_factor, "a2a_overlap": self.a2a_overlap,
+                "a2a_overlap_schedule": self.a2a_overlap_schedule, "moe_dispatcher": self.moe_dispatcher,
+                "moe_pad_to_capacity": self.moe_pad_to_capacity}
 
 
 class CommOverlapSpec(BaseModel):
