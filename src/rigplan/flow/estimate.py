@@ -208,7 +208,8 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
         a2a = ("partly overlapped (Megatron-Core 1F1B EP overlap, DeepEP)" if deepep
                else "partly overlapped (Megatron-Core 1F1B EP overlap), NCCL all-to-all dispatcher")
     else:
-        a2a = "exposed, DeepEP dispatcher (--a2a-overlap to overlap)" if deepep else "exposed (--a2a-overlap to overlap)"
+        a2a = ("exposed, DeepEP dispatcher (--a2a-overlap to overlap)" if deepep
+               else "exposed (--a2a-overlap to overlap)")
     return (f"MoE: {how}; experts laid out ep={layout.ep} x etp={layout.expert_tp} x expert-dp={layout.expert_dp}; "
             f"all-to-all {a2a}")
 
