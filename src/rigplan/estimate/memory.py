@@ -29,7 +29,7 @@ from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts
 from rigplan.estimate import recompute
 from rigplan.estimate.activations import layer_activation_bytes
-from rigplan.estimate.arrays import first_argmax, select
+from rigplan.estimate.arrays import distinct_rows, first_argmax, select
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.framework_buffers import ddp_grad_copy_bytes, nvls_bytes
 from rigplan.estimate.params import count_params
@@ -301,7 +301,8 @@ def gradients_persist(job: Job, layout: Any) -> Num:
     return (job.kernels == "fused") | accumulating | ddp_buckets
 
 
-def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryBreakdown:
+def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num, *, states: ModelStates | None = None,
+                activations: tuple[Num, Num, Num] | None = None) -> MemoryBreakdown:
     """Peak memory of one GPU on pipeline rank `rank`: the heaviest of three phases.
 
     forward/loss:     W + O + (G if gradients persist) + A + max(logits, recompute working set)
@@ -312,8 +313,11 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
     (estimate/setup_peaks.py) is kept next to these; allocated/reserved/total take the larger.
     The logits exist at the loss, before any layer is recomputed, so the two do not add up.
     """
-    states = model_states(arch, job, layout, rank)
-    activations, working, in_flight = stage_activation_bytes(arch, job, layout, rank)
+    if states is None:
+        states = model_states(arch, job, layout, rank)
+    if activations is None:
+        activations = stage_activation_bytes(arch, job, layout, rank)
+    activations, working, in_flight = activations
     logits = _out(np.where(np.asarray(rank) == np.asarray(layout.pp) - 1, _logits_bytes(arch, job, layout), 0.0))
     host = states.host_bytes
     if job.activation_offload:
@@ -380,11 +384,47 @@ def peak_total_bytes_batch(arch: Architecture, job: Job, layout: Any) -> Num:
     and no later middle rank holds more layers or micro-batches. `peak_memory` evaluates every rank
     of one layout.
     """
+    return peak_total_bytes_choices(arch, job, layout, (job.recompute,))[0]
+
+
+def peak_total_bytes_choices(arch: Architecture, job: Job, layout: Any, choices: tuple[str, ...]) -> Any:
+    """peak_total_bytes_batch for each recompute choice, shape (len(choices), layouts).
+
+    The model states do not depend on the recompute choice, so each rank's are computed once; the
+    activations depend on the layout only through tp, cp, pp, vpp, ep, etp and the micro-batches in
+    flight (never more than 2·pp·vpp + pp of the step's m), so they are computed once per distinct
+    combination of those and spread over the layouts (the same numbers, fewer of them).
+    """
     pp = np.asarray(layout.pp)
-    first = rank_memory(arch, job, layout, np.zeros_like(pp))
-    second = rank_memory(arch, job, layout, np.minimum(1, pp - 1))
-    last = rank_memory(arch, job, layout, pp - 1)
-    return np.maximum(np.maximum(first.total_bytes, second.total_bytes), last.total_bytes)
+    num_micro = np.minimum(micro_batches_per_step(job, layout), 2 * pp * np.asarray(layout.vpp) + pp)
+    first, row = distinct_rows(layout.tp, layout.cp, pp, layout.vpp, layout.ep, getattr(layout, "etp", layout.tp),
+                               num_micro)
+    distinct = _DistinctLayout(layout, first, num_micro)
+    totals = np.full((len(choices), pp.size), -np.inf)
+    for rank in (np.zeros_like(pp), np.minimum(1, pp - 1), pp - 1):
+        states = model_states(arch, job, layout, rank)
+        for k, choice in enumerate(choices):
+            chosen = replace(job, recompute=choice)  # type: ignore[arg-type]
+            saved, working, in_flight = stage_activation_bytes(arch, chosen, distinct, rank[first])
+            spread = (np.take(saved, row), np.take(np.broadcast_to(working, np.shape(saved)), row),
+                      np.take(in_flight, row))
+            total = rank_memory(arch, chosen, layout, rank, states=states, activations=spread).total_bytes
+            totals[k] = np.maximum(totals[k], total)
+    return totals
+
+
+@dataclass(frozen=True)
+class _DistinctLayout:
+    """The distinct rows of a layout batch as stage_activation_bytes reads them: degrees taken at
+    `first`, and the micro-batches per step replaced by the (capped) count in flight."""
+
+    source: Any
+    first: Any
+    num_micro: Any
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.source, name)
+        return np.asarray(value)[self.first] if np.ndim(value) else value
 
 
 def fits(breakdown: MemoryBreakdown, gpu: Gpu, ecc: bool | None = None) -> bool:

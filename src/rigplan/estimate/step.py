@@ -326,29 +326,42 @@ def scale_up_domain(gpu: Gpu) -> int:
     return min(gpu.link.domain_size, gpu.gpus_per_node)
 
 
-def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_batch: Num,
-              tp: Num | None = None, pp: Num | None = None, dp: Num | None = None, cp: Num | None = None,
-              ep: Num | None = None, vpp: Num | None = None, micro_batch: Num | None = None,
-              zero: Num | None = None, calibration: Calibration | None = None,
-              etp: Num | None = None) -> StepBreakdown:
-    """Seconds per optimizer step (formula in the module docstring). Degrees default to the layout's
-    and may be numpy arrays; `global_batch` is in sequences and must be a multiple of micro_batch·dp.
-    A calibration for this GPU replaces the efficiency and link parameters it measured."""
+@dataclass(frozen=True, slots=True)
+class PaceTerms:
+    """One micro-batch's seconds by cause on each pipeline rank that can set the pace (pace_candidates),
+    per layout row: compute (with the overlap tax of tp, cp and ep), exposed tp/cp/ep/host seconds, their
+    totals, backward seconds, layers and rank. They depend on tp, pp, vpp, cp, ep, etp and the micro-batch
+    only (not on dp, ZeRO or the global batch), so a search computes them once per distinct combination
+    and spreads them over its layouts with `take` (search.evaluate)."""
+
+    ranks: tuple[dict[str, Num], ...]
+
+    def take(self, index: Any) -> PaceTerms:
+        return PaceTerms(ranks=tuple({k: np.asarray(v)[index] for k, v in r.items()} for r in self.ranks))
+
+
+def _expert_tp(tp: Num, etp: Num | None, layout: Any) -> Num:
+    etp_in = etp if etp is not None else getattr(layout, "etp", 0)
+    return np.where(np.asarray(etp_in) > 0, np.asarray(etp_in, dtype=np.float64), tp)
+
+
+def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num | None = None,
+               pp: Num | None = None, vpp: Num | None = None, cp: Num | None = None, ep: Num | None = None,
+               etp: Num | None = None, micro_batch: Num | None = None,
+               calibration: Calibration | None = None) -> PaceTerms:
+    """One micro-batch on each candidate pace rank (PaceTerms), before pipeline, FSDP and data-parallel
+    terms; degrees default to the layout's and may be numpy arrays."""
     tp = np.asarray(layout.tp if tp is None else tp, dtype=np.float64)
     pp = np.asarray(layout.pp if pp is None else pp, dtype=np.float64)
-    dp = np.asarray(layout.dp if dp is None else dp, dtype=np.float64)
     cp = np.asarray(layout.cp if cp is None else cp, dtype=np.float64)
     ep = np.asarray(layout.ep if ep is None else ep, dtype=np.float64)
     vpp = np.asarray(layout.vpp if vpp is None else vpp, dtype=np.float64)
-    etp_in = etp if etp is not None else getattr(layout, "etp", 0)
-    etp = np.where(np.asarray(etp_in) > 0, np.asarray(etp_in, dtype=np.float64), tp)
+    etp = _expert_tp(tp, etp, layout)
     mb = np.asarray(job.micro_batch if micro_batch is None else micro_batch, dtype=np.float64)
-    zero = np.asarray(layout.zero if zero is None else zero, dtype=np.float64)
     eff = calibrated_efficiency(gpu, calibration)
     p = job.compute_dtype_bytes
     seq = float(job.seq_len)
     tokens = mb * seq / cp
-    m = np.maximum(np.asarray(global_batch, dtype=np.float64) / (mb * dp), 1.0)
 
     intra, inter = calibrated_tiers(gpu, calibration)
     domain = scale_up_domain(gpu)
@@ -401,7 +414,54 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
                 "tp_total": tp_total, "cp_total": ring, "ep_total": a2a + 0.0 * tp_s, "tax": tax,
                 "layers": layers, "rank": stage.rank}
 
-    candidates = [stage_terms(stage) for stage in pace_candidates(arch, job, layout, pp, vpp)]
+    return PaceTerms(ranks=tuple(stage_terms(stage) for stage in pace_candidates(arch, job, layout, pp, vpp)))
+
+
+def pace_lower_bound_s(pace: PaceTerms, *, global_batch: Num, pp: Num, vpp: Num, dp: Num, micro_batch: Num) -> Num:
+    """A lower bound of step_time's step_time_s for the same rows, from their pace terms alone.
+
+    step = m·t_mb + (pp - 1)/vpp·t_mb + data-parallel terms + optimizer step, where t_mb, the slowest
+    rank's micro-batch, adds pipeline send/recv, FSDP traffic and their overlap tax to that rank's
+    compute + tp + cp + ep + host seconds; none of those is negative, so
+    step >= (m + (pp - 1)/vpp) · max over the candidate ranks of (compute + tp + cp + ep + host).
+    """
+    m = np.maximum(np.asarray(global_batch, dtype=np.float64) / (np.asarray(micro_batch) * np.asarray(dp)), 1.0)
+    slowest = functools.reduce(np.maximum, [c["compute"] + c["tp"] + c["cp"] + c["ep"] + c["host"]
+                                            for c in pace.ranks])
+    return (m + (np.asarray(pp) - 1.0) / np.asarray(vpp)) * slowest
+
+
+def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_batch: Num,
+              tp: Num | None = None, pp: Num | None = None, dp: Num | None = None, cp: Num | None = None,
+              ep: Num | None = None, vpp: Num | None = None, micro_batch: Num | None = None,
+              zero: Num | None = None, calibration: Calibration | None = None,
+              etp: Num | None = None, pace: PaceTerms | None = None) -> StepBreakdown:
+    """Seconds per optimizer step (formula in the module docstring). Degrees default to the layout's
+    and may be numpy arrays; `global_batch` is in sequences and must be a multiple of micro_batch·dp.
+    A calibration for this GPU replaces the efficiency and link parameters it measured. `pace`: these
+    rows' pace_terms, when the caller has them already (the same values pace_terms would return)."""
+    tp = np.asarray(layout.tp if tp is None else tp, dtype=np.float64)
+    pp = np.asarray(layout.pp if pp is None else pp, dtype=np.float64)
+    dp = np.asarray(layout.dp if dp is None else dp, dtype=np.float64)
+    cp = np.asarray(layout.cp if cp is None else cp, dtype=np.float64)
+    ep = np.asarray(layout.ep if ep is None else ep, dtype=np.float64)
+    vpp = np.asarray(layout.vpp if vpp is None else vpp, dtype=np.float64)
+    etp = _expert_tp(tp, etp, layout)
+    mb = np.asarray(job.micro_batch if micro_batch is None else micro_batch, dtype=np.float64)
+    zero = np.asarray(layout.zero if zero is None else zero, dtype=np.float64)
+    eff = calibrated_efficiency(gpu, calibration)
+    p = job.compute_dtype_bytes
+    seq = float(job.seq_len)
+    tokens = mb * seq / cp
+    m = np.maximum(np.asarray(global_batch, dtype=np.float64) / (mb * dp), 1.0)
+    intra, inter = calibrated_tiers(gpu, calibration)
+    domain = scale_up_domain(gpu)
+    one_link = comm.scaled_tier(intra, comm.mesh_share(gpu.link, 2))  # a point-to-point peer in a full mesh
+
+    if pace is None:
+        pace = pace_terms(arch, job, layout, gpu, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, micro_batch=mb,
+                          calibration=calibration)
+    candidates = [dict(c) for c in pace.ranks]
     most_layers = functools.reduce(np.maximum, [np.asarray(c["layers"]) for c in candidates])
 
     # Pipeline: activations forward and gradients backward across each stage boundary, per chunk.

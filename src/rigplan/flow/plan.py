@@ -22,6 +22,8 @@ from rigplan.cost.cloud import DEFAULT_CAPACITY_GPUS, INTERRUPTIBLE_KINDS, inter
 from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
 from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
 from rigplan.cost.power import HOURS_PER_YEAR
+from rigplan.domain.job import Job
+from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
 from rigplan.estimate.step import scale_up_domain, with_network
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
@@ -31,7 +33,7 @@ from rigplan.flow.request import EstimateRequest, PlanRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup, check_precision_on_gpu
 from rigplan.reliab import reliability_for_job
 from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, PREEMPTIONS_PER_NODE_MONTH, with_preemptions
-from rigplan.search.evaluate import fastest_per_count, space_memory
+from rigplan.search.evaluate import SpaceMemory, fastest_per_count, memory_subset, space_memory
 from rigplan.search.pareto import pareto_front, thin_front
 from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
 from rigplan.units import parse_count, parse_duration
@@ -281,6 +283,36 @@ def _reference_setup(request: PlanRequest, records: list[GpuRecord], catalog: Ca
     raise first_error
 
 
+def _widest_domains(records: list[GpuRecord], request: PlanRequest) -> dict[tuple[int, ...], int]:
+    """Per list of GPU counts, the largest NVLink domain among the GPUs that share it: its layout space
+    holds the others' (they allow fewer tp degrees), so their memory is a subset of its (memory_subset)."""
+    widest: dict[tuple[int, ...], int] = {}
+    for record in records:
+        gpu = with_network(record.to_domain(), gpus_per_node=request.gpus_per_node)
+        counts = sorted(set(request.gpu_counts)) or gpu_counts(gpu.gpus_per_node, request.gpus_max, request.gpus_min)
+        widest[tuple(counts)] = max(widest.get(tuple(counts), 0), scale_up_domain(gpu))
+    return widest
+
+
+def _space_memory_for(arch: Architecture, job: Job, key: tuple[int, tuple[int, ...]], target: int,
+                      cache: dict[tuple[int, tuple[int, ...]], Any], wide: int) -> SpaceMemory | None:
+    """Peak memory of the layout space of (NVLink domain, GPU counts): taken from the widest domain's
+    space over the same counts when that holds these layouts (memory depends on the layout only)."""
+    domain, counts = key
+    layouts = layout_space(arch, domain, list(counts), job.seq_len, sequence_parallel=True)
+    if not len(layouts):
+        return None
+    if wide != domain:
+        wide_key = (wide, counts)
+        if wide_key not in cache:
+            cache[wide_key] = _space_memory_for(arch, job, wide_key, target, cache, wide)
+        if cache[wide_key] is not None:
+            derived = memory_subset(cache[wide_key], layouts)
+            if derived is not None:
+                return derived
+    return space_memory(arch, job, layouts, RECOMPUTE, target)
+
+
 def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Catalog | None = None,
          model: ResolvedModel | None = None) -> PlanResult:
     """Search GPU types, counts, layouts and purchase modes; rank and return the Pareto front.
@@ -326,6 +358,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     reasons: dict[str, int] = stats["infeasible_by_reason"]
     candidates: list[Candidate] = []
     memory_cache: dict[tuple[int, tuple[int, ...]], Any] = {}
+    widest = _widest_domains(records, request)
     for done, record in enumerate(records):
         if progress:
             progress(done, len(records))
@@ -343,8 +376,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
         counts = sorted(set(request.gpu_counts)) or gpu_counts(gpu.gpus_per_node, request.gpus_max, request.gpus_min)
         key = (domain, tuple(counts))
         if key not in memory_cache:
-            layouts = layout_space(arch, domain, counts, job.seq_len, sequence_parallel=True)
-            memory_cache[key] = space_memory(arch, job, layouts, RECOMPUTE, target) if len(layouts) else None
+            memory_cache[key] = _space_memory_for(arch, job, key, target, memory_cache, widest.get(key[1], domain))
         memory = memory_cache[key]
         if memory is None:
             continue

@@ -2,6 +2,14 @@
 
 Memory does not depend on the GPU type (only its capacity does), so the planner computes it once
 per node size and GPU count and reuses it for every GPU type with that node size.
+
+The fastest layout per GPU count is found without timing every layout, and with the same answer as
+timing them all (tests/unit/test_search_exact.py). A micro-batch's seconds on each pace-setting rank
+(estimate.step.pace_terms) depend on tp, pp, vpp, cp, ep, etp and the micro-batch only, so they are
+computed once per distinct combination (a few per cent of the layouts) and give each layout a lower
+bound on its step time (estimate.step.pace_lower_bound_s), hence an upper bound on its tokens/s. The
+layouts with the highest bounds of each GPU count are timed first; every layout whose bound reaches the
+best rate so far is timed next; the others cannot reach it and are skipped.
 """
 
 from __future__ import annotations
@@ -15,9 +23,16 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate.calibration import Calibration
-from rigplan.estimate.memory import peak_total_bytes_batch
-from rigplan.estimate.step import step_time
+from rigplan.estimate.memory import peak_total_bytes_choices
+from rigplan.estimate.step import PaceTerms, pace_lower_bound_s, pace_terms, step_time
 from rigplan.search.space import MICRO_BATCHES, LayoutArrays
+
+SEEDS = (4, 32)
+"""Rounds before the last: the 4, then 32, pairs of each GPU count with the highest tokens/s bounds are
+timed first, and their best rate is the bar every other pair's bound must reach."""
+BOUND_MARGIN = 1e-9
+"""Relative slack on the step-time bound, far above the rounding of a few float64 sums, so that no
+layout the bound excludes could tie the best one."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,56 @@ class SpaceMemory:
     batch_ok: Any
     """micro_batch·dp does not exceed the target global batch (the batch is a training choice, not
     something to inflate to use more GPUs)."""
+    pace_first: Any = None
+    """Index of the first layout of each distinct (tp, pp, vpp, cp, ep, etp, micro-batch): the layouts
+    whose pace terms (estimate.step.pace_terms) are computed."""
+    pace_group: Any = None
+    """Per layout, its row in pace_first."""
+
+
+def _row_keys(layouts: LayoutArrays, radix: Any) -> Any:
+    key = np.zeros(len(layouts), dtype=np.int64)
+    columns = (layouts.tp, layouts.pp, layouts.vpp, layouts.dp, layouts.cp, layouts.ep, layouts.etp, layouts.zero,
+               layouts.micro_batch)
+    for column, base in zip(columns, radix, strict=True):
+        key = key * int(base) + np.asarray(column, dtype=np.int64)
+    return key
+
+
+def memory_subset(memory: SpaceMemory, layouts: LayoutArrays) -> SpaceMemory | None:
+    """`memory` restricted to `layouts` when they are some of its layouts in the same order (a smaller
+    NVLink domain allows fewer tp degrees over the same GPU counts), else None. Memory depends on the
+    layout only, so the restricted rows are the ones space_memory would compute."""
+    big = memory.layouts
+    if len(layouts) > len(big) or layouts.sequence_parallel != big.sequence_parallel or layouts.split != big.split:
+        return None
+    if not len(layouts):
+        return None
+    columns = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "micro_batch")
+    radix = [max(int(np.max(getattr(big, c))), int(np.max(getattr(layouts, c)))) + 1 for c in columns]
+    if float(np.prod(np.asarray(radix, dtype=np.float64))) >= 2.0**62:
+        return None
+    big_keys, small_keys = _row_keys(big, radix), _row_keys(layouts, radix)
+    mask = np.isin(big_keys, small_keys)
+    if not np.array_equal(big_keys[mask], small_keys):
+        return None
+    first, group = pace_groups(layouts)
+    return SpaceMemory(layouts=layouts, recompute=memory.recompute, total_bytes=memory.total_bytes[:, mask],
+                       global_batch=memory.global_batch[mask], batch_ok=memory.batch_ok[mask], pace_first=first,
+                       pace_group=group)
+
+
+def pace_groups(layouts: LayoutArrays) -> tuple[Any, Any]:
+    """(first index, group of each layout) of the distinct (tp, pp, vpp, cp, ep, etp, micro-batch)."""
+    if len(layouts) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    key = np.zeros(len(layouts), dtype=np.int64)
+    for column in (layouts.tp, layouts.pp, layouts.vpp, layouts.cp, layouts.ep, layouts.etp, layouts.micro_batch):
+        values = np.asarray(column, dtype=np.int64)
+        key = key * (int(values.max()) + 1) + values
+    _, first, group = np.unique(key, return_index=True, return_inverse=True)
+    return first, group.ravel()
 
 
 def global_batches(target_sequences: int, micro_batch: Any, dp: Any) -> Any:
@@ -52,11 +117,11 @@ def space_memory(arch: Architecture, job: Job, layouts: LayoutArrays, recompute:
         if not mask.any():
             continue
         sub = layouts.take(mask)
-        for row, choice in enumerate(recompute):
-            sized = replace(job, micro_batch=mb, recompute=choice, global_batch=target_sequences)  # type: ignore[arg-type]
-            totals[row, mask] = peak_total_bytes_batch(arch, sized, sub)
+        sized = replace(job, micro_batch=mb, global_batch=target_sequences)
+        totals[:, mask] = peak_total_bytes_choices(arch, sized, sub, recompute)
+    first, group = pace_groups(layouts)
     return SpaceMemory(layouts=layouts, recompute=recompute, total_bytes=totals, global_batch=gb,
-                       batch_ok=batch_ok)
+                       batch_ok=batch_ok, pace_first=first, pace_group=group)
 
 
 @dataclass(frozen=True)
@@ -75,60 +140,116 @@ class BestLayout:
     """Layouts whose data-parallel micro-batches (dp x micro-batch) exceed the global batch."""
 
 
+def _count_blocks(counts: Any) -> tuple[Any, Any]:
+    """(block of each layout, GPU count of each block): blocks of equal GPU count, in count order."""
+    block_counts, block = np.unique(counts, return_inverse=True)
+    return np.ravel(block), block_counts
+
+
 def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemory, usable_bytes: float,
                       calibration: Calibration | None = None) -> dict[int, BestLayout]:
     """For each GPU count in the space, the fastest layout that fits (with the search's counts); a
     calibration for this GPU replaces the efficiency parameters it measured.
 
-    Every (recompute, layout) pair that fits is timed; the winner of a count is the first maximum in
-    (recompute, layout) order, found for all counts in one sort (rate, then recompute row, then index).
+    The winner of a count is the first maximum in (recompute, layout) order of the tokens/s of every
+    (recompute, layout) pair that fits. Pairs whose tokens/s bound cannot reach the best timed rate of
+    their count are not timed (module docstring); they cannot be that maximum.
     """
     lay = memory.layouts
     n_rc = len(memory.recompute)
     batch_ok = memory.batch_ok
     memory_ok = memory.total_bytes <= usable_bytes
     fits = memory_ok & batch_ok[np.newaxis, :]
-    rates = np.full(fits.shape, -np.inf)
-    steps = np.full(fits.shape, np.inf)
-    for row, choice in enumerate(memory.recompute):
-        mask = fits[row]
-        if not mask.any():
+    block, block_counts = _count_blocks(np.asarray(lay.gpus))
+    n_blocks = block_counts.size
+    first, group = memory.pace_first, memory.pace_group
+    if first is None:
+        first, group = pace_groups(lay)
+    jobs = [replace(job, recompute=choice) for choice in memory.recompute]  # type: ignore[arg-type]
+    m_all = np.maximum(memory.global_batch / (lay.micro_batch * lay.dp), 1.0)
+    tokens_all = m_all * lay.micro_batch * lay.dp * float(job.seq_len)
+    ticks_all = m_all + (lay.pp - 1.0) / lay.vpp
+
+    # Every fitting (recompute, layout) pair, in (recompute, layout) order, with its tokens/s bound.
+    pair_row, pair_col = np.nonzero(fits)
+    bound = np.empty(pair_row.size)
+    paces: dict[int, tuple[Any, Any, PaceTerms]] = {}
+    for row in range(n_rc):
+        lo, hi = np.searchsorted(pair_row, [row, row + 1])
+        cols = pair_col[lo:hi]
+        if not cols.size:
             continue
-        sub = lay.take(mask)
-        timed = replace(job, recompute=choice)  # type: ignore[arg-type]
-        r = step_time(arch, timed, sub, gpu, global_batch=memory.global_batch[mask], tp=sub.tp, pp=sub.pp,
-                      dp=sub.dp, cp=sub.cp, ep=sub.ep, vpp=sub.vpp, micro_batch=sub.micro_batch, zero=sub.zero,
-                      calibration=calibration, etp=sub.etp)
-        rates[row, mask] = np.asarray(r.tokens_per_step / r.step_time_s)
-        steps[row, mask] = np.asarray(r.step_time_s)
-    best_rate = rates.max(axis=0)
-    best_row = np.argmax(rates == best_rate[np.newaxis, :], axis=0)
-    counts = np.asarray(lay.gpus)
-    index = np.arange(len(lay))
-    order = np.lexsort((index, best_row, -best_rate, counts))
-    sorted_counts = counts[order]
-    starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
-    feasible_by = np.add.reduceat(fits.sum(axis=0)[order], starts)
-    memory_out_by = np.add.reduceat((~memory_ok & batch_ok[np.newaxis, :]).sum(axis=0)[order], starts)
-    batch_out_by = np.add.reduceat((~batch_ok[order]).astype(np.int64), starts)
-    sizes = np.diff(np.r_[starts, len(order)])
+        present = np.zeros(len(first), dtype=bool)
+        present[group[cols]] = True
+        rep = lay.take(first[present])
+        pace = pace_terms(arch, jobs[row], rep, gpu, tp=rep.tp, pp=rep.pp, vpp=rep.vpp, cp=rep.cp, ep=rep.ep,
+                          etp=rep.etp, micro_batch=rep.micro_batch, calibration=calibration)
+        # pace_lower_bound_s with m = 1 and pp = 1: the slowest rank's micro-batch of each distinct group
+        slowest = np.asarray(pace_lower_bound_s(pace, global_batch=1.0, pp=1.0, vpp=1.0, dp=1.0, micro_batch=1.0))
+        at = (np.cumsum(present) - 1)[group[cols]]
+        bound[lo:hi] = tokens_all[cols] / (ticks_all[cols] * slowest[at] * (1.0 - BOUND_MARGIN))
+        paces[row] = (cols, at, pace)
+    pair_block = block[pair_col]
+    top = np.full(n_blocks, -np.inf)
+    np.maximum.at(top, pair_block, bound)
+
+    rate = np.full(pair_row.size, -np.inf)
+    step = np.full(pair_row.size, np.inf)
+    timed = np.zeros(pair_row.size, dtype=bool)
+
+    def time_pairs(pairs: Any) -> None:
+        """Time these pairs exactly, with their pace terms already computed."""
+        for row in range(n_rc):
+            lo, hi = np.searchsorted(pair_row, [row, row + 1])
+            mine = pairs[(pairs >= lo) & (pairs < hi)]
+            if not mine.size:
+                continue
+            cols, at, pace = paces[row]
+            columns = cols[mine - lo]
+            sub = lay.take(columns)
+            r = step_time(arch, jobs[row], sub, gpu, global_batch=memory.global_batch[columns], tp=sub.tp,
+                          pp=sub.pp, dp=sub.dp, cp=sub.cp, ep=sub.ep, vpp=sub.vpp, micro_batch=sub.micro_batch,
+                          zero=sub.zero, calibration=calibration, etp=sub.etp, pace=pace.take(at[mine - lo]))
+            rate[mine] = np.asarray(r.tokens_per_step / r.step_time_s)
+            step[mine] = np.asarray(r.step_time_s)
+
+    # Rounds: per GPU count, the SEEDS pairs with the highest bounds first (an approximate order is
+    # enough), then every pair whose bound reaches its count's best timed rate: the bar only rises,
+    # so no pair left out could reach the best rate.
+    closeness = np.where(top[pair_block] > 0, bound / top[pair_block], 0.0)
+    order = np.argsort(pair_block + 0.5 * (1.0 - np.clip(closeness, 0.0, 1.0)))
+    starts = np.searchsorted(pair_block[order], np.arange(n_blocks))
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size) - starts[pair_block[order]]
+    bar = np.full(n_blocks, -np.inf)
+    for seeds in (*SEEDS, None):
+        pick = np.flatnonzero(~timed & (bound >= bar[pair_block]) & ((rank < seeds) if seeds else True))
+        if pick.size:
+            timed[pick] = True
+            time_pairs(pick)
+            np.maximum.at(bar, pair_block[pick], rate[pick])
+
+    # The winner of each count: the first maximum in (recompute, layout) order among the timed pairs.
+    done = np.flatnonzero(timed)
+    order = done[np.lexsort((pair_col[done], pair_row[done], -rate[done], pair_block[done]))]
+    winner = np.full(n_blocks, -1)
+    firsts = np.flatnonzero(np.r_[True, pair_block[order][1:] != pair_block[order][:-1]]) if order.size else order
+    winner[pair_block[order[firsts]]] = order[firsts]
+    sizes = np.bincount(block, minlength=n_blocks)
+    feasible_by = np.bincount(block, weights=fits.sum(axis=0), minlength=n_blocks)
+    memory_out_by = np.bincount(block, weights=(~memory_ok & batch_ok[np.newaxis, :]).sum(axis=0), minlength=n_blocks)
+    batch_out_by = np.bincount(block, weights=~batch_ok, minlength=n_blocks)
     results: dict[int, BestLayout] = {}
-    for k, start in enumerate(starts):
-        count = int(sorted_counts[start])
-        evaluated = int(sizes[k]) * n_rc
-        feasible = int(feasible_by[k])
-        infeasible_memory = int(memory_out_by[k])
-        infeasible_batch = int(batch_out_by[k]) * n_rc
-        if feasible == 0:
+    for k in range(n_blocks):
+        count = int(block_counts[k])
+        common = dict(evaluated=int(sizes[k]) * n_rc, feasible=int(feasible_by[k]),
+                      infeasible_memory=int(memory_out_by[k]), infeasible_batch=int(batch_out_by[k]) * n_rc)
+        if common["feasible"] == 0:
             results[count] = BestLayout(index=-1, recompute="", step_time_s=np.inf, tokens_per_s=0.0,
-                                        global_batch=0, evaluated=evaluated, feasible=0,
-                                        infeasible_memory=infeasible_memory, infeasible_batch=infeasible_batch)
+                                        global_batch=0, **common)
             continue
-        i = int(order[start])
-        row = int(best_row[i])
-        results[count] = BestLayout(
-            index=i, recompute=memory.recompute[row], step_time_s=float(steps[row, i]),
-            tokens_per_s=float(rates[row, i]), global_batch=int(memory.global_batch[i]),
-            evaluated=evaluated, feasible=feasible, infeasible_memory=infeasible_memory,
-            infeasible_batch=infeasible_batch)
+        w = int(winner[k])
+        i, row = int(pair_col[w]), int(pair_row[w])
+        results[count] = BestLayout(index=i, recompute=memory.recompute[row], step_time_s=float(step[w]),
+                                    tokens_per_s=float(rate[w]), global_batch=int(memory.global_batch[i]), **common)
     return results
