@@ -127,14 +127,14 @@ def test_a_narrower_domains_memory_is_taken_from_the_wider_space() -> None:
     counts = gpu_counts(8, 256)
     wide = space_memory(arch, job, layout_space(arch, 8, counts, 4096, sequence_parallel=True), RECOMPUTE, 256)
     narrow_layouts = layout_space(arch, 2, counts, 4096, sequence_parallel=True)
-    derived = evaluate.memory_subset(wide, narrow_layouts)
+    derived = evaluate.memory_subset(wide, narrow_layouts, 4096)
     direct = space_memory(arch, job, narrow_layouts, RECOMPUTE, 256)
     assert derived is not None
     assert np.array_equal(derived.total_bytes, direct.total_bytes)
     assert np.array_equal(derived.global_batch, direct.global_batch)
     # a space that is not a subset (other GPU counts) is refused
     other = layout_space(arch, 2, gpu_counts(4, 256), 4096, sequence_parallel=True)
-    assert evaluate.memory_subset(wide, other) is None
+    assert evaluate.memory_subset(wide, other, 4096) is None
 
 
 def test_stage_tables_answer_batches_with_repeated_pipelines() -> None:

@@ -307,7 +307,7 @@ def _space_memory_for(arch: Architecture, job: Job, key: tuple[int, tuple[int, .
         if wide_key not in cache:
             cache[wide_key] = _space_memory_for(arch, job, wide_key, target, cache, wide)
         if cache[wide_key] is not None:
-            derived = memory_subset(cache[wide_key], layouts)
+            derived = memory_subset(cache[wide_key], layouts, job.seq_len)
             if derived is not None:
                 return derived
     return space_memory(arch, job, layouts, RECOMPUTE, target)

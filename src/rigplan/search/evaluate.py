@@ -27,9 +27,12 @@ from rigplan.estimate.memory import peak_total_bytes_choices
 from rigplan.estimate.step import PaceTerms, pace_lower_bound_s, pace_terms, step_time
 from rigplan.search.space import MICRO_BATCHES, LayoutArrays
 
-SEEDS = (4, 32)
-"""Rounds before the last: the 4, then 32, pairs of each GPU count with the highest tokens/s bounds are
-timed first, and their best rate is the bar every other pair's bound must reach."""
+SEED_CLOSENESS = 0.8
+"""Seeds are drawn from the pairs whose bound is at least this share of their count's highest (the
+order of the first rounds only saves time; the last round alone decides what is timed)."""
+SEEDS = (32,)
+"""Rounds before the last: the 32 pairs of each GPU count with the highest tokens/s bounds are timed
+first, and their best rate is the bar every other pair's bound must reach."""
 BOUND_MARGIN = 1e-9
 """Relative slack on the step-time bound, far above the rounding of a few float64 sums, so that no
 layout the bound excludes could tie the best one."""
@@ -53,6 +56,24 @@ class SpaceMemory:
     whose pace terms (estimate.step.pace_terms) are computed."""
     pace_group: Any = None
     """Per layout, its row in pace_first."""
+    block: Any = None
+    """Per layout, the index of its GPU count in block_counts."""
+    block_counts: Any = None
+    """The distinct GPU counts, ascending."""
+    rate_scale: Any = None
+    """Per layout, tokens per step / (m + (pp - 1)/vpp): over a micro-batch's seconds on the slowest rank,
+    an upper bound of its tokens/s (estimate.step.pace_lower_bound_s)."""
+
+
+def _with_search_arrays(memory: SpaceMemory, seq_len: int) -> SpaceMemory:
+    """The GPU-independent arrays fastest_per_count reads, computed once per space."""
+    lay = memory.layouts
+    first, group = pace_groups(lay)
+    block_counts, block = np.unique(np.asarray(lay.gpus), return_inverse=True)
+    m = np.maximum(memory.global_batch / (lay.micro_batch * lay.dp), 1.0)
+    scale = m * lay.micro_batch * lay.dp * float(seq_len) / (m + (lay.pp - 1.0) / lay.vpp)
+    return replace(memory, pace_first=first, pace_group=group, block=np.ravel(block), block_counts=block_counts,
+                   rate_scale=scale)
 
 
 def _row_keys(layouts: LayoutArrays, radix: Any) -> Any:
@@ -64,7 +85,7 @@ def _row_keys(layouts: LayoutArrays, radix: Any) -> Any:
     return key
 
 
-def memory_subset(memory: SpaceMemory, layouts: LayoutArrays) -> SpaceMemory | None:
+def memory_subset(memory: SpaceMemory, layouts: LayoutArrays, seq_len: int) -> SpaceMemory | None:
     """`memory` restricted to `layouts` when they are some of its layouts in the same order (a smaller
     NVLink domain allows fewer tp degrees over the same GPU counts), else None. Memory depends on the
     layout only, so the restricted rows are the ones space_memory would compute."""
@@ -81,10 +102,10 @@ def memory_subset(memory: SpaceMemory, layouts: LayoutArrays) -> SpaceMemory | N
     mask = np.isin(big_keys, small_keys)
     if not np.array_equal(big_keys[mask], small_keys):
         return None
-    first, group = pace_groups(layouts)
-    return SpaceMemory(layouts=layouts, recompute=memory.recompute, total_bytes=memory.total_bytes[:, mask],
-                       global_batch=memory.global_batch[mask], batch_ok=memory.batch_ok[mask], pace_first=first,
-                       pace_group=group)
+    return _with_search_arrays(SpaceMemory(layouts=layouts, recompute=memory.recompute,
+                                           total_bytes=memory.total_bytes[:, mask],
+                                           global_batch=memory.global_batch[mask], batch_ok=memory.batch_ok[mask]),
+                               seq_len)
 
 
 def pace_groups(layouts: LayoutArrays) -> tuple[Any, Any]:
@@ -119,9 +140,8 @@ def space_memory(arch: Architecture, job: Job, layouts: LayoutArrays, recompute:
         sub = layouts.take(mask)
         sized = replace(job, micro_batch=mb, global_batch=target_sequences)
         totals[:, mask] = peak_total_bytes_choices(arch, sized, sub, recompute)
-    first, group = pace_groups(layouts)
-    return SpaceMemory(layouts=layouts, recompute=recompute, total_bytes=totals, global_batch=gb,
-                       batch_ok=batch_ok, pace_first=first, pace_group=group)
+    return _with_search_arrays(SpaceMemory(layouts=layouts, recompute=recompute, total_bytes=totals,
+                                           global_batch=gb, batch_ok=batch_ok), job.seq_len)
 
 
 @dataclass(frozen=True)
@@ -140,12 +160,6 @@ class BestLayout:
     """Layouts whose data-parallel micro-batches (dp x micro-batch) exceed the global batch."""
 
 
-def _count_blocks(counts: Any) -> tuple[Any, Any]:
-    """(block of each layout, GPU count of each block): blocks of equal GPU count, in count order."""
-    block_counts, block = np.unique(counts, return_inverse=True)
-    return np.ravel(block), block_counts
-
-
 def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemory, usable_bytes: float,
                       calibration: Calibration | None = None) -> dict[int, BestLayout]:
     """For each GPU count in the space, the fastest layout that fits (with the search's counts); a
@@ -160,15 +174,11 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
     batch_ok = memory.batch_ok
     memory_ok = memory.total_bytes <= usable_bytes
     fits = memory_ok & batch_ok[np.newaxis, :]
-    block, block_counts = _count_blocks(np.asarray(lay.gpus))
+    if memory.block is None:
+        memory = _with_search_arrays(memory, job.seq_len)
+    block, block_counts, first, group = memory.block, memory.block_counts, memory.pace_first, memory.pace_group
     n_blocks = block_counts.size
-    first, group = memory.pace_first, memory.pace_group
-    if first is None:
-        first, group = pace_groups(lay)
     jobs = [replace(job, recompute=choice) for choice in memory.recompute]  # type: ignore[arg-type]
-    m_all = np.maximum(memory.global_batch / (lay.micro_batch * lay.dp), 1.0)
-    tokens_all = m_all * lay.micro_batch * lay.dp * float(job.seq_len)
-    ticks_all = m_all + (lay.pp - 1.0) / lay.vpp
 
     # Every fitting (recompute, layout) pair, in (recompute, layout) order, with its tokens/s bound.
     pair_row, pair_col = np.nonzero(fits)
@@ -187,7 +197,7 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
         # pace_lower_bound_s with m = 1 and pp = 1: the slowest rank's micro-batch of each distinct group
         slowest = np.asarray(pace_lower_bound_s(pace, global_batch=1.0, pp=1.0, vpp=1.0, dp=1.0, micro_batch=1.0))
         at = (np.cumsum(present) - 1)[group[cols]]
-        bound[lo:hi] = tokens_all[cols] / (ticks_all[cols] * slowest[at] * (1.0 - BOUND_MARGIN))
+        bound[lo:hi] = memory.rate_scale[cols] / (slowest[at] * (1.0 - BOUND_MARGIN))
         paces[row] = (cols, at, pace)
     pair_block = block[pair_col]
     top = np.full(n_blocks, -np.inf)
@@ -216,10 +226,11 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
     # Rounds: per GPU count, the SEEDS pairs with the highest bounds first (an approximate order is
     # enough), then every pair whose bound reaches its count's best timed rate: the bar only rises,
     # so no pair left out could reach the best rate.
-    closeness = np.where(top[pair_block] > 0, bound / top[pair_block], 0.0)
-    order = np.argsort(pair_block + 0.5 * (1.0 - np.clip(closeness, 0.0, 1.0)))
+    closeness = bound / top[pair_block]
+    near = np.flatnonzero(closeness >= SEED_CLOSENESS)
+    order = near[np.argsort(pair_block[near] + 0.5 * (1.0 - closeness[near]))]
     starts = np.searchsorted(pair_block[order], np.arange(n_blocks))
-    rank = np.empty(order.size, dtype=np.int64)
+    rank = np.full(pair_row.size, np.iinfo(np.int64).max)
     rank[order] = np.arange(order.size) - starts[pair_block[order]]
     bar = np.full(n_blocks, -np.inf)
     for seeds in (*SEEDS, None):
@@ -236,9 +247,10 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
     firsts = np.flatnonzero(np.r_[True, pair_block[order][1:] != pair_block[order][:-1]]) if order.size else order
     winner[pair_block[order[firsts]]] = order[firsts]
     sizes = np.bincount(block, minlength=n_blocks)
-    feasible_by = np.bincount(block, weights=fits.sum(axis=0), minlength=n_blocks)
-    memory_out_by = np.bincount(block, weights=(~memory_ok & batch_ok[np.newaxis, :]).sum(axis=0), minlength=n_blocks)
-    batch_out_by = np.bincount(block, weights=~batch_ok, minlength=n_blocks)
+    batch_in_by = np.bincount(block, weights=batch_ok, minlength=n_blocks)
+    feasible_by = np.bincount(pair_block, minlength=n_blocks)
+    memory_out_by = batch_in_by * n_rc - feasible_by
+    batch_out_by = sizes - batch_in_by
     results: dict[int, BestLayout] = {}
     for k in range(n_blocks):
         count = int(block_counts[k])

@@ -132,13 +132,21 @@ def _count_blocks(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
                                if e <= MAX_EP and arch.moe.num_experts % e == 0
                                and arch.moe.expert_ffn % etp == 0]
                 zeros = zero_stages if dp * cp > 1 else (0,)
-                v, x, z, b = np.meshgrid(np.asarray(vpps), np.arange(len(experts)), np.asarray(zeros),
-                                         np.asarray(MICRO_BATCHES), indexing="ij")
-                pairs = np.asarray(experts, dtype=np.int64)[x.ravel()]
+                v, x, z, b = _product(tuple(vpps), len(experts), tuple(zeros))
+                pairs = np.asarray(experts, dtype=np.int64)[x]
                 block = np.empty((v.size, 9), dtype=np.int64)
-                block[:, 0], block[:, 1], block[:, 2], block[:, 3], block[:, 4] = tp, pp, v.ravel(), dp, cp
-                block[:, 5], block[:, 6], block[:, 7], block[:, 8] = pairs[:, 0], pairs[:, 1], z.ravel(), b.ravel()
+                block[:, 0], block[:, 1], block[:, 2], block[:, 3], block[:, 4] = tp, pp, v, dp, cp
+                block[:, 5], block[:, 6], block[:, 7], block[:, 8] = pairs[:, 0], pairs[:, 1], z, b
                 yield block
+
+
+@functools.lru_cache(maxsize=1024)
+def _product(vpps: tuple[int, ...], experts: int, zeros: tuple[int, ...]) -> tuple[Any, Any, Any, Any]:
+    """(vpp, expert option, zero, micro-batch) of itertools.product(vpps, range(experts), zeros,
+    MICRO_BATCHES), as flat arrays."""
+    grids = np.meshgrid(np.asarray(vpps), np.arange(experts), np.asarray(zeros), np.asarray(MICRO_BATCHES),
+                        indexing="ij")
+    return tuple(g.ravel() for g in grids)  # type: ignore[return-value]
 
 
 def layout_space(arch: Architecture, domain: int, num_gpus: int | list[int], seq_len: int, *,
