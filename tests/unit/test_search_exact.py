@@ -120,21 +120,20 @@ def test_memory_of_many_recompute_choices_matches_rank_by_rank() -> None:
             assert np.array_equal(fast[k], np.maximum(np.maximum(ranks[0], ranks[1]), ranks[2]))
 
 
-def test_a_narrower_domains_memory_is_taken_from_the_wider_space() -> None:
+def test_memory_taken_from_other_spaces_matches_its_own() -> None:
+    """A space that takes its layouts' memory from spaces computed before (a narrower NVLink domain,
+    4-GPU nodes beside 8-GPU ones) holds the numbers space_memory computes for it alone."""
     catalog = load_catalog()
     arch = catalog.model("qwen3-30b-a3b").to_domain()
     job = Job(seq_len=4096)
-    counts = gpu_counts(8, 256)
-    wide = space_memory(arch, job, layout_space(arch, 8, counts, 4096, sequence_parallel=True), RECOMPUTE, 256)
-    narrow_layouts = layout_space(arch, 2, counts, 4096, sequence_parallel=True)
-    derived = evaluate.memory_subset(wide, narrow_layouts, 4096)
-    direct = space_memory(arch, job, narrow_layouts, RECOMPUTE, 256)
-    assert derived is not None
-    assert np.array_equal(derived.total_bytes, direct.total_bytes)
-    assert np.array_equal(derived.global_batch, direct.global_batch)
-    # a space that is not a subset (other GPU counts) is refused
-    other = layout_space(arch, 2, gpu_counts(4, 256), 4096, sequence_parallel=True)
-    assert evaluate.memory_subset(wide, other, 4096) is None
+    wide = space_memory(arch, job, layout_space(arch, 8, gpu_counts(8, 256), 4096, sequence_parallel=True),
+                        RECOMPUTE, 256)
+    for domain, per_node in ((2, 8), (4, 4)):
+        layouts = layout_space(arch, domain, gpu_counts(per_node, 256), 4096, sequence_parallel=True)
+        reused = space_memory(arch, job, layouts, RECOMPUTE, 256, known=[wide])
+        direct = space_memory(arch, job, layouts, RECOMPUTE, 256)
+        assert np.array_equal(reused.total_bytes, direct.total_bytes)
+        assert np.array_equal(reused.global_batch, direct.global_batch)
 
 
 def test_stage_tables_answer_batches_with_repeated_pipelines() -> None:

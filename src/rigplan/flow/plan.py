@@ -33,7 +33,7 @@ from rigplan.flow.request import EstimateRequest, PlanRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup, check_precision_on_gpu
 from rigplan.reliab import reliability_for_job
 from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, PREEMPTIONS_PER_NODE_MONTH, with_preemptions
-from rigplan.search.evaluate import SpaceMemory, fastest_per_count, memory_subset, space_memory
+from rigplan.search.evaluate import SpaceMemory, fastest_per_count, space_memory
 from rigplan.search.pareto import pareto_front, thin_front
 from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
 from rigplan.units import parse_count, parse_duration
@@ -283,34 +283,16 @@ def _reference_setup(request: PlanRequest, records: list[GpuRecord], catalog: Ca
     raise first_error
 
 
-def _widest_domains(records: list[GpuRecord], request: PlanRequest) -> dict[tuple[int, ...], int]:
-    """Per list of GPU counts, the largest NVLink domain among the GPUs that share it: its layout space
-    holds the others' (they allow fewer tp degrees), so their memory is a subset of its (memory_subset)."""
-    widest: dict[tuple[int, ...], int] = {}
-    for record in records:
-        gpu = with_network(record.to_domain(), gpus_per_node=request.gpus_per_node)
-        counts = sorted(set(request.gpu_counts)) or gpu_counts(gpu.gpus_per_node, request.gpus_max, request.gpus_min)
-        widest[tuple(counts)] = max(widest.get(tuple(counts), 0), scale_up_domain(gpu))
-    return widest
-
-
 def _space_memory_for(arch: Architecture, job: Job, key: tuple[int, tuple[int, ...]], target: int,
-                      cache: dict[tuple[int, tuple[int, ...]], Any], wide: int) -> SpaceMemory | None:
-    """Peak memory of the layout space of (NVLink domain, GPU counts): taken from the widest domain's
-    space over the same counts when that holds these layouts (memory depends on the layout only)."""
+                      cache: dict[tuple[int, tuple[int, ...]], Any]) -> SpaceMemory | None:
+    """Peak memory of the layout space of (NVLink domain, GPU counts), taking every layout another
+    space of this plan holds from there (search.evaluate.space_memory)."""
     domain, counts = key
     layouts = layout_space(arch, domain, list(counts), job.seq_len, sequence_parallel=True)
     if not len(layouts):
         return None
-    if wide != domain:
-        wide_key = (wide, counts)
-        if wide_key not in cache:
-            cache[wide_key] = _space_memory_for(arch, job, wide_key, target, cache, wide)
-        if cache[wide_key] is not None:
-            derived = memory_subset(cache[wide_key], layouts, job.seq_len)
-            if derived is not None:
-                return derived
-    return space_memory(arch, job, layouts, RECOMPUTE, target)
+    known = [memory for memory in cache.values() if memory is not None]
+    return space_memory(arch, job, layouts, RECOMPUTE, target, known=known)
 
 
 def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Catalog | None = None,
@@ -358,7 +340,6 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     reasons: dict[str, int] = stats["infeasible_by_reason"]
     candidates: list[Candidate] = []
     memory_cache: dict[tuple[int, tuple[int, ...]], Any] = {}
-    widest = _widest_domains(records, request)
     for done, record in enumerate(records):
         if progress:
             progress(done, len(records))
@@ -376,7 +357,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
         counts = sorted(set(request.gpu_counts)) or gpu_counts(gpu.gpus_per_node, request.gpus_max, request.gpus_min)
         key = (domain, tuple(counts))
         if key not in memory_cache:
-            memory_cache[key] = _space_memory_for(arch, job, key, target, memory_cache, widest.get(key[1], domain))
+            memory_cache[key] = _space_memory_for(arch, job, key, target, memory_cache)
         memory = memory_cache[key]
         if memory is None:
             continue

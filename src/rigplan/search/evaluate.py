@@ -5,16 +5,17 @@ per node size and GPU count and reuses it for every GPU type with that node size
 
 The fastest layout per GPU count is found without timing every layout, and with the same answer as
 timing them all (tests/unit/test_search_exact.py). A micro-batch's seconds on each pace-setting rank
-(estimate.step.pace_terms) depend on tp, pp, vpp, cp, ep, etp and the micro-batch only, so they are
+(estimate.stage_time.pace_terms) depend on tp, pp, vpp, cp, ep, etp and the micro-batch only, so they are
 computed once per distinct combination (a few per cent of the layouts) and give each layout a lower
-bound on its step time (estimate.step.pace_lower_bound_s), hence an upper bound on its tokens/s. The
+bound on its step time (estimate.stage_time.pace_lower_bound_s), hence an upper bound on its tokens/s. The
 layouts with the highest bounds of each GPU count are timed first; every layout whose bound reaches the
 best rate so far is timed next; the others cannot reach it and are skipped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,8 @@ from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate.calibration import Calibration
 from rigplan.estimate.memory import peak_total_bytes_choices
-from rigplan.estimate.step import PaceTerms, pace_lower_bound_s, pace_terms, step_time
+from rigplan.estimate.stage_time import PaceTerms, PaceWork, pace_lower_bound_s, pace_terms, pace_work
+from rigplan.estimate.step import step_time
 from rigplan.search.space import MICRO_BATCHES, LayoutArrays
 
 SEED_CLOSENESS = 0.8
@@ -52,8 +54,8 @@ class SpaceMemory:
     """micro_batch·dp does not exceed the target global batch (the batch is a training choice, not
     something to inflate to use more GPUs)."""
     pace_first: Any = None
-    """Index of the first layout of each distinct (tp, pp, vpp, cp, ep, etp, micro-batch): the layouts
-    whose pace terms (estimate.step.pace_terms) are computed."""
+    """Index of one layout of each distinct (tp, pp, vpp, cp, ep, etp, micro-batch): the layouts whose
+    pace terms (estimate.stage_time.pace_terms) are computed for the whole group."""
     pace_group: Any = None
     """Per layout, its row in pace_first."""
     block: Any = None
@@ -62,54 +64,48 @@ class SpaceMemory:
     """The distinct GPU counts, ascending."""
     rate_scale: Any = None
     """Per layout, tokens per step / (m + (pp - 1)/vpp): over a micro-batch's seconds on the slowest rank,
-    an upper bound of its tokens/s (estimate.step.pace_lower_bound_s)."""
+    an upper bound of its tokens/s (estimate.stage_time.pace_lower_bound_s)."""
+    row_order: Any = None
+    """(argsort of the layouts' row keys, the sorted keys): how another space finds its layouts here."""
+    work: dict[Any, PaceWork] = field(default_factory=dict)
+    """Per (model, job with its recompute choice), the GPU-independent pace work
+    (estimate.stage_time.pace_work) of every row of pace_first, filled by the first GPU type that needs it."""
 
 
 def _with_search_arrays(memory: SpaceMemory, seq_len: int) -> SpaceMemory:
     """The GPU-independent arrays fastest_per_count reads, computed once per space."""
     lay = memory.layouts
-    first, group = pace_groups(lay)
-    block_counts, block = np.unique(np.asarray(lay.gpus), return_inverse=True)
+    if memory.row_order is not None:
+        first, group = _pace_groups_from_rows(*memory.row_order, len(lay))
+    else:
+        first, group = pace_groups(lay)
+    counts = np.asarray(lay.gpus)
+    if counts.size and bool(np.all(counts[1:] >= counts[:-1])):  # layout_space lists counts in order
+        changes = np.r_[True, counts[1:] != counts[:-1]]
+        block_counts, block = counts[changes], np.cumsum(changes) - 1
+    else:
+        block_counts, block = np.unique(counts, return_inverse=True)
     m = np.maximum(memory.global_batch / (lay.micro_batch * lay.dp), 1.0)
     scale = m * lay.micro_batch * lay.dp * float(seq_len) / (m + (lay.pp - 1.0) / lay.vpp)
     return replace(memory, pace_first=first, pace_group=group, block=np.ravel(block), block_counts=block_counts,
                    rate_scale=scale)
 
 
-def _row_keys(layouts: LayoutArrays, radix: Any) -> Any:
-    key = np.zeros(len(layouts), dtype=np.int64)
-    columns = (layouts.tp, layouts.pp, layouts.vpp, layouts.dp, layouts.cp, layouts.ep, layouts.etp, layouts.zero,
-               layouts.micro_batch)
-    for column, base in zip(columns, radix, strict=True):
-        key = key * int(base) + np.asarray(column, dtype=np.int64)
-    return key
-
-
-def memory_subset(memory: SpaceMemory, layouts: LayoutArrays, seq_len: int) -> SpaceMemory | None:
-    """`memory` restricted to `layouts` when they are some of its layouts in the same order (a smaller
-    NVLink domain allows fewer tp degrees over the same GPU counts), else None. Memory depends on the
-    layout only, so the restricted rows are the ones space_memory would compute."""
-    big = memory.layouts
-    if len(layouts) > len(big) or layouts.sequence_parallel != big.sequence_parallel or layouts.split != big.split:
-        return None
-    if not len(layouts):
-        return None
-    columns = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "micro_batch")
-    radix = [max(int(np.max(getattr(big, c))), int(np.max(getattr(layouts, c)))) + 1 for c in columns]
-    if float(np.prod(np.asarray(radix, dtype=np.float64))) >= 2.0**62:
-        return None
-    big_keys, small_keys = _row_keys(big, radix), _row_keys(layouts, radix)
-    mask = np.isin(big_keys, small_keys)
-    if not np.array_equal(big_keys[mask], small_keys):
-        return None
-    return _with_search_arrays(SpaceMemory(layouts=layouts, recompute=memory.recompute,
-                                           total_bytes=memory.total_bytes[:, mask],
-                                           global_batch=memory.global_batch[mask], batch_ok=memory.batch_ok[mask]),
-                               seq_len)
+def _pace_groups_from_rows(order: Any, sorted_keys: Any, n: int) -> tuple[Any, Any]:
+    """pace_groups from the sorted row keys: their leading bits are the pace columns (ROW_KEY_BITS), so
+    each group is a run of the sorted keys; its representative is one member (any member has the same
+    pace columns)."""
+    shift = sum(bits for column, bits in ROW_KEY_BITS if column not in PACE_COLUMNS)
+    pace_keys = sorted_keys >> shift
+    starts = np.r_[True, pace_keys[1:] != pace_keys[:-1]] if n else np.zeros(0, dtype=bool)
+    group = np.empty(n, dtype=np.int64)
+    group[order] = np.cumsum(starts) - 1
+    return order[starts], group
 
 
 def pace_groups(layouts: LayoutArrays) -> tuple[Any, Any]:
-    """(first index, group of each layout) of the distinct (tp, pp, vpp, cp, ep, etp, micro-batch)."""
+    """(a representative index, group of each layout) of the distinct (tp, pp, vpp, cp, ep, etp,
+    micro-batch)."""
     if len(layouts) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
@@ -126,22 +122,61 @@ def global_batches(target_sequences: int, micro_batch: Any, dp: Any) -> Any:
     return np.maximum(target_sequences // unit, 1) * unit
 
 
+ROW_KEY_BITS = (("tp", 6), ("pp", 7), ("vpp", 3), ("cp", 5), ("ep", 10), ("etp", 6), ("micro_batch", 4),
+                ("dp", 17), ("zero", 2))
+"""Bits of each layout column in a row key (60 in all): a layout's memory depends on these alone. The
+pace columns (PACE_COLUMNS) lead, so sorted keys keep each pace group together."""
+PACE_COLUMNS = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch")
+"""The columns a layout's pace terms depend on (estimate.stage_time.pace_terms)."""
+
+
+def row_keys(layouts: LayoutArrays) -> Any:
+    """One int64 per layout that identifies it (ROW_KEY_BITS), or None when a column does not fit."""
+    key = np.zeros(len(layouts), dtype=np.int64)
+    for column, bits in ROW_KEY_BITS:
+        values = np.asarray(getattr(layouts, column), dtype=np.int64)
+        if values.size and (int(values.max()) >= 1 << bits or int(values.min()) < 0):
+            return None
+        key = (key << bits) | values
+    return key
+
+
 def space_memory(arch: Architecture, job: Job, layouts: LayoutArrays, recompute: tuple[str, ...],
-                 target_sequences: int) -> SpaceMemory:
+                 target_sequences: int, known: Sequence[SpaceMemory] = ()) -> SpaceMemory:
     """Peak memory of every layout under every recompute option (grouped by micro-batch). Layouts whose
-    dp x micro-batch exceeds the target batch are never run, so their memory is not computed (inf)."""
+    dp x micro-batch exceeds the target batch are never run, so their memory is not computed (inf).
+
+    `known`: spaces already computed for the same model, job and target batch (a planner's other GPU
+    types); a layout one of them holds takes its numbers from there (memory depends on the layout only:
+    the same layout on 8-GPU and 4-GPU nodes, or in a narrower NVLink domain, needs the same bytes)."""
     totals = np.full((len(recompute), len(layouts)), np.inf)
     gb = global_batches(target_sequences, layouts.micro_batch, layouts.dp)
     batch_ok = layouts.micro_batch * layouts.dp <= target_sequences
+    todo = batch_ok.copy()
+    keys = row_keys(layouts) if known else None
+    for other in known if keys is not None else ():
+        if (other.recompute != recompute or other.layouts.sequence_parallel != layouts.sequence_parallel
+                or other.layouts.split != layouts.split or other.row_order is None):
+            continue
+        wanted = np.flatnonzero(todo)
+        order, sorted_keys = other.row_order
+        at = np.minimum(np.searchsorted(sorted_keys, keys[wanted]), max(sorted_keys.size - 1, 0))
+        found = sorted_keys[at] == keys[wanted] if sorted_keys.size else np.zeros(wanted.size, dtype=bool)
+        totals[:, wanted[found]] = other.total_bytes[:, order[at[found]]]
+        todo[wanted[found]] = False
     for mb in MICRO_BATCHES:
-        mask = (layouts.micro_batch == mb) & batch_ok
+        mask = (layouts.micro_batch == mb) & todo
         if not mask.any():
             continue
         sub = layouts.take(mask)
         sized = replace(job, micro_batch=mb, global_batch=target_sequences)
         totals[:, mask] = peak_total_bytes_choices(arch, sized, sub, recompute)
-    return _with_search_arrays(SpaceMemory(layouts=layouts, recompute=recompute, total_bytes=totals,
-                                           global_batch=gb, batch_ok=batch_ok), job.seq_len)
+    if keys is None:
+        keys = row_keys(layouts)
+    order = np.argsort(keys) if keys is not None else None  # a space's layouts are distinct: any sort
+    memory = SpaceMemory(layouts=layouts, recompute=recompute, total_bytes=totals, global_batch=gb,
+                         batch_ok=batch_ok, row_order=None if order is None else (order, keys[order]))
+    return _with_search_arrays(memory, job.seq_len)
 
 
 @dataclass(frozen=True)
@@ -181,7 +216,7 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
     jobs = [replace(job, recompute=choice) for choice in memory.recompute]  # type: ignore[arg-type]
 
     # Every fitting (recompute, layout) pair, in (recompute, layout) order, with its tokens/s bound.
-    pair_row, pair_col = np.nonzero(fits)
+    pair_row, pair_col = np.divmod(np.flatnonzero(fits), len(lay))
     bound = np.empty(pair_row.size)
     paces: dict[int, tuple[Any, Any, PaceTerms]] = {}
     for row in range(n_rc):
@@ -189,19 +224,29 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
         cols = pair_col[lo:hi]
         if not cols.size:
             continue
+        col_groups = group[cols]
         present = np.zeros(len(first), dtype=bool)
-        present[group[cols]] = True
-        rep = lay.take(first[present])
+        present[col_groups] = True
+        key = (arch, jobs[row])
+        if key not in memory.work:
+            every = lay.take(first)
+            memory.work[key] = pace_work(arch, jobs[row], every, tp=every.tp, pp=every.pp, vpp=every.vpp,
+                                         cp=every.cp, micro_batch=every.micro_batch)
+        kept = np.flatnonzero(present)
+        rep = lay.take(first[kept])
         pace = pace_terms(arch, jobs[row], rep, gpu, tp=rep.tp, pp=rep.pp, vpp=rep.vpp, cp=rep.cp, ep=rep.ep,
-                          etp=rep.etp, micro_batch=rep.micro_batch, calibration=calibration)
+                          etp=rep.etp, micro_batch=rep.micro_batch, calibration=calibration,
+                          work=memory.work[key].take(kept))
         # pace_lower_bound_s with m = 1 and pp = 1: the slowest rank's micro-batch of each distinct group
         slowest = np.asarray(pace_lower_bound_s(pace, global_batch=1.0, pp=1.0, vpp=1.0, dp=1.0, micro_batch=1.0))
-        at = (np.cumsum(present) - 1)[group[cols]]
+        at = (np.cumsum(present) - 1)[col_groups]
         bound[lo:hi] = memory.rate_scale[cols] / (slowest[at] * (1.0 - BOUND_MARGIN))
         paces[row] = (cols, at, pace)
     pair_block = block[pair_col]
     top = np.full(n_blocks, -np.inf)
-    np.maximum.at(top, pair_block, bound)
+    if pair_block.size:  # runs of one block (blocks ascend within each recompute row)
+        runs = np.flatnonzero(np.r_[True, pair_block[1:] != pair_block[:-1]])
+        np.maximum.at(top, pair_block[runs], np.maximum.reduceat(bound, runs))
 
     rate = np.full(pair_row.size, -np.inf)
     step = np.full(pair_row.size, np.inf)
@@ -230,11 +275,14 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
     near = np.flatnonzero(closeness >= SEED_CLOSENESS)
     order = near[np.argsort(pair_block[near] + 0.5 * (1.0 - closeness[near]))]
     starts = np.searchsorted(pair_block[order], np.arange(n_blocks))
-    rank = np.full(pair_row.size, np.iinfo(np.int64).max)
-    rank[order] = np.arange(order.size) - starts[pair_block[order]]
+    rank_in_block = np.arange(order.size) - starts[pair_block[order]]
     bar = np.full(n_blocks, -np.inf)
     for seeds in (*SEEDS, None):
-        pick = np.flatnonzero(~timed & (bound >= bar[pair_block]) & ((rank < seeds) if seeds else True))
+        if seeds:
+            pick = order[rank_in_block < seeds]
+            pick = pick[~timed[pick] & (bound[pick] >= bar[pair_block[pick]])]
+        else:
+            pick = np.flatnonzero(~timed & (bound >= bar[pair_block]))
         if pick.size:
             timed[pick] = True
             time_pairs(pick)

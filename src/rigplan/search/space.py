@@ -35,7 +35,12 @@ MIN_TOKENS_PER_CP_RANK = 4096
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    return list(_divisors(n))
+
+
+@functools.lru_cache(maxsize=4096)
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
 
 
 EVERY_NODE_COUNT_UP_TO = 16
