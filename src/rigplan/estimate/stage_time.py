@@ -291,9 +291,10 @@ def stage_flops(arch: Architecture, job: Job, layout: Any, stage: StageShape, *,
 
 def _take(value: Any, index: Any) -> Any:
     """A frozen dataclass of numbers (or nested ones) restricted to the rows `index`; scalars stay."""
-    if hasattr(value, "__dataclass_fields__"):
-        return type(value)(**{name: _take(getattr(value, name), index) for name in value.__dataclass_fields__})
-    return np.asarray(value)[index] if np.ndim(value) else value
+    names = getattr(value, "__dataclass_fields__", None)
+    if names is not None:
+        return type(value)(**{name: _take(getattr(value, name), index) for name in names})
+    return value[index] if isinstance(value, np.ndarray) and value.ndim else value
 
 
 @dataclass(frozen=True, slots=True)

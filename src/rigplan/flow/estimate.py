@@ -103,6 +103,7 @@ class EstimateResult:
         gpu = self.setup.gpu
         power_w = n * (gpu.tdp_w + self.host_power_w)
         eff = calibrated_efficiency(gpu, self.setup.calibration)
+        memory = self.memory.to_dict()
         return {
             "step_time_s": step_s,
             "tokens_per_s": tokens_per_s,
@@ -138,7 +139,7 @@ class EstimateResult:
             "power_w": power_w,
             "energy_kwh": power_w * time_s / 3.6e6 if time_s else None,
             "wall_gpu_hours": self.reliability.wall_time_s * n / 3600 if self.reliability else None,
-            "pipeline": {"stage_layers": self.memory.to_dict()["layout"]["stage_layers"],
+            "pipeline": {"stage_layers": memory["layout"]["stage_layers"],
                          "pace_stage": int(st.pace_stage), "pace_stage_layers": int(st.pace_stage_layers),
                          "memory_peak_stage": int(self.memory.breakdown.stage)},
             "efficiency": {"family": eff.family, "measured": eff.measured, "source": eff.source,
@@ -148,7 +149,7 @@ class EstimateResult:
             "gpus": n,
             "fits": self.memory.fits,
             "violations": self.memory.violations(),
-            "memory": self.memory.to_dict(),
+            "memory": memory,
             "assumptions": list(self.setup.assumptions),
             "framework": self.setup.framework.to_dict() if self.setup.framework else None,
         }
