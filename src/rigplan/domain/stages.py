@@ -267,6 +267,7 @@ def _gather(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp
     width = 1 << max(int(vpp_a.max()), 1).bit_length()
     tables = _flat_tables(split, num_layers, first_dense, chunk, max_pp, width)
     key = pp_a * width + vpp_a
+    missing: Any
     if pp_a.size > 64:
         missing = np.flatnonzero((np.bincount(key.ravel(), minlength=tables.filled.size) > 0) & ~tables.filled)
     else:
