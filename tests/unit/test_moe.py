@@ -235,3 +235,15 @@ def test_small_moe_is_host_paced_and_slower_on_grace(h100) -> None:  # type: ign
     # A dense model is never host-paced here.
     dense = catalog.model("llama-3.1-8b").to_domain()
     assert float(step_time(dense, Job(seq_len=4096), Layout(tp=1, dp=8), b200, global_batch=64).host_s) == 0.0
+
+
+def test_padding_to_capacity_is_static_and_not_with_deepep() -> None:
+    padded = Job(capacity_factor=1.25, moe_pad_to_capacity=True, moe_imbalance=1.0)
+    assert moe.load_factor(padded) == 1.25 and not moe.host_syncs(padded)
+    assert moe.host_syncs(Job(capacity_factor=1.25))
+    assert moe.load_factor(Job(capacity_factor=1.25, moe_imbalance=1.0)) == 1.0
+    with pytest.raises(InvalidSpec, match="needs --capacity-factor"):
+        Job(moe_pad_to_capacity=True)
+    with pytest.raises(InvalidSpec, match="DeepEP dispatcher does not pad"):
+        Job(capacity_factor=1.0, moe_pad_to_capacity=True, a2a_overlap=True)
+    Job(capacity_factor=1.0, moe_pad_to_capacity=True, a2a_overlap=True, moe_dispatcher="alltoall")

@@ -173,6 +173,10 @@ class Job:
             raise InvalidSpec(f"--capacity-factor must be >= 1 (0: dropless), got {self.capacity_factor}")
         if self.moe_pad_to_capacity and not self.capacity_factor:
             raise InvalidSpec("--moe-pad-to-capacity needs --capacity-factor (the capacity each expert is padded to)")
+        dispatcher = self.moe_dispatcher or ("deepep" if self.a2a_overlap else "alltoall")
+        if self.moe_pad_to_capacity and dispatcher == "deepep":
+            raise InvalidSpec("the DeepEP dispatcher does not pad experts to capacity (Megatron-Core's flex dispatcher "
+                              "refuses moe_pad_expert_input_to_capacity); use --moe-dispatcher alltoall")
         if self.recompute_layers < 1:
             raise InvalidSpec(f"--recompute-num-layers must be >= 1, got {self.recompute_layers}")
         if self.recompute != "full" and (self.recompute_method != "uniform" or self.recompute_layers != 1):
