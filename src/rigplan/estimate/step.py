@@ -26,6 +26,10 @@ MoE stages add the time the GPU waits for the host to issue each pass (the per-l
 dropless routing, estimate.moe.host_paced_s). Left out: host overhead of dense models (large for
 tiny ones), stragglers, network congestion from other jobs, dataloader stalls, and checkpointing (reliability
 is a separate estimate). Arguments that are counts may be numpy arrays of layouts.
+
+One micro-batch on one pipeline rank (compute, tp/cp/ep traffic, host time: the first and third lines
+of t_mb) is estimate.stage_time's; this module adds pipeline, FSDP and data-parallel terms, the
+bubble and the optimizer step.
 """
 
 from __future__ import annotations
