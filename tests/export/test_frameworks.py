@@ -43,7 +43,10 @@ def need(module: str) -> None:
 
 
 @pytest.mark.parametrize("name,changes", [("dense", {}), ("moe", {}), ("pipeline", {}), ("dense-fsdp", {}),
-                                          ("moe", {"tp": 2, "etp": 1, "ep": 4, "sequence_parallel": True})])
+                                          ("moe", {"tp": 2, "etp": 1, "ep": 4, "sequence_parallel": True}),
+                                          ("moe", {"a2a_overlap": True}),
+                                          ("moe", {"a2a_overlap": True, "moe_dispatcher": "alltoall",
+                                                   "capacity_factor": 1.0, "moe_pad_to_capacity": True})])
 def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> None:
     need("megatron.core")
     import torch
@@ -69,6 +72,10 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
         assert config.virtual_pipeline_model_parallel_size == lay.vpp
     if setup.arch.moe:
         assert config.num_moe_experts == setup.arch.moe.num_experts
+        assert config.overlap_moe_expert_parallel_comm == setup.job.a2a_overlap
+        assert config.moe_pad_expert_input_to_capacity == setup.job.moe_pad_to_capacity
+        if setup.job.a2a_overlap and setup.job.moe_dispatcher is None:  # DeepEP with the overlap by default
+            assert config.moe_token_dispatcher_type == "flex" and config.moe_flex_dispatcher_backend == "deepep"
     assert config.recompute_granularity == {"none": None, "selective": "selective", "full": "full"}[setup.job.recompute]
     ddp = DistributedDataParallelConfig(overlap_grad_reduce=args["overlap_grad_reduce"],
                                         overlap_param_gather=args["overlap_param_gather"],
@@ -87,6 +94,11 @@ def test_megatron_moe_layer_freq_follows_interleaved_and_leading_dense_layers() 
     deepseek = export(build_setup(EstimateRequest(model="deepseek-v3", gpus=256, ep=64, pp=4, zero=1,
                                                   global_batch=256)), "megatron").values
     assert deepseek["moe_layer_freq"] == "'[" + ",".join(["0"] * 3 + ["1"] * 58) + "]'"
+
+
+def test_megatron_refuses_dualpipe() -> None:
+    with pytest.raises(Unsupported, match="DualPipe"):
+        export(setup_of("moe", a2a_overlap=True, a2a_overlap_schedule="dualpipe"), "megatron")
 
 
 def test_megatron_refuses_lora_and_zero2() -> None:

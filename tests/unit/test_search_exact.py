@@ -125,3 +125,59 @@ def test_plan_answers_match_the_exhaustive_search(request_fields: dict[str, Any]
         assert fast[key] == reference[key]
     assert {k: v for k, v in fast["stats"].items() if k != "elapsed_s"} == \
         {k: v for k, v in reference["stats"].items() if k != "elapsed_s"}
+
+
+def test_memory_of_many_recompute_choices_matches_rank_by_rank() -> None:
+    """peak_total_bytes_choices (model states shared, activations per distinct combination) gives the
+    numbers of rank_memory evaluated layout by layout, rank by rank, choice by choice."""
+    from rigplan.estimate.memory import peak_total_bytes_choices, rank_memory
+
+    catalog = load_catalog()
+    for model in ("qwen3-235b-a22b", "llama-3.1-70b"):
+        arch = catalog.model(model).to_domain()
+        layouts = layout_space(arch, 8, gpu_counts(8, 512), 4096, sequence_parallel=True)
+        sub = layouts.take(layouts.micro_batch == 2)
+        job = Job(seq_len=4096, micro_batch=2, global_batch=512)
+        fast = peak_total_bytes_choices(arch, job, sub, RECOMPUTE)
+        pp = np.asarray(sub.pp)
+        for k, choice in enumerate(RECOMPUTE):
+            chosen = replace(job, recompute=choice)  # type: ignore[arg-type]
+            ranks = [rank_memory(arch, chosen, sub, r).total_bytes for r in (0 * pp, np.minimum(1, pp - 1), pp - 1)]
+            assert np.array_equal(fast[k], np.maximum(np.maximum(ranks[0], ranks[1]), ranks[2]))
+
+
+def test_memory_taken_from_other_spaces_matches_its_own() -> None:
+    """A space that takes its layouts' memory from spaces computed before (a narrower NVLink domain,
+    4-GPU nodes beside 8-GPU ones) holds the numbers space_memory computes for it alone."""
+    catalog = load_catalog()
+    arch = catalog.model("qwen3-30b-a3b").to_domain()
+    job = Job(seq_len=4096)
+    wide = space_memory(arch, job, layout_space(arch, 8, gpu_counts(8, 256), 4096, sequence_parallel=True),
+                        RECOMPUTE, 256)
+    for domain, per_node in ((2, 8), (4, 4)):
+        layouts = layout_space(arch, domain, gpu_counts(per_node, 256), 4096, sequence_parallel=True)
+        reused = space_memory(arch, job, layouts, RECOMPUTE, 256, known=[wide])
+        direct = space_memory(arch, job, layouts, RECOMPUTE, 256)
+        assert np.array_equal(reused.total_bytes, direct.total_bytes)
+        assert np.array_equal(reused.global_batch, direct.global_batch)
+
+
+def test_stage_tables_answer_batches_with_repeated_pipelines() -> None:
+    """Each (pp, vpp) appears several times (an even number of times included) in a batch: every row
+    gets the layers its own split gives."""
+    from rigplan.domain import stages
+    from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts, rank_layer_counts
+
+    stages._flat_tables.cache_clear()
+
+    pairs = [(p, v) for p in (1, 2, 3, 4, 8, 12) for v in (1, 2, 4) if v == 1 or p > 1]
+    pp = np.array([p for p, _ in pairs] * 6 + [5, 5])  # more than 64 rows: the batched lookup
+    vpp = np.array([v for _, v in pairs] * 6 + [2, 2])
+    rank = np.array(list(range(len(pp)))) % pp
+    for chunk in (None, 0, 1):
+        got = (rank_layer_counts(DEFAULT_SPLIT, 61, 3, pp, vpp, rank) if chunk is None
+               else chunk_layer_counts(DEFAULT_SPLIT, 61, 3, pp, vpp, rank, chunk))
+        for i in range(len(pp)):
+            one = (rank_layer_counts(DEFAULT_SPLIT, 61, 3, int(pp[i]), int(vpp[i]), int(rank[i])) if chunk is None
+                   else chunk_layer_counts(DEFAULT_SPLIT, 61, 3, int(pp[i]), int(vpp[i]), int(rank[i]), chunk))
+            assert (got[0][i], got[1][i]) == one

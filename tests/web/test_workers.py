@@ -45,7 +45,8 @@ def test_a_job_past_its_time_cap_is_stopped_and_its_worker_replaced() -> None:
     with TestClient(app) as client:
         assert client.post("/api/memory", json=LLAMA).status_code == 200
         (old,) = _worker_pids(app)
-        slow = client.post("/api/plan", json={"model": "llama-3.1-70b", "tokens": "1T"})  # seconds of search
+        # a whole-catalog MoE plan up to 4,096 GPUs: about 2 s of search (benchmarks/plan_speed_moe.py)
+        slow = client.post("/api/plan", json={"model": "qwen3-235b-a22b", "tokens": "1T", "gpus_max": 4096})
         assert slow.status_code == 504 and "was stopped" in slow.json()["detail"]
         deadline = time.monotonic() + 10
         while _reaped(old) is False and time.monotonic() < deadline:

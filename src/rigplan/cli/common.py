@@ -189,7 +189,21 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
         click.option("--capacity-factor", type=float, default=0.0, show_default=True,
                      help="MoE: expert capacity over the mean load, tokens beyond it dropped; 0 = dropless."),
         click.option("--a2a-overlap", is_flag=True,
-                     help="MoE: DeepEP-style all-to-all, overlapped with another micro-batch's computation."),
+                     help="MoE: expert all-to-all overlapped with another micro-batch's computation (Megatron-Core "
+                          "1F1B EP overlap, DualPipe); uses the DeepEP dispatcher unless --moe-dispatcher says "
+                          "otherwise."),
+        click.option("--a2a-overlap-schedule", type=click.Choice(["1f1b", "dualpipe"]), default="1f1b",
+                     show_default=True,
+                     help="MoE, with --a2a-overlap: 1f1b = Megatron-Core's EP overlap (the forward of one "
+                          "micro-batch beside the backward of another; hides a third of the all-to-all, "
+                          "docs/methodology/moe.md); dualpipe = DeepSeek's DualPipe (hides all of it)."),
+        click.option("--moe-dispatcher", type=click.Choice(["alltoall", "deepep"]),
+                     help="MoE: token dispatcher. alltoall: NCCL all-to-all, every routed copy crosses the network; "
+                          "deepep: DeepEP/HybridEP, one crossing per destination node, forwarded over NVLink. "
+                          "Default: deepep with --a2a-overlap, else alltoall."),
+        click.option("--moe-pad-to-capacity", is_flag=True,
+                     help="MoE: pad every expert's input to its capacity (needs --capacity-factor; Megatron "
+                          "--moe-pad-expert-input-to-capacity): static shapes, no per-layer host sync."),
     ]
 
 

@@ -125,6 +125,19 @@ class Job:
     a2a_overlap: bool = False
     """Expert all-to-all overlapped with the computation of another micro-batch (DeepEP with
     Megatron-Core's 1F1B A2A overlap, DeepSeek's DualPipe)."""
+    a2a_overlap_schedule: Literal["1f1b", "dualpipe"] = "1f1b"
+    """Which schedule overlaps the all-to-all (with a2a_overlap): Megatron-Core's 1F1B EP overlap (the
+    forward of one micro-batch beside the backward of another; hides part of it) or DeepSeek's DualPipe
+    (hides all of it behind computation)."""
+    moe_dispatcher: Literal["alltoall", "deepep"] | None = None
+    """How routed tokens cross the expert-parallel group: 'alltoall' (NCCL all-to-all of every copy,
+    Megatron-Core's alltoall dispatcher) or 'deepep' (DeepEP / HybridEP: one crossing per destination
+    node, forwarded over NVLink inside it; Megatron-Core's flex dispatcher). None = deepep with
+    a2a_overlap, else alltoall."""
+    moe_pad_to_capacity: bool = False
+    """With a capacity factor, every expert's input is padded to its capacity (Megatron
+    --moe-pad-expert-input-to-capacity; Megatron-Bridge's token-drop recipes): static shapes, so no
+    per-layer device-to-host sync, and every expert computes capacity tokens."""
     tp_comm_overlap: bool = False
     """Tensor-parallel all-gather/reduce-scatter split into chunks and overlapped with the GEMMs that
     use or produce them (Megatron --tp-comm-overlap with Transformer Engine userbuffers, PyTorch async
@@ -170,6 +183,12 @@ class Job:
             raise InvalidSpec(f"--moe-imbalance (busiest rank load / mean) must be >= 1, got {self.moe_imbalance}")
         if self.capacity_factor and self.capacity_factor < 1.0:
             raise InvalidSpec(f"--capacity-factor must be >= 1 (0: dropless), got {self.capacity_factor}")
+        if self.moe_pad_to_capacity and not self.capacity_factor:
+            raise InvalidSpec("--moe-pad-to-capacity needs --capacity-factor (the capacity each expert is padded to)")
+        dispatcher = self.moe_dispatcher or ("deepep" if self.a2a_overlap else "alltoall")
+        if self.moe_pad_to_capacity and dispatcher == "deepep":
+            raise InvalidSpec("the DeepEP dispatcher does not pad experts to capacity (Megatron-Core's flex dispatcher "
+                              "refuses moe_pad_expert_input_to_capacity); use --moe-dispatcher alltoall")
         if self.recompute_layers < 1:
             raise InvalidSpec(f"--recompute-num-layers must be >= 1, got {self.recompute_layers}")
         if self.recompute != "full" and (self.recompute_method != "uniform" or self.recompute_layers != 1):

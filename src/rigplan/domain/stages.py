@@ -215,38 +215,68 @@ def _chunk_table(split: PipelineSplit, num_layers: int, first_dense: DensePatter
     return layers, dense
 
 
+class _FlatTables:
+    """(layers, dense layers) of one chunk (None: all chunks of the rank) for (pp <= max_pp, vpp < width,
+    rank) as flat tables indexed by (pp·width + vpp)·max_pp + rank, filled pair by pair as batches
+    ask for them; every later lookup is one np.take."""
+
+    def __init__(self, max_pp: int, width: int) -> None:
+        self.max_pp, self.width = max_pp, width
+        self.layers = np.zeros((max_pp + 1) * width * max_pp)
+        self.dense = np.zeros_like(self.layers)
+        self.filled = np.zeros((max_pp + 1) * width, dtype=bool)
+
+    def fill(self, split: PipelineSplit, num_layers: int, first_dense: DensePattern, chunk: int | None,
+             keys: Any) -> None:
+        for k in keys:
+            p, v = divmod(int(k), self.width)
+            if chunk is not None and chunk >= v:
+                self.filled[k] = True
+                continue
+            chunk_layers, chunk_dense = _chunk_table(split, num_layers, first_dense, p, v)
+            self.filled[k] = True
+            row = slice(int(k) * self.max_pp, int(k) * self.max_pp + p)
+            if chunk is None:
+                self.layers[row] = chunk_layers.sum(axis=1)
+                self.dense[row] = chunk_dense.sum(axis=1)
+            else:
+                self.layers[row] = chunk_layers[:, chunk]
+                self.dense[row] = chunk_dense[:, chunk]
+
+
+@functools.lru_cache(maxsize=256)
+def _flat_tables(split: PipelineSplit, num_layers: int, first_dense: DensePattern, chunk: int | None, max_pp: int,
+                 width: int) -> _FlatTables:
+    return _FlatTables(max_pp, width)
+
+
 def _gather(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: Any, vpp: Any, rank: Any,
             chunk: int | None) -> tuple[Any, Any]:
     """(layers, dense layers) of chunk `chunk` (None: all chunks of the rank) for each (pp, vpp, rank).
 
-    (pp, vpp) are small integers: one flat table of rows per distinct pair, indexed by rank, then one
-    np.take per table (no sort, no per-pair mask over the whole layout array, no 2-D fancy index).
+    (pp, vpp) are small integers: one flat table per model, chunk and pipeline range (rounded up to
+    powers of two, so that batches of different sizes share it) holds every pair asked for so far,
+    indexed by rank; a pair is computed the first time a batch holds it (InvalidSpec then, as
+    virtual_stage_layers raises it, when the split cannot be built).
     """
     pp_a, vpp_a, rank_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64),
                                               np.asarray(rank, dtype=np.int64))
     if pp_a.size == 0:
         return np.zeros(pp_a.shape), np.zeros(pp_a.shape)
-    width = int(vpp_a.max()) + 1
+    max_pp = 1 << max(int(pp_a.max()) - 1, 0).bit_length()
+    width = 1 << max(int(vpp_a.max()), 1).bit_length()
+    tables = _flat_tables(split, num_layers, first_dense, chunk, max_pp, width)
     key = pp_a * width + vpp_a
-    present = np.flatnonzero(np.bincount(key.ravel()))
-    max_pp = int(pp_a.max())
-    table_layers = np.zeros((int(present.max()) + 1) * max_pp)
-    table_dense = np.zeros_like(table_layers)
-    for k in present:
-        p, v = divmod(int(k), width)
-        if chunk is not None and chunk >= v:
-            continue
-        chunk_layers, chunk_dense = _chunk_table(split, num_layers, first_dense, p, v)
-        row = slice(int(k) * max_pp, int(k) * max_pp + p)
-        if chunk is None:
-            table_layers[row] = chunk_layers.sum(axis=1)
-            table_dense[row] = chunk_dense.sum(axis=1)
-        else:
-            table_layers[row] = chunk_layers[:, chunk]
-            table_dense[row] = chunk_dense[:, chunk]
+    missing: Any
+    if pp_a.size > 64:
+        missing = np.flatnonzero((np.bincount(key.ravel(), minlength=tables.filled.size) > 0) & ~tables.filled)
+    else:
+        missing = [k for k in set(key.ravel().tolist()) if not tables.filled[k]]
+    if len(missing):
+        tables.fill(split, num_layers, first_dense, chunk, missing)
     flat = key * max_pp + np.minimum(np.maximum(rank_a, 0), pp_a - 1)
-    layers = np.take(table_layers, flat)
-    dense = np.take(table_dense, flat)
+    layers = np.take(tables.layers, flat)
+    dense = np.take(tables.dense, flat)
     if layers.ndim == 0:
         return float(layers), float(dense)
     return layers, dense

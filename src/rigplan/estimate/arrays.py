@@ -46,3 +46,15 @@ def select(index: Any, values: Sequence[Any]) -> Any:
     for k, value in enumerate(values[1:], start=1):
         out = np.where(index == k, np.asarray(value, dtype=np.float64), out)
     return out
+
+
+def distinct_rows(*columns: Any) -> tuple[Any, Any]:
+    """(first index, row of each element) of the distinct tuples of small non-negative integer columns:
+    compute on the firsts, then spread with np.take(result, row). The columns are packed into one int64
+    key (mixed radix of their maxima), so one 1-D unique does the work."""
+    key = np.zeros(np.shape(columns[0]), dtype=np.int64)
+    for column in columns:
+        values = np.asarray(column).astype(np.int64)
+        key = key * (int(values.max(initial=0)) + 1) + values
+    _, first, row = np.unique(key, return_index=True, return_inverse=True)
+    return first, np.ravel(row)

@@ -81,17 +81,23 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     """HBM traffic of fp8 casts of one layer per token (forward inputs, backward output gradients).
 
     Quantized: the inputs of the qkv, output, MLP-in and MLP-out projections (h, q_w/tp, h, f/tp) and,
-    in backward, the gradients of their outputs ((q_w + 2 kv_w)/tp, h, f_in/tp, h). Not quantized: the
-    LM head, the attention core and the router, which stay in bf16. Weight casts are per step under
-    Transformer Engine (first micro-batch) and left out; with 'current' scaling (torchao) they are per
-    micro-batch and added per token as params / tokens elsewhere.
+    in backward, the gradients of their outputs ((q_w + 2 kv_w)/tp, h, f_in/tp, h). In an MoE layer the
+    expert GEMMs take the k routed copies of each token (k·h/tp per token on the busiest rank, times
+    its load), each cast separately after the dispatch (Transformer Engine's GroupedLinear quantizes
+    its input split by expert), plus h for a shared expert. Not quantized: the LM head, the attention
+    core and the router, which stay in bf16. Weight casts are per step under Transformer Engine (first
+    micro-batch) and left out; with 'current' scaling (torchao) they are per micro-batch and added per
+    token as params / tokens elsewhere.
     """
     h = arch.hidden
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
     f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
     f_in = (2 if arch.mlp == "gated" else 1) * f
-    elements = 2 * h + q_w / tp + f / tp + (q_w + 2 * kv_w) / tp + 2 * h + f_in / tp
+    mlp_side: Num = h
+    if arch.moe is not None:
+        mlp_side = arch.moe.top_k * h / tp * moe.load_factor(job) + (h if arch.moe.num_shared_experts else 0.0)
+    elements = h + mlp_side + q_w / tp + f / tp + (q_w + 2 * kv_w) / tp + h + mlp_side + f_in / tp
     recipe = job.fp8_recipe
     if recipe == "current" and job.compile:
         recipe = "delayed"  # Inductor fuses the amax reduction into the producing kernel (torchao float8 README)

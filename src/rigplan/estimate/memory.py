@@ -31,7 +31,7 @@ from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts
 from rigplan.estimate import recompute
 from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.allocator import reserved_overhead_bytes, unreleasable_overhead_bytes
-from rigplan.estimate.arrays import first_argmax, select
+from rigplan.estimate.arrays import distinct_rows, first_argmax, select
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.framework_buffers import ddp_grad_copy_bytes, nvls_bytes
 from rigplan.estimate.params import count_params
@@ -319,7 +319,84 @@ def gradients_persist(job: Job, layout: Any) -> Num:
     return (job.kernels == "fused") | accumulating | ddp_buckets
 
 
-def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryBreakdown:
+@dataclass(frozen=True, slots=True)
+class _RankShared:
+    """The parts of rank_memory that do not depend on the recompute choice."""
+
+    states: ModelStates
+    logits: Num
+    transients: _Transients
+    dequantized: Num
+    persist: Num
+    grads: Num
+    base: Num
+    nccl: Num
+    load: Any
+
+
+def _rank_shared(arch: Architecture, job: Job, layout: Any, rank: Num, states: ModelStates | None = None,
+                 nccl: Num | None = None) -> _RankShared:
+    states = model_states(arch, job, layout, rank) if states is None else states
+    logits = _out(np.where(np.asarray(rank) == np.asarray(layout.pp) - 1, _logits_bytes(arch, job, layout), 0.0))
+    grads = states.gradients_bytes + ddp_grad_copy_bytes(job, layout, states.trainable_params,
+                                                         grad_bytes_per_param(job))
+    if nccl is None:
+        pairs, groups = communicator_count(layout)
+        nccl = pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout)
+    return _RankShared(states=states, logits=logits, transients=_transients(job, layout, states),
+                       dequantized=dequantized_copy_bytes(arch, job, layout), persist=gradients_persist(job, layout),
+                       grads=grads, base=states.weights_bytes + states.optimizer_bytes, nccl=nccl,
+                       load=load_peak(arch, job, layout, states))
+
+
+def _live_parts(shared: _RankShared, activations: Num, working: Num) -> tuple[Any, tuple[Num, Num, Num, Num]]:
+    """(phase index, (gradients, activations, logits, transient) live at the heaviest phase); `working`
+    already holds the dequantized copy (rank_memory's docstring gives the phases)."""
+    t, persist, grads, logits = shared.transients, shared.persist, shared.grads, shared.logits
+    recompute_dominates = np.asarray(working) > np.asarray(logits)
+    phase_parts = [  # (gradients, activations, logits, transient) live in each phase
+        (np.where(persist, grads, 0.0), activations, np.where(recompute_dominates, 0.0, logits),
+         np.where(recompute_dominates, working, 0.0) + t.gathered + np.where(persist, t.grad_bucket, 0.0)),
+        (grads, 0.0, 0.0, working + t.gathered + t.grad_bucket),
+        (grads, 0.0, 0.0, t.step_temp),
+    ]
+    shape = np.shape(shared.base)
+    which = first_argmax([np.broadcast_to(np.asarray(sum(p), dtype=np.float64), shape) for p in phase_parts])
+
+    def pick(index: int) -> Num:
+        values = [np.broadcast_to(np.asarray(p[index], dtype=np.float64), shape) for p in phase_parts]
+        return _out(select(which, values))
+
+    return which, (pick(0), pick(1), pick(2), pick(3))
+
+
+def _churn(shared: _RankShared, which: Any, allocated: Num) -> tuple[Num, Num]:
+    """(step churn, load churn): what the step allocates and frees again (all but weights, optimizer states
+    and gradients kept between steps, and the ZeRO gather/reduce buffers, one size per unit, which the
+    allocator hands back to the same requests); at load, all but the weights (estimate/allocator.py)."""
+    t, persist, grads, base = shared.transients, shared.persist, shared.grads, shared.base
+    zero_parts = [t.gathered + np.where(persist, t.grad_bucket, 0.0), t.gathered + t.grad_bucket, 0.0]
+    zero_live = select(which, [np.broadcast_to(np.asarray(z, dtype=np.float64), np.shape(base)) for z in zero_parts])
+    churn = np.maximum(allocated - base - np.where(persist, grads, 0.0) - zero_live, 0.0)
+    load_churn = np.maximum(shared.load.allocated_bytes - shared.states.weights_bytes, 0.0)
+    return churn, load_churn
+
+
+def _rank_total_bytes(job: Job, shared: _RankShared, activations: Num, working: Num) -> Num:
+    """rank_memory(...).total_bytes with only the numbers it needs, in the same arithmetic."""
+    states = shared.states
+    which, (g_live, a_live, l_live, transient) = _live_parts(shared, activations, working + shared.dequantized)
+    allocated = shared.base + g_live + a_live + l_live + transient
+    step_allocated = (states.weights_bytes + g_live + states.optimizer_bytes + a_live + l_live + transient)
+    churn, load_churn = _churn(shared, which, allocated)
+    needed = np.maximum(step_allocated + unreleasable_overhead_bytes(job, churn),
+                        shared.load.allocated_bytes + unreleasable_overhead_bytes(job, load_churn, load=True))
+    return _out(needed) + CUDA_CONTEXT_BYTES + shared.nccl
+
+
+def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num, *, states: ModelStates | None = None,
+                activations: tuple[Num, Num, Num] | None = None, shared: _RankShared | None = None
+                ) -> MemoryBreakdown:
     """Peak memory of one GPU on pipeline rank `rank`: the heaviest of three phases.
 
     forward/loss:     W + O + (G if gradients persist) + A + max(logits, recompute working set)
@@ -329,46 +406,26 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
     QLoRA adds the bf16 copy of the linear being computed to the working set. The load peak
     (estimate/setup_peaks.py) is kept next to these; allocated/reserved/total take the larger.
     The logits exist at the loss, before any layer is recomputed, so the two do not add up.
+    `shared` (the parts that do not depend on the recompute choice) and `activations` may be given
+    when the caller has them already.
     """
-    states = model_states(arch, job, layout, rank)
-    activations, working, in_flight = stage_activation_bytes(arch, job, layout, rank)
-    logits = _out(np.where(np.asarray(rank) == np.asarray(layout.pp) - 1, _logits_bytes(arch, job, layout), 0.0))
+    if shared is None:
+        shared = _rank_shared(arch, job, layout, rank, states)
+    states = shared.states
+    if activations is None:
+        activations = stage_activation_bytes(arch, job, layout, rank)
+    activations, working, in_flight = activations
     host = states.host_bytes
     if job.activation_offload:
         full, _, _ = stage_activation_bytes(arch, replace(job, activation_offload=False), layout, rank)
         host = host + np.maximum(full - activations, 0.0)
-    t = _transients(job, layout, states)
-    dequantized = dequantized_copy_bytes(arch, job, layout)
-    working = working + dequantized
-    persist = gradients_persist(job, layout)
-    grads = states.gradients_bytes + ddp_grad_copy_bytes(job, layout, states.trainable_params,
-                                                         grad_bytes_per_param(job))
-    base = states.weights_bytes + states.optimizer_bytes
-    recompute_dominates = np.asarray(working) > np.asarray(logits)
-    phase_parts = [  # (gradients, activations, logits, transient) live in each phase
-        (np.where(persist, grads, 0.0), activations, np.where(recompute_dominates, 0.0, logits),
-         np.where(recompute_dominates, working, 0.0) + t.gathered + np.where(persist, t.grad_bucket, 0.0)),
-        (grads, 0.0, 0.0, working + t.gathered + t.grad_bucket),
-        (grads, 0.0, 0.0, t.step_temp),
-    ]
-    which = first_argmax([np.broadcast_to(np.asarray(sum(p), dtype=np.float64), np.shape(base))
-                          for p in phase_parts])
-
-    def pick(index: int) -> Num:
-        values = [np.broadcast_to(np.asarray(p[index], dtype=np.float64), np.shape(base)) for p in phase_parts]
-        return _out(select(which, values))
-
-    g_live, a_live, l_live, transient = pick(0), pick(1), pick(2), pick(3)
+    working = working + shared.dequantized
+    grads = shared.grads
+    base = shared.base
+    which, (g_live, a_live, l_live, transient) = _live_parts(shared, activations, working)
     allocated = base + g_live + a_live + l_live + transient
-    pairs, groups = communicator_count(layout)
-    load = load_peak(arch, job, layout, states)
-    # Churn: what the step allocates and frees again (all but weights, optimizer states and gradients
-    # kept between steps, and the ZeRO gather/reduce buffers, one size per unit, which the allocator
-    # hands back to the same requests); at load, all but the weights.
-    zero_parts = [t.gathered + np.where(persist, t.grad_bucket, 0.0), t.gathered + t.grad_bucket, 0.0]
-    zero_live = select(which, [np.broadcast_to(np.asarray(z, dtype=np.float64), np.shape(base)) for z in zero_parts])
-    churn = np.maximum(allocated - base - np.where(persist, grads, 0.0) - zero_live, 0.0)
-    load_churn = np.maximum(load.allocated_bytes - states.weights_bytes, 0.0)
+    load = shared.load
+    churn, load_churn = _churn(shared, which, allocated)
     return MemoryBreakdown(
         weights_bytes=states.weights_bytes,
         gradients_bytes=g_live,
@@ -377,7 +434,7 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
         logits_bytes=l_live,
         transient_bytes=transient,
         cuda_context_bytes=CUDA_CONTEXT_BYTES,
-        nccl_bytes=pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout),
+        nccl_bytes=shared.nccl,
         fragmentation_bytes=_out(reserved_overhead_bytes(job, churn)),
         host_bytes=host,
         stage=rank,
@@ -394,9 +451,12 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num) -> MemoryB
 
 
 def peak_memory(arch: Architecture, job: Job, layout: Layout) -> MemoryBreakdown:
-    """The heaviest pipeline rank's peak memory (all ranks are evaluated)."""
-    ranks = range(layout.pp)
-    return max((rank_memory(arch, job, layout, r) for r in ranks), key=lambda m: m.total_bytes)
+    """The heaviest pipeline rank's peak memory (all ranks are evaluated, as one array; the first of
+    equally heavy ranks is reported)."""
+    if layout.pp == 1:
+        return rank_memory(arch, job, layout, 0)
+    totals = np.asarray(rank_memory(arch, job, layout, np.arange(layout.pp)).total_bytes)
+    return rank_memory(arch, job, layout, int(np.argmax(totals)))
 
 
 def peak_total_bytes_batch(arch: Architecture, job: Job, layout: Any) -> Num:
@@ -408,11 +468,63 @@ def peak_total_bytes_batch(arch: Architecture, job: Job, layout: Any) -> Num:
     and no later middle rank holds more layers or micro-batches. `peak_memory` evaluates every rank
     of one layout.
     """
+    return peak_total_bytes_choices(arch, job, layout, (job.recompute,))[0]
+
+
+def peak_total_bytes_choices(arch: Architecture, job: Job, layout: Any, choices: tuple[str, ...]) -> Any:
+    """peak_total_bytes_batch for each recompute choice, shape (len(choices), layouts).
+
+    The model states do not depend on the recompute choice, so each rank's are computed once; the
+    activations depend on the layout only through tp, cp, pp, vpp, ep, etp and the micro-batches in
+    flight (never more than 2·pp·vpp + pp of the step's m), so they are computed once per distinct
+    combination of those and spread over the layouts (the same numbers, fewer of them).
+    """
     pp = np.asarray(layout.pp)
-    first = rank_memory(arch, job, layout, np.zeros_like(pp))
-    second = rank_memory(arch, job, layout, np.minimum(1, pp - 1))
-    last = rank_memory(arch, job, layout, pp - 1)
-    return np.maximum(np.maximum(first.total_bytes, second.total_bytes), last.total_bytes)
+    totals = np.full((len(choices), pp.size), -np.inf)
+    chosen = [replace(job, recompute=choice) for choice in choices]  # type: ignore[arg-type]
+    pairs, groups = communicator_count(layout)
+    nccl = np.broadcast_to(pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout), pp.shape)
+    # rank 1 differs from rank 0 or the last only with pp >= 3, the last from rank 0 only with pp >= 2
+    for which, rows in ((0, None), (1, np.flatnonzero(pp >= 3)), (2, np.flatnonzero(pp >= 2))):
+        part = layout if rows is None or not hasattr(layout, "take") else layout.take(rows)
+        if rows is not None and not hasattr(layout, "take"):
+            rows = None
+        part_pp = np.asarray(part.pp)
+        if not part_pp.size:
+            continue
+        rank = (np.zeros_like(part_pp), np.minimum(1, part_pp - 1), part_pp - 1)[which]
+        num_micro = np.minimum(micro_batches_per_step(job, part), 2 * part_pp * np.asarray(part.vpp) + part_pp)
+        first, row = distinct_rows(part.tp, part.cp, part_pp, part.vpp, part.ep, getattr(part, "etp", part.tp),
+                                   num_micro)
+        distinct = _DistinctLayout(part, first, num_micro)
+        shared = _rank_shared(arch, job, part, rank, nccl=nccl if rows is None else nccl[rows])
+        for k in range(len(choices)):
+            saved, working, in_flight = stage_activation_bytes(arch, chosen[k], distinct, rank[first])
+            spread = (np.take(saved, row), np.take(np.broadcast_to(working, np.shape(saved)), row),
+                      np.take(in_flight, row))
+            if job.activation_offload:
+                total = rank_memory(arch, chosen[k], part, rank, activations=spread, shared=shared).total_bytes
+            else:
+                total = _rank_total_bytes(chosen[k], shared, spread[0], spread[1])
+            if rows is None:
+                totals[k] = np.maximum(totals[k], total)
+            else:
+                totals[k, rows] = np.maximum(totals[k, rows], total)
+    return totals
+
+
+@dataclass(frozen=True)
+class _DistinctLayout:
+    """The distinct rows of a layout batch as stage_activation_bytes reads them: degrees taken at
+    `first`, and the micro-batches per step replaced by the (capped) count in flight."""
+
+    source: Any
+    first: Any
+    num_micro: Any
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.source, name)
+        return np.asarray(value)[self.first] if np.ndim(value) else value
 
 
 def fits(breakdown: MemoryBreakdown, gpu: Gpu, ecc: bool | None = None) -> bool:

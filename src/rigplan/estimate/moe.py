@@ -24,12 +24,13 @@ All-to-all per MoE layer and micro-batch: dispatch and combine forward, their gr
 dispatch in fp8 for fp8 recipes (DeepSeek-V3 Sec. 3.3.2 and DeepEP), everything else in bf16.
 The EP group's members are etp ranks apart, so ep·etp consecutive GPUs per scale-up domain keep it
 on NVLink; beyond, the (ep - k)/ep share of each rank's copies leaves over its NIC
-(comm.hierarchical_all_to_all_s, with its per-peer latency at small messages). With a2a_overlap
-(DeepEP's normal kernels with Megatron-Core's 1F1B A2A overlap, or DualPipe) a token crosses the
-scale-out network once per destination domain (DeepEP forwards over NVLink inside it): of its k
-copies, N·(1 - (1 - 1/N)^k)/k cross for N domains and uniform routing; and the all-to-all hides
-behind the other micro-batch's computation, which loses the SMs the communication kernels take
-(A2A_OVERLAP_SM_SHARE).
+(comm.hierarchical_all_to_all_s, with its per-peer latency at small messages). NCCL's all-to-all
+(Megatron-Core's alltoall dispatcher) sends every copy; DeepEP's normal kernels and HybridEP
+(the flex dispatcher, `moe_dispatcher` 'deepep') send a token across the scale-out network once per
+destination domain and forward it over NVLink inside it: of its k copies, N·(1 - (1 - 1/N)^k)/k
+cross for N domains and uniform routing. With a2a_overlap (Megatron-Core's 1F1B EP A2A overlap, or
+DualPipe) the all-to-all hides behind the other micro-batch's computation, which loses the SMs the
+communication kernels take (A2A_OVERLAP_SM_SHARE).
 
 Left out: token dropping's effect on the loss, DeepSeek's node-limited routing (at most 4 nodes
 per token; the uniform estimate above gives 5.25 of 8 for 8 nodes), expert placement that
@@ -69,11 +70,29 @@ keeps router logits in fp32 with --moe-router-dtype fp32)."""
 
 def load_factor(job: Job) -> float:
     """Busiest rank's routed tokens over the mean: the job's imbalance (1 = forced balance) or
-    DEFAULT_IMBALANCE, capped by the capacity factor when tokens over capacity are dropped."""
+    DEFAULT_IMBALANCE, capped by the capacity factor when tokens over capacity are dropped; exactly the
+    capacity factor when inputs are padded to capacity (every expert then computes and receives
+    capacity tokens, Megatron-Core's drop-and-pad path)."""
+    if job.moe_pad_to_capacity and job.capacity_factor:
+        return float(job.capacity_factor)
     load = job.moe_imbalance or DEFAULT_IMBALANCE
     if job.capacity_factor:
         load = min(load, job.capacity_factor)
     return float(load)
+
+
+def dispatcher(job: Job) -> str:
+    """The token dispatcher that runs: the job's, or DeepEP with the 1F1B all-to-all overlap (Megatron-Core
+    overlaps EP communication with the flex dispatcher) and NCCL's all-to-all otherwise."""
+    return job.moe_dispatcher or ("deepep" if job.a2a_overlap else "alltoall")
+
+
+def host_syncs(job: Job) -> bool:
+    """Whether the host waits for the routing result once per MoE layer: dropless and capacity-capped
+    routing need the tokens per expert on the host (all-to-all splits, grouped-GEMM sizes), so
+    Megatron-Core's dispatchers copy them device-to-host and synchronise; padded capacity has static
+    shapes (token_dispatcher.py: drop_and_pad sets no cuda_sync_point)."""
+    return not (job.moe_pad_to_capacity and job.capacity_factor)
 
 
 def tokens_per_local_expert(arch: Architecture, tokens: Num, tp: Num, ep: Num, etp: Num) -> Num:
@@ -125,7 +144,7 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
     per_domain = np.clip(np.floor(domain / etp_a), 1.0, ep_a)
     domains = ep_a / per_domain
     elements = np.asarray(tokens) / np.asarray(tp) * arch.moe.top_k * arch.hidden
-    share = inter_domain_copy_share(arch, domains, dedup=job.a2a_overlap)
+    share = inter_domain_copy_share(arch, domains, dedup=dispatcher(job) == "deepep")
 
     def one(bytes_per_element: float) -> Num:
         # comm.hierarchical_all_to_all_s, with the inter-domain bytes scaled by `share`.
@@ -149,20 +168,37 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
     return a2a * load_factor(job) + np.where(etp_a > 1, etp_s, 0.0)
 
 
+A2A_1F1B_HIDDEN_SHARE = 1.0 / 3.0
+"""Share of the all-to-all that Megatron-Core's 1F1B EP A2A overlap hides (the forward of one
+micro-batch merged with the backward of another, --overlap-moe-expert-parallel-comm with
+--delay-wgrad-compute). Source: Megatron-MoE-ModelZoo best_practice/Qwen3 (yanring/Megatron-MoE-ModelZoo),
+Qwen3-235B-A22B on 256 H100 with DeepEP, TP2 EP32 PP8 VPP4: 19.7 s per step without the overlap and
+17.6 s with it ('+1f1b overlap'). rigplan puts that layout's all-to-all at 6.9 s a step and its
+no-overlap step at 19.5 s; saving 2.1 s at the A2A_OVERLAP_SM_SHARE tax means hiding 2.3 s, a third
+(tests/unit/test_moe.py::test_1f1b_hidden_share_against_the_modelzoo_pair). Checked on an independent
+row: Megatron-Bridge 25.09's DeepSeek-V3 on 1,024 H100 (DeepEP with the overlap, as its performance
+script runs it) comes within 1% with this share and 28% too fast with the whole all-to-all hidden.
+The 1F1B merge leaves the first forward and last backward of each chunk unpaired, waits on the
+other micro-batch's dependencies and splits kernels smaller; DeepSeek's DualPipe (a2a_overlap_schedule
+'dualpipe') hides it all ('near-zero all-to-all communication overhead', arXiv 2412.19437 Sec. 3.2.1)."""
+
+
 def exposed_all_to_all_s(job: Job, a2a_s: Num, compute_s: Num) -> tuple[Num, Num]:
     """(exposed all-to-all seconds, extra compute seconds) of one micro-batch on the busiest stage.
 
     Without overlap the all-to-all is on the critical path. With a2a_overlap it runs under the
-    computation of another micro-batch: only what exceeds that computation is exposed, and the
-    overlapped computation runs on (1 - A2A_OVERLAP_SM_SHARE) of the SMs.
+    computation of another micro-batch: DualPipe hides all of it up to that computation, Megatron-Core's
+    1F1B merge A2A_1F1B_HIDDEN_SHARE of it; the overlapped computation runs on
+    (1 - A2A_OVERLAP_SM_SHARE) of the SMs.
     """
     a2a = np.asarray(a2a_s, dtype=np.float64)
     if not job.a2a_overlap:
         return a2a, 0.0 * a2a
     compute = np.asarray(compute_s, dtype=np.float64)
-    overlapped = np.minimum(a2a, compute)
+    share = 1.0 if job.a2a_overlap_schedule == "dualpipe" else A2A_1F1B_HIDDEN_SHARE
+    overlapped = np.minimum(a2a * share, compute)
     slowdown = overlapped * A2A_OVERLAP_SM_SHARE / (1.0 - A2A_OVERLAP_SM_SHARE)
-    return np.maximum(a2a - compute, 0.0), slowdown
+    return a2a - overlapped, slowdown
 
 
 HOST_OP_S = {"x86": 13.48e-6, "grace": 37.08e-6}

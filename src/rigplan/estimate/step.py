@@ -26,6 +26,10 @@ MoE stages add the time the GPU waits for the host to issue each pass (the per-l
 dropless routing, estimate.moe.host_paced_s). Left out: host overhead of dense models (large for
 tiny ones), stragglers, network congestion from other jobs, dataloader stalls, and checkpointing (reliability
 is a separate estimate). Arguments that are counts may be numpy arrays of layouts.
+
+One micro-batch on one pipeline rank (compute, tp/cp/ep traffic, host time: the first and third lines
+of t_mb) is estimate.stage_time's; this module adds pipeline, FSDP and data-parallel terms, the
+bubble and the optimizer step.
 """
 
 from __future__ import annotations
@@ -40,39 +44,21 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.domain.stages import (
-    DEFAULT_SPLIT,
-    busiest_middle_rank,
-    chunk_layer_counts,
-    rank_layer_counts,
-    virtual_stage_layers,
-)
-from rigplan.estimate import comm, moe, overlap, recompute, tensor_parallel
+from rigplan.estimate import comm, overlap
 from rigplan.estimate.arrays import first_argmax, select
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
-from rigplan.estimate.efficiency import (
-    Efficiency,
-    attention_efficiency,
-    attention_kernel_for,
-    clock_fraction,
-    gemm_efficiency,
-)
-from rigplan.estimate.elementwise import (
-    KERNEL_GAP_S,
-    elementwise_bytes_per_token,
-    fp8_cast_bytes_per_token,
-    kernels_per_layer,
-)
-from rigplan.estimate.flops import (
-    causal_fraction_for,
-    micro_batch_flops,
-    op_recompute_matmul_share,
-    skips_window_blocks,
-    stage_micro_batch_flops,
-    window_pair_share,
-)
+from rigplan.estimate.elementwise import elementwise_bytes_per_token as elementwise_bytes_per_token
+from rigplan.estimate.elementwise import fp8_cast_bytes_per_token as fp8_cast_bytes_per_token
+from rigplan.estimate.flops import causal_fraction_for, micro_batch_flops
 from rigplan.estimate.params import count_params
-from rigplan.estimate.states import first_dense_layers, lora_params_per_layer
+from rigplan.estimate.stage_time import PaceTerms as PaceTerms
+from rigplan.estimate.stage_time import StageShape as StageShape
+from rigplan.estimate.stage_time import _expert_tp, pace_terms, whole_model_recompute_fraction
+from rigplan.estimate.stage_time import attention_core_efficiency as attention_core_efficiency
+from rigplan.estimate.stage_time import pace_candidates as pace_candidates
+from rigplan.estimate.stage_time import pace_lower_bound_s as pace_lower_bound_s
+from rigplan.estimate.stage_time import scale_up_domain as scale_up_domain
+from rigplan.estimate.states import lora_params_per_layer
 
 Num = Any
 
@@ -117,231 +103,22 @@ class StepBreakdown:
     """Compute slowdown from communication kernels running beside it (in compute_s; estimate.overlap)."""
 
 
-def _gemm_efficiency(eff: Efficiency, dims: Num, clock: float = 1.0, *, fp8: bool = False) -> Num:
-    return gemm_efficiency(eff, dims, fp8=fp8) * clock
-
-
-def _proj_dims(arch: Architecture, tp: Num, tokens: Num) -> Num:
-    """Representative smaller GEMM dimension of the attention projections after the tp split."""
-    h = arch.hidden
-    q_w = arch.num_heads * (arch.mla.qk_head_dim if arch.mla else arch.dim_per_head)
-    return np.minimum(np.minimum(h, q_w / tp), tokens)
-
-
-def _mlp_dims(arch: Architecture, tp: Num, tokens: Num) -> Num:
-    """Dense MLP (or, in an MoE model with shared experts, the shared expert) after the tp split;
-    routed experts are shaped by estimate.moe.expert_gemm_dims."""
-    h = arch.hidden
-    width = arch.moe.shared_ffn if arch.moe is not None and arch.moe.num_shared_experts else arch.ffn
-    return np.minimum(np.minimum(h, width / tp), tokens)
-
-
-def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, kernel: str, cp: Num) -> Num:
-    """Fraction of peak of the attention core over the model's layers.
-
-    A kernel's efficiency grows with the keys each query block walks (efficiency.attention_efficiency, by
-    sequence length for causal attention). Under context parallelism that is the rank's s/cp; in a
-    sliding-window layer whose kernel skips the blocks outside the band it is min(w, s/cp), the same
-    number of key blocks per query block as causal attention over w tokens. Layers are weighted by their
-    FLOPs (window_pair_share): e = Σ F_l / Σ (F_l / e_l).
-    """
-    span = job.seq_len / cp
-    head = float(arch.dim_per_head)
-    if not arch.attention_windows or not skips_window_blocks(job):
-        return attention_efficiency(eff, kernel, span, head)
-    work: Num = 0.0
-    time: Num = 0.0
-    for window, layers in arch.window_counts.items():
-        share = window_pair_share(job.seq_len, window) * layers
-        keys = np.minimum(span, window) if window else span
-        work = work + share
-        time = time + share / attention_efficiency(eff, kernel, keys, head)
-    return work / time
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ComputeTime:
-    """Seconds of one micro-batch's computation on one rank, and the parts communication may hide behind."""
-
-    compute_s: Num
-    backward_s: Num
-    core_s: Num
-    """The attention core (ring attention hides behind it)."""
-    gemm_s: Num
-    """Projection and MLP GEMMs, forward, backward and recompute (TP userbuffers overlap); 0 unless asked."""
-    column_backward_gemm_s: Num
-    """The column-parallel linears' backward GEMMs (Megatron's async TP backward); 0 unless asked."""
-
-
-def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency,
-                  tp: Num, cp: Num, ep: Num, mb: Num, stage: StageShape,
-                  etp: Num | None = None, need_gemm: bool = True) -> ComputeTime:
-    """One micro-batch on one stage: its compute seconds and their parts (ComputeTime); the GEMM
-    windows are computed only when need_gemm."""
-    recomputed_share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
-    flops = stage_micro_batch_flops(arch, job, layout, layers=stage.layers, dense_layers=stage.dense_layers,
-                                    lm_head=stage.lm_head, micro_batch=mb, tp=tp, cp=cp,
-                                    recompute_fraction=recomputed_share)
-    tokens = mb * job.seq_len / cp
-    clock = clock_fraction(gpu)
-    bf16_peak = gpu.peak("fp16" if job.precision == "fp16-mixed" else "bf16")
-    if job.precision == "fp32":
-        bf16_peak = gpu.peak("tf32")
-    fp8 = bool(job.precision == "fp8" and gpu.peak_flop_per_s.get("fp8") and eff.fp8_gemm_max)
-    gemm_peak = gpu.peak("fp8") if fp8 else bf16_peak
-    proj_eff = _gemm_efficiency(eff, _proj_dims(arch, tp, tokens), clock, fp8=fp8)
-    mlp_eff = _gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), clock, fp8=fp8)
-    # Routed experts: grouped GEMMs of the busiest rank's thin shapes, paced by its load (estimate.moe).
-    load = moe.load_factor(job)
-    expert_tp = tp if etp is None else etp
-    expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), clock, fp8=fp8)
-    head_eff = _gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), clock)
-    adapter_eff = _gemm_efficiency(eff, float(job.lora_rank), clock)
-    if job.attention == "flash":
-        kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel)
-        attn_eff = attention_core_efficiency(arch, job, eff, kernel, cp) * clock
-    else:
-        attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), clock)
-
-    def gemm_of(ops: Any, rate: float = 1.0) -> Num:  # the projections and MLPs that TP collectives feed or drain
-        return (ops.attention_proj_flop / (gemm_peak * proj_eff) + ops.mlp_flop / (gemm_peak * mlp_eff)
-                + ops.expert_flop * load / (gemm_peak * expert_eff)) / rate
-
-    def time_of(ops: Any, rate: float = 1.0) -> Num:
-        return (gemm_of(ops, rate)
-                + ops.router_flop / (bf16_peak * head_eff) + ops.lm_head_flop / (bf16_peak * head_eff)
-                + ops.adapter_flop / (bf16_peak * adapter_eff)
-                + ops.attention_core_flop / (bf16_peak * attn_eff))
-
-    # fp8 dgrad/wgrad GEMMs run with split accumulation where the part has a fast mode (efficiency.py)
-    backward_rate = eff.fp8_backward_rate if fp8 else 1.0
-    forward_s = time_of(flops.forward)
-    backward_s = time_of(flops.backward, backward_rate)
-    recompute_s = time_of(flops.recompute)
-    gemm_s = (gemm_of(flops.forward) + gemm_of(flops.backward, backward_rate)
-              + gemm_of(flops.recompute)) if need_gemm else 0.0
-    column_backward_s: Num = 0.0
-    if need_gemm:
-        q_w = arch.num_heads * arch.dim_per_head
-        kv_w = arch.kv_heads * arch.dim_per_head
-        f_in = (2.0 if arch.mlp == "gated" else 1.0) * arch.ffn
-        attn_share = tensor_parallel.column_parallel_share(q_w, kv_w, 0.0, 0.0)
-        mlp_share = tensor_parallel.column_parallel_share(0.0, 0.0, f_in, float(arch.ffn))
-        column_backward_s = (flops.backward.attention_proj_flop / (gemm_peak * proj_eff) * attn_share
-                             + flops.backward.mlp_flop / (gemm_peak * mlp_eff) * mlp_share) / backward_rate
-    core_s = (flops.forward.attention_core_flop + flops.backward.attention_core_flop
-              + flops.recompute.attention_core_flop) / (bf16_peak * attn_eff)
-    layers = stage.layers
-    # torchtitan's per-op checkpointing ('op', its _save_list) keeps matmul and attention outputs only, so
-    # every element-wise op of the layer (norms, rotary, activation, residual adds) runs again in backward.
-    redone = recomputed_share + (1.0 if job.recompute == "op" else 0.0)
-    passes = 3.0 + redone
-    replicated, split = elementwise_bytes_per_token(arch, job)
-    per_token = replicated / (tp if layout.sequence_parallel else 1.0) + split / tp
-    elementwise = per_token * tokens * layers * passes
-    if fp8:
-        recast = 1.0 if job.recompute == "full" else op_recompute_matmul_share(arch) if job.recompute == "op" else 0.0
-        elementwise = elementwise + fp8_cast_bytes_per_token(arch, job, tp) * tokens * layers * (1.0 + recast / 2.0)
-    elementwise_s = elementwise / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
-    launches = kernels_per_layer(arch, job) * layers * passes
-    gaps_s = launches * KERNEL_GAP_S
-    compute = forward_s + backward_s + recompute_s + elementwise_s + gaps_s
-    return ComputeTime(compute_s=compute, backward_s=backward_s, core_s=core_s, gemm_s=gemm_s,
-                       column_backward_gemm_s=column_backward_s)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class StageShape:
-    """One pipeline rank as step time sees it (arrays in batch mode)."""
-
-    rank: Num
-    layers: Num
-    dense_layers: Num
-    lm_head: Num
-    """1.0 where the rank holds the LM head, loss and MTP modules (the last rank), else 0.0."""
-    recomputed_layers: Num
-    """Layers a full recompute runs again on this rank (all of them unless estimate.recompute says less)."""
-
-
-def pace_candidates(arch: Architecture, job: Job, layout: Any, pp: Num, vpp: Num) -> list[StageShape]:
-    """The ranks that can set a pipeline's pace: the first (embedding), the busiest middle one and
-    the last (LM head + loss), each with its layers under the layout's split (domain.stages).
-    Every other middle rank has no more layers than the busiest one and no head."""
-    split = getattr(layout, "split", DEFAULT_SPLIT)
-    first_dense = first_dense_layers(arch)
-    pp_i = np.rint(np.asarray(pp)).astype(np.int64)
-    vpp_i = np.rint(np.asarray(vpp)).astype(np.int64)
-    ranks = [np.zeros_like(pp_i), np.asarray(busiest_middle_rank(split, arch.num_layers, first_dense, pp_i, vpp_i)),
-             pp_i - 1]
-    shapes = []
-    for rank in ranks:
-        layers, dense = rank_layer_counts(split, arch.num_layers, first_dense, pp_i, vpp_i, rank)
-        redone: Num = 0.0
-        for c in range(int(np.max(vpp_i)) if vpp_i.size else 1):
-            chunk, _ = chunk_layer_counts(split, arch.num_layers, first_dense, pp_i, vpp_i, rank, c)
-            redone = redone + recompute.recomputed_layers(job, chunk, layers)
-        shapes.append(StageShape(rank=rank, layers=np.asarray(layers, dtype=np.float64),
-                                 dense_layers=np.asarray(dense, dtype=np.float64),
-                                 lm_head=np.where(rank == pp_i - 1, 1.0, 0.0),
-                                 recomputed_layers=np.asarray(redone, dtype=np.float64)))
-    return shapes
-
-
-def whole_model_recompute_fraction(arch: Architecture, job: Job, layout: Any, pp: Num, vpp: Num) -> Num:
-    """Share of all layers a full recompute runs again, summed over the virtual stages."""
-    if not recompute.is_granular(job):
-        return 1.0
-    split = getattr(layout, "split", DEFAULT_SPLIT)
-    pp_i, vpp_i = np.broadcast_arrays(np.rint(np.asarray(pp)).astype(np.int64),
-                                      np.rint(np.asarray(vpp)).astype(np.int64))
-    out = np.ones(pp_i.shape)
-    for p_, v_ in {(int(a), int(b)) for a, b in zip(pp_i.ravel(), vpp_i.ravel(), strict=True)}:
-        counts = np.asarray(virtual_stage_layers(split, arch.num_layers, p_, v_))
-        per_rank = np.asarray([counts[r::p_].sum() for r in range(p_)])
-        redone = float(np.sum(recompute.recomputed_layers(job, counts, per_rank[np.arange(counts.size) % p_])))
-        out[(pp_i == p_) & (vpp_i == v_)] = redone / arch.num_layers
-    return float(out) if out.ndim == 0 else out
-
-
-def _exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, stage: StageShape, gpu_s: Num) -> Num:
-    """Seconds by which issuing one micro-batch's ops on the host outlasts its GPU time on this
-    stage (MoE models only: the per-layer host sync of dropless routing, estimate.moe.host_paced_s)."""
-    if arch.moe is None:
-        return 0.0 * np.asarray(gpu_s)
-    op_s = moe.HOST_OP_S.get(gpu.host_cpu, moe.HOST_OP_S["x86"])
-    kernels = kernels_per_layer(arch, job)
-    fwd_ops, bwd_ops = moe.host_ops_per_moe_layer(arch, job, ep, kernels)
-    moe_layers = stage.layers - stage.dense_layers + stage.lm_head * arch.moe.mtp_layers
-    share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
-    forward = (moe_layers * fwd_ops + stage.dense_layers * kernels) * op_s
-    backward = (moe_layers * bwd_ops + stage.dense_layers * kernels) * op_s
-    paced = moe.host_paced_s(gpu_s, host_forward_s=forward, host_backward_s=backward,
-                             host_recompute_s=forward * share, recompute_share=share)
-    return np.maximum(paced - gpu_s, 0.0)
-
-
-def scale_up_domain(gpu: Gpu) -> int:
-    """GPUs that reach each other over the scale-up link: the link's domain, never more than a node
-    (NVL72 racks are catalogued as 72-GPU nodes)."""
-    return min(gpu.link.domain_size, gpu.gpus_per_node)
-
-
 def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_batch: Num,
               tp: Num | None = None, pp: Num | None = None, dp: Num | None = None, cp: Num | None = None,
               ep: Num | None = None, vpp: Num | None = None, micro_batch: Num | None = None,
               zero: Num | None = None, calibration: Calibration | None = None,
-              etp: Num | None = None) -> StepBreakdown:
+              etp: Num | None = None, pace: PaceTerms | None = None) -> StepBreakdown:
     """Seconds per optimizer step (formula in the module docstring). Degrees default to the layout's
     and may be numpy arrays; `global_batch` is in sequences and must be a multiple of micro_batch·dp.
-    A calibration for this GPU replaces the efficiency and link parameters it measured."""
+    A calibration for this GPU replaces the efficiency and link parameters it measured. `pace`: these
+    rows' pace_terms, when the caller has them already (the same values pace_terms would return)."""
     tp = np.asarray(layout.tp if tp is None else tp, dtype=np.float64)
     pp = np.asarray(layout.pp if pp is None else pp, dtype=np.float64)
     dp = np.asarray(layout.dp if dp is None else dp, dtype=np.float64)
     cp = np.asarray(layout.cp if cp is None else cp, dtype=np.float64)
     ep = np.asarray(layout.ep if ep is None else ep, dtype=np.float64)
     vpp = np.asarray(layout.vpp if vpp is None else vpp, dtype=np.float64)
-    etp_in = etp if etp is not None else getattr(layout, "etp", 0)
-    etp = np.where(np.asarray(etp_in) > 0, np.asarray(etp_in, dtype=np.float64), tp)
+    etp = _expert_tp(tp, etp, layout)
     mb = np.asarray(job.micro_batch if micro_batch is None else micro_batch, dtype=np.float64)
     zero = np.asarray(layout.zero if zero is None else zero, dtype=np.float64)
     eff = calibrated_efficiency(gpu, calibration)
@@ -349,59 +126,14 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     seq = float(job.seq_len)
     tokens = mb * seq / cp
     m = np.maximum(np.asarray(global_batch, dtype=np.float64) / (mb * dp), 1.0)
-
     intra, inter = calibrated_tiers(gpu, calibration)
     domain = scale_up_domain(gpu)
-    tp_place = comm.place_group(gpu, tp, stride=1, domain_size=domain, intra=intra, inter=inter)
-    cp_place = comm.place_group(gpu, cp, stride=tp, domain_size=domain, intra=intra, inter=inter)
-
     one_link = comm.scaled_tier(intra, comm.mesh_share(gpu.link, 2))  # a point-to-point peer in a full mesh
-    tp_overlap_any = bool(job.tp_comm_overlap and layout.sequence_parallel)
-    tp_overlap = (tp > 1) if tp_overlap_any else False
-    # Megatron-Core / Transformer Engine linears issue their backward TP collectives asynchronously
-    tp_async_backward = job.kernels == "fused" if job.tp_async_backward is None else job.tp_async_backward
 
-    def stage_terms(stage: StageShape) -> dict[str, Num]:  # one rank's micro-batch, by cause
-        timed = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp,
-                              need_gemm=tp_overlap_any or tp_async_backward)
-        compute, backward, core = timed.compute_s, timed.backward_s, timed.core_s
-        layers = stage.layers
-        # Tensor parallel (estimate.tensor_parallel): forward, backward and recompute collectives of T·h·p,
-        # exposed, async beside the backward GEMMs (Megatron/TE), or overlapped with userbuffers.
-        tp_total, tp_s, tp_tax = tensor_parallel.tensor_parallel_s(
-            comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node, tp_place.intra, inter),
-            layers, stage.recomputed_layers, sequence_parallel=bool(layout.sequence_parallel),
-            async_backward=tp_async_backward, overlap_on=tp_overlap, gemm_s=timed.gemm_s,
-            column_backward_gemm_s=timed.column_backward_gemm_s)
-        tp_total = np.where(tp > 1, tp_total, 0.0)
-        tp_s = np.where(tp > 1, tp_s, 0.0)
-        tp_tax = np.where(tp > 1, tp_tax, 0.0)
-        # Context parallel: ring K/V exchange per layer, hidden behind the attention core when overlapped.
-        kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
-        block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
-                                                head_dim=arch.dim_per_head, dtype_bytes=p)
-        ring = layers * (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
-                         + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
-        cp_s, _, cp_tax = overlap.hide(ring, core, overlap.P2P_OVERLAP_SM_SHARE, on=job.cp_comm_overlap)
-        # Expert parallel: dispatch and combine all-to-all per MoE layer of this stage (MTP modules on
-        # the last), exposed or overlapped with another micro-batch's computation (estimate.moe).
-        ep_s = np.zeros_like(tp_s)
-        a2a: Num = 0.0
-        ep_tax: Num = 0.0
-        if arch.moe is not None:
-            ep_intra = comm.place_group(gpu, ep, stride=etp, domain_size=domain, intra=intra, inter=inter).intra
-            moe_layers = layers - stage.dense_layers + stage.lm_head * arch.moe.mtp_layers
-            a2a = moe_layers * moe.expert_all_to_all_s(arch, job, tokens=tokens, tp=tp, ep=ep, etp=etp,
-                                                       domain=domain, intra=ep_intra, inter=inter)
-            ep_s, ep_tax = moe.exposed_all_to_all_s(job, a2a, compute)
-        tax = tp_tax + cp_tax + ep_tax
-        compute = compute + tax
-        host_s = _exposed_host_s(arch, job, gpu, ep, stage, compute + ep_s)
-        return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s, "host": host_s,
-                "tp_total": tp_total, "cp_total": ring, "ep_total": a2a + 0.0 * tp_s, "tax": tax,
-                "layers": layers, "rank": stage.rank}
-
-    candidates = [stage_terms(stage) for stage in pace_candidates(arch, job, layout, pp, vpp)]
+    if pace is None:
+        pace = pace_terms(arch, job, layout, gpu, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, micro_batch=mb,
+                          calibration=calibration)
+    candidates = [dict(c) for c in pace.ranks]
     most_layers = functools.reduce(np.maximum, [np.asarray(c["layers"]) for c in candidates])
 
     # Pipeline: activations forward and gradients backward across each stage boundary, per chunk.

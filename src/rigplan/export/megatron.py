@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.domain.stages import dense_layer_mask
+from rigplan.estimate.moe import dispatcher
 from rigplan.export.common import Exported, batch_of, flag_line, require, torchrun_prefix, unsupported
 from rigplan.flow.resolve import TrainingSetup
 
@@ -73,6 +74,18 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         if moe.first_dense_layers or moe.moe_layer_step > 1:
             dense = [0 if d else 1 for d in dense_layer_mask(arch.num_layers, moe.dense_pattern())]
             args["moe_layer_freq"] = f"'[{','.join(map(str, dense))}]'"
+        if job.capacity_factor:
+            args["moe_expert_capacity_factor"] = job.capacity_factor
+            args["moe_pad_expert_input_to_capacity"] = job.moe_pad_to_capacity
+        if lay.ep > 1 and dispatcher(job) == "deepep":
+            # Megatron-Core's flex dispatcher with DeepEP (--moe-flex-dispatcher-backend, core 0.15+)
+            args.update({"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "deepep"})
+        if job.a2a_overlap and lay.ep > 1:
+            if job.a2a_overlap_schedule == "dualpipe":
+                raise unsupported(NAME, "DualPipe", "Megatron-LM overlaps the expert all-to-all with its 1F1B "
+                                                    "schedule: --a2a-overlap-schedule 1f1b")
+            # EP all-to-all beside the other micro-batch (Megatron-Bridge's set_moe_a2a_overlap_overrides)
+            args.update({"overlap_moe_expert_parallel_comm": True, "delay_wgrad_compute": True})
     args.update({
         "tensor_model_parallel_size": lay.tp, "pipeline_model_parallel_size": lay.pp,
         "num_layers_per_virtual_pipeline_stage": arch.num_layers // (lay.pp * lay.vpp) if lay.vpp > 1 else None,
@@ -108,6 +121,8 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
               "sequence_parallel", "recompute_granularity", "recompute_method", "recompute_num_layers",
               "bf16", "fp16", "num_experts", "moe_router_topk", "moe_ffn_hidden_size",
               "moe_shared_expert_intermediate_size", "moe_grouped_gemm", "moe_token_dispatcher_type",
+              "moe_flex_dispatcher_backend", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
+              "overlap_moe_expert_parallel_comm", "delay_wgrad_compute",
               "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim")
     out: dict[str, Any] = {renamed.get(k, k): args[k] for k in direct if args.get(k) not in (None, False)}
     out["gated_linear_unit"] = bool(args.get("swiglu"))

@@ -14,7 +14,7 @@ from rigplan.errors import InvalidSpec
 from rigplan.estimate.calibration import calibrated_efficiency
 from rigplan.estimate.efficiency import AMPERE, Efficiency, attention_kernel_for, efficiency_for
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
-from rigplan.estimate.moe import load_factor
+from rigplan.estimate.moe import dispatcher, load_factor
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
@@ -106,6 +106,7 @@ class EstimateResult:
         gpu = self.setup.gpu
         power_w = n * (gpu.tdp_w + self.host_power_w) if gpu.tdp_w else None  # 0: no published power figure
         eff = calibrated_efficiency(gpu, self.setup.calibration)
+        memory = self.memory.to_dict()
         return {
             "step_time_s": step_s,
             "tokens_per_s": tokens_per_s,
@@ -141,7 +142,7 @@ class EstimateResult:
             "power_w": power_w,
             "energy_kwh": power_w * time_s / 3.6e6 if time_s and power_w is not None else None,
             "wall_gpu_hours": self.reliability.wall_time_s * n / 3600 if self.reliability else None,
-            "pipeline": {"stage_layers": self.memory.to_dict()["layout"]["stage_layers"],
+            "pipeline": {"stage_layers": memory["layout"]["stage_layers"],
                          "pace_stage": int(st.pace_stage), "pace_stage_layers": int(st.pace_stage_layers),
                          "memory_peak_stage": int(self.memory.breakdown.stage)},
             "efficiency": {"family": eff.family, "measured": eff.measured, "source": eff.source,
@@ -151,7 +152,7 @@ class EstimateResult:
             "gpus": n,
             "fits": self.memory.fits,
             "violations": self.memory.violations(),
-            "memory": self.memory.to_dict(),
+            "memory": memory,
             "assumptions": list(self.setup.assumptions),
             "framework": self.setup.framework.to_dict() if self.setup.framework else None,
         }
@@ -200,10 +201,21 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
            f"busiest expert rank at {load:g}x the mean load" + ("" if job.moe_imbalance else
                                                                  " (dropless default; --balanced-routing, "
                                                                  "--moe-imbalance)"))
-    if job.capacity_factor:
+    if job.capacity_factor and job.moe_pad_to_capacity:
+        how = f"expert inputs padded to capacity factor {job.capacity_factor:g}"
+    elif job.capacity_factor:
         how += f", capacity factor {job.capacity_factor:g}"
+    deepep = dispatcher(job) == "deepep"
+    if job.a2a_overlap and job.a2a_overlap_schedule == "dualpipe":
+        a2a = "hidden behind computation (DualPipe)"
+    elif job.a2a_overlap:
+        a2a = ("partly overlapped (Megatron-Core 1F1B EP overlap, DeepEP)" if deepep
+               else "partly overlapped (Megatron-Core 1F1B EP overlap), NCCL all-to-all dispatcher")
+    else:
+        a2a = ("exposed, DeepEP dispatcher (--a2a-overlap to overlap)" if deepep
+               else "exposed (--a2a-overlap to overlap)")
     return (f"MoE: {how}; experts laid out ep={layout.ep} x etp={layout.expert_tp} x expert-dp={layout.expert_dp}; "
-            f"all-to-all {'overlapped (DeepEP-style)' if job.a2a_overlap else 'exposed (--a2a-overlap to overlap)'}")
+            f"all-to-all {a2a}")
 
 
 def kernel_note(job: Job, eff: Efficiency) -> str:

@@ -85,14 +85,18 @@ def shape_flags(request: object, names: Iterable[str]) -> dict[str, object]:
 
 
 def routing_values(request: Any) -> dict[str, object]:
-    """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap."""
+    """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap, its schedule,
+    moe_dispatcher, moe_pad_to_capacity."""
     if request.balanced_routing and request.moe_imbalance not in (None, 1.0):
         raise ValueError("--balanced-routing sets the imbalance to 1; drop --moe-imbalance or --balanced-routing")
     imbalance = 1.0 if request.balanced_routing else (request.moe_imbalance or 0.0)
     if request.capacity_factor and 0 < request.capacity_factor < 1:
         raise ValueError(f"--capacity-factor must be >= 1 (0 = dropless), got {request.capacity_factor}")
+    if request.moe_pad_to_capacity and not request.capacity_factor:
+        raise ValueError("--moe-pad-to-capacity needs --capacity-factor (the capacity each expert is padded to)")
     return {"moe_imbalance": imbalance, "capacity_factor": request.capacity_factor,
-            "a2a_overlap": request.a2a_overlap}
+            "a2a_overlap": request.a2a_overlap, "a2a_overlap_schedule": request.a2a_overlap_schedule,
+            "moe_dispatcher": request.moe_dispatcher, "moe_pad_to_capacity": request.moe_pad_to_capacity}
 
 
 def overlap_values(request: object, names: Iterable[str]) -> dict[str, object]:

@@ -22,6 +22,8 @@ from rigplan.cost.cloud import DEFAULT_CAPACITY_GPUS, INTERRUPTIBLE_KINDS, inter
 from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
 from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
 from rigplan.cost.power import HOURS_PER_YEAR
+from rigplan.domain.job import Job
+from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
 from rigplan.estimate.step import scale_up_domain, with_network
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
@@ -32,7 +34,7 @@ from rigplan.flow.request import EstimateRequest, PlanRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup, check_precision_on_gpu
 from rigplan.reliab import reliability_for_job
 from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, PREEMPTIONS_PER_NODE_MONTH, with_preemptions
-from rigplan.search.evaluate import fastest_per_count, space_memory
+from rigplan.search.evaluate import SpaceMemory, fastest_per_count, space_memory
 from rigplan.search.pareto import pareto_front, thin_front
 from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
 from rigplan.units import parse_count, parse_duration
@@ -124,7 +126,10 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "optimizer": request.optimizer, "kernels": request.kernels, "catalog": request.catalog,
             "tokens": request.tokens, "calibration": request.calibration, "moe_imbalance": request.moe_imbalance,
             "balanced_routing": request.balanced_routing, "capacity_factor": request.capacity_factor,
-            "a2a_overlap": request.a2a_overlap, "compile": request.compile, "autocast": request.autocast,
+            "a2a_overlap": request.a2a_overlap, "a2a_overlap_schedule": request.a2a_overlap_schedule,
+            "moe_dispatcher": request.moe_dispatcher,
+            "moe_pad_to_capacity": request.moe_pad_to_capacity, "compile": request.compile,
+            "autocast": request.autocast,
             "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
             **request.overlap_values(), "framework": request.framework})
 
@@ -161,6 +166,7 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
     if cand.offer.pricing in PREEMPTIONS_PER_NODE_MONTH:
         parts.append(f"--preemptions-per-node-month {PREEMPTIONS_PER_NODE_MONTH[cand.offer.pricing]:g}")
     for switch, on in (("--balanced-routing", request.balanced_routing), ("--a2a-overlap", request.a2a_overlap),
+                       ("--moe-pad-to-capacity", request.moe_pad_to_capacity),
                        ("--compile", request.compile), ("--autocast", request.autocast)):
         if on:
             parts.append(switch)
@@ -172,6 +178,10 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
         parts.append(f"--moe-imbalance {request.moe_imbalance:g}")
     if request.capacity_factor:
         parts.append(f"--capacity-factor {request.capacity_factor:g}")
+    if request.moe_dispatcher:
+        parts.append(f"--moe-dispatcher {request.moe_dispatcher}")
+    if request.a2a_overlap and request.a2a_overlap_schedule != "1f1b":
+        parts.append(f"--a2a-overlap-schedule {request.a2a_overlap_schedule}")
     own = request.model_fields_set if request.framework else set(type(request).model_fields)
     for flag, value in (("--method", request.method if request.method != "full" else None),
                         ("--precision", request.precision if "precision" in own else None), ("--seq", request.seq),
@@ -291,6 +301,18 @@ def _reference_setup(request: PlanRequest, records: list[GpuRecord], catalog: Ca
     raise first_error
 
 
+def _space_memory_for(arch: Architecture, job: Job, key: tuple[int, tuple[int, ...]], target: int,
+                      cache: dict[tuple[int, tuple[int, ...]], Any]) -> SpaceMemory | None:
+    """Peak memory of the layout space of (NVLink domain, GPU counts), taking every layout another
+    space of this plan holds from there (search.evaluate.space_memory)."""
+    domain, counts = key
+    layouts = layout_space(arch, domain, list(counts), job.seq_len, sequence_parallel=True)
+    if not len(layouts):
+        return None
+    known = [memory for memory in cache.values() if memory is not None]
+    return space_memory(arch, job, layouts, RECOMPUTE, target, known=known)
+
+
 def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Catalog | None = None,
          model: ResolvedModel | None = None) -> PlanResult:
     """Search GPU types, counts, layouts and purchase modes; rank and return the Pareto front.
@@ -359,8 +381,7 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
                 counts = [c for c in counts if c <= gpu.gpus_per_node]
         key = (domain, tuple(counts))
         if key not in memory_cache:
-            layouts = layout_space(arch, domain, counts, job.seq_len, sequence_parallel=True)
-            memory_cache[key] = space_memory(arch, job, layouts, RECOMPUTE, target) if len(layouts) else None
+            memory_cache[key] = _space_memory_for(arch, job, key, target, memory_cache)
         memory = memory_cache[key]
         if memory is None:
             continue

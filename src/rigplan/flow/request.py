@@ -71,11 +71,22 @@ class MoERoutingSpec(BaseModel):
     balanced_routing: bool = Field(False, description="Forced balanced routing, as benchmarks run (imbalance 1)")
     capacity_factor: Annotated[float, Bounded("capacity_factor")] = Field(
         0.0, description="Expert capacity over the mean load, tokens beyond it dropped; 0 = dropless")
-    a2a_overlap: bool = Field(False, description="DeepEP-style expert all-to-all overlapped with another "
-                                                  "micro-batch's computation (one NIC crossing per node)")
+    a2a_overlap: bool = Field(False, description="Expert all-to-all overlapped with another micro-batch's "
+                                                  "computation (Megatron-Core 1F1B EP overlap, DualPipe); implies "
+                                                  "the DeepEP dispatcher unless moe_dispatcher says otherwise")
+    a2a_overlap_schedule: Literal["1f1b", "dualpipe"] = Field(
+        "1f1b", description="With a2a_overlap: Megatron-Core's 1F1B EP overlap (hides part of the all-to-all) or "
+                            "DeepSeek's DualPipe (hides all of it)")
+    moe_dispatcher: Literal["alltoall", "deepep"] | None = Field(
+        None, description="Token dispatcher: 'alltoall' (NCCL all-to-all, every routed copy crosses) or 'deepep' "
+                          "(DeepEP/HybridEP: one crossing per destination node); default deepep with a2a_overlap, "
+                          "else alltoall")
+    moe_pad_to_capacity: bool = Field(False, description="Pad every expert's input to its capacity (needs "
+                                                          "capacity_factor): static shapes, no per-layer host sync")
 
     def routing_values(self) -> dict[str, object]:
-        """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap."""
+        """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap, its schedule,
+        moe_dispatcher, moe_pad_to_capacity."""
         return rules.routing_values(self)
 
 

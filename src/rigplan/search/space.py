@@ -12,7 +12,7 @@ none/selective/full.
 
 from __future__ import annotations
 
-import itertools
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +35,12 @@ MIN_TOKENS_PER_CP_RANK = 4096
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    return list(_divisors(n))
+
+
+@functools.lru_cache(maxsize=4096)
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
 
 
 EVERY_NODE_COUNT_UP_TO = 16
@@ -74,6 +79,7 @@ def pipeline_options(num_layers: int, gpus_left: int) -> list[int]:
     return [p for p in range(1, min(MAX_PP, num_layers, gpus_left) + 1) if gpus_left % p == 0]
 
 
+@functools.lru_cache(maxsize=4096)
 def fills_stages(num_layers: int, pp: int, vpp: int) -> bool:
     """Every virtual stage of the default split gets at least one layer."""
     if split_problem(DEFAULT_SPLIT, num_layers, pp, vpp):
@@ -112,8 +118,10 @@ class LayoutArrays:
                             split=self.split)
 
 
-def _layouts(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
-             zero_stages: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+def _count_blocks(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
+                  zero_stages: tuple[int, ...]) -> Iterator[Any]:
+    """The layouts of one GPU count as (n, 9) blocks of (tp, pp, vpp, dp, cp, ep, etp, zero, micro_batch),
+    in the order of nested loops tp, pp, cp, then vpp x (ep, etp) x zero x micro-batch."""
     for tp in tensor_parallel_options(arch, domain, num_gpus):
         for pp in pipeline_options(arch.num_layers, num_gpus // tp):
             vpps = [v for v in VPP_OPTIONS if v == 1 or (pp > 1 and fills_stages(arch.num_layers, pp, v))]
@@ -130,8 +138,21 @@ def _layouts(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
                                if e <= MAX_EP and arch.moe.num_experts % e == 0
                                and arch.moe.expert_ffn % etp == 0]
                 zeros = zero_stages if dp * cp > 1 else (0,)
-                for vpp, (ep, etp), zero, mb in itertools.product(vpps, experts, zeros, MICRO_BATCHES):
-                    yield tp, pp, vpp, dp, cp, ep, etp, zero, mb
+                v, x, z, b = _product(tuple(vpps), len(experts), tuple(zeros))
+                pairs = np.asarray(experts, dtype=np.int64)[x]
+                block = np.empty((v.size, 9), dtype=np.int64)
+                block[:, 0], block[:, 1], block[:, 2], block[:, 3], block[:, 4] = tp, pp, v, dp, cp
+                block[:, 5], block[:, 6], block[:, 7], block[:, 8] = pairs[:, 0], pairs[:, 1], z, b
+                yield block
+
+
+@functools.lru_cache(maxsize=1024)
+def _product(vpps: tuple[int, ...], experts: int, zeros: tuple[int, ...]) -> tuple[Any, Any, Any, Any]:
+    """(vpp, expert option, zero, micro-batch) of itertools.product(vpps, range(experts), zeros,
+    MICRO_BATCHES), as flat arrays."""
+    grids = np.meshgrid(np.asarray(vpps), np.arange(experts), np.asarray(zeros), np.asarray(MICRO_BATCHES),
+                        indexing="ij")
+    return tuple(g.ravel() for g in grids)  # type: ignore[return-value]
 
 
 def layout_space(arch: Architecture, domain: int, num_gpus: int | list[int], seq_len: int, *,
@@ -139,12 +160,12 @@ def layout_space(arch: Architecture, domain: int, num_gpus: int | list[int], seq
     """All layouts for `num_gpus` GPUs (or for each of several counts) whose NVLink domain holds
     `domain` GPUs."""
     counts = num_gpus if isinstance(num_gpus, list) else [num_gpus]
-    rows = [row for count in counts for row in _layouts(arch, domain, count, seq_len, zero_stages)]
-    if not rows:
+    blocks = [block for count in counts for block in _count_blocks(arch, domain, count, seq_len, zero_stages)]
+    if not blocks:
         empty = np.zeros(0, dtype=np.int64)
         return LayoutArrays(tp=empty, pp=empty, vpp=empty, dp=empty, cp=empty, ep=empty, etp=empty, zero=empty,
                             micro_batch=empty, sequence_parallel=sequence_parallel)
-    table = np.array(rows, dtype=np.int64)
+    table = np.concatenate(blocks)
     return LayoutArrays(tp=table[:, 0], pp=table[:, 1], vpp=table[:, 2], dp=table[:, 3], cp=table[:, 4],
                         ep=table[:, 5], etp=table[:, 6], zero=table[:, 7], micro_batch=table[:, 8],
                         sequence_parallel=sequence_parallel)
