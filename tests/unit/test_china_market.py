@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from pydantic import ValidationError
 
 from rigplan.catalog.hf_config import architecture_from_hf_config
 from rigplan.catalog.load import load_catalog
 from rigplan.catalog.schema import CloudPriceRecord
+from rigplan.cli.main import cli
 from rigplan.cost.cloud import offers_for, read_offers
 from rigplan.cost.power import parse_tariff
-from rigplan.cost.tariffs import NAMED_TARIFFS, named_tariff
+from rigplan.cost.tariffs import GUANGDONG_2021_TOU, NAMED_TARIFFS, NamedTariff, named_tariff
 from rigplan.estimate.efficiency import DAVINCI, efficiency_for
 from rigplan.estimate.params import count_params
 
@@ -47,6 +50,70 @@ def test_chinese_clouds_are_capped_at_one_machine() -> None:
     cny = [(g.id, p) for g in catalog.gpus.values() for p in g.cloud_prices if p.cny_per_gpu_hour is not None]
     assert len(cny) >= 8
     assert all(p.capacity_gpus == 8 for _, p in cny)
+
+
+ADDRESS = re.compile(r"\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}/\S+")
+"""A web address in a source text (host with a top-level domain, then a path)."""
+
+
+def test_every_cny_price_has_an_address_and_a_date_or_says_why_not() -> None:
+    """A CNY cloud price names its source's address; it carries its snapshot date, or (where the source shows
+    none) its source says so and when it was read, so an undated price is never silently undated."""
+    catalog = load_catalog()
+    cny = [(g.id, p) for g in catalog.gpus.values() for p in g.cloud_prices if p.cny_per_gpu_hour is not None]
+    assert cny
+    for gpu, price in cny:
+        assert ADDRESS.search(price.source), (gpu, price.provider, price.source)
+        if price.as_of is None:
+            assert "no snapshot date" in price.source, (gpu, price.provider)
+            assert re.search(r"read \d{4}-\d{2}-\d{2}", price.source), (gpu, price.provider)
+
+
+CNY_TARIFFS = [t for t in NAMED_TARIFFS.values() if t.currency == "cny"]
+
+
+@pytest.mark.parametrize("tariff", CNY_TARIFFS, ids=lambda t: t.name)
+def test_every_cny_tariff_has_a_date_an_address_and_a_day_of_bands(tariff: NamedTariff) -> None:
+    assert re.match(r"(19|20)\d\d(-[01]\d(-[0-3]\d)?)?\b", tariff.as_of), tariff.as_of
+    assert re.fullmatch(r"https?://[\w.-]+\.[a-z]{2,}/\S+", tariff.url), tariff.url
+    assert ": " not in tariff.source  # the Chinese note reads ': ' as the end of a value
+    assert sum(b.hours_per_day for b in parse_tariff(tariff.bands).bands) == pytest.approx(24)
+
+
+def test_guangdong_tariff_has_the_notice_hours_and_ratios() -> None:
+    bands = parse_tariff(NAMED_TARIFFS["cn-guangdong-tou"].bands).bands
+    prices = {b.name: (b.hours_per_day, b.usd_per_kwh) for b in bands}
+    assert {name: hours for name, (hours, _) in prices.items()} == {"peak": 7, "flat": 9, "valley": 8}
+    flat = prices["flat"][1]
+    assert flat == pytest.approx(0.625)
+    assert prices["peak"][1] / flat == pytest.approx(1.7) and prices["valley"][1] / flat == pytest.approx(0.38)
+    assert [(band, hours) for band, hours, _ in GUANGDONG_2021_TOU] == [("peak", 7), ("flat", 9), ("valley", 8)]
+
+
+def _tco_json(*args: str) -> dict:  # type: ignore[type-arg]
+    result = CliRunner().invoke(cli, ["tco", "--gpu", "h100-sxm", "--gpus", "8", "--months", "12", "--json", *args],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.mark.parametrize("name", list(NAMED_TARIFFS))
+def test_every_named_tariff_is_selectable_with_tou(name: str) -> None:
+    """`rigplan tco --tou NAME` prices power at the tariff's own bands: a job that cannot shift pays the day's
+    mean, the same as --price-per-kwh at that mean converted at --fx 7.1; the note cites the tariff's address."""
+    tariff = NAMED_TARIFFS[name]
+    mean = sum(b.usd_per_kwh * b.hours_per_day for b in parse_tariff(tariff.bands).bands) / 24
+    per_usd = 7.1 if tariff.currency == "cny" else 1.0
+    named = _tco_json("--tou", name)
+    flat = _tco_json("--price-per-kwh", repr(mean / per_usd))
+    assert named["onprem"]["power_usd_per_year"] == pytest.approx(flat["onprem"]["power_usd_per_year"], rel=1e-9)
+    assert any(a.startswith(f"tariff {name} (") and tariff.url in a for a in named["assumptions"])
+
+
+def test_an_unknown_tariff_name_lists_the_names() -> None:
+    result = CliRunner().invoke(cli, ["tco", "--tou", "cn-beijing"])
+    assert result.exit_code == 2
+    assert "'cn-beijing' is neither a named tariff" in result.output and "cn-guizhou-dc" in result.output
 
 
 def test_offers_file_mixes_currencies(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from rigplan.catalog.schema import as_of_text
 from rigplan.cli.common import build_request, echo_json, guarded
 from rigplan.cost.money import Money
 from rigplan.cost.scenarios import SEED_GPU_ID, SeedScenario, seed_scenario
+from rigplan.cost.tariffs import NAMED_TARIFFS
 from rigplan.cost.tco import TcoRequest, TcoResult, build_scenario, compare, select_offers, with_build
 from rigplan.errors import InvalidSpec
 from rigplan.units import format_number
@@ -167,7 +168,8 @@ def render_seed(seed: SeedScenario, m: Money, console: Console) -> None:
               help="Currency of every money flag and of the output.")
 @click.option("--fx", type=float, default=7.1, show_default=True, help="CNY per USD (approximate, 2026-12).")
 @click.option("--tou", help='Time-of-use tariff, e.g. "peak:8h@0.12,flat:8h@0.08,valley:8h@0.04" (prices in '
-              '--currency), or a named tariff in its own currency: cn-industrial, cn-tou-3to1, cn-tou-4to1.')
+              '--currency), or a named tariff in its own currency (dated, sourced; docs/methodology/cost.md): '
+              + ", ".join(NAMED_TARIFFS) + ".")
 @click.option("--shiftable", is_flag=True, help="The job can run in the cheapest tariff hours first.")
 @click.option("--scenario", type=click.Choice(["seed"]), help="seed: the seed article's §4 example, then corrected.")
 @click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")

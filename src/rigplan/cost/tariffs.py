@@ -1,7 +1,14 @@
-"""Named electricity tariffs, each priced in the currency its source quotes, with a dated source.
+"""Named electricity tariffs, each priced in the currency its source quotes, with a dated source and its address.
 
 `rigplan tco --tou NAME` takes one of these instead of a band string. A tariff in CNY is converted at
 the request's exchange rate (--fx), whatever currency the report is shown in.
+
+Two kinds sit here. The provincial ones are prices a dated source quotes for one place (a data-centre
+rate quoted by a local official or a newspaper, not a grid company's full tariff table: demand charges,
+voltage levels and the monthly agency-purchase price movements are left out). The national ones
+(`cn-industrial`, `cn-tou-*`) are China's 2024 average industrial rate, a US$ figure converted at
+7.1 CNY/USD, and time-of-use shapes set around it: a country-wide yardstick, not any province's tariff.
+A source text holds no ': ' (the Chinese note template reads that as the end of the message).
 """
 
 from __future__ import annotations
@@ -14,9 +21,18 @@ Power Rates: A Guide for Investors", china-briefing.com/news/china-electricity-p
 2024 figure); at 7.1 CNY/USD that is 0.625 CNY/kWh, inside the 0.5-0.8 CNY/kWh range of rigplan's hardware
 reference (hardware-facts.md, power table)."""
 CN_INDUSTRIAL_AVERAGE_CNY_PER_KWH = 0.625
+CN_INDUSTRIAL_AVERAGE_URL = "https://china-briefing.com/news/china-electricity-prices-industrial-consumers"
 NDRC_2021_SOURCE = (
-    "NDRC notice on improving time-of-use pricing (发改价格〔2021〕1093号, July 2021): peak/valley price ratio of "
+    "NDRC notice on improving time-of-use pricing (发改价格〔2021〕1093号, July 2021) - peak/valley price ratio of "
     "at least 4:1 where last year's system peak-valley gap exceeded 40%, at least 3:1 elsewhere")
+NDRC_2021_URL = "https://www.ndrc.gov.cn/xxgk/zcfb/tz/202107/t20210729_1292067.html"
+
+GUANGDONG_2021_TOU = (("peak", 7, 1.7), ("flat", 9, 1.0), ("valley", 8, 0.38))
+"""Guangdong's time-of-use schedule (Guangdong DRC, 《关于进一步完善我省峰谷分时电价政策有关问题的通知》, as
+a reprint dated 2021-09-06 reports it): peak 10-12 h and 14-19 h, valley 0-8 h, flat the other 9 hours;
+peak:flat:valley price ratio 1.7:1:0.38 (was 1.65:1:0.5). Left out: the sharp peak, +25 % on the peak price
+at 11-12 h and 15-17 h in July-September and on other days of 35 °C or more in Guangzhou (a band string has
+no seasons)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -28,7 +44,10 @@ class NamedTariff:
     bands: str
     """Band text as --tou reads it: NAME:HOURSh@PRICE,..."""
     as_of: str
+    """Date of the price: ISO (year, year-month or day) first, then any words on what it dates."""
     source: str
+    url: str
+    """Address of the source the price is read from."""
 
 
 def _cn_tou(ratio: float) -> str:
@@ -39,18 +58,55 @@ def _cn_tou(ratio: float) -> str:
     return f"peak:8h@{avg * (1 + d):.3f},flat:8h@{avg:.3f},valley:8h@{avg * (1 - d):.3f}"
 
 
+def _shape(schedule: tuple[tuple[str, int, float], ...], flat_price: float) -> str:
+    """A schedule of (band, hours, price relative to flat) as band text at `flat_price` for the flat band."""
+    return ",".join(f"{band}:{hours}h@{flat_price * ratio:g}" for band, hours, ratio in schedule)
+
+
 NAMED_TARIFFS: dict[str, NamedTariff] = {
     t.name: t for t in (
-        NamedTariff(name="cn-industrial", description="China, industrial average, flat", currency="cny",
-                    bands=f"flat:24h@{CN_INDUSTRIAL_AVERAGE_CNY_PER_KWH}", as_of="2024",
-                    source="China Briefing 2024 average industrial rate US$0.088/kWh = 0.625 CNY/kWh at 7.1"),
+        NamedTariff(name="cn-industrial",
+                    description="China, national industrial average (a US$ figure at 7.1 CNY/USD), flat",
+                    currency="cny", bands=f"flat:24h@{CN_INDUSTRIAL_AVERAGE_CNY_PER_KWH}", as_of="2024",
+                    source="China Briefing, China's Industrial Power Rates - 2024 national average industrial rate "
+                           "US$0.088/kWh = 0.625 CNY/kWh at 7.1; not a provincial tariff",
+                    url=CN_INDUSTRIAL_AVERAGE_URL),
         NamedTariff(name="cn-tou-3to1", description="China, time-of-use at the NDRC minimum 3:1 peak/valley ratio",
                     currency="cny", bands=_cn_tou(3.0), as_of="2021-07 rule, 2024 average",
-                    source=f"{NDRC_2021_SOURCE}; bands set around the 2024 average (0.625 CNY/kWh); a province's "
-                           "own schedule differs (sharp-peak hours, seasons): give it with --tou BANDS"),
+                    source=f"{NDRC_2021_SOURCE}; bands set around the 2024 national average (0.625 CNY/kWh); a "
+                           "province's own schedule differs (sharp-peak hours, seasons) - give it with --tou BANDS",
+                    url=NDRC_2021_URL),
         NamedTariff(name="cn-tou-4to1", description="China, time-of-use at the 4:1 ratio of high-gap provinces",
                     currency="cny", bands=_cn_tou(4.0), as_of="2021-07 rule, 2024 average",
-                    source=f"{NDRC_2021_SOURCE}; bands set around the 2024 average (0.625 CNY/kWh)"),
+                    source=f"{NDRC_2021_SOURCE}; bands set around the 2024 national average (0.625 CNY/kWh)",
+                    url=NDRC_2021_URL),
+        NamedTariff(name="cn-guangdong-tou",
+                    description="Guangdong time-of-use hours and ratios, around the national average",
+                    currency="cny", bands=_shape(GUANGDONG_2021_TOU, CN_INDUSTRIAL_AVERAGE_CNY_PER_KWH),
+                    as_of="2021-09-06 notice, 2024 average",
+                    source="Guangdong DRC notice on the peak-valley time-of-use price (reprint dated 2021-09-06) - "
+                           "peak 10-12 and 14-19 h, valley 0-8 h, peak:flat:valley 1.7:1:0.38; the flat price is "
+                           "the 2024 national average (Guangdong's own flat price not found); the July-September "
+                           "sharp peak (+25% on the peak, 11-12 and 15-17 h) left out",
+                    url="http://06wxu.cn/xw/gnxw/20210906/100493.html"),
+        NamedTariff(name="cn-guizhou-dc", description="Guizhou, Qianxinan local grid, data-centre rate, flat",
+                    currency="cny", bands="flat:24h@0.34", as_of="2019-06-12",
+                    source="Xinhua via gov.cn, 2019-06-12 - Qianxinan prefecture (黔西南州), which runs its own "
+                           "local grid and sets its own price, offers data centres power as low as 0.34 CNY/kWh "
+                           "(a floor quoted by the prefecture's industry bureau, not a grid tariff table)",
+                    url="https://www.gov.cn/xinwen/2019-06/12/content_5399578.htm"),
+        NamedTariff(name="cn-ningxia-dc", description="Ningxia, Zhongwei cloud base, data-centre rate, flat",
+                    currency="cny", bands="flat:24h@0.36", as_of="2020-11-16",
+                    source="China Daily feature on the Zhongwei cloud base, dated 2020-11-16 in its address - "
+                           "\"The electricity price is at 0.36 yuan per kilowatt-hour\"",
+                    url="http://en.cccweb.org/2020-11/16/content_1486339_2.htm"),
+        NamedTariff(name="cn-innermongolia-dc",
+                    description="Inner Mongolia, Hohhot (western grid), standard rate, flat",
+                    currency="cny", bands="flat:24h@0.38", as_of="2015-03-28",
+                    source="China Daily, Hohhot says it has the right stuff to become a massive data hub, "
+                           "2015-03-28 - \"The standard charge of electricity of the region is only 0.38 yuan per "
+                           "kilowatt hour\"; an old figure, the only dated CNY one found for the region",
+                    url="https://global.chinadaily.com.cn/m/innermongolia/2015-03/28/content_19948300.htm"),
     )
 }
 

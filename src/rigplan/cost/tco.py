@@ -38,7 +38,7 @@ from rigplan.cost.onprem import (
     scenario_for_gpu,
 )
 from rigplan.cost.power import HOURS_PER_MONTH, HOURS_PER_YEAR, TimeOfUseTariff, parse_tariff
-from rigplan.cost.tariffs import named_tariff
+from rigplan.cost.tariffs import NAMED_TARIFFS, named_tariff
 from rigplan.errors import InvalidSpec
 
 Pricing = Literal["on-demand", "reserved", "spot", "community", "serverless"]
@@ -102,6 +102,9 @@ class TcoRequest(BaseModel):
             raise InvalidSpec("give --price-per-kwh or --tou, not both (the tariff sets the prices)")
         if self.shiftable and self.tou is None:
             raise InvalidSpec("--shiftable needs a time-of-use tariff (--tou)")
+        if self.tou and named_tariff(self.tou) is None and "@" not in self.tou:
+            raise InvalidSpec(f"--tou: '{self.tou.strip()}' is neither a named tariff ({', '.join(NAMED_TARIFFS)}) "
+                              "nor bands NAME:HOURSh@PRICE")
         return self
 
     @property
@@ -323,7 +326,7 @@ def _assumptions(
     named = named_tariff(request.tou) if request.tou else None
     if named is not None:
         notes.append(f"tariff {named.name} ({named.description}, {named.currency.upper()} {named.bands}; "
-                     f"{named.as_of}): {named.source}")
+                     f"{named.as_of}): {named.source} ({named.url})")
     if s.tariff is not None:
         notes.append("time-of-use: " + ("the job runs in the cheapest hours first" if s.tariff.shiftable else
                                         "not shiftable, so the job pays the day's mean price (add --shiftable)"))
