@@ -276,6 +276,11 @@ class PaceTerms:
         return PaceTerms(ranks=tuple({k: np.asarray(v)[index] for k, v in r.items()} for r in self.ranks))
 
 
+def degree(given: Num | None, default: Num) -> Num:
+    """A parallel degree (or micro-batch) as a float array: the one given, else the layout's."""
+    return np.asarray(default if given is None else given, dtype=np.float64)
+
+
 def _expert_tp(tp: Num, etp: Num | None, layout: Any) -> Num:
     etp_in = etp if etp is not None else getattr(layout, "etp", 0)
     return np.where(np.asarray(etp_in) > 0, np.asarray(etp_in, dtype=np.float64), tp)
@@ -329,13 +334,13 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
     """One micro-batch on each candidate pace rank (PaceTerms), before pipeline, FSDP and data-parallel
     terms; degrees default to the layout's and may be numpy arrays. `work`: these rows' pace_work,
     when the caller has it already."""
-    tp = np.asarray(layout.tp if tp is None else tp, dtype=np.float64)
-    pp = np.asarray(layout.pp if pp is None else pp, dtype=np.float64)
-    cp = np.asarray(layout.cp if cp is None else cp, dtype=np.float64)
-    ep = np.asarray(layout.ep if ep is None else ep, dtype=np.float64)
-    vpp = np.asarray(layout.vpp if vpp is None else vpp, dtype=np.float64)
+    tp = degree(tp, layout.tp)
+    pp = degree(pp, layout.pp)
+    cp = degree(cp, layout.cp)
+    ep = degree(ep, layout.ep)
+    vpp = degree(vpp, layout.vpp)
     etp = _expert_tp(tp, etp, layout)
-    mb = np.asarray(job.micro_batch if micro_batch is None else micro_batch, dtype=np.float64)
+    mb = degree(micro_batch, job.micro_batch)
     eff = calibrated_efficiency(gpu, calibration)
     p = job.compute_dtype_bytes
     seq = float(job.seq_len)

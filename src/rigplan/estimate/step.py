@@ -53,7 +53,7 @@ from rigplan.estimate.flops import causal_fraction_for, micro_batch_flops
 from rigplan.estimate.params import count_params
 from rigplan.estimate.stage_time import PaceTerms as PaceTerms
 from rigplan.estimate.stage_time import StageShape as StageShape
-from rigplan.estimate.stage_time import _expert_tp, pace_terms, whole_model_recompute_fraction
+from rigplan.estimate.stage_time import _expert_tp, degree, pace_terms, whole_model_recompute_fraction
 from rigplan.estimate.stage_time import attention_core_efficiency as attention_core_efficiency
 from rigplan.estimate.stage_time import pace_candidates as pace_candidates
 from rigplan.estimate.stage_time import pace_lower_bound_s as pace_lower_bound_s
@@ -112,15 +112,15 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     and may be numpy arrays; `global_batch` is in sequences and must be a multiple of micro_batch·dp.
     A calibration for this GPU replaces the efficiency and link parameters it measured. `pace`: these
     rows' pace_terms, when the caller has them already (the same values pace_terms would return)."""
-    tp = np.asarray(layout.tp if tp is None else tp, dtype=np.float64)
-    pp = np.asarray(layout.pp if pp is None else pp, dtype=np.float64)
-    dp = np.asarray(layout.dp if dp is None else dp, dtype=np.float64)
-    cp = np.asarray(layout.cp if cp is None else cp, dtype=np.float64)
-    ep = np.asarray(layout.ep if ep is None else ep, dtype=np.float64)
-    vpp = np.asarray(layout.vpp if vpp is None else vpp, dtype=np.float64)
+    tp = degree(tp, layout.tp)
+    pp = degree(pp, layout.pp)
+    dp = degree(dp, layout.dp)
+    cp = degree(cp, layout.cp)
+    ep = degree(ep, layout.ep)
+    vpp = degree(vpp, layout.vpp)
     etp = _expert_tp(tp, etp, layout)
-    mb = np.asarray(job.micro_batch if micro_batch is None else micro_batch, dtype=np.float64)
-    zero = np.asarray(layout.zero if zero is None else zero, dtype=np.float64)
+    mb = degree(micro_batch, job.micro_batch)
+    zero = degree(zero, layout.zero)
     eff = calibrated_efficiency(gpu, calibration)
     p = job.compute_dtype_bytes
     seq = float(job.seq_len)
