@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import statistics
+from pathlib import Path
+
 import pytest
 
 from rigplan.api import memory
@@ -20,15 +24,38 @@ def test_every_regime_has_both_fractions_and_they_order_as_the_allocator_does() 
     for key, phi in RESERVED_OVER_CHURN.items():
         assert 0 <= NEEDED_OVER_CHURN[key] <= phi, key  # what cannot be released is part of the cache
     for kind in ("full", "peft"):
-        # expandable segments keep less reserved than fixed segments, and changing shapes more than fixed ones
-        assert RESERVED_OVER_CHURN[("expandable", kind, "fixed")] < RESERVED_OVER_CHURN[("caching", kind, "fixed")]
-        assert RESERVED_OVER_CHURN[("caching", kind, "varying")] > RESERVED_OVER_CHURN[("caching", kind, "fixed")]
+        for recompute in ("plain", "recompute"):
+            # expandable segments keep less reserved than fixed segments, changing shapes more than fixed ones,
+            # and recomputation more than a backward that only frees
+            caching, expandable = (RESERVED_OVER_CHURN[(mode, kind, "fixed", recompute)]
+                                   for mode in ("caching", "expandable"))
+            assert expandable < caching
+            assert RESERVED_OVER_CHURN[("caching", kind, "varying", recompute)] > caching
+        assert (RESERVED_OVER_CHURN[("caching", kind, "fixed", "recompute")]
+                > RESERVED_OVER_CHURN[("caching", kind, "fixed", "plain")])
+
+
+def test_the_fractions_are_the_medians_of_the_device_measurements() -> None:
+    """Each phi is the median of its group of runs in docs/measurements/h200-2026-12 (grid*.json)."""
+    folder = Path(__file__).resolve().parents[2] / "docs" / "measurements" / "h200-2026-12"
+    groups: dict[tuple[str, str, str, str], list[float]] = {}
+    for name in ("grid.json", "grid_expandable.json"):
+        data = json.loads((folder / name).read_text())
+        mode = "expandable" if "expandable_segments:True" in data["alloc_conf"] else "caching"
+        for row in data["rows"]:
+            key = (mode, "peft" if row["lora"] else "full", row["shapes"], "recompute" if row["ckpt"] else "plain")
+            groups.setdefault(key, []).append(row["reserved_over_churn"])
+    assert set(groups) == set(RESERVED_OVER_CHURN)
+    for key, values in groups.items():
+        assert RESERVED_OVER_CHURN[key] == pytest.approx(statistics.median(values), abs=5e-4), key
 
 
 def test_regime_follows_the_job() -> None:
-    assert regime(Job()) == ("caching", "full", "fixed")
+    assert regime(Job()) == ("caching", "full", "fixed", "plain")
+    assert regime(Job(recompute="full")) == ("caching", "full", "fixed", "recompute")
+    assert regime(Job(recompute="full"), load=True) == ("caching", "full", "fixed", "plain")
     assert regime(Job(method="lora", precision="bf16-true", expandable_segments=True, varying_lengths=True)) == (
-        "expandable", "peft", "varying")
+        "expandable", "peft", "varying", "plain")
 
 
 def test_reserved_and_needed_are_fractions_of_the_churn_not_of_the_weights() -> None:
@@ -67,3 +94,30 @@ def test_expandable_segments_lower_reserved_memory() -> None:
 def test_presets_set_expandable_segments_where_the_framework_does(framework: str, expected: bool) -> None:
     request = MemoryRequest(model="llama-3.1-8b", gpus=8, framework=framework)
     assert request.expandable_segments is expected
+
+
+def test_the_device_bounds_the_cache_but_never_below_what_cannot_be_released() -> None:
+    from rigplan.estimate.allocator import cache_within_device
+
+    gib = 2.0**30
+    # room to spare: the cache is phi · churn
+    assert cache_within_device(6 * gib, allocated_bytes=50 * gib, unreleasable_bytes=2 * gib,
+                               device_bytes=79 * gib) == pytest.approx(6 * gib)
+    # under pressure: what is left beside the allocated bytes
+    assert cache_within_device(6 * gib, allocated_bytes=75 * gib, unreleasable_bytes=2 * gib,
+                               device_bytes=79 * gib) == pytest.approx(4 * gib)
+    # over the device: what cannot be released stays
+    assert cache_within_device(6 * gib, allocated_bytes=78.5 * gib, unreleasable_bytes=2 * gib,
+                               device_bytes=79 * gib) == pytest.approx(2 * gib)
+
+
+def test_a_long_context_run_near_the_capacity_reports_a_reserved_peak_the_device_can_hold() -> None:
+    request = MemoryRequest(model="llama-3.1-8b", gpu="h100-sxm-96gb-500w", gpus=8, zero=3, seq=32768,
+                            precision="fp8", recompute="full", framework="torchtitan")
+    result = memory(request)
+    b = result.breakdown
+    unbounded = peak_memory(result.setup.arch, result.setup.job, result.setup.layout)
+    # phi · churn alone would not fit on the device
+    assert unbounded.step_allocated_bytes + unbounded.fragmentation_bytes > result.usable_bytes
+    assert b.fragmentation_bytes > 0
+    assert b.reserved_bytes <= result.usable_bytes - b.cuda_context_bytes - b.nccl_bytes + 1

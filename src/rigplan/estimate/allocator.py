@@ -27,14 +27,31 @@ training) or not (LoRA/QLoRA), and on whether tensor shapes repeat from step to 
 fixed-length batches) or change (batches padded to their longest sample: every new length leaves
 blocks of a size no later request fits exactly).
 
-Source of phi and psi: benchmarks/allocator_replay.py records the allocation trace of real training
-steps (transformers' Llama with Llama 3 8B and 3.2 1B widths, 8 layers, full / LoRA / QLoRA, with and
-without checkpointing, fixed and padded variable-length batches; 48 scenarios) and replays it through a
-port of the allocator's block rules; the values below are the medians over the scenarios of each group
-(quartiles in the comments). The port reproduces the direction and size of a published pair: torchtune
-issue #1185 (Llama 3 8B QLoRA, batch 2, alpaca) logged 16.39 GiB reserved with the default allocator and
-10.83 GiB with expandable segments (1.51x); the replay of that configuration gives 1.84x (21.47 and
-11.65 GiB).
+Source of phi: a real allocator, measured (docs/measurements/h200-2026-12.md): the 36 scenarios below, run
+on an NVIDIA H200 with torch 2.11 under each allocator mode (benchmarks/gpu_session.sh second), each
+figure max_memory_reserved() - max_memory_allocated() over the step's churn (peak allocated minus what
+stays allocated between steps); the tables hold the median of each group, quartiles in the comments.
+The grid: transformers' LlamaForCausalLM with Llama 3 8B and 3.2 1B widths, 8 layers, 128k vocabulary,
+SDPA; full training (fused and foreach AdamW) and LoRA r=8 on q,v; with and without gradient
+checkpointing; fixed shapes (3 steps of 1 x 2048 and of 4 x 1024 tokens) and 24 padded batches of 2.
+Checkpointing is its own regime because it changes the cache by a factor of 2-4: recomputing a layer in
+the backward allocates its activations among the parameter gradients being created, so freed blocks
+lie between live ones (caching full fixed: 0.17 without, 0.58 with; expandable 0.10 and 0.48, since
+pages are unmapped only under pressure). Only full recompute of every layer selects it.
+
+Source of psi (which a run without memory pressure cannot show): benchmarks/allocator_replay.py, which
+records the same scenarios' allocation traces under FakeTensorMode and replays them through a port of
+the allocator's block rules; the medians of each group, capped at phi (what cannot be released is part
+of the cache). The port reproduces the direction and size of a published pair: torchtune issue #1185
+(Llama 3 8B QLoRA, batch 2, alpaca) logged 16.39 GiB reserved with the default allocator and 10.83 GiB
+with expandable segments (1.51x); the replay of that configuration gives 1.84x (21.47 and 11.65 GiB).
+The port's phi, set beside the measured one, is low for LoRA (0.044 against 0.12-0.23) and mixes the
+checkpointing regimes (0.25 for full training); that is why phi comes from the device.
+
+Under memory pressure the cache is bounded by the device: when cudaMalloc fails the allocator frees every
+cached segment with no live block and retries, so max_memory_reserved() never exceeds what the device
+has beside the CUDA context and NCCL (cache_within_device; a long-context run sized to fill the GPU
+logs a reserved peak just under its capacity), and never falls below what cannot be released.
 
 Left out: several CUDA streams (FSDP's all-gather and reduce-scatter streams keep separate caches),
 max_split_size_mb / roundup_power2_divisions / garbage_collection_threshold settings, CUDA graphs' private
@@ -45,22 +62,32 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from rigplan.domain.job import Job
 
 Num = Any
 
 RESERVED_OVER_CHURN = {
-    ("caching", "full", "fixed"): 0.250,  # quartiles 0.065-0.399, 16 scenarios
-    ("caching", "full", "varying"): 0.799,  # 0.575-1.121, 8
-    ("caching", "peft", "fixed"): 0.044,  # 0.030-0.070, 16
-    ("caching", "peft", "varying"): 0.983,  # 0.255-1.262, 8
-    ("expandable", "full", "fixed"): 0.059,  # 0.012-0.241, 16
-    ("expandable", "full", "varying"): 0.074,  # 0.017-0.189, 8
-    ("expandable", "peft", "fixed"): 0.016,  # 0.014-0.025, 16
-    ("expandable", "peft", "varying"): 0.014,  # 0.010-0.025, 8
+    ("caching", "full", "fixed", "plain"): 0.170,  # quartiles 0.132-0.369, 8 runs
+    ("caching", "full", "fixed", "recompute"): 0.584,  # 0.282-0.743, 8
+    ("caching", "full", "varying", "plain"): 1.012,  # 0.615-1.334, 4
+    ("caching", "full", "varying", "recompute"): 1.243,  # 0.860-1.964, 4
+    ("caching", "peft", "fixed", "plain"): 0.123,  # 0.116-0.129, 4
+    ("caching", "peft", "fixed", "recompute"): 0.227,  # 0.206-0.251, 4
+    ("caching", "peft", "varying", "plain"): 1.212,  # 1.066 and 1.357, 2
+    ("caching", "peft", "varying", "recompute"): 1.259,  # 0.995 and 1.523, 2
+    ("expandable", "full", "fixed", "plain"): 0.104,  # 0.064-0.145, 8
+    ("expandable", "full", "fixed", "recompute"): 0.478,  # 0.096-0.603, 8
+    ("expandable", "full", "varying", "plain"): 0.107,  # 0.094-0.124, 4
+    ("expandable", "full", "varying", "recompute"): 0.438,  # 0.227-0.491, 4
+    ("expandable", "peft", "fixed", "plain"): 0.111,  # 0.043-0.217, 4
+    ("expandable", "peft", "fixed", "recompute"): 0.204,  # 0.062-0.289, 4
+    ("expandable", "peft", "varying", "plain"): 0.083,  # 0.060 and 0.105, 2
+    ("expandable", "peft", "varying", "recompute"): 0.273,  # 0.043 and 0.503, 2
 }
-"""phi: (reserved - allocated) / churn at the step's peak, median of benchmarks/allocator_replay.py."""
-NEEDED_OVER_CHURN = {
+"""phi: (reserved - allocated) / churn at the step's peak, median of the H200 measurements (module docstring)."""
+_REPLAYED_NEEDED_OVER_CHURN = {
     ("caching", "full", "fixed"): 0.126,  # 0.043-0.321
     ("caching", "full", "varying"): 0.130,  # 0.103-0.156
     ("caching", "peft", "fixed"): 0.020,  # 0.014-0.028
@@ -70,17 +97,21 @@ NEEDED_OVER_CHURN = {
     ("expandable", "peft", "fixed"): 0.012,  # 0.010-0.014
     ("expandable", "peft", "varying"): 0.007,  # 0.004-0.009
 }
-"""psi: (needed - allocated) / churn, median of benchmarks/allocator_replay.py."""
+"""psi of benchmarks/allocator_replay.py by (mode, kind, shapes), its scenarios with and without checkpointing
+pooled (quartiles in the comments)."""
+NEEDED_OVER_CHURN = {key: min(_REPLAYED_NEEDED_OVER_CHURN[key[:3]], phi) for key, phi in RESERVED_OVER_CHURN.items()}
+"""psi: (needed - allocated) / churn, the replay's median capped at phi."""
 REPLAY_CHECK_RATIO = 1.84
 """Default / expandable reserved of the torchtune #1185 configuration in the replay (`--check`: 21.47 and
 11.65 GiB, against the 16.39 and 10.83 GiB the issue logged; its padded lengths are drawn, not alpaca's)."""
 
 
-def regime(job: Job, *, load: bool = False) -> tuple[str, str, str]:
-    """(allocator mode, training kind, shapes) that select phi and psi. Loading happens once, so its shapes
-    do not vary from step to step."""
+def regime(job: Job, *, load: bool = False) -> tuple[str, str, str, str]:
+    """(allocator mode, training kind, shapes, recompute) that select phi and psi. Loading happens once, so its
+    shapes do not vary from step to step and nothing is recomputed."""
+    recompute = job.recompute == "full" and not load
     return ("expandable" if job.expandable_segments else "caching", "peft" if job.is_peft else "full",
-            "varying" if job.varying_lengths and not load else "fixed")
+            "varying" if job.varying_lengths and not load else "fixed", "recompute" if recompute else "plain")
 
 
 def reserved_overhead_bytes(job: Job, churn_bytes: Num, *, load: bool = False) -> Num:
@@ -91,3 +122,12 @@ def reserved_overhead_bytes(job: Job, churn_bytes: Num, *, load: bool = False) -
 def unreleasable_overhead_bytes(job: Job, churn_bytes: Num, *, load: bool = False) -> Num:
     """Cached bytes an out-of-memory retry cannot release (segments or pages holding a live block): psi · churn."""
     return NEEDED_OVER_CHURN[regime(job, load=load)] * churn_bytes
+
+
+def cache_within_device(cache_bytes: Num, *, allocated_bytes: Num, unreleasable_bytes: Num,
+                        device_bytes: Num) -> Num:
+    """The cache at a peak on a device with `device_bytes` for PyTorch (usable memory less the CUDA context
+    and NCCL): min(phi · churn, max(room left beside the allocated bytes, psi · churn)), so pressure never
+    takes back what cannot be released."""
+    room = np.maximum(np.asarray(device_bytes) - np.asarray(allocated_bytes), 0.0)
+    return np.minimum(cache_bytes, np.maximum(room, unreleasable_bytes))

@@ -45,9 +45,11 @@ from rigplan.estimate.states import (
 )
 from rigplan.units import MiB
 
-CUDA_CONTEXT_BYTES = 512 * MiB
-"""CUDA context with lazy module loading (~300 MB, pytorch/pytorch#107667) plus cuBLAS/cuDNN
-handles and workspaces; not visible to torch.cuda memory statistics."""
+CUDA_CONTEXT_BYTES = 685 * MiB
+"""CUDA context with lazy module loading plus cuBLAS handles and workspaces, the part not visible to torch.cuda
+memory statistics: measured on an H200 (CUDA 13.0, torch 2.11) as 783 MiB used in nvidia-smi after the first bf16
+GEMM less the 98 MiB PyTorch had reserved (621 MiB after the first allocation alone;
+docs/measurements/h200-2026-12.md, section 6). pytorch/pytorch#107667 reports ~300 MB for the bare context."""
 NCCL_BYTES_PAIR = 544e6
 """NCCL buffers of one communicator of 2 ranks, A100 (NVIDIA/nccl#964)."""
 NCCL_BYTES_GROUP = 688e6

@@ -9,6 +9,7 @@ from rigplan.catalog.load import Catalog
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.stages import virtual_stage_layers
+from rigplan.estimate.allocator import cache_within_device
 from rigplan.estimate.memory import MemoryBreakdown, peak_memory
 from rigplan.estimate.params import count_params
 from rigplan.flow.fit import advice, fit_verdict, nothing_fits_note
@@ -181,6 +182,18 @@ def _calibrated(breakdown: MemoryBreakdown, setup: TrainingSetup) -> MemoryBreak
     return breakdown
 
 
+def _within_device(breakdown: MemoryBreakdown, usable_bytes: float) -> MemoryBreakdown:
+    """Reserved as a device of `usable_bytes` bounds it: the allocator gives its cache back under pressure
+    (estimate/allocator.py cache_within_device)."""
+    device = usable_bytes - breakdown.cuda_context_bytes - breakdown.nccl_bytes
+    step = cache_within_device(breakdown.fragmentation_bytes, allocated_bytes=breakdown.step_allocated_bytes,
+                               unreleasable_bytes=breakdown.unreleasable_bytes, device_bytes=device)
+    load_cache = breakdown.load_reserved_bytes - breakdown.load_bytes
+    load = cache_within_device(load_cache, allocated_bytes=breakdown.load_bytes,
+                               unreleasable_bytes=breakdown.load_unreleasable_bytes, device_bytes=device)
+    return replace(breakdown, fragmentation_bytes=float(step), load_reserved_bytes=float(breakdown.load_bytes + load))
+
+
 def pipeline_split_dict(layout: Layout, num_layers: int) -> dict[str, Any]:
     """Layers per pipeline rank and per virtual stage (domain.stages)."""
     virtual = virtual_stage_layers(layout.split, num_layers, layout.pp, layout.vpp)
@@ -196,7 +209,7 @@ def memory(request: MemoryRequest, catalog: Catalog | None = None) -> MemoryResu
 def memory_of(setup: TrainingSetup, ecc: bool | None, *, find_max: bool = False) -> MemoryResult:
     """Memory result for an already built setup (shared by memory, estimate and plan)."""
     usable = setup.gpu.usable_bytes(ecc)
-    breakdown = _calibrated(peak_memory(setup.arch, setup.job, setup.layout), setup)
+    breakdown = _within_device(_calibrated(peak_memory(setup.arch, setup.job, setup.layout), setup), usable)
     max_mb = max_seq = None
     if find_max:
         max_mb = _largest(setup, usable, "micro_batch", 1, MAX_SEARCH_BATCH)
