@@ -5,11 +5,12 @@
 Prints the median wall time (and CPU time) of `rigplan memory llama-3.1-8b --gpu h100-sxm` with a warm
 cache (catalog/cache.py: the catalog's domain values and the request field table of flow/fields.py;
 every run after the first) and with a cold one (a fresh cache folder each run: YAML, pydantic), of
-`rigplan --help`, of a bare Python start and of importing click + rich + numpy alone (the floor the
-memory path cannot go under while it uses them; numpy's OpenBLAS with one thread, as the CLI starts
-it), whether the command imported pydantic or YAML, and the slowest imports of the command (python -X
-importtime: cumulative top-level, and the largest own times). The target for `rigplan memory` is
-under 0.15 s on an idle machine.
+`rigplan --help`, of a bare Python start, of importing click + rich alone (the floor the memory path
+cannot go under while it uses them) and of click + rich + numpy (what the path cost while one layout's
+estimate used numpy; numpy's OpenBLAS with one thread, as the CLI starts it), whether the command
+imported pydantic, YAML or numpy, and the slowest imports of the command (python -X importtime:
+cumulative top-level, and the largest own times). The target for `rigplan memory` is under 0.15 s on
+an idle machine.
 
 Bytecode: as an installed package has it. When PYTHONDONTWRITEBYTECODE is set, the runs use a
 temporary PYTHONPYCACHEPREFIX instead (compiled once, before timing), so that source compilation is
@@ -31,7 +32,8 @@ COMMAND = ["memory", "llama-3.1-8b", "--gpu", "h100-sxm"]
 ENTRY = "from rigplan.cli.main import main; main()"
 
 
-FLOOR = "import click, rich.console, rich.table, numpy"
+FLOOR = "import click, rich.console, rich.table"
+WITH_NUMPY = FLOOR + ", numpy"
 
 
 def wall_s(args: list[str], runs: int, env: dict[str, str], fresh_cache: bool = False) -> tuple[float, float]:
@@ -76,19 +78,22 @@ def main() -> None:
         memory = [sys.executable, "-c", ENTRY, *COMMAND]
         subprocess.run(memory, check=True, stdout=subprocess.DEVNULL, env=env)  # bytecode and catalog cache
         python_s, _ = wall_s([sys.executable, "-c", "pass"], runs, env)
-        # The floor as the CLI imports them: numpy's OpenBLAS with one thread (rigplan.cli.main.one_blas_thread).
-        floor_s, floor_cpu_s = wall_s([sys.executable, "-c", FLOOR], runs, {"OPENBLAS_NUM_THREADS": "1", **env})
+        floor_s, floor_cpu_s = wall_s([sys.executable, "-c", FLOOR], runs, env)
+        # numpy as the CLI imports it: OpenBLAS with one thread (rigplan.cli.main.one_blas_thread).
+        numpy_s, numpy_cpu_s = wall_s([sys.executable, "-c", WITH_NUMPY], runs, {"OPENBLAS_NUM_THREADS": "1", **env})
         help_s, _ = wall_s([sys.executable, "-c", ENTRY, "--help"], runs, env)
         warm_s, warm_cpu_s = wall_s(memory, runs, env)
         cold_s, _ = wall_s(memory, runs, env, fresh_cache=True)
         print(f"python start (no imports): {python_s * 1000:.0f} ms")
         print(f"python -c '{FLOOR}': {floor_s * 1000:.0f} ms (CPU {floor_cpu_s * 1000:.0f} ms)")
+        print(f"python -c '{WITH_NUMPY}': {numpy_s * 1000:.0f} ms (CPU {numpy_cpu_s * 1000:.0f} ms)")
         print(f"rigplan --help: {help_s * 1000:.0f} ms")
         print(f"rigplan {' '.join(COMMAND)}: {warm_s * 1000:.0f} ms median of {runs} (CPU {warm_cpu_s * 1000:.0f} ms; "
               f"target < 150 ms); cold cache: {cold_s * 1000:.0f} ms")
         rows = import_times(env)
         names = {name.strip().split(".")[0] for _, _, name in rows}
-        print(f"imports pydantic: {'pydantic' in names}; imports yaml: {'yaml' in names}")
+        print(f"imports pydantic: {'pydantic' in names}; imports yaml: {'yaml' in names}; "
+              f"imports numpy: {'numpy' in names}")
         print("slowest top-level imports (cumulative, warm cache):")
         for _, cumulative, name in sorted((r for r in rows if not r[2].startswith("  ")), key=lambda r: -r[1])[:8]:
             print(f"  {cumulative / 1000:7.1f} ms  {name.strip()}")

@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from rigplan.errors import InvalidSpec
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_LAYER_WEIGHT = 64
 
@@ -192,26 +193,44 @@ DensePattern = int | tuple[int, int]
 leading ones every step-th layer is MoE (domain.model.MoE.moe_layer_step)."""
 
 
-def dense_layer_mask(num_layers: int, pattern: DensePattern) -> np.ndarray:
+def dense_layer_mask(num_layers: int, pattern: DensePattern) -> list[bool]:
     """True for each dense layer (index order) under the pattern."""
     lead, step = (pattern, 1) if isinstance(pattern, int) else pattern
-    i = np.arange(num_layers)
-    mask: np.ndarray = (i < lead) | ((i - lead + 1) % step != 0)
-    return mask
+    return [i < lead or (i - lead + 1) % step != 0 for i in range(num_layers)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _stage_counts(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: int,
+                  vpp: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(layers, dense layers) of each virtual stage, in virtual-stage order (stage k: chunk k // pp of
+    rank k % pp)."""
+    counts = virtual_stage_layers(split, num_layers, pp, vpp)
+    mask = dense_layer_mask(num_layers, first_dense)
+    dense, start = [], 0
+    for n in counts:
+        dense.append(sum(mask[start:start + n]))
+        start += n
+    return counts, tuple(dense)
+
+
+def _plain(*values: Any) -> bool:
+    """Whether every value is a Python number: one layout, computed without numpy (which the plan search's
+    arrays bring; `rigplan memory` never imports it)."""
+    return all(type(v) in (int, float, bool) for v in values)
 
 
 @functools.lru_cache(maxsize=4096)
 def _chunk_table(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: int,
                  vpp: int) -> tuple[np.ndarray, np.ndarray]:
     """(layers, dense layers) of each (rank, chunk), shape (pp, vpp)."""
-    counts = virtual_stage_layers(split, num_layers, pp, vpp)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    import numpy as np
+
+    counts, dense_counts = _stage_counts(split, num_layers, first_dense, pp, vpp)
     layers = np.zeros((pp, vpp))
     dense = np.zeros((pp, vpp))
-    mask = dense_layer_mask(num_layers, first_dense)
-    for k, n in enumerate(counts):
+    for k, (n, d) in enumerate(zip(counts, dense_counts, strict=True)):
         layers[k % pp, k // pp] = n
-        dense[k % pp, k // pp] = mask[starts[k]:starts[k] + n].sum()
+        dense[k % pp, k // pp] = d
     return layers, dense
 
 
@@ -221,6 +240,8 @@ class _FlatTables:
     ask for them; every later lookup is one np.take."""
 
     def __init__(self, max_pp: int, width: int) -> None:
+        import numpy as np
+
         self.max_pp, self.width = max_pp, width
         self.layers = np.zeros((max_pp + 1) * width * max_pp)
         self.dense = np.zeros_like(self.layers)
@@ -257,8 +278,17 @@ def _gather(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp
     (pp, vpp) are small integers: one flat table per model, chunk and pipeline range (rounded up to
     powers of two, so that batches of different sizes share it) holds every pair asked for so far,
     indexed by rank; a pair is computed the first time a batch holds it (InvalidSpec then, as
-    virtual_stage_layers raises it, when the split cannot be built).
+    virtual_stage_layers raises it, when the split cannot be built). One layout (Python numbers)
+    is read from the virtual stages' counts directly, without numpy.
     """
+    if _plain(pp, vpp, rank):
+        p, v = int(pp), int(vpp)
+        r = min(max(int(rank), 0), p - 1)
+        counts, dense_counts = _stage_counts(split, num_layers, first_dense, p, v)
+        stages = range(r, p * v, p) if chunk is None else [chunk * p + r] if chunk < v else []
+        return float(sum(counts[k] for k in stages)), float(sum(dense_counts[k] for k in stages))
+    import numpy as np
+
     pp_a, vpp_a, rank_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64),
                                               np.asarray(rank, dtype=np.int64))
     if pp_a.size == 0:
@@ -302,9 +332,9 @@ def rank_layer_counts(split: PipelineSplit, num_layers: int, first_dense: DenseP
 def _busiest_middle(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: int, vpp: int) -> int:
     if pp <= 2:
         return 0
-    layers, dense = _chunk_table(split, num_layers, first_dense, pp, vpp)
-    per_rank = layers.sum(axis=1)
-    moe = per_rank - dense.sum(axis=1)
+    counts, dense = _stage_counts(split, num_layers, first_dense, pp, vpp)
+    per_rank = [sum(counts[r::pp]) for r in range(pp)]
+    moe = [per_rank[r] - sum(dense[r::pp]) for r in range(pp)]
     middle = range(1, pp - 1)
     return max(middle, key=lambda r: (per_rank[r], moe[r], -r))
 
@@ -312,6 +342,10 @@ def _busiest_middle(split: PipelineSplit, num_layers: int, first_dense: DensePat
 def busiest_middle_rank(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: Any, vpp: Any) -> Any:
     """The rank other than the first and last with the most layers (most MoE layers on a tie);
     0 when there is none (pp <= 2). Arrays allowed."""
+    if _plain(pp, vpp):
+        return _busiest_middle(split, num_layers, first_dense, int(pp), int(vpp))
+    import numpy as np
+
     pp_a, vpp_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64))
     out = np.zeros(pp_a.shape, dtype=np.int64)
     # One integer key per (pp, vpp): a 1-D unique is far cheaper than np.unique(axis=0) on rows.

@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.estimate.moe import load_factor
 
 MASK_BYTES = 1
 """Dropout masks are stored as uint8/bool (Korthikanti et al. 2022, Sec. 4.1)."""
@@ -140,6 +139,8 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
     mask = MASK_BYTES * h if dropout else 0
     inner_per_ffn = (3 if job.fused_swiglu else 4) if arch.mlp == "gated" else 2
     if moe_layer and arch.moe is not None:
+        from rigplan.estimate.moe import load_factor  # imported here: a dense model's memory needs no MoE model
+
         moe = arch.moe
         # The busiest expert rank holds load x the mean of the k routed copies (estimate.moe).
         routed = load_factor(job) * moe.top_k * (2 * h + inner_per_ffn * moe.expert_ffn)
@@ -177,6 +178,8 @@ def bnb_saved_inputs(arch: Architecture, job: Job, moe_layer: bool) -> TokenActi
     h = arch.hidden
     o_in = arch.num_heads * (arch.mla.v_head_dim if arch.mla else arch.dim_per_head) if job.attention == "eager" else 0
     if moe_layer and arch.moe is not None:
+        from rigplan.estimate.moe import load_factor
+
         moe = arch.moe
         mlp = load_factor(job) * moe.top_k * (h + moe.expert_ffn) + moe.num_shared_experts * moe.shared_ffn
         return TokenActivation(replicated_under_tp=p * 2 * h, split_by_tp=p * (o_in + mlp), attention_core=0.0)

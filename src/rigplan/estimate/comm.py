@@ -25,15 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import numpy as np
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
-
 from rigplan.domain.hardware import Gpu, Link
 from rigplan.errors import InvalidSpec
+from rigplan.estimate import arrays as xp
 from rigplan.estimate.arrays import as_num as _num
 from rigplan.estimate.arrays import scalar_or_array as _out
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 Num: TypeAlias = "float | npt.NDArray[np.float64]"
 NumIn: TypeAlias = "int | float | npt.NDArray[Any]"
@@ -90,7 +90,7 @@ class Tier:
     PCIe link on a PCIe-only server, whose NIC shares the switch/root complex); 0 = a path of its own."""
 
     def __post_init__(self) -> None:
-        if (np.any(np.asarray(self.bandwidth_bytes_per_s) < 0) or self.latency_s < 0
+        if (xp.any_true(xp.asarray(self.bandwidth_bytes_per_s) < 0) or self.latency_s < 0
                 or not 0 < self.efficiency <= 1 or self.via_intra_bytes_per_s < 0):
             raise InvalidSpec(
                 f"tier {self.name}: bandwidth ({self.bandwidth_bytes_per_s}) and latency ({self.latency_s}) "
@@ -127,35 +127,35 @@ def mesh_share(link: Link, members: NumIn) -> Num:
     so TP2 gets one link, 1/7 of the 448 GB/s aggregate). members=2 is one point-to-point link."""
     k = _num(members)
     if link.topology != "full-mesh" or link.domain_size <= 1:
-        return _out(np.ones_like(np.asarray(k, dtype=np.float64)))
-    links = np.clip(np.asarray(k, dtype=np.float64) - 1.0, 1.0, link.domain_size - 1.0)
+        return _out(xp.ones_like_float(k))
+    links = xp.clip(xp.asfloat(k) - 1.0, 1.0, link.domain_size - 1.0)
     return _out(links / (link.domain_size - 1.0))
 
 
 def scaled_tier(tier: Tier, share: NumIn) -> Tier:
     """The tier with its bandwidth multiplied by `share` (a full mesh's share for a group)."""
     s = _num(share)
-    if np.all(np.asarray(s) == 1.0):
+    if xp.all_true(xp.asarray(s) == 1.0):
         return tier
     return Tier(name=tier.name, bandwidth_bytes_per_s=tier.bandwidth_bytes_per_s * s, latency_s=tier.latency_s,
                 efficiency=tier.efficiency, via_intra_bytes_per_s=tier.via_intra_bytes_per_s)
 
 
 def _check(size_bytes: Num, n: Num) -> None:
-    if np.any(np.asarray(n) < 1) or np.any(np.asarray(size_bytes) < 0):
+    if xp.any_true(xp.asarray(n) < 1) or xp.any_true(xp.asarray(size_bytes) < 0):
         raise InvalidSpec("collective needs a group size n >= 1 and a size >= 0 bytes")
 
 
 def _wire_s(volume_bytes: Num, tier: Tier) -> Num:
     """volume / effective bandwidth; infinite over a tier with no bandwidth, 0 for no volume."""
     bw = tier.effective_bytes_per_s
-    if np.ndim(bw) == 0:
+    if xp.ndim(bw) == 0:
         if bw <= 0:
-            return _out(np.where(np.asarray(volume_bytes) > 0, np.inf, 0.0))
+            return _out(xp.where(xp.asarray(volume_bytes) > 0, xp.inf, 0.0))
         return volume_bytes / bw
-    bw_a, vol = np.asarray(bw, dtype=np.float64), np.asarray(volume_bytes, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _out(np.where(bw_a > 0, vol / np.where(bw_a > 0, bw_a, 1.0), np.where(vol > 0, np.inf, 0.0)))
+    bw_a, vol = xp.asfloat(bw), xp.asfloat(volume_bytes)
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        return _out(xp.where(bw_a > 0, vol / xp.where(bw_a > 0, bw_a, 1.0), xp.where(vol > 0, xp.inf, 0.0)))
 
 
 def _ring_s(size_bytes: NumIn, n: NumIn, tier: Tier, traffic: float) -> Num:
@@ -192,12 +192,12 @@ def p2p_s(size_bytes: NumIn, n: NumIn, tier: Tier) -> Num:
     """One send/receive of S bytes between two ranks: α + S/B; 0 when the group has one rank (n=1)."""
     s, g = _num(size_bytes), _num(n)
     _check(s, g)
-    return _out(np.where(np.asarray(g) > 1, tier.latency_s + _wire_s(s, tier), 0.0))
+    return _out(xp.where(xp.asarray(g) > 1, tier.latency_s + _wire_s(s, tier), 0.0))
 
 
 def _levels(n: NumIn, per_node: NumIn) -> tuple[Num, Num]:
     g = _num(n)
-    k = _out(np.clip(_num(per_node), 1.0, g))
+    k = _out(xp.clip(_num(per_node), 1.0, g))
     return k, g / k
 
 
@@ -209,9 +209,9 @@ def _combine(intra_s: Num, inter_s: Num, pipelined: bool, inter_bytes: Num = 0.0
     if shared > 0:
         over_link = _out(_num(inter_bytes) / shared)
         if pipelined:
-            return _out(np.maximum(intra_s + over_link, inter_s))
-        return intra_s + _out(np.maximum(inter_s, over_link))
-    return _out(np.maximum(intra_s, inter_s)) if pipelined else intra_s + inter_s
+            return _out(xp.maximum(intra_s + over_link, inter_s))
+        return intra_s + _out(xp.maximum(inter_s, over_link))
+    return _out(xp.maximum(intra_s, inter_s)) if pipelined else intra_s + inter_s
 
 
 def hierarchical_all_reduce_s(size_bytes: NumIn, n: NumIn, per_node: NumIn, intra: Tier, inter: Tier,
@@ -301,7 +301,7 @@ def place_group(gpu: Gpu, n: NumIn, *, stride: NumIn = 1, domain_size: int | Non
     """
     g = _num(n)
     domain = float(domain_size or gpu.link.domain_size)
-    k = _out(np.clip(np.floor(domain / np.asarray(_num(stride))), 1.0, g))
+    k = _out(xp.clip(xp.floor(domain / xp.asarray(_num(stride))), 1.0, g))
     link = scaled_tier(intra or link_tier(gpu.link), mesh_share(gpu.link, k))
     return Placement(n=g, per_node=k, intra=link, inter=inter or nic_tier(gpu))
 
@@ -326,9 +326,9 @@ def ring_attention_s(block_bytes: NumIn, cp: NumIn, per_node: NumIn, intra: Tier
     c, k = _num(cp), _num(per_node)
     block = _num(block_bytes) * (2.0 if backward else 1.0)
     _check(block, c)
-    on_link = np.asarray(k) >= np.asarray(c)
-    bw = np.where(on_link, intra.effective_bytes_per_s, inter.effective_bytes_per_s)
-    lat = np.where(on_link, intra.latency_s, inter.latency_s)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        step = np.where(np.asarray(block) > 0, np.asarray(block) / bw, 0.0) + lat
-        return _out(np.where(np.asarray(c) > 1, (np.asarray(c) - 1) * step, 0.0))
+    on_link = xp.asarray(k) >= xp.asarray(c)
+    bw = xp.where(on_link, intra.effective_bytes_per_s, inter.effective_bytes_per_s)
+    lat = xp.where(on_link, intra.latency_s, inter.latency_s)
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        step = xp.where(xp.asarray(block) > 0, xp.divide(xp.asarray(block), bw), 0.0) + lat
+        return _out(xp.where(xp.asarray(c) > 1, (xp.asarray(c) - 1) * step, 0.0))

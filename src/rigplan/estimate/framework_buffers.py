@@ -29,9 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from rigplan.domain.job import Job
+from rigplan.estimate import arrays as xp
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.units import MiB
 
@@ -49,8 +48,8 @@ def ddp_grad_copy_bytes(job: Job, layout: Any, trainable_params: Num, grad_bytes
     """Second copy of the gradients in DDP's buckets (zero 0, dp·cp > 1, gradient_as_bucket_view off)."""
     if not job.ddp_grad_copy:
         return 0.0
-    replicated = (np.asarray(layout.zero) == 0) & (np.asarray(layout.dp * layout.cp) > 1)
-    return _out(np.where(replicated, trainable_params * grad_bytes_per_param, 0.0))
+    replicated = (xp.asarray(layout.zero) == 0) & (xp.asarray(layout.dp * layout.cp) > 1)
+    return _out(xp.where(replicated, trainable_params * grad_bytes_per_param, 0.0))
 
 
 def nvls_bytes(job: Job, layout: Any) -> Num:
@@ -59,6 +58,6 @@ def nvls_bytes(job: Job, layout: Any) -> Num:
         return 0.0
     total: Num = 0.0
     for degree in (layout.tp, layout.dp * layout.cp, layout.cp, layout.ep):
-        local = np.minimum(np.asarray(degree), NVLINK_NODE_GPUS)
-        total = total + np.where(local > 2, NVLS_CHANNELS * 2 * NVLS_BUFFER_BYTES * local, 0.0)
+        local = xp.minimum(xp.asarray(degree), NVLINK_NODE_GPUS)
+        total = total + xp.where(local > 2, NVLS_CHANNELS * 2 * NVLS_BUFFER_BYTES * local, 0.0)
     return _out(total)

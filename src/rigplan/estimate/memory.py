@@ -21,13 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts
+from rigplan.estimate import arrays as xp
 from rigplan.estimate import recompute
 from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.allocator import reserved_overhead_bytes, unreleasable_overhead_bytes
@@ -111,21 +110,21 @@ class MemoryBreakdown:
     @property
     def allocated_bytes(self) -> Num:
         """Peak of torch.cuda.max_memory_allocated() since process start: the step or the load."""
-        return _out(np.maximum(self.step_allocated_bytes, self.load_bytes))
+        return _out(xp.maximum(self.step_allocated_bytes, self.load_bytes))
 
     @property
     def reserved_bytes(self) -> Num:
         """Peak of torch.cuda.max_memory_reserved(): the allocator keeps what loading reserved."""
-        return _out(np.maximum(self.step_reserved_bytes, self.load_reserved_bytes))
+        return _out(xp.maximum(self.step_reserved_bytes, self.load_reserved_bytes))
 
     @property
     def load_dominates(self) -> Num:
-        return np.asarray(self.load_reserved_bytes) > np.asarray(self.step_reserved_bytes)
+        return xp.asarray(self.load_reserved_bytes) > xp.asarray(self.step_reserved_bytes)
 
     @property
     def peak_phase(self) -> str:
         """'load' when loading the checkpoint holds more than the step, else the step's phase."""
-        return "load" if np.ndim(self.load_dominates) == 0 and bool(self.load_dominates) else self.phase
+        return "load" if xp.ndim(self.load_dominates) == 0 and bool(self.load_dominates) else self.phase
 
     @property
     def overhead_bytes(self) -> Num:
@@ -136,7 +135,7 @@ class MemoryBreakdown:
     def needed_bytes(self) -> Num:
         """What PyTorch must hold to run: the allocated peak plus the cache an out-of-memory retry cannot
         release (the caching allocator gives every segment with no live block back and retries)."""
-        return _out(np.maximum(self.step_allocated_bytes + self.unreleasable_bytes,
+        return _out(xp.maximum(self.step_allocated_bytes + self.unreleasable_bytes,
                                self.load_bytes + self.load_unreleasable_bytes))
 
     @property
@@ -155,7 +154,7 @@ Num = Any
 def micro_batches_per_step(job: Job, layout: Any) -> Num:
     """m = global batch / (micro-batch · dp); unbounded (a full pipeline) when no global batch is given."""
     if job.global_batch:
-        return np.maximum(job.global_batch // (job.micro_batch * np.asarray(layout.dp)), 1)
+        return xp.maximum(job.global_batch // (job.micro_batch * xp.asarray(layout.dp)), 1)
     return UNBOUNDED_MICRO_BATCHES
 
 
@@ -166,21 +165,21 @@ def in_flight_layers_fraction(layout: Any, rank: Num, num_micro: Num) -> Num:
     holds 2·(pp - r - 1) + (v - 1)·pp + 1 chunks of L/(pp·v) layers (Megatron's warm-up count),
     which for r = 0 is Korthikanti's L·(1 + (pp - 1)/(pp·v)).
     """
-    pp, vpp, r = np.asarray(layout.pp), np.asarray(layout.vpp), np.asarray(rank)
-    plain = np.minimum(pp - r, num_micro)
+    pp, vpp, r = xp.asarray(layout.pp), xp.asarray(layout.vpp), xp.asarray(rank)
+    plain = xp.minimum(pp - r, num_micro)
     chunks = 2 * (pp - r - 1) + (vpp - 1) * pp + 1
-    interleaved = np.minimum(chunks, num_micro * vpp) / vpp
-    return _out(np.where(pp == 1, 1.0, np.where(vpp == 1, plain, interleaved)))
+    interleaved = xp.minimum(chunks, num_micro * vpp) / vpp
+    return _out(xp.where(pp == 1, 1.0, xp.where(vpp == 1, plain, interleaved)))
 
 
 def communicator_count(layout: Any) -> tuple[Num, Num]:
     """(pairs, groups): NCCL communicators of 2 ranks and of more, one per parallel axis in use."""
-    pairs: Num = np.where(np.asarray(layout.pp) > 1, 1, 0)
+    pairs: Num = xp.where(xp.asarray(layout.pp) > 1, 1, 0)
     groups: Num = 0
     for degree in (layout.tp, layout.dp * layout.cp, layout.cp, layout.ep):
-        d = np.asarray(degree)
-        pairs = pairs + np.where(d == 2, 1, 0)
-        groups = groups + np.where(d > 2, 1, 0)
+        d = xp.asarray(degree)
+        pairs = pairs + xp.where(d == 2, 1, 0)
+        groups = groups + xp.where(d > 2, 1, 0)
     return _out(pairs), _out(groups)
 
 
@@ -194,14 +193,14 @@ def chunk_micro_batches_in_flight(layout: Any, rank: Num, num_micro: Num, chunk:
     wrapping to chunk 0): chunk c holds the passes u < N with (u // pp) mod v = c. Summed over
     chunks this is in_flight_layers_fraction's count.
     """
-    pp, vpp, r = np.asarray(layout.pp), np.asarray(layout.vpp), np.asarray(rank)
-    plain = (np.where(pp == 1, 1.0, np.minimum(pp - r, num_micro)) if chunk == 0
-             else np.zeros(np.broadcast(pp, r).shape))
-    passes = np.minimum(2 * (pp - r - 1) + (vpp - 1) * pp + 1, num_micro * vpp)
+    pp, vpp, r = xp.asarray(layout.pp), xp.asarray(layout.vpp), xp.asarray(rank)
+    plain = (xp.where(pp == 1, 1.0, xp.minimum(pp - r, num_micro)) if chunk == 0
+             else xp.zeros(xp.shape(pp + r)))
+    passes = xp.minimum(2 * (pp - r - 1) + (vpp - 1) * pp + 1, num_micro * vpp)
     cycle = pp * vpp
-    held = passes // cycle * pp + np.clip(passes % cycle - chunk * pp, 0, pp)
-    interleaved = np.where(chunk < vpp, held, 0.0)
-    return _out(np.where(vpp == 1, plain, interleaved))
+    held = passes // cycle * pp + xp.clip(passes % cycle - chunk * pp, 0, pp)
+    interleaved = xp.where(chunk < vpp, held, 0.0)
+    return _out(xp.where(vpp == 1, plain, interleaved))
 
 
 def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num) -> tuple[Num, Num, Num]:
@@ -230,28 +229,28 @@ def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num)
     saved: Num = 0.0
     held_layers: Num = 0.0
     group: Num = 1.0
-    for c in range(int(np.max(np.asarray(layout.vpp)))):
+    for c in range(int(xp.largest(xp.asarray(layout.vpp)))):
         layers_c, dense_c = chunk_layer_counts(split, arch.num_layers, first_dense_layers(arch), layout.pp,
                                                layout.vpp, rank, c)
         held = chunk_micro_batches_in_flight(layout, rank, num_micro, c)
         chunk_bytes = dense.saved_bytes * dense_c + moe.saved_bytes * (layers_c - dense_c)
         if granular:
             redone = recompute.recomputed_layers(job, layers_c, stage.layers)
-            kept_share = (layers_c - redone) / np.maximum(layers_c, 1)
+            kept_share = (layers_c - redone) / xp.maximum(layers_c, 1)
             kept_bytes = dense_kept.saved_bytes * dense_c + moe_kept.saved_bytes * (layers_c - dense_c)
             inputs = recompute.saved_inputs(job, layers_c, stage.layers)
             chunk_bytes = inputs * dense.saved_bytes + kept_share * kept_bytes
-            group = np.maximum(group, recompute.working_layers(job, layers_c))
+            group = xp.maximum(group, recompute.working_layers(job, layers_c))
         saved = saved + held * chunk_bytes
         held_layers = held_layers + held * layers_c
-    in_flight = _out(held_layers / np.maximum(stage.layers, 1))
+    in_flight = _out(held_layers / xp.maximum(stage.layers, 1))
     if job.recompute == "none":
         working: Num = 0.0 * saved_stage
     else:
-        working = np.maximum(dense.full_bytes, np.where(np.asarray(moe_layers) > 0, moe.full_bytes, 0.0)) * group
+        working = xp.maximum(dense.full_bytes, xp.where(xp.asarray(moe_layers) > 0, moe.full_bytes, 0.0)) * group
     if job.activation_offload:
-        per_layer = saved_stage / np.maximum(stage.layers, 1)
-        saved = np.minimum(saved, 2 * per_layer)
+        per_layer = saved_stage / xp.maximum(stage.layers, 1)
+        saved = xp.minimum(saved, 2 * per_layer)
     return _out(saved), _out(working), in_flight
 
 
@@ -288,22 +287,22 @@ def _transients(job: Job, layout: Any, states: ModelStates) -> _Transients:
     Neither ZeRO buffer can exceed what sharding saved, so a higher ZeRO stage never needs more
     memory than a lower one.
     """
-    shards = np.asarray(layout.dp * layout.cp)
-    zero = np.asarray(layout.zero)
+    shards = xp.asarray(layout.dp * layout.cp)
+    zero = xp.asarray(layout.zero)
     unit = states.largest_unit_params
-    stored_bytes_per_param = states.unsharded_weight_bytes / np.maximum(states.local_params, 1.0)
+    stored_bytes_per_param = states.unsharded_weight_bytes / xp.maximum(states.local_params, 1.0)
     two_units = (1 + job.fsdp_prefetch) * unit * stored_bytes_per_param
     if job.offload == "all":
-        gathered: Num = np.minimum(two_units, states.unsharded_weight_bytes)
+        gathered: Num = xp.minimum(two_units, states.unsharded_weight_bytes)
     else:
-        gathered = np.where(zero == 3, np.minimum(two_units, states.unsharded_weight_bytes * (1 - 1 / shards)), 0.0)
+        gathered = xp.where(zero == 3, xp.minimum(two_units, states.unsharded_weight_bytes * (1 - 1 / shards)), 0.0)
     grad_bucket: Num = 0.0
     if job.offload == "none":
-        bucket = np.minimum(unit, states.trainable_params * (1 - 1 / shards)) * job.compute_dtype_bytes
-        grad_bucket = np.where(zero >= 2, bucket, 0.0)
+        bucket = xp.minimum(unit, states.trainable_params * (1 - 1 / shards)) * job.compute_dtype_bytes
+        grad_bucket = xp.where(zero >= 2, bucket, 0.0)
     step_temp: Num = 0.0
     if job.optimizer_foreach and job.optimizer == "adamw" and not job.optimizer_in_backward and job.offload == "none":
-        divisor = np.where(zero >= 1, shards, 1)
+        divisor = xp.where(zero >= 1, shards, 1)
         step_temp = states.trainable_params / divisor * (2 if job.precision == "bf16-true" else 4)
     return _Transients(gathered=_out(gathered), grad_bucket=_out(grad_bucket), step_temp=_out(step_temp))
 
@@ -316,8 +315,8 @@ def gradients_persist(job: Job, layout: Any) -> Num:
     Otherwise PyTorch frees gradients after each step (zero_grad(set_to_none=True), the default
     since torch 2.0) and they are created during backward as activations are freed.
     """
-    accumulating = np.asarray(micro_batches_per_step(job, layout) > 1) & bool(job.global_batch)
-    ddp_buckets = (np.asarray(layout.zero) == 0) & (np.asarray(layout.dp * layout.cp) > 1)
+    accumulating = xp.asarray(micro_batches_per_step(job, layout) > 1) & bool(job.global_batch)
+    ddp_buckets = (xp.asarray(layout.zero) == 0) & (xp.asarray(layout.dp * layout.cp) > 1)
     return (job.kernels == "fused") | accumulating | ddp_buckets
 
 
@@ -339,7 +338,7 @@ class _RankShared:
 def _rank_shared(arch: Architecture, job: Job, layout: Any, rank: Num, states: ModelStates | None = None,
                  nccl: Num | None = None) -> _RankShared:
     states = model_states(arch, job, layout, rank) if states is None else states
-    logits = _out(np.where(np.asarray(rank) == np.asarray(layout.pp) - 1, _logits_bytes(arch, job, layout), 0.0))
+    logits = _out(xp.where(xp.asarray(rank) == xp.asarray(layout.pp) - 1, _logits_bytes(arch, job, layout), 0.0))
     grads = states.gradients_bytes + ddp_grad_copy_bytes(job, layout, states.trainable_params,
                                                          grad_bytes_per_param(job))
     if nccl is None:
@@ -355,18 +354,18 @@ def _live_parts(shared: _RankShared, activations: Num, working: Num) -> tuple[An
     """(phase index, (gradients, activations, logits, transient) live at the heaviest phase); `working`
     already holds the dequantized copy (rank_memory's docstring gives the phases)."""
     t, persist, grads, logits = shared.transients, shared.persist, shared.grads, shared.logits
-    recompute_dominates = np.asarray(working) > np.asarray(logits)
+    recompute_dominates = xp.asarray(working) > xp.asarray(logits)
     phase_parts = [  # (gradients, activations, logits, transient) live in each phase
-        (np.where(persist, grads, 0.0), activations, np.where(recompute_dominates, 0.0, logits),
-         np.where(recompute_dominates, working, 0.0) + t.gathered + np.where(persist, t.grad_bucket, 0.0)),
+        (xp.where(persist, grads, 0.0), activations, xp.where(recompute_dominates, 0.0, logits),
+         xp.where(recompute_dominates, working, 0.0) + t.gathered + xp.where(persist, t.grad_bucket, 0.0)),
         (grads, 0.0, 0.0, working + t.gathered + t.grad_bucket),
         (grads, 0.0, 0.0, t.step_temp),
     ]
-    shape = np.shape(shared.base)
-    which = first_argmax([np.broadcast_to(np.asarray(sum(p), dtype=np.float64), shape) for p in phase_parts])
+    shape = xp.shape(shared.base)
+    which = first_argmax([xp.broadcast_to(xp.asfloat(sum(p)), shape) for p in phase_parts])
 
     def pick(index: int) -> Num:
-        values = [np.broadcast_to(np.asarray(p[index], dtype=np.float64), shape) for p in phase_parts]
+        values = [xp.broadcast_to(xp.asfloat(p[index]), shape) for p in phase_parts]
         return _out(select(which, values))
 
     return which, (pick(0), pick(1), pick(2), pick(3))
@@ -377,10 +376,10 @@ def _churn(shared: _RankShared, which: Any, allocated: Num) -> tuple[Num, Num]:
     and gradients kept between steps, and the ZeRO gather/reduce buffers, one size per unit, which the
     allocator hands back to the same requests); at load, all but the weights (estimate/allocator.py)."""
     t, persist, grads, base = shared.transients, shared.persist, shared.grads, shared.base
-    zero_parts = [t.gathered + np.where(persist, t.grad_bucket, 0.0), t.gathered + t.grad_bucket, 0.0]
-    zero_live = select(which, [np.broadcast_to(np.asarray(z, dtype=np.float64), np.shape(base)) for z in zero_parts])
-    churn = np.maximum(allocated - base - np.where(persist, grads, 0.0) - zero_live, 0.0)
-    load_churn = np.maximum(shared.load.allocated_bytes - shared.states.weights_bytes, 0.0)
+    zero_parts = [t.gathered + xp.where(persist, t.grad_bucket, 0.0), t.gathered + t.grad_bucket, 0.0]
+    zero_live = select(which, [xp.broadcast_to(xp.asfloat(z), xp.shape(base)) for z in zero_parts])
+    churn = xp.maximum(allocated - base - xp.where(persist, grads, 0.0) - zero_live, 0.0)
+    load_churn = xp.maximum(shared.load.allocated_bytes - shared.states.weights_bytes, 0.0)
     return churn, load_churn
 
 
@@ -391,7 +390,7 @@ def _rank_total_bytes(job: Job, shared: _RankShared, activations: Num, working: 
     allocated = shared.base + g_live + a_live + l_live + transient
     step_allocated = (states.weights_bytes + g_live + states.optimizer_bytes + a_live + l_live + transient)
     churn, load_churn = _churn(shared, which, allocated)
-    needed = np.maximum(step_allocated + unreleasable_overhead_bytes(job, churn),
+    needed = xp.maximum(step_allocated + unreleasable_overhead_bytes(job, churn),
                         shared.load.allocated_bytes + unreleasable_overhead_bytes(job, load_churn, load=True))
     return _out(needed) + CUDA_CONTEXT_BYTES + shared.nccl
 
@@ -420,7 +419,7 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num, *, states:
     host = states.host_bytes
     if job.activation_offload:
         full, _, _ = stage_activation_bytes(arch, replace(job, activation_offload=False), layout, rank)
-        host = host + np.maximum(full - activations, 0.0)
+        host = host + xp.maximum(full - activations, 0.0)
     working = working + shared.dequantized
     grads = shared.grads
     base = shared.base
@@ -441,7 +440,7 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num, *, states:
         host_bytes=host,
         stage=rank,
         micro_batches_in_flight=in_flight,
-        phase=PHASES[int(which)] if np.ndim(which) == 0 else PHASES[0],
+        phase=PHASES[int(which)] if xp.ndim(which) == 0 else PHASES[0],
         phase_index=_out(which),
         model_gradients_bytes=grads,
         load_bytes=load.allocated_bytes,
@@ -453,12 +452,10 @@ def rank_memory(arch: Architecture, job: Job, layout: Any, rank: Num, *, states:
 
 
 def peak_memory(arch: Architecture, job: Job, layout: Layout) -> MemoryBreakdown:
-    """The heaviest pipeline rank's peak memory (all ranks are evaluated, as one array; the first of
-    equally heavy ranks is reported)."""
-    if layout.pp == 1:
-        return rank_memory(arch, job, layout, 0)
-    totals = np.asarray(rank_memory(arch, job, layout, np.arange(layout.pp)).total_bytes)
-    return rank_memory(arch, job, layout, int(np.argmax(totals)))
+    """The heaviest pipeline rank's peak memory (every rank is evaluated; the first of equally heavy
+    ranks is reported)."""
+    breakdowns = [rank_memory(arch, job, layout, rank) for rank in range(layout.pp)]
+    return breakdowns[int(first_argmax([b.total_bytes for b in breakdowns]))]
 
 
 def peak_total_bytes_batch(arch: Architecture, job: Job, layout: Any) -> Num:
@@ -481,6 +478,7 @@ def peak_total_bytes_choices(arch: Architecture, job: Job, layout: Any, choices:
     flight (never more than 2·pp·vpp + pp of the step's m), so they are computed once per distinct
     combination of those and spread over the layouts (the same numbers, fewer of them).
     """
+    np = xp.numpy()
     pp = np.asarray(layout.pp)
     totals = np.full((len(choices), pp.size), -np.inf)
     chosen = [replace(job, recompute=choice) for choice in choices]  # type: ignore[arg-type]
@@ -526,7 +524,7 @@ class _DistinctLayout:
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self.source, name)
-        return np.asarray(value)[self.first] if np.ndim(value) else value
+        return xp.asarray(value)[self.first] if xp.ndim(value) else value
 
 
 def fits(breakdown: MemoryBreakdown, gpu: Gpu, ecc: bool | None = None) -> bool:

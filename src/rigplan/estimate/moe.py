@@ -41,10 +41,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
+from rigplan.estimate import arrays as xp
 from rigplan.estimate import comm
 
 Num = Any
@@ -98,18 +97,18 @@ def host_syncs(job: Job) -> bool:
 def tokens_per_local_expert(arch: Architecture, tokens: Num, tp: Num, ep: Num, etp: Num) -> Num:
     """Balanced token copies per local expert and micro-batch: (T/tp)·k·ep·etp/E, T = b·s/cp."""
     if arch.moe is None:
-        return 0.0 * np.asarray(tokens)
+        return 0.0 * xp.asarray(tokens)
     mo = arch.moe
-    return np.asarray(tokens) / np.asarray(tp) * mo.top_k * np.asarray(ep) * np.asarray(etp) / mo.num_experts
+    return xp.asarray(tokens) / xp.asarray(tp) * mo.top_k * xp.asarray(ep) * xp.asarray(etp) / mo.num_experts
 
 
 def expert_gemm_dims(arch: Architecture, tokens: Num, tp: Num, ep: Num, etp: Num, load: float) -> Num:
     """Smallest dimension of the busiest rank's expert GEMMs: min(h, f/etp, m·load), m >= 1."""
     if arch.moe is None:
-        return np.asarray(float(arch.hidden))
+        return xp.asarray(float(arch.hidden))
     m = tokens_per_local_expert(arch, tokens, tp, ep, etp) * load
-    width = arch.moe.expert_ffn / np.asarray(etp, dtype=np.float64)
-    return np.minimum(np.minimum(float(arch.hidden), width), np.maximum(m, 1.0))
+    width = arch.moe.expert_ffn / xp.asfloat(etp)
+    return xp.minimum(xp.minimum(float(arch.hidden), width), xp.maximum(m, 1.0))
 
 
 def router_bytes_per_token(arch: Architecture) -> float:
@@ -127,10 +126,10 @@ def inter_domain_copy_share(arch: Architecture, domains: Num, dedup: bool) -> Nu
     """Share of a token's k copies that cross the scale-out network once the group spans N domains:
     1 without deduplication; N·(1 - (1 - 1/N)^k)/k with DeepEP's one crossing per domain reached."""
     if arch.moe is None or not dedup:
-        return np.ones_like(np.asarray(domains, dtype=np.float64))
+        return xp.ones_like_float(domains)
     k = arch.moe.top_k
-    n = np.maximum(np.asarray(domains, dtype=np.float64), 1.0)
-    return np.minimum(n * (1.0 - (1.0 - 1.0 / n) ** k) / k, 1.0)
+    n = xp.maximum(xp.asfloat(domains), 1.0)
+    return xp.minimum(n * (1.0 - (1.0 - 1.0 / n) ** k) / k, 1.0)
 
 
 def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, ep: Num, etp: Num,
@@ -138,12 +137,12 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
     """All-to-all seconds of one MoE layer for one micro-batch (forward, backward, recompute), on the
     busiest rank, before any overlap (formula in the module docstring)."""
     if arch.moe is None:
-        return 0.0 * np.asarray(tokens)
-    ep_a = np.asarray(ep, dtype=np.float64)
-    etp_a = np.asarray(etp, dtype=np.float64)
-    per_domain = np.clip(np.floor(domain / etp_a), 1.0, ep_a)
+        return 0.0 * xp.asarray(tokens)
+    ep_a = xp.asfloat(ep)
+    etp_a = xp.asfloat(etp)
+    per_domain = xp.clip(xp.floor(domain / etp_a), 1.0, ep_a)
     domains = ep_a / per_domain
-    elements = np.asarray(tokens) / np.asarray(tp) * arch.moe.top_k * arch.hidden
+    elements = xp.asarray(tokens) / xp.asarray(tp) * arch.moe.top_k * arch.hidden
     share = inter_domain_copy_share(arch, domains, dedup=dispatcher(job) == "deepep")
 
     def one(bytes_per_element: float) -> Num:
@@ -152,9 +151,9 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
         k = per_domain
         lat = (k - 1.0) * intra.latency_s + (ep_a - k) * inter.latency_s
         intra_s = (k - 1.0) / ep_a * size / intra.effective_bytes_per_s
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inter_s = np.where(ep_a > k, (ep_a - k) / ep_a * size * share / inter.effective_bytes_per_s, 0.0)
-        return lat + np.maximum(intra_s, inter_s)
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            inter_s = xp.where(ep_a > k, xp.divide((ep_a - k) / ep_a * size * share, inter.effective_bytes_per_s), 0.0)
+        return lat + xp.maximum(intra_s, inter_s)
 
     dispatch_bytes = 1.0 if job.precision == "fp8" else float(job.compute_dtype_bytes)
     forward = one(dispatch_bytes) + one(float(job.compute_dtype_bytes))
@@ -164,8 +163,8 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
     # Expert tensor parallelism: the ep-received copies are all-gathered over etp before the experts
     # and reduce-scattered after (forward), and the reverse backward: 4 collectives of m·h per rank.
     gathered = elements * etp_a * float(job.compute_dtype_bytes)
-    etp_s = 4.0 * comm.hierarchical_all_gather_s(gathered, etp_a, np.minimum(etp_a, domain), intra, inter)
-    return a2a * load_factor(job) + np.where(etp_a > 1, etp_s, 0.0)
+    etp_s = 4.0 * comm.hierarchical_all_gather_s(gathered, etp_a, xp.minimum(etp_a, domain), intra, inter)
+    return a2a * load_factor(job) + xp.where(etp_a > 1, etp_s, 0.0)
 
 
 A2A_1F1B_HIDDEN_SHARE = 1.0 / 3.0
@@ -191,12 +190,12 @@ def exposed_all_to_all_s(job: Job, a2a_s: Num, compute_s: Num) -> tuple[Num, Num
     1F1B merge A2A_1F1B_HIDDEN_SHARE of it; the overlapped computation runs on
     (1 - A2A_OVERLAP_SM_SHARE) of the SMs.
     """
-    a2a = np.asarray(a2a_s, dtype=np.float64)
+    a2a = xp.asfloat(a2a_s)
     if not job.a2a_overlap:
         return a2a, 0.0 * a2a
-    compute = np.asarray(compute_s, dtype=np.float64)
+    compute = xp.asfloat(compute_s)
     share = 1.0 if job.a2a_overlap_schedule == "dualpipe" else A2A_1F1B_HIDDEN_SHARE
-    overlapped = np.minimum(a2a * share, compute)
+    overlapped = xp.minimum(a2a * share, compute)
     slowdown = overlapped * A2A_OVERLAP_SM_SHARE / (1.0 - A2A_OVERLAP_SM_SHARE)
     return a2a - overlapped, slowdown
 
@@ -224,8 +223,8 @@ def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels:
     """(forward, backward) ops the host issues for one MoE layer: the layer's other kernels, the
     router and dispatcher (MOE_LAYER_HOST_OPS) and E/ep local experts' grouped-GEMM ops."""
     if arch.moe is None:
-        return 0.0 * np.asarray(ep), 0.0 * np.asarray(ep)
-    local = arch.moe.num_experts / np.asarray(ep, dtype=np.float64)
+        return 0.0 * xp.asarray(ep), 0.0 * xp.asarray(ep)
+    local = arch.moe.num_experts / xp.asfloat(ep)
     fp8 = 1 if job.precision == "fp8" else 0
     fwd = dense_kernels + MOE_LAYER_HOST_OPS + 2.0 * EXPERT_HOST_OPS["forward"][fp8] * local
     bwd = dense_kernels + MOE_LAYER_HOST_OPS + 2.0 * EXPERT_HOST_OPS["backward"][fp8] * local
@@ -243,10 +242,10 @@ def host_paced_s(gpu_s: Num, *, host_forward_s: Num, host_backward_s: Num, host_
     time. The GPU time of a pass is split by its FLOPs: forward 1, recompute r, backward 2 (of 3 + r).
     Without a sync (static shapes) the host may run ahead through the whole micro-batch.
     """
-    gpu = np.asarray(gpu_s, dtype=np.float64)
-    r = np.asarray(recompute_share, dtype=np.float64)
+    gpu = xp.asfloat(gpu_s)
+    r = xp.asfloat(recompute_share)
     passes = 3.0 + r
     if not sync:
-        return np.maximum(gpu, host_forward_s + host_backward_s + host_recompute_s)
-    return (np.maximum(gpu / passes, host_forward_s) + np.maximum(gpu * r / passes, host_recompute_s)
-            + np.maximum(gpu * 2.0 / passes, host_backward_s))
+        return xp.maximum(gpu, host_forward_s + host_backward_s + host_recompute_s)
+    return (xp.maximum(gpu / passes, host_forward_s) + xp.maximum(gpu * r / passes, host_recompute_s)
+            + xp.maximum(gpu * 2.0 / passes, host_backward_s))

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from rigplan.domain.job import Job
+from rigplan.estimate import arrays as xp
 
 Num = Any
 
@@ -43,31 +42,31 @@ def recomputed_layers(job: Job, chunk_layers: Num, rank_layers: Num | None = Non
     'every' counts along the rank's layers (torchtitan's counter runs over all its model parts), so
     a chunk gets its share of floor(rank_layers / N); without rank_layers the chunk is the rank.
     """
-    layers = np.asarray(chunk_layers, dtype=np.float64)
+    layers = xp.asfloat(chunk_layers)
     if job.recompute != "full":
         return 0.0 * layers
     n = job.recompute_layers
     if job.recompute_method == "block":
-        return np.minimum(float(n), layers)
+        return xp.minimum(float(n), layers)
     if job.recompute_method == "every":
         if rank_layers is None:
-            return np.floor(layers / n)
-        whole = np.asarray(rank_layers, dtype=np.float64)
-        return layers * np.floor(whole / n) / np.maximum(whole, 1.0)
+            return xp.floor(layers / n)
+        whole = xp.asfloat(rank_layers)
+        return layers * xp.floor(whole / n) / xp.maximum(whole, 1.0)
     return layers
 
 
 def saved_inputs(job: Job, chunk_layers: Num, rank_layers: Num | None = None) -> Num:
     """Layer inputs one chunk saves per micro-batch for its recomputed layers."""
-    layers = np.asarray(chunk_layers, dtype=np.float64)
+    layers = xp.asfloat(chunk_layers)
     if job.recompute == "full" and job.recompute_method == "uniform":
-        return np.ceil(layers / job.recompute_layers)
+        return xp.ceil(layers / job.recompute_layers)
     return recomputed_layers(job, layers, rank_layers)
 
 
 def working_layers(job: Job, chunk_layers: Num) -> Num:
     """Layers whose full activations exist at once while one is being recomputed."""
-    layers = np.asarray(chunk_layers, dtype=np.float64)
+    layers = xp.asfloat(chunk_layers)
     if job.recompute == "full" and job.recompute_method == "uniform":
-        return np.minimum(float(job.recompute_layers), np.maximum(layers, 1.0))
-    return np.ones_like(layers)
+        return xp.minimum(float(job.recompute_layers), xp.maximum(layers, 1.0))
+    return xp.ones_like_float(layers)

@@ -40,10 +40,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
+from rigplan.estimate import arrays as xp
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.states import ModelStates, lora_module_shapes
 
@@ -58,7 +57,7 @@ def quantized_linear_sizes(arch: Architecture, tp: Num) -> tuple[Num, Num]:
     shapes = lora_module_shapes(arch)
     largest = max(d_in * d_out for d_in, d_out in shapes.values())
     attention = max(d_in * d_out for name, (d_in, d_out) in shapes.items() if name in ("q", "k", "v", "o"))
-    return largest / np.asarray(tp), attention / np.asarray(tp)
+    return largest / xp.asarray(tp), attention / xp.asarray(tp)
 
 
 def dequantized_copy_bytes(arch: Architecture, job: Job, layout: Any) -> Num:
@@ -89,11 +88,11 @@ def load_peak(arch: Architecture, job: Job, layout: Any, states: ModelStates) ->
     if job.checkpoint_load == "full":
         checkpoint_dtype_bytes = job.compute_dtype_bytes
         full_copy = states.local_params * checkpoint_dtype_bytes
-        sharded = np.asarray(layout.zero) == 3
-        allocated = weights + np.where(sharded, full_copy, 0.0)
+        sharded = xp.asarray(layout.zero) == 3
+        allocated = weights + xp.where(sharded, full_copy, 0.0)
     if job.method == "qlora":
         largest, attention = quantized_linear_sizes(arch, layout.tp)
         per_element = NF4_WORKSPACE_BYTES_PER_ELEMENT[job.nf4_quantizer]
-        allocated = np.maximum(allocated, weights + largest * per_element)
-        extra = np.where(attention < largest, attention * per_element, 0.0)
+        allocated = xp.maximum(allocated, weights + largest * per_element)
+        extra = xp.where(attention < largest, attention * per_element, 0.0)
     return LoadPeak(allocated_bytes=_out(allocated), reserved_extra_bytes=_out(extra))

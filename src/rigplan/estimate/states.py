@@ -40,11 +40,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, DensePattern, rank_layer_counts
+from rigplan.estimate import arrays as xp
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.params import ParamCounts, count_params
 
@@ -158,12 +157,12 @@ def stage_params(arch: Architecture, counts: ParamCounts, layout: Any, rank: Num
         dense = dense + (counts.moe_layer.total - counts.moe_layer.experts) * moe_layers
         expert = counts.moe_layer.experts * moe_layers
         quantizable = quantizable + (counts.moe_layer.attention + counts.moe_layer.mlp_dense) * moe_layers + expert
-    rank_a = np.asarray(rank)
-    last = rank_a == np.asarray(layout.pp) - 1
-    dense = dense + np.where(rank_a == 0, counts.embedding, 0)
+    rank_a = xp.asarray(rank)
+    last = rank_a == xp.asarray(layout.pp) - 1
+    dense = dense + xp.where(rank_a == 0, counts.embedding, 0)
     # A tied head is a second copy on the last stage when the pipeline separates them.
-    head = counts.lm_head or np.where(np.asarray(layout.pp) > 1, arch.vocab * arch.hidden, 0)
-    dense = dense + np.where(last, counts.final_norm + head, 0)
+    head = counts.lm_head or xp.where(xp.asarray(layout.pp) > 1, arch.vocab * arch.hidden, 0)
+    dense = dense + xp.where(last, counts.final_norm + head, 0)
     mtp = arch.moe.mtp_layers if arch.moe is not None else 0
     if mtp and counts.moe_layer is not None:
         # DeepSeek-V3 multi-token prediction (arXiv 2412.19437, Sec. 2.2), trained on the last stage: per
@@ -172,8 +171,8 @@ def stage_params(arch: Architecture, counts: ParamCounts, layout: Any, rank: Num
         # Megatron-Core keeps it for tied embeddings across stages).
         module = (counts.moe_layer.total - counts.moe_layer.experts) + 2 * arch.hidden * arch.hidden \
             + 3 * counts.final_norm
-        dense = dense + np.where(last, mtp * module + np.where(np.asarray(layout.pp) > 1, counts.embedding, 0), 0)
-        expert = expert + np.where(last, mtp * counts.moe_layer.experts, 0)
+        dense = dense + xp.where(last, mtp * module + xp.where(xp.asarray(layout.pp) > 1, counts.embedding, 0), 0)
+        expert = expert + xp.where(last, mtp * counts.moe_layer.experts, 0)
     return StageParams(dense_weights=_out(dense), expert_weights=_out(expert), quantizable=_out(quantizable),
                        layers=_out(layers), dense_layers=_out(dense_layers))
 
@@ -200,7 +199,7 @@ class ModelStates:
 def expert_tp_of(layout: Any) -> Num:
     """The expert-tensor-parallel degree of a layout (or layout arrays): etp, or tp where etp is 0."""
     etp = getattr(layout, "etp", 0)
-    return np.where(np.asarray(etp) > 0, etp, layout.tp)
+    return xp.where(xp.asarray(etp) > 0, etp, layout.tp)
 
 
 def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelStates:
@@ -212,13 +211,13 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
     dense_local = stage.dense_weights / tp
     expert_local = stage.expert_weights / (ep * etp)
     local = dense_local + expert_local
-    dp_group = np.asarray(layout.dp * layout.cp)
-    expert_group = np.maximum(np.asarray(tp * layout.cp * layout.dp) // (ep * etp), 1)
+    dp_group = xp.asarray(layout.dp * layout.cp)
+    expert_group = xp.maximum(xp.asarray(tp * layout.cp * layout.dp) // (ep * etp), 1)
 
     def shard(dense_part: Num, expert_part: Num, sharded: Any) -> Num:
-        return np.where(sharded, dense_part / dp_group + expert_part / expert_group, dense_part + expert_part)
+        return xp.where(sharded, dense_part / dp_group + expert_part / expert_group, dense_part + expert_part)
 
-    zero = np.asarray(layout.zero)
+    zero = xp.asarray(layout.zero)
     host: Num = 0.0
     if job.is_peft:
         adapters = lora_params_per_layer(arch, job) * stage.layers / tp
@@ -234,7 +233,7 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
                 # PEFT prepare_model_for_kbit_training casts every weight that is not Params4bit to fp32.
                 base_bytes += (local - quant_local) * (4.0 - base_per_param)
         unsharded = base_bytes + adapters * weight_bytes_per_param(job)
-        base_bytes = np.where(zero == 3, base_bytes / dp_group, base_bytes)
+        base_bytes = xp.where(zero == 3, base_bytes / dp_group, base_bytes)
         trainable = adapters
         weights = base_bytes + shard(adapters, 0.0, zero == 3) * weight_bytes_per_param(job)
         grads = shard(adapters, 0.0, zero >= 2) * grad_bytes_per_param(job)
@@ -250,9 +249,9 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
         per_param_opt = master_bytes_per_param(job) + optimizer_state_bytes_per_param(job, arch)
         optimizer = shard(dense_local, expert_local, zero >= 1) * per_param_opt
     if job.optimizer_in_backward:
-        largest_tensor = np.maximum(arch.vocab * arch.hidden / tp, (arch.ffn * arch.hidden) / tp)
-        largest_trainable = np.minimum(largest_tensor, trainable)
-        grads = np.minimum(grads, largest_trainable * grad_bytes_per_param(job))
+        largest_tensor = xp.maximum(arch.vocab * arch.hidden / tp, (arch.ffn * arch.hidden) / tp)
+        largest_trainable = xp.minimum(largest_tensor, trainable)
+        grads = xp.minimum(grads, largest_trainable * grad_bytes_per_param(job))
     if job.optimizer.startswith("paged-"):
         # bitsandbytes paged optimizers keep their states in CUDA managed memory, outside the PyTorch
         # allocator, and page them to host memory under pressure: they never cause an OOM.
@@ -267,11 +266,11 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
         grads = 0.0 * grads
     layer_units = counts.dense_layer.total / tp
     if counts.moe_layer is not None:
-        layer_units = np.maximum(layer_units, (counts.moe_layer.total - counts.moe_layer.experts) / tp
+        layer_units = xp.maximum(layer_units, (counts.moe_layer.total - counts.moe_layer.experts) / tp
                                  + counts.moe_layer.experts / (ep * etp))
     head_unit = max(counts.embedding, counts.lm_head) / tp
     return ModelStates(
         weights_bytes=_out(weights), gradients_bytes=_out(grads), optimizer_bytes=_out(optimizer),
         host_bytes=_out(host), trainable_params=_out(trainable), local_params=_out(local),
-        largest_unit_params=_out(np.maximum(layer_units, head_unit)), unsharded_weight_bytes=_out(unsharded),
+        largest_unit_params=_out(xp.maximum(layer_units, head_unit)), unsharded_weight_bytes=_out(unsharded),
     )

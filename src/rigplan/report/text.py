@@ -23,7 +23,7 @@ MEMORY_ROWS = (
 
 
 def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(emoji=False)  # no :name: codes: names from config files print as written
     model, gpu, job, layout, per_gpu = data["model"], data["gpu"], data["job"], data["layout"], data["per_gpu"]
     active = ""
     if model["params_active"] != model["params_total"]:
@@ -113,7 +113,7 @@ def _runs(values: list[int]) -> str:
 def render_estimate(data: dict[str, Any], console: Console | None = None) -> None:
     from rigplan.units import format_duration
 
-    console = console or Console()
+    console = console or Console(emoji=False)  # no :name: codes: names from config files print as written
     mem = data["memory"]
     model, gpu, layout = mem["model"], mem["gpu"], mem["layout"]
     console.print(
