@@ -62,9 +62,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from rigplan.domain.job import Job
+from rigplan.estimate import arrays as xp
 
 Num = Any
 
@@ -129,5 +128,5 @@ def cache_within_device(cache_bytes: Num, *, allocated_bytes: Num, unreleasable_
     """The cache at a peak on a device with `device_bytes` for PyTorch (usable memory less the CUDA context
     and NCCL): min(phi · churn, max(room left beside the allocated bytes, psi · churn)), so pressure never
     takes back what cannot be released."""
-    room = np.maximum(np.asarray(device_bytes) - np.asarray(allocated_bytes), 0.0)
-    return np.minimum(cache_bytes, np.maximum(room, unreleasable_bytes))
+    room = xp.maximum(xp.as_num(device_bytes) - xp.as_num(allocated_bytes), 0.0)
+    return xp.minimum(cache_bytes, xp.maximum(room, unreleasable_bytes))
