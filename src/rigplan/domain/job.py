@@ -15,7 +15,7 @@ RecomputeMethod = Literal["uniform", "block", "every"]
 AttentionImpl = Literal["flash", "eager"]
 Offload = Literal["none", "optimizer", "all"]
 LossImpl = Literal["unfused", "fused", "chunked"]
-KernelStack = Literal["fused", "eager", "hf"]
+KernelStack = Literal["fused", "eager", "hf", "litgpt"]
 CheckpointLoad = Literal["sharded", "full"]
 Nf4Quantizer = Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]
 Fp8Recipe = Literal["delayed", "current", "mxfp8"]
@@ -66,7 +66,8 @@ class Job:
     """'fused': Megatron-LM / NeMo / TransformerEngine kernels (fused norms, activations, softmax,
     cuDNN or FlashAttention-3 attention); 'eager': plain PyTorch modules (torchtitan, llm-foundry,
     Hugging Face) with FlashAttention-2 through SDPA and unfused element-wise ops; 'hf': Hugging Face
-    transformers' own modules, eager plus fp32 norm copies and (eager attention) fp32 softmax outputs."""
+    transformers' own modules, eager plus fp32 norm copies and (eager attention) fp32 softmax outputs;
+    'litgpt': lit-gpt's own 2023 modules (fp32 RMSNorm, merged qkv held whole, LoRA dropout; estimate.litgpt)."""
     compile: bool = False
     """torch.compile on the model (torchtitan --compile, Inductor): element-wise chains fused into
     single kernels (time and saved-tensor traffic as with fused kernels); attention stays SDPA."""

@@ -25,11 +25,10 @@ weights and under PEFT's k-bit preparation, else p), as is the layer input full 
 
 LoRA/QLoRA use the full-training set. PyTorch does not save a frozen linear's input (autograd saves
 mm's mat1 only when the weight needs a gradient), so that set holds p·(h_qkv_in + q_w + h_fc1_in +
-f) per token that a frozen base does not; but lit-gpt's bf16 LoRA runs (2023 resource tables,
-micro-batch 1/2/4 rows: the slope per sequence) hold 44.5·h, 33.7·h and 32.5·h bytes per token and
-layer on Llama 2 7B, phi-1.5 and StableLM 3B, at or above the full-training set's 37.5·h, 32·h, 32·h
-and well above a replica of lit-gpt's frozen blocks measured with saved_tensors_hooks (36.3·h, 26.2·h,
-26.2·h), for a reason not identified, so the set is kept. bitsandbytes before 0.43.2 (MatMul4Bit
+f) per token that a frozen base does not, which stands in for what the stacks' adapters and norms
+add; kernels='litgpt' counts lit-gpt's own modules instead (estimate/litgpt.py: fp32 RMSNorm, the
+merged qkv output held by v, LoRA dropout and index_copy source; 43.2·h on Llama 2 7B).
+bitsandbytes before 0.43.2 (MatMul4Bit
 saved (A, B) for every 4-bit linear; PR #1270 removed A, CHANGELOG 0.43.2) adds those inputs again
 (`bnb_saved_inputs`): measured on a Hugging Face Llama with SDPA, +2·(2h + f) bytes per token and layer
 (tests/validation/test_bnb_saved_inputs.py); the lit-gpt NF4 rows hold 0.79, 1.48, 2.18 and 3.25 GiB
@@ -45,6 +44,7 @@ from dataclasses import dataclass
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
+from rigplan.estimate.litgpt import litgpt_token_bytes
 
 MASK_BYTES = 1
 """Dropout masks are stored as uint8/bool (Korthikanti et al. 2022, Sec. 4.1)."""
@@ -210,6 +210,9 @@ def layer_activation_bytes(
     mlp = mlp_token_bytes(arch, job, dropout, moe_layer)
     tp, sp = layout.tp, layout.sequence_parallel
     legacy = bnb_saved_inputs(arch, job, moe_layer).per_gpu(tp, sp)
+    if job.kernels == "litgpt" and job.recompute == "none" and not moe_layer and arch.mla is None:
+        own = (litgpt_token_bytes(arch, job) + legacy) * tokens
+        return LayerActivations(saved_bytes=own, full_bytes=own)
     full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy
     core_per_token = attention.attention_core / tp
     if job.recompute == "op":
