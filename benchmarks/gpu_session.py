@@ -83,6 +83,40 @@ MOE_CASES: list[dict[str, Any]] = [
      "config": QWEN3_30B_A3B_4L, "seq": 4096, "batch": 1, "weights": "bf16", "attn": "sdpa", "ckpt": False,
      "lora": False, "experts": impl} for impl in ("grouped_mm", None)
 ]
+FAMILIES: dict[str, tuple[str, dict[str, Any], str, list[str]]] = {
+    # catalog id: (model_type, config of the released checkpoint, attention HF uses, LoRA target modules)
+    "qwen2.5-7b": ("qwen2", {"hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+                             "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+                             "tie_word_embeddings": False, "rope_theta": 1e6, "max_position_embeddings": 32768},
+                   "sdpa", ["q_proj", "v_proj"]),
+    "mistral-7b": ("mistral", {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+                               "tie_word_embeddings": False, "sliding_window": 4096,
+                               "max_position_embeddings": 32768}, "sdpa", ["q_proj", "v_proj"]),
+    "phi-3-mini": ("phi3", {"hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+                            "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064,
+                            "tie_word_embeddings": False, "max_position_embeddings": 4096}, "sdpa", ["qkv_proj"]),
+    "qwen3-8b": ("qwen3", {"hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 36,
+                           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+                           "tie_word_embeddings": False, "max_position_embeddings": 40960}, "sdpa",
+                 ["q_proj", "v_proj"]),
+    "gemma-2-9b": ("gemma2", {"hidden_size": 3584, "intermediate_size": 14336, "num_hidden_layers": 42,
+                              "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256,
+                              "vocab_size": 256000, "tie_word_embeddings": True, "attn_logit_softcapping": 50.0,
+                              "final_logit_softcapping": 30.0, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+                              "max_position_embeddings": 8192}, "eager", ["q_proj", "v_proj"]),
+}
+FAMILY_CASES: list[dict[str, Any]] = [
+    case
+    for model, (model_type, config, attn, targets) in FAMILIES.items()
+    for case in (
+        {"name": f"{model} full bf16 s2048 b2 ckpt", "catalog": model, "model_type": model_type, "config": config,
+         "seq": 2048, "batch": 2, "weights": "bf16", "attn": attn, "ckpt": True, "lora": False},
+        {"name": f"{model} lora r16 bf16 s2048 b4", "catalog": model, "model_type": model_type, "config": config,
+         "seq": 2048, "batch": 4, "weights": "bf16", "attn": attn, "ckpt": False, "lora": True,
+         "lora_modules": targets},
+    )
+]
 SMOKE_CONFIG = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
                 "num_key_value_heads": 2, "vocab_size": 512, "tie_word_embeddings": False,
                 "max_position_embeddings": 1024}
@@ -192,7 +226,7 @@ def build_hf_model(torch: Any, case: dict[str, Any], device: Any) -> Any:
         import peft
 
         lora = peft.LoraConfig(r=case.get("lora_rank", 16), lora_alpha=32, lora_dropout=0.05,
-                               target_modules=["q_proj", "v_proj"])
+                               target_modules=case.get("lora_modules", ["q_proj", "v_proj"]))
         model = peft.get_peft_model(model, lora)
     model.train()
     return model
@@ -297,6 +331,12 @@ def hf_section(torch: Any, device: Any, smoke: bool, subset: str | None,
         cases = [{**c, "config": SMOKE_CONFIG, "seq": 64, "batch": 2} for c in cases[:3]]
     if subset == "grid":
         cases = allocator_cases(smoke)
+    if subset == "families":
+        cases = FAMILY_CASES
+        if smoke:
+            tiny = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512, "pad_token_id": 0}
+            cases = [{**c, "config": {**c["config"], **tiny}, "seq": 64} for c in cases]
     if subset == "moe":
         cases = MOE_CASES
         if smoke:
@@ -328,9 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("section", choices=["gemm", "hf"])
     parser.add_argument("--out", required=True)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (a CPU run that checks the code)")
-    parser.add_argument("--subset", choices=["allocator", "grid", "moe"],
+    parser.add_argument("--subset", choices=["allocator", "grid", "moe", "families"],
                         help="hf: allocator = the cases of the allocator comparison; grid = the scenario grid of "
-                             "benchmarks/allocator_replay.py; moe = Qwen3-30B-A3B's shape with 4 layers")
+                             "benchmarks/allocator_replay.py; moe = Qwen3-30B-A3B's shape with 4 layers; families = "
+                             "Qwen2.5 7B, Mistral 7B, Phi-3-mini, Qwen3 8B, Gemma 2 9B, full and LoRA")
     args = parser.parse_args(argv)
     import os
 

@@ -2,6 +2,7 @@
 # One device session: everything rigplan measures on a CUDA GPU, in order of value, each step bounded.
 #   OUT=/some/dir bash benchmarks/gpu_session.sh            # first part
 #   OUT=/some/dir bash benchmarks/gpu_session.sh second     # second part: allocator grid, MoE, LoRA check
+#   OUT=/some/dir bash benchmarks/gpu_session.sh third      # third part: five other HF model families
 # First part writes OUT/{env.txt,gemm.json,probe.yaml,hf.json,hf_expandable.json,checks.jsonl,log.txt}, the
 # second OUT/{grid.json,grid_expandable.json,moe.json,checks.jsonl,log.txt}; recorded in
 # docs/measurements/h200-2026-12.md. Needs torch (CUDA build), transformers and, for LoRA, peft.
@@ -10,6 +11,12 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:?set OUT to an output folder}
 log="$OUT/log.txt"
 step() { echo "== $* ($(date -u +%T))" | tee -a "$log"; }
+if [ "${1:-first}" = third ]; then
+  step families
+  timeout 200 python3 benchmarks/gpu_session.py hf --subset families --out "$OUT/families.json" >> "$log" 2>&1
+  step done
+  exit 0
+fi
 if [ "${1:-first}" = second ]; then
   step grid
   timeout 180 python3 benchmarks/gpu_session.py hf --subset grid --out "$OUT/grid.json" >> "$log" 2>&1

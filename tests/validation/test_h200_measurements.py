@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from rigplan.api import estimate, memory
+from rigplan.estimate.params import count_params
 from rigplan.flow.request import EstimateRequest, MemoryRequest
 
 FOLDER = Path(__file__).resolve().parents[2] / "docs" / "measurements" / "h200-2026-12"
@@ -67,6 +68,54 @@ def test_reserved_peaks_median_within_8_percent_and_every_run_within_30() -> Non
     errs = errors("reserved")
     assert statistics.median(abs(e) for e in errs) < 0.08, errs
     assert max(abs(e) for e in errs) < 0.30, errs
+
+
+FAMILY_RUNS = [row for row, _ in runs("families.json")]
+
+
+def family_fields(row: dict[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = dict(
+        model=row["catalog"], gpu="h200-sxm", gpus=1, framework="hf", seq=row["seq"], micro_batch=row["batch"],
+        optimizer_foreach=False, precision="bf16-true", autocast=False, recompute="full" if row["ckpt"] else "none",
+        attention="eager" if row["attn"] == "eager" else "flash")
+    if row["attn"] != "eager":
+        fields["attention_kernel"] = "sdpa"
+    if row["lora"]:
+        fused_qkv = row["lora_modules"] == ["qkv_proj"]
+        fields.update(method="lora", lora_rank=16, lora_targets="q,k,v" if fused_qkv else "q,v")
+    return fields
+
+
+@pytest.mark.parametrize("row", [r for r in FAMILY_RUNS if "error" not in r], ids=lambda r: r["name"])
+def test_other_families_allocated_within_10_percent(row: dict[str, Any]) -> None:
+    """Qwen2.5 7B, Mistral 7B, Phi-3-mini, Qwen3 8B and Gemma 2 9B: full training with checkpointing within 3%,
+    LoRA without it within 10% (rigplan counts 1-9% high there)."""
+    result = memory(MemoryRequest(**family_fields(row)))
+    assert count_params(result.setup.arch).total == row["parameters"] - row["trainable_parameters"] * row["lora"]
+    error = float(result.breakdown.step_allocated_bytes) / row["peak_allocated_bytes"] - 1.0
+    assert abs(error) < (0.10 if row["lora"] else 0.03), error
+
+
+def test_the_run_that_ran_out_of_memory_is_predicted_not_to_fit() -> None:
+    """Gemma 2 9B LoRA at 4 x 2048 with eager attention (Gemma 2's softcapping) ran out of the H200's memory."""
+    oom = [r for r in FAMILY_RUNS if "error" in r]
+    assert [r["name"] for r in oom] == ["gemma-2-9b lora r16 bf16 s2048 b4"]
+    assert "OutOfMemoryError" in oom[0]["error"]
+    case = next(c for c in runs_cases() if c["name"] == oom[0]["name"])
+    result = memory(MemoryRequest(**family_fields(case)))
+    assert not result.fits
+
+
+def runs_cases() -> list[dict[str, Any]]:
+    """The families cases as the session defines them (an OOM row records only its name and error)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_session.py"
+    spec = importlib.util.spec_from_file_location("gpu_session", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [{**c, "parameters": 0, "trainable_parameters": 0} for c in module.FAMILY_CASES]
 
 
 @pytest.mark.parametrize("row", [r for r, _ in runs("hf.json")], ids=lambda r: r["name"])
