@@ -43,6 +43,8 @@ class FrameworkApplied:
     sources: dict[str, str] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     """Preset fields the user gave explicitly (their value was used, not the preset's)."""
+    kept_values: dict[str, object] = field(default_factory=dict)
+    """The values of the kept fields, as the user gave them."""
     not_applicable: list[str] = field(default_factory=list)
     """Preset settings whose condition does not hold for this job (e.g. fp8-only on a bf16 run)."""
     note: str = ""
@@ -53,13 +55,14 @@ class FrameworkApplied:
                                 set_values={k: v for k, v in self.set_values.items() if k not in fields},
                                 sources={k: v for k, v in self.sources.items() if k not in fields},
                                 kept=[k for k in self.kept if k not in fields],
+                                kept_values={k: v for k, v in self.kept_values.items() if k not in fields},
                                 not_applicable=list(self.not_applicable), note=self.note)
 
     def assumption(self) -> str:
         shown = ", ".join(f"{k}={_shown(v)}" for k, v in self.set_values.items()) or "nothing"
         line = f"framework {self.name}: {self.title} defaults set {shown}"
         if self.kept:
-            line += f"; kept your {', '.join('--' + k.replace('_', '-') for k in self.kept)}"
+            line += f"; kept your {', '.join(_flag(k, self.kept_values.get(k)) for k in self.kept)}"
         if self.note:
             line += f"; left to you: {self.note}"
         return line
@@ -67,6 +70,16 @@ class FrameworkApplied:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "set": dict(self.set_values), "sources": dict(self.sources),
                 "kept": list(self.kept), "not_applicable": list(self.not_applicable), "note": self.note}
+
+
+def _flag(name: str, value: object) -> str:
+    """A kept field as the option that sets it: --autocast, --no-autocast, --zero 3."""
+    option = "--" + name.replace("_", "-")
+    if value is True or value is None:
+        return option
+    if value is False:
+        return f"--no-{name.replace('_', '-')}"
+    return f"{option} {value}"
 
 
 def _shown(value: object) -> str:
@@ -111,6 +124,7 @@ def fill_preset(name: str, current: dict[str, Any], explicit: Collection[str],
         given = sorted(guard & set(explicit))
         if given:
             applied.kept.extend(g for g in given if g not in applied.kept)
+            applied.kept_values.update({g: current.get(g) for g in given})
             continue
         if not condition_holds(setting.when, precision=_precision_of(current), tp=int(current.get("tp") or 1),
                                zero=int(current.get("zero") or 0), method=str(current.get("method") or "full")):
