@@ -47,6 +47,15 @@ def test_advice_never_repeats_a_switch_that_is_on() -> None:
     assert all("--fsdp" not in f for f in flags)
 
 
+def test_the_qlora_suggestion_names_the_recompute_it_turns_on() -> None:
+    plain = memory(MemoryRequest(model="llama-3.1-8b", gpu="rtx-4090", seq=4096, micro_batch=2,
+                                 method="lora")).to_dict()
+    assert "--method qlora --recompute full" in [row["flag"] for row in plain["advice"]]
+    recomputed = memory(MemoryRequest(model="llama-3.1-70b", gpu="rtx-4090", seq=4096, method="lora",
+                                      recompute="full")).to_dict()
+    assert "--method qlora" in [row["flag"] for row in recomputed["advice"]]
+
+
 def test_fitting_job_gets_no_advice_and_zero_3_needs_shards() -> None:
     assert memory(MemoryRequest(model="llama-3.2-1b", gpu="h100-sxm", seq=1024)).to_dict()["advice"] == []
     dp = memory(MemoryRequest(model="llama-3.1-8b", gpu="rtx-4090", gpus=4, seq=4096)).to_dict()

@@ -55,9 +55,10 @@ def _remedies(job: Job, layout: Layout) -> list[tuple[str, Job, Layout]]:
         half_seq = job.seq_len // 2 // step * step
         out.append((f"--seq {half_seq}", replace(job, seq_len=half_seq), layout))
     if job.method != "qlora" and job.precision not in ("fp32", "fp8"):
-        out.append(("--method qlora", replace(job, method="qlora", precision="bf16-true",
-                                                 recompute="full" if job.recompute == "none" else job.recompute),
-                    layout))
+        # QLoRA recipes run with full recompute; the suggestion says so when it turns it on.
+        label = "--method qlora" + (" --recompute full" if job.recompute == "none" else "")
+        out.append((label, replace(job, method="qlora", precision="bf16-true",
+                                   recompute="full" if job.recompute == "none" else job.recompute), layout))
     shards = layout.dp * layout.cp
     if layout.zero < 3 and shards > 1:
         out.append(("--zero 3", job, replace(layout, zero=3)))
