@@ -363,9 +363,86 @@ def hf_section(torch: Any, device: Any, smoke: bool, subset: str | None,
     return rows
 
 
+SAVED_SHAPES = {
+    "llama": {"hidden_size": 384, "intermediate_size": 1024, "num_attention_heads": 6, "num_key_value_heads": 2},
+    "qwen2": {"hidden_size": 256, "intermediate_size": 704, "num_attention_heads": 4, "num_key_value_heads": 4},
+    "qwen3": {"hidden_size": 256, "intermediate_size": 704, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "head_dim": 64},
+    "phi3": {"hidden_size": 256, "intermediate_size": 704, "num_attention_heads": 4, "num_key_value_heads": 4,
+             "pad_token_id": 0},
+}
+
+
+def saved_per_layer(torch: Any, model: Any, input_ids: Any) -> list[int]:
+    """Bytes autograd saves while each decoder layer runs (unique storages, parameters and storages saved by
+    more than one layer excluded), as tests/validation/test_hf_saved_tensors.py counts them on a CPU."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    current: list[int | None] = [None]
+    per_layer: dict[int, dict[int, int]] = {}
+
+    def pack(tensor: Any) -> Any:
+        if current[0] is not None:
+            storage = tensor.untyped_storage()
+            if storage.data_ptr() not in params:
+                per_layer.setdefault(current[0], {})[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    handles = []
+    for index, layer in enumerate(model.model.layers):
+        handles.append(layer.register_forward_pre_hook(lambda _m, _a, i=index: current.__setitem__(0, i)))
+        handles.append(layer.register_forward_hook(lambda _m, _a, _o: current.__setitem__(0, None)))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = model(input_ids=input_ids, labels=input_ids).loss
+    for handle in handles:
+        handle.remove()
+    del loss
+    counts: dict[int, int] = {}
+    for storages in per_layer.values():
+        for ptr in storages:
+            counts[ptr] = counts.get(ptr, 0) + 1
+    return [sum(n for ptr, n in storages.items() if counts[ptr] == 1) for _, storages in sorted(per_layer.items())]
+
+
+def saved_section(torch: Any, device: Any) -> list[dict[str, Any]]:
+    """Per-layer saved bytes of transformers' modules on this device, full training and peft LoRA (dropout 0
+    and 0.05): the GPU's own attention kernels and dropout masks, where a CPU runs others."""
+    import transformers
+
+    rows = []
+    for model_type, shape in SAVED_SHAPES.items():
+        for lora, dropout in ((False, 0.0), (True, 0.0), (True, 0.05)):
+            row: dict[str, Any] = {"model_type": model_type, "lora": lora, "lora_dropout": dropout, **shape}
+            try:
+                config = transformers.AutoConfig.for_model(model_type, num_hidden_layers=3, vocab_size=512,
+                                                           max_position_embeddings=4096, **shape)
+                torch.manual_seed(0)
+                with torch.device(device):
+                    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+                model = model.to(torch.bfloat16)
+                net = model
+                if lora:
+                    import peft
+
+                    targets = ["qkv_proj"] if model_type == "phi3" else ["q_proj", "v_proj"]
+                    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=dropout,
+                                                                         target_modules=targets))
+                    net = wrapped.base_model.model
+                net.train()
+                batch, seq = 2, 160
+                ids = torch.randint(0, 512, (batch, seq), device=device)
+                row["saved_per_layer_bytes"] = saved_per_layer(torch, net, ids)
+                row["per_token_per_hidden"] = [b / (batch * seq * shape["hidden_size"])
+                                               for b in row["saved_per_layer_bytes"]]
+            except Exception as err:
+                row["error"] = f"{type(err).__name__}: {err}"[:300]
+            print(json.dumps({k: v for k, v in row.items() if k != "saved_per_layer_bytes"}), flush=True)
+            rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("section", choices=["gemm", "hf"])
+    parser.add_argument("section", choices=["gemm", "hf", "saved"])
     parser.add_argument("--out", required=True)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (a CPU run that checks the code)")
     parser.add_argument("--subset", choices=["allocator", "grid", "moe", "families"],
@@ -390,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.section == "gemm":
         save(gemm_section(torch, device, args.smoke))
+    elif args.section == "saved":
+        save(saved_section(torch, device))
     else:
         save(hf_section(torch, device, args.smoke, args.subset, save))
     failed = [r for r in result["rows"] if "error" in r]

@@ -3,6 +3,7 @@
 #   OUT=/some/dir bash benchmarks/gpu_session.sh            # first part
 #   OUT=/some/dir bash benchmarks/gpu_session.sh second     # second part: allocator grid, MoE, LoRA check
 #   OUT=/some/dir bash benchmarks/gpu_session.sh third      # third part: five other HF model families
+#   OUT=/some/dir bash benchmarks/gpu_session.sh fourth     # per-layer saved bytes of HF modules and peft LoRA
 # First part writes OUT/{env.txt,gemm.json,probe.yaml,hf.json,hf_expandable.json,checks.jsonl,log.txt}, the
 # second OUT/{grid.json,grid_expandable.json,moe.json,checks.jsonl,log.txt}; recorded in
 # docs/measurements/h200-2026-12.md. Needs torch (CUDA build), transformers and, for LoRA, peft.
@@ -11,6 +12,12 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:?set OUT to an output folder}
 log="$OUT/log.txt"
 step() { echo "== $* ($(date -u +%T))" | tee -a "$log"; }
+if [ "${1:-first}" = fourth ]; then
+  step saved
+  timeout 120 python3 benchmarks/gpu_session.py saved --out "$OUT/saved.json" >> "$log" 2>&1
+  step done
+  exit 0
+fi
 if [ "${1:-first}" = third ]; then
   step families
   timeout 200 python3 benchmarks/gpu_session.py hf --subset families --out "$OUT/families.json" >> "$log" 2>&1

@@ -89,11 +89,11 @@ def family_fields(row: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("row", [r for r in FAMILY_RUNS if "error" not in r], ids=lambda r: r["name"])
 def test_other_families_allocated_within_10_percent(row: dict[str, Any]) -> None:
     """Qwen2.5 7B, Mistral 7B, Phi-3-mini, Qwen3 8B and Gemma 2 9B: full training with checkpointing within 3%,
-    LoRA without it within 10% (rigplan counts 1-9% high there)."""
+    LoRA without it within 1% except Phi-3-mini (-7.2%: its sliding window at 2048 tokens, not modelled)."""
     result = memory(MemoryRequest(**family_fields(row)))
     assert count_params(result.setup.arch).total == row["parameters"] - row["trainable_parameters"] * row["lora"]
     error = float(result.breakdown.step_allocated_bytes) / row["peak_allocated_bytes"] - 1.0
-    assert abs(error) < (0.10 if row["lora"] else 0.03), error
+    assert abs(error) < (0.08 if row["catalog"] == "phi-3-mini" and row["lora"] else 0.03), error
 
 
 def test_the_run_that_ran_out_of_memory_is_predicted_not_to_fit() -> None:

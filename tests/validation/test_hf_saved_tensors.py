@@ -34,9 +34,18 @@ SHAPES: dict[str, dict[str, Any]] = {
     "qwen2": {"hidden_size": 256, "intermediate_size": 704, "num_attention_heads": 4, "num_key_value_heads": 4},
     "mistral": {"hidden_size": 320, "intermediate_size": 896, "num_attention_heads": 5, "num_key_value_heads": 1,
                 "sliding_window": None},
+    "qwen3": {"hidden_size": 256, "intermediate_size": 704, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "head_dim": 64},
 }
-CONFIG_CLASSES = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "mistral": "MistralConfig"}
-MODEL_CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "mistral": "MistralForCausalLM"}
+CONFIG_CLASSES = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "mistral": "MistralConfig", "qwen3": "Qwen3Config",
+                  "phi3": "Phi3Config"}
+MODEL_CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "mistral": "MistralForCausalLM",
+                 "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM"}
+LORA_SHAPES: dict[str, dict[str, Any]] = {
+    **{k: SHAPES[k] for k in ("llama", "qwen2", "qwen3")},
+    "phi3": {"hidden_size": 256, "intermediate_size": 704, "num_attention_heads": 4, "num_key_value_heads": 4,
+             "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2},
+}
 
 
 def measure_saved_bytes_per_layer(model: Any, input_ids: Any) -> list[int]:
@@ -67,10 +76,11 @@ def measure_saved_bytes_per_layer(model: Any, input_ids: Any) -> list[int]:
     return [sum(n for ptr, n in storages.items() if counts[ptr] == 1) for _, storages in sorted(per_layer.items())]
 
 
-def build(model_type: str, attention: str, tmp_path: Path) -> tuple[Any, Path]:
+def build(model_type: str, attention: str, tmp_path: Path,
+          shape: dict[str, Any] | None = None) -> tuple[Any, Path]:
     config_cls = getattr(transformers, CONFIG_CLASSES[model_type])
     config = config_cls(num_hidden_layers=3, vocab_size=512, max_position_embeddings=4096,
-                        attn_implementation=attention, **SHAPES[model_type])
+                        attn_implementation=attention, **(shape or SHAPES[model_type]))
     torch.manual_seed(0)
     model = getattr(transformers, MODEL_CLASSES[model_type])(config).to(torch.bfloat16)
     model.train()
@@ -99,3 +109,43 @@ def test_hf_stack_matches_measured_saved_tensors(model_type: str, attention: str
                                              attention=rigplan_attention, kernels="eager"),
                                    Layout(), moe_layer=False).saved_bytes
     assert measured[0] > plain * 1.10, "Hugging Face modules save more than plain eager kernels"
+
+
+@pytest.mark.parametrize("model_type", sorted(LORA_SHAPES))
+def test_peft_lora_on_hf_modules_matches_measured_saved_tensors(model_type: str, tmp_path: Path) -> None:
+    """peft LoRA r=16 (q and v; Phi-3's fused qkv_proj), dropout 0: the layers after the first save exactly what
+    peft_lora_token_bytes counts. With dropout a CPU saves a 4-byte mask where CUDA saves 1 byte
+    (docs/measurements/h200-2026-12/saved.json has both devices), so the comparison runs without it."""
+    peft = pytest.importorskip("peft", reason="peft is not installed (pip install -e '.[frameworks]')")
+    from rigplan.estimate import activations
+
+    model, config_path = build(model_type, "sdpa", tmp_path, LORA_SHAPES[model_type])
+    targets = ["qkv_proj"] if model_type == "phi3" else ["q_proj", "v_proj"]
+    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=targets))
+    wrapped.train()
+    batch, seq = 2, 160
+    measured = measure_saved_bytes_per_layer(wrapped.base_model.model, torch.randint(0, 512, (batch, seq)))
+    arch = architecture_from_hf_config(config_path)
+    job = Job(precision="bf16-true", seq_len=seq, micro_batch=batch, kernels="hf", method="lora", lora_rank=16,
+              lora_targets=("q", "k", "v") if model_type == "phi3" else ("q", "v"))
+    saved_dropout = activations.PEFT_LORA_DROPOUT
+    activations.PEFT_LORA_DROPOUT = False
+    try:
+        predicted = layer_activation_bytes(arch, job, Layout(), moe_layer=False).saved_bytes
+    finally:
+        activations.PEFT_LORA_DROPOUT = saved_dropout
+    assert measured[1] == measured[2]
+    # Phi-3's full-training count misses 2·h per token (its fused qkv output); LoRA drops those bytes again.
+    assert predicted == pytest.approx(measured[1], rel=0.01 if model_type != "phi3" else TOLERANCE)
+    assert measured[0] < measured[1]  # the first layer's input needs no gradient: it saves less (left out)
+
+
+def test_device_measurement_has_the_one_byte_dropout_mask() -> None:
+    """On the H200 each LoRA dropout adds one byte per element of the adapter's input (CUDA's bool mask)."""
+    rows = json.loads((Path(__file__).resolve().parents[2] / "docs" / "measurements" / "h200-2026-12" /
+                       "saved.json").read_text())["rows"]
+    for model_type in ("llama", "qwen2", "qwen3"):
+        plain, dropped = (next(r for r in rows if r["model_type"] == model_type and r["lora"]
+                               and r["lora_dropout"] == d) for d in (0.0, 0.05))
+        extra = dropped["per_token_per_hidden"][1] - plain["per_token_per_hidden"][1]
+        assert extra == pytest.approx(2.0, abs=1e-3)  # q and v adapters, 1 byte x h each

@@ -34,6 +34,7 @@ def _mixtral(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
 
 def _phi3(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     fields = standard(r, tie_default=False)
+    fields["fused_projections"] = True
     notes = ["fused qkv_proj and gate_up_proj counted as separate projections (same total)"]
     if r.flag("attention_bias", False):
         fields.update(qkv_bias=True, attn_out_bias=True)

@@ -267,6 +267,7 @@ class ModelRecord(Record):
     mlp_bias: bool = False
     norms_per_layer: Annotated[int, Field(ge=1, le=4)] = 2
     qk_norm: bool = False
+    fused_projections: bool = False
     embedding_norm: bool = False
     attention_sinks: bool = False
     sliding_window: Annotated[int, Field(ge=0, le=BOUNDS["context"].high)] = 0
@@ -307,6 +308,7 @@ class ModelRecord(Record):
             mlp_bias=self.mlp_bias,
             norms_per_layer=self.norms_per_layer,
             qk_norm=self.qk_norm,
+            fused_projections=self.fused_projections,
             embedding_norm=self.embedding_norm,
             attention_sinks=self.attention_sinks,
             attention_windows=sliding_windows(self.num_layers, self.sliding_window, self.sliding_window_full_every),

@@ -117,6 +117,9 @@ class Architecture:
     """Gemma 2 uses 4 (pre and post norm around attention and MLP)."""
     qk_norm: bool = False
     """Per-head RMSNorm on queries and keys (Qwen3): 2 * head_dim params per layer."""
+    fused_projections: bool = False
+    """q, k, v in one linear and gate, up in another (Phi-3's qkv_proj and gate_up_proj): the same weights,
+    but one LoRA adapter where the targets name q, k and v (or gate and up)."""
     embedding_norm: bool = False
     """A norm right after the token embedding (BLOOM)."""
     attention_sinks: bool = False

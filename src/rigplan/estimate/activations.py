@@ -26,7 +26,8 @@ weights and under PEFT's k-bit preparation, else p), as is the layer input full 
 LoRA/QLoRA use the full-training set. PyTorch does not save a frozen linear's input (autograd saves
 mm's mat1 only when the weight needs a gradient), so that set holds p·(h_qkv_in + q_w + h_fc1_in +
 f) per token that a frozen base does not, which stands in for what the stacks' adapters and norms
-add; kernels='litgpt' counts lit-gpt's own modules instead (estimate/litgpt.py: fp32 RMSNorm, the
+add; kernels='hf' counts peft's adapters on Hugging Face modules exactly instead (peft_lora_token_bytes),
+kernels='litgpt' lit-gpt's own modules (estimate/litgpt.py: fp32 RMSNorm, the
 merged qkv output held by v, LoRA dropout and index_copy source; 43.2·h on Llama 2 7B).
 bitsandbytes before 0.43.2 (MatMul4Bit
 saved (A, B) for every 4-bit linear; PR #1270 removed A, CHANGELOG 0.43.2) adds those inputs again
@@ -110,6 +111,10 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
             # softmax(dtype=float32) saves its fp32 result and the matmul with v its bf16 cast.
             split = p * 4 * a * arch.dim_per_head
             core = (4 + p) * a * s
+        if arch.qk_norm and arch.mla is None:
+            # Qwen3RMSNorm on q and k per head: fp32 copy (4), rsqrt per head (4 B), the weight-multiplied
+            # bf16 result (p) (tests/validation/test_hf_saved_tensors.py, qwen3).
+            split = split + (HF_RMSNORM_EXTRA_BYTES_PER_HIDDEN + p) * (q_w + kv_w) + 4 * (a + arch.kv_heads)
     return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
 
 
@@ -160,6 +165,50 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         split_by_tp=p * inner_per_ffn * arch.ffn,
         attention_core=0.0,
     )
+
+
+PEFT_ADAPTER_BYTES = 4
+"""peft keeps LoRA weights in fp32 over a bf16 base (LoraConfig autocast_adapter_dtype=True) and casts the
+adapter's input to them (LoraLayer._cast_input_dtype), so lora_A saves an fp32 input."""
+PEFT_LORA_DROPOUT = True
+"""LoRA dropout before lora_A, as the fine-tuning recipes set it (TRL and axolotl examples: 0.05; peft's own
+default is 0.0): CUDA's native_dropout saves a 1-byte mask per element."""
+
+
+def peft_lora_token_bytes(arch: Architecture, job: Job) -> TokenActivation:
+    """Per token: Hugging Face modules under peft LoRA/QLoRA minus the full-training set (a negative delta).
+
+    A frozen base saves less: the weight multiply of a frozen RMSNorm keeps no normalized copy (r·h per
+    norm), a frozen linear keeps no input (the qkv and gate/up input h, the down input f; the output
+    projection's input stays, the attention kernel saves it as its output), and a frozen q/k norm keeps no
+    bf16 result. Each adapted linear adds its adapter's branch: the fp32 input lora_A saves (4·d_in), the
+    dropout mask (1·d_in) and lora_A's fp32 output that lora_B saves (4·r). Measured exactly with
+    saved_tensors_hooks on an H200 and on a CPU for Llama, Qwen2, Qwen3 and Phi-3 modules with peft 0.21
+    (docs/measurements/h200-2026-12/saved.json; tests/validation/test_hf_saved_tensors.py): the layers
+    after the first match to the byte. The first layer saves less again (its input needs no gradient);
+    left out.
+    """
+    p = job.compute_dtype_bytes
+    r = residual_bytes(job)
+    h = arch.hidden
+    q_w = arch.num_heads * arch.dim_per_head
+    kv_w = arch.kv_heads * arch.dim_per_head
+    widths = {"q": h, "k": h, "v": h, "gate": h, "up": h, "o": q_w, "down": arch.ffn}
+    mask = MASK_BYTES if PEFT_LORA_DROPOUT else 0
+
+    def adapter(name: str) -> float:
+        return widths[name] * (PEFT_ADAPTER_BYTES + mask) + PEFT_ADAPTER_BYTES * job.lora_rank
+
+    targets = set(job.lora_targets)
+    if arch.fused_projections:  # one adapter on qkv_proj, one on gate_up_proj (input h each)
+        merged = ({"q"} if targets & {"q", "k", "v"} else set()) | ({"gate"} if targets & {"gate", "up"} else set())
+        targets = merged | (targets & {"o", "down"})
+    column = sum(adapter(t) for t in targets if t not in ("o", "down"))
+    row = sum(adapter(t) for t in targets if t in ("o", "down"))
+    frozen_replicated = 2 * r * h + 2 * p * h
+    frozen_split = p * arch.ffn + (p * (q_w + kv_w) if arch.qk_norm else 0)
+    return TokenActivation(replicated_under_tp=column - frozen_replicated, split_by_tp=row - frozen_split,
+                           attention_core=0.0)
 
 
 def bnb_saved_inputs(arch: Architecture, job: Job, moe_layer: bool) -> TokenActivation:
@@ -214,6 +263,8 @@ def layer_activation_bytes(
         own = (litgpt_token_bytes(arch, job) + legacy) * tokens
         return LayerActivations(saved_bytes=own, full_bytes=own)
     full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy
+    if job.kernels == "hf" and job.is_peft and not moe_layer and arch.mla is None:
+        full_per_token = full_per_token + peft_lora_token_bytes(arch, job).per_gpu(tp, sp)
     core_per_token = attention.attention_core / tp
     if job.recompute == "op":
         saved_per_token = op_checkpoint_token_bytes(arch, job, moe_layer).per_gpu(tp, sp) + legacy
