@@ -22,6 +22,7 @@ REQUIRED_IDS = {
     "mi250x", "mi300x", "mi325x", "mi355x", "gaudi3",
     "t4", "rtx-a6000", "a40", "a800-80gb-sxm", "h200-nvl", "l20", "gaudi2", "mi300a", "rtx-4090d",
     "tpu-v5e", "tpu-v5p", "tpu-v6e",
+    "mlu370-x8", "mtt-s4000", "br100", "br104", "bi-v100",
 }  # fmt: skip
 
 GEFORCE_IDS = {"rtx-3090", "rtx-4090", "rtx-5090"}
@@ -93,6 +94,9 @@ def test_ecc_capacity_loss_by_memory_kind(gpus: dict[str, GpuRecord], gpu_id: st
     record = gpus[gpu_id]
     if record.memory_kind.startswith("GDDR"):
         assert record.ecc.capacity_loss_fraction == 0.0625, gpu_id
+    elif record.memory_kind.startswith("LPDDR"):
+        # no published ECC mode (MLU370-X8): none assumed on, so no carve-out is taken silently
+        assert not record.ecc.default_on and record.ecc.note, gpu_id
     else:
         assert record.memory_kind.startswith("HBM"), gpu_id
         assert record.ecc.capacity_loss_fraction == 0.0, gpu_id

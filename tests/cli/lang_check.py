@@ -26,7 +26,7 @@ Face config Llama Mistral Mixtral Qwen DeepSeek Gemma Phi Falcon GPT Adam AdamW 
 token schema experts heads layers hidden installed required tolerance expect oom suite
 matplotlib web plot rank memory estimate plan compare tco servers lint serve validate models gpus probe check
 calibrate export autocast logits peft torchtune true false id ids runs install nan inf null Ctrl Young Daly Meta
-Chinchilla http https localhost hccs ici Gold Platinum Threadripper PRO Xeon nvme hdd sata ssd
+Chinchilla http https localhost hccs ici mtlink blink mlu Gold Platinum Threadripper PRO Xeon nvme hdd sata ssd
 nemo NeMo unsloth Unsloth fsdp PyTorch DTensor Trainer TrainingArguments DeepEP HybridEP DualPipe NCCL flex
 """
 STAY_ENGLISH = frozenset(_STAY_ENGLISH_WORDS.split())

@@ -71,7 +71,10 @@ LinkTopology = Literal["switched", "full-mesh", "partial-mesh", "pair", "torus"]
 
 
 class LinkRecord(Record):
-    kind: Literal["nvlink", "nvlink-bridge", "nvlink-c2c", "infinity-fabric", "pcie", "roce", "ici", "hccs"]
+    kind: Literal["nvlink", "nvlink-bridge", "nvlink-c2c", "infinity-fabric", "pcie", "roce", "ici", "hccs",
+                  "mlu-link", "mtlink", "blink"]
+    """China's domestic fabrics: 'hccs' (Huawei Ascend), 'mlu-link' (Cambricon), 'mtlink' (Moore Threads),
+    'blink' (Biren B-Link)."""
     bandwidth_gb_per_s_bidirectional: Annotated[float, Bounded("link_gb_per_s")]
     """Per GPU, both directions added (the datasheet convention: H100 SXM 900)."""
     domain_size: Annotated[int, Bounded("link_domain_size")]
@@ -145,15 +148,15 @@ class CloudPriceRecord(Record):
 class GpuRecord(Record):
     id: RecordId
     name: str
-    vendor: Literal["nvidia", "amd", "intel", "google", "huawei"]
+    vendor: Literal["nvidia", "amd", "intel", "google", "huawei", "cambricon", "moorethreads", "biren", "iluvatar"]
     architecture: str
     launch: str | None = None
     memory_gib: Annotated[float, Bounded("memory_gib")]
     """Nominal capacity from the datasheet ("80 GB" is 80 GiB in practice)."""
     usable_memory_mib: Annotated[float, Bounded("usable_memory_mib")] | None = None
     """Capacity the driver reports in the default ECC state (nvidia-smi), where known."""
-    memory_kind: Literal["HBM", "HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7"]
-    """'HBM' where the vendor does not name the generation (TPU Trillium)."""
+    memory_kind: Literal["HBM", "HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7", "LPDDR5"]
+    """'HBM' where the vendor does not name the generation (TPU Trillium); LPDDR5 on Cambricon's MLU370."""
     memory_bandwidth_gb_per_s: Annotated[float, Bounded("memory_bandwidth_gb_per_s")]
     dense_tflops: DenseTflops
     tdp_w: Annotated[float, Bounded("power_w")] | None

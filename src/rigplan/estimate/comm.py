@@ -66,9 +66,13 @@ _LINK_DEFAULTS: dict[str, tuple[float, float]] = {
     "infinity-fabric": (INFINITY_FABRIC_EFFICIENCY, NVLINK_STEP_LATENCY_S),
     "pcie": (PCIE_EFFICIENCY, PCIE_STEP_LATENCY_S),
     "roce": (NIC_EFFICIENCY, NET_STEP_LATENCY_S),
-    # No published collective efficiency for TPU ICI or Ascend HCCS: PCIe's assumed figure stands in.
+    # No published collective efficiency for TPU ICI, Ascend HCCS, Cambricon MLU-Link, Moore Threads MTLink or
+    # Biren B-Link: PCIe's assumed figure stands in.
     "ici": (PCIE_EFFICIENCY, PCIE_STEP_LATENCY_S),
     "hccs": (PCIE_EFFICIENCY, PCIE_STEP_LATENCY_S),
+    "mlu-link": (PCIE_EFFICIENCY, PCIE_STEP_LATENCY_S),
+    "mtlink": (PCIE_EFFICIENCY, PCIE_STEP_LATENCY_S),
+    "blink": (PCIE_EFFICIENCY, PCIE_STEP_LATENCY_S),
 }
 
 

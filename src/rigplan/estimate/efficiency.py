@@ -216,9 +216,24 @@ DAVINCI = Efficiency(
     measured=False,
 )
 
+CN_ACCELERATOR = Efficiency(
+    family="cn-accelerator", gemm_max=CDNA.gemm_max, gemm_half_dim=CDNA.gemm_half_dim, fp8_gemm_max=CDNA.fp8_gemm_max,
+    attention={"fa2": KernelCurve(max_fraction=0.25, half_seq=400.0,
+                                  source="inherited; no public attention-kernel sweep of these parts")},
+    fused_attention_kernel="fa2", hbm=CDNA.hbm,
+    source="inherited from CDNA 3 (a non-NVIDIA matrix engine behind a vendor BLAS); no public GEMM sweep of "
+           "Cambricon, Moore Threads, Biren or Iluvatar parts in rigplan's sources",
+    measured=False,
+)
+CN_ACCELERATOR_VENDORS = frozenset({"cambricon", "moorethreads", "biren", "iluvatar"})
+"""Vendors whose parts take CN_ACCELERATOR (chosen by vendor: their architecture names share no family word)."""
+
 
 def efficiency_for(gpu: Gpu) -> Efficiency:
-    """The efficiency data of the GPU's family, chosen by its architecture name."""
+    """The efficiency data of the GPU's family, chosen by its architecture name (by vendor for China's
+    domestic accelerators other than Ascend)."""
+    if gpu.vendor in CN_ACCELERATOR_VENDORS:
+        return CN_ACCELERATOR
     arch = gpu.architecture.lower()
     if "hopper" in arch:
         return HOPPER

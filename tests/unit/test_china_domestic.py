@@ -1,0 +1,102 @@
+"""China's domestic accelerators beyond Ascend: each figure as its dated source states it, dense, and labelled
+where a field is not published."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+from pydantic import ValidationError
+
+from rigplan.catalog.load import load_catalog
+from rigplan.catalog.schema import GpuRecord
+from rigplan.cli.main import cli
+from rigplan.estimate.comm import PCIE_EFFICIENCY, link_tier
+from rigplan.estimate.efficiency import CN_ACCELERATOR, efficiency_for
+
+# id: (vendor, memory GiB, kind, GB/s, dense bf16 TFLOP/s, board W or None, link kind, link GB/s both ways, PCIe gen)
+DOMESTIC = {
+    "mlu370-x8": ("cambricon", 48, "LPDDR5", 614.4, 96, 250, "mlu-link", 200, 4),
+    "mtt-s4000": ("moorethreads", 48, "GDDR6", 768, 100, None, "mtlink", 240, 5),
+    "br100": ("biren", 64, "HBM2e", 1640, 1024, 550, "blink", 2300, 5),
+    "br104": ("biren", 32, "HBM2e", 819, 512, 300, "pcie", 128, 5),
+    "bi-v100": ("iluvatar", 32, "HBM2", 1200, 147, 300, "pcie", 64, 4),
+}
+
+
+@pytest.fixture(scope="module")
+def gpus() -> dict[str, GpuRecord]:
+    return load_catalog().gpus
+
+
+@pytest.mark.parametrize("gpu_id", sorted(DOMESTIC))
+def test_figures_as_the_sources_state_them(gpus: dict[str, GpuRecord], gpu_id: str) -> None:
+    vendor, gib, kind, bw, bf16, watts, link, link_bw, gen = DOMESTIC[gpu_id]
+    r = gpus[gpu_id]
+    assert (r.vendor, r.memory_gib, r.memory_kind, r.memory_bandwidth_gb_per_s) == (vendor, gib, kind, bw)
+    assert r.dense_tflops.bf16 == bf16 and r.tdp_w == watts and r.pcie_gen == gen
+    assert (r.link.kind, r.link.bandwidth_gb_per_s_bidirectional) == (link, link_bw)
+    assert r.price is None and not r.cloud_prices  # no sourced price: plan asks for --gpu-price / --cloud-price
+
+
+@pytest.mark.parametrize("gpu_id", sorted(DOMESTIC))
+def test_every_figure_has_a_dated_addressed_source(gpus: dict[str, GpuRecord], gpu_id: str) -> None:
+    r = gpus[gpu_id]
+    dated = [s for s in r.sources if s.url and re.search(r"(19|20)\d\d", s.title + s.url)]
+    assert dated, f"{gpu_id}: no source with an address and a date"
+    assert all(s.url and s.url.startswith("http") for s in r.sources if s.accessed), gpu_id
+    text = " ".join(s.title for s in r.sources)
+    assert f"{r.memory_bandwidth_gb_per_s:g}".rstrip("0").rstrip(".") in text.replace(",", "") or \
+        f"{r.memory_bandwidth_gb_per_s / 1000:g} TB/s" in text, gpu_id
+
+
+@pytest.mark.parametrize("gpu_id", sorted(DOMESTIC))
+def test_read_as_dense_and_said_so(gpus: dict[str, GpuRecord], gpu_id: str) -> None:
+    """No vendor here publishes a sparse column: the record says the rates are read as dense."""
+    notes = " ".join(gpus[gpu_id].notes)
+    assert "dense" in notes and "sparse" in notes, gpu_id
+
+
+@pytest.mark.parametrize("gpu_id", sorted(DOMESTIC))
+def test_speed_is_borrowed_and_labelled(gpus: dict[str, GpuRecord], gpu_id: str) -> None:
+    eff = efficiency_for(gpus[gpu_id].to_domain())
+    assert eff is CN_ACCELERATOR and not eff.measured
+    assert link_tier(gpus[gpu_id].to_domain().link).efficiency == PCIE_EFFICIENCY  # no published fabric figure
+
+
+def test_unpublished_fields_stay_empty(gpus: dict[str, GpuRecord]) -> None:
+    s4000, mlu = gpus["mtt-s4000"], gpus["mlu370-x8"]
+    assert s4000.tdp_w is None and any("Board power: not found" in n for n in s4000.notes)
+    assert mlu.dense_tflops.fp32 is None and any("24 TFLOPS" in n and "32 TFLOPS" in n for n in mlu.notes)
+    assert gpus["br100"].dense_tflops.tf32 is None  # TF32+ is Biren's own format
+    assert all(gpus[g].node.nic_gbit_per_s_per_gpu is None for g in DOMESTIC)
+
+
+def test_an_unknown_vendor_or_memory_kind_is_refused(gpus: dict[str, GpuRecord]) -> None:
+    raw = gpus["br104"].model_dump()
+    with pytest.raises(ValidationError, match="vendor"):
+        GpuRecord.model_validate({**raw, "vendor": "nobody"})
+    with pytest.raises(ValidationError, match="memory_kind"):
+        GpuRecord.model_validate({**raw, "memory_kind": "DDR3"})
+
+
+def test_estimate_without_board_power_says_so() -> None:
+    result = CliRunner().invoke(cli, ["estimate", "llama-3.2-1b", "--gpu", "mtt-s4000", "--gpus", "8", "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert any("no published power figure" in a for a in data["assumptions"])
+    assert any("efficiency data inherited" in a for a in data["assumptions"])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_gpus_lists_the_domestic_parts(lang: str) -> None:
+    result = CliRunner().invoke(cli, ["--lang", lang, "gpus"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    listed = CliRunner().invoke(cli, ["gpus", "--json"], catch_exceptions=False)
+    ids = {g["id"] for g in json.loads(listed.output)["gpus"]}
+    assert set(DOMESTIC) <= ids
+    show = CliRunner().invoke(cli, ["--lang", lang, "gpus", "show", "mtt-s4000"], catch_exceptions=False)
+    assert show.exit_code == 0 and ("未公布" if lang == "zh" else "not published") in show.output
