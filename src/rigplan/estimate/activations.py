@@ -219,8 +219,8 @@ def layer_activation_bytes(
     full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy
     if job.kernels == "torchtune" and not job.compile and not moe_layer and arch.mla is None:
         replicated, split, core = torchtune_token_parts(arch, job)
-        own = TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
-        full_per_token = own.per_gpu(tp, sp) + legacy
+        stack = TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
+        full_per_token = stack.per_gpu(tp, sp) + legacy
     core_per_token = attention.attention_core / tp
     if job.recompute == "op":
         saved_per_token = op_checkpoint_token_bytes(arch, job, moe_layer).per_gpu(tp, sp) + legacy
