@@ -109,7 +109,8 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
 @recipe_options
 @click.option("--optimizer", type=click.Choice(["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd",
                                                 "sgd-momentum", "adafactor"]), default="adamw", show_default=True)
-@click.option("--kernels", type=click.Choice(["fused", "eager", "hf", "litgpt"]), default="fused", show_default=True)
+@click.option("--kernels", type=click.Choice(["fused", "eager", "hf", "litgpt", "torchtune"]), default="fused",
+              show_default=True)
 @click.option("--currency", type=click.Choice(["usd", "cny"]), default="usd", show_default=True)
 @click.option("--fx", "fx_cny_per_usd", type=float, help="CNY per USD (default 7.1, 2026-12).")
 @click.option("--top", type=int, default=10, show_default=True, help="Options in the ranked list.")

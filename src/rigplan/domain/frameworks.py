@@ -284,7 +284,9 @@ PRESETS: tuple[FrameworkPreset, ...] = (
         name="torchtune", title="torchtune (single-device and distributed recipes)", settings=(
             _s("torchtune recipes/configs/*/*.yaml dtype: bf16 (pure bf16 weights, no fp32 master copy)",
                precision="bf16-true"),
-            _s("torchtune/modules: plain PyTorch modules", kernels="eager"),
+            _s("torchtune/modules (rms_norm.py, attention.py, feed_forward.py, peft/lora.py, "
+               "loss/ce_chunked_output_loss.py): its own modules, fp32 RMSNorm copies, k and v expanded under GQA, "
+               "the chunked loss's fp32 log-probabilities (estimate/torchtune.py)", kernels="torchtune"),
             _s("torchtune/modules/attention.py: F.scaled_dot_product_attention", attention_kernel="sdpa"),
             _s("torchtune recipes/configs: loss torchtune.modules.loss.CEWithChunkedOutputLoss", loss="chunked"),
             _s("torchtune recipes/configs: enable_activation_checkpointing True", recompute="full"),

@@ -15,7 +15,7 @@ RecomputeMethod = Literal["uniform", "block", "every"]
 AttentionImpl = Literal["flash", "eager"]
 Offload = Literal["none", "optimizer", "all"]
 LossImpl = Literal["unfused", "fused", "chunked"]
-KernelStack = Literal["fused", "eager", "hf", "litgpt"]
+KernelStack = Literal["fused", "eager", "hf", "litgpt", "torchtune"]
 CheckpointLoad = Literal["sharded", "full"]
 Nf4Quantizer = Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]
 Fp8Recipe = Literal["delayed", "current", "mxfp8"]
@@ -67,7 +67,9 @@ class Job:
     cuDNN or FlashAttention-3 attention); 'eager': plain PyTorch modules (torchtitan, llm-foundry,
     Hugging Face) with FlashAttention-2 through SDPA and unfused element-wise ops; 'hf': Hugging Face
     transformers' own modules, eager plus fp32 norm copies and (eager attention) fp32 softmax outputs;
-    'litgpt': lit-gpt's own 2023 modules (fp32 RMSNorm, merged qkv held whole, LoRA dropout; estimate.litgpt)."""
+    'litgpt': lit-gpt's own 2023 modules (fp32 RMSNorm, merged qkv held whole, LoRA dropout; estimate.litgpt);
+    'torchtune': torchtune's own modules (fp32 RMSNorm, k and v expanded under GQA, the chunked loss's fp32
+    log-probabilities; estimate.torchtune)."""
     compile: bool = False
     """torch.compile on the model (torchtitan --compile, Inductor): element-wise chains fused into
     single kernels (time and saved-tensor traffic as with fused kernels); attention stays SDPA."""

@@ -27,8 +27,10 @@ LoRA/QLoRA use the full-training set. PyTorch does not save a frozen linear's in
 mm's mat1 only when the weight needs a gradient), so that set holds p·(h_qkv_in + q_w + h_fc1_in +
 f) per token that a frozen base does not, which stands in for what the stacks' adapters and norms
 add; kernels='hf' counts peft's adapters on Hugging Face modules exactly instead (peft_lora_token_bytes),
-kernels='litgpt' lit-gpt's own modules (estimate/litgpt.py: fp32 RMSNorm, the
-merged qkv output held by v, LoRA dropout and index_copy source; 43.2·h on Llama 2 7B).
+kernels='litgpt' lit-gpt's own modules (estimate/litgpt.py: fp32 RMSNorm, the merged qkv output held by
+v, LoRA dropout and index_copy source; 43.2·h on Llama 2 7B), and kernels='torchtune' torchtune's
+(estimate/torchtune.py: fp32 RMSNorm, k and v expanded under GQA, frozen linears saving nothing), also as
+the working set a fully recomputed layer rebuilds.
 bitsandbytes before 0.43.2 (MatMul4Bit
 saved (A, B) for every 4-bit linear; PR #1270 removed A, CHANGELOG 0.43.2) adds those inputs again
 (`bnb_saved_inputs`): measured on a Hugging Face Llama with SDPA, +2·(2h + f) bytes per token and layer
@@ -46,6 +48,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate.litgpt import litgpt_token_bytes
+from rigplan.estimate.torchtune import torchtune_token_parts
 
 MASK_BYTES = 1
 """Dropout masks are stored as uint8/bool (Korthikanti et al. 2022, Sec. 4.1)."""
@@ -265,6 +268,10 @@ def layer_activation_bytes(
     full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy
     if job.kernels == "hf" and job.is_peft and not moe_layer and arch.mla is None:
         full_per_token = full_per_token + peft_lora_token_bytes(arch, job).per_gpu(tp, sp)
+    if job.kernels == "torchtune" and not job.compile and not moe_layer and arch.mla is None:
+        replicated, split, core = torchtune_token_parts(arch, job)
+        stack = TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
+        full_per_token = stack.per_gpu(tp, sp) + legacy
     core_per_token = attention.attention_core / tp
     if job.recompute == "op":
         saved_per_token = op_checkpoint_token_bytes(arch, job, moe_layer).per_gpu(tp, sp) + legacy

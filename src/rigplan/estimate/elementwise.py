@@ -48,7 +48,7 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
     f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
-    eager = job.kernels in ("eager", "hf", "litgpt") and not job.compile
+    eager = job.kernels in ("eager", "hf", "litgpt", "torchtune") and not job.compile
     norm_x = EAGER_RMSNORM_TRAFFIC if eager and arch.norm == "rmsnorm" else 1.0
     rope_x = EAGER_ROPE_TRAFFIC if eager else 1.0
     act_x = EAGER_GATED_ACT_TRAFFIC if eager and arch.mlp == "gated" else 1.0

@@ -59,7 +59,22 @@ torchtitan): during the log-softmax backward its saved fp32 output, the fp32 ups
 the fp32 input gradient coexist (12 B); in the forward, bf16 logits + fp32 copy + fp32 log-softmax
 output (10 B). Fused (Megatron's vocab-parallel cross-entropy, Liger): one fp32 copy, Korthikanti
 2022 Sec. 4.1: 4·s·b·v/t. Chunked (torchtune CEWithChunkedOutputLoss, 8 chunks): bf16 logits plus
-one chunk's fp32 working set."""
+one chunk's fp32 working set (what Unsloth's Triton loss and a compiled torchtune loss keep)."""
+TORCHTUNE_CHUNKED_LOSS_BYTES_PER_LOGIT = 2 + 4 + 4 / 8
+"""torchtune's CEWithChunkedOutputLoss run eagerly (torchtune/modules/loss/ce_chunked_output_loss.py @ 10ff7cd):
+F.cross_entropy(chunk.float()) saves each chunk's fp32 log-probabilities for backward (log_softmax's output,
+which nll_loss reads), so after the last chunk the bf16 logits (held until the recipe's `del logits`), the
+log-probabilities of all chunks and the last chunk's fp32 upcast are live. Measured with saved_tensors_hooks:
+4.00 B per logit saved (benchmarks/torchtune_saved_tensors.py, tests/validation/test_torchtune_saved_tensors.py).
+Only the upcast is chunked; with torch.compile on the loss (torchtune's compile_loss) Inductor saves the bf16
+input instead, the 'chunked' entry above."""
+
+
+def loss_bytes_per_logit(job: Job) -> float:
+    """Live bytes per logit at the loss for this job's cross-entropy (the constants above)."""
+    if job.loss == "chunked" and job.kernels == "torchtune" and not job.compile:
+        return TORCHTUNE_CHUNKED_LOSS_BYTES_PER_LOGIT
+    return LOSS_BYTES_PER_LOGIT[job.loss]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -259,7 +274,7 @@ def _logits_bytes(arch: Architecture, job: Job, layout: Any) -> Num:
     fp32 under torch.autocast, the head's bf16 cast, which the matmul saves for the input gradient until
     the head's backward (autocast caches only casts of weights that need a gradient)."""
     tokens = job.micro_batch * job.seq_len / layout.cp
-    logits = tokens * arch.vocab / layout.tp * LOSS_BYTES_PER_LOGIT[job.loss]
+    logits = tokens * arch.vocab / layout.tp * loss_bytes_per_logit(job)
     head_inputs = tokens * 2 * arch.hidden * job.compute_dtype_bytes
     if layout.sequence_parallel:
         head_inputs = head_inputs / layout.tp

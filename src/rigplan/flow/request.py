@@ -162,7 +162,7 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     optimizer_foreach: bool = False
     loss: Literal["unfused", "fused", "chunked"] = "unfused"
     dropout: bool = False
-    kernels: Literal["fused", "eager", "hf", "litgpt"] = "fused"
+    kernels: Literal["fused", "eager", "hf", "litgpt", "torchtune"] = "fused"
     checkpoint_load: Literal["sharded", "full"] = "sharded"
     nf4_quantizer: Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"] = "bitsandbytes"
     kbit_fp32_upcast: bool = False
@@ -267,7 +267,7 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     optimizer: Literal[
         "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"
     ] = "adamw"
-    kernels: Literal["fused", "eager", "hf", "litgpt"] = "fused"
+    kernels: Literal["fused", "eager", "hf", "litgpt", "torchtune"] = "fused"
     compile: bool = False
     autocast: bool = False
     attention_kernel: Literal["fa2", "fa3", "cudnn", "triton", "sdpa"] | None = None
