@@ -228,7 +228,8 @@ def chunked_loss_bytes_per_logit(vocab: int = 4096, tokens: int = 512, chunks: i
     seen, pack = _storage_counter({logits.untyped_storage().data_ptr()})
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda s: s):
         total = torch.zeros((), device=device)
-        for logit_chunk, label_chunk in zip(logits.tensor_split(chunks, dim=1), labels.tensor_split(chunks, dim=1)):
+        pairs = zip(logits.tensor_split(chunks, dim=1), labels.tensor_split(chunks, dim=1), strict=True)
+        for logit_chunk, label_chunk in pairs:
             total = total + F.cross_entropy(logit_chunk.reshape(-1, vocab).float(), label_chunk.reshape(-1),
                                             ignore_index=-100, reduction="sum")
     del total
