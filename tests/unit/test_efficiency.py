@@ -94,7 +94,8 @@ def test_softmax_exponentials_move_the_hopper_attention_curve_to_blackwell_parts
     # A part without a known exponential rate keeps the curve as measured.
     assert softmax_adjusted_efficiency(0.5, curve, peak_flop_per_s=2500e12, exp_per_s=0.0, flop_per_exp=f_exp) == 0.5
     # Halving the head dimension doubles the exponentials per FLOP.
-    assert softmax_exp_ratio(2500e12, 5e12, attention_flop_per_exp(64, 64)) == 2 * softmax_exp_ratio(2500e12, 5e12, f_exp)
+    half = softmax_exp_ratio(2500e12, 5e12, attention_flop_per_exp(64, 64))
+    assert half == 2 * softmax_exp_ratio(2500e12, 5e12, f_exp)
 
 
 def test_softmax_model_reproduces_nvidias_blackwell_ultra_fprop_gain() -> None:
