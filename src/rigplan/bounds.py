@@ -199,6 +199,7 @@ BOUNDS: dict[str, Bound] = {
     "usable_memory_mib": Bound("usable memory (MiB)", 1024, 10_000 * 1024),
     "memory_bandwidth_gb_per_s": Bound("memory bandwidth (GB/s)", 1, 1e6),
     "dense_tflops": Bound("dense TFLOP/s", 0.01, 1e6),
+    "exp_tera_per_s": Bound("exponentials per second (tera)", 0.01, 1000),
     "power_w": Bound("power (W)", 1, 1e6),  # up to a 72-GPU rack-scale node (GB200 NVL72: ~120 kW)
     "link_gb_per_s": Bound("link bandwidth (GB/s)", 0.1, 1e6),
     "link_domain_size": _int("link domain size", 1, MAX_GPUS),

@@ -61,3 +61,64 @@ def test_fp8_current_scaling_reads_more_than_delayed() -> None:
     fused_current = float(fp8_cast_bytes_per_token(llama, compiled, 1.0))
     assert current == 1.5 * delayed
     assert fused_current == delayed
+
+
+def test_softmax_exponentials_move_the_hopper_attention_curve_to_blackwell_parts() -> None:
+    from rigplan.estimate.efficiency import (
+        attention_flop_per_exp,
+        softmax_adjusted_efficiency,
+        softmax_exp_ratio,
+    )
+
+    cat = load_catalog()
+    gpus = {g: cat.gpu(g).to_domain() for g in ("h100-sxm", "b200", "gb200", "gb300")}
+    curve = efficiency_for(gpus["gb200"]).attention["cudnn"]
+    f_exp = attention_flop_per_exp(128, 128)
+    assert f_exp == 7 * 128
+    # On the part the curve was measured on the adjustment is the identity.
+    h100 = gpus["h100-sxm"]
+    assert abs(softmax_adjusted_efficiency(0.5, curve, peak_flop_per_s=h100.peak("bf16"), exp_per_s=h100.exp_per_s,
+                                           flop_per_exp=f_exp) - 0.5) < 1e-6
+    # 1/e = 1/e_curve - R_H100 + R_part, by hand: R = P / (X · 7·128).
+    r_h100 = 989.5e12 / (4.18e12 * 896)
+    for gpu_id, peak, exp_rate in (("gb200", 2500e12, 5.0e12), ("gb300", 2500e12, 10.7e12), ("b200", 2250e12, 5.0e12)):
+        gpu = gpus[gpu_id]
+        assert abs(gpu.exp_per_s / exp_rate - 1) < 1e-12
+        expected = 1.0 / (1.0 / 0.5 - r_h100 + peak / (exp_rate * 896))
+        got = softmax_adjusted_efficiency(0.5, curve, peak_flop_per_s=gpu.peak("bf16"), exp_per_s=gpu.exp_per_s,
+                                          flop_per_exp=f_exp)
+        assert abs(got - expected) < 1e-6
+    e200 = softmax_adjusted_efficiency(0.5, curve, peak_flop_per_s=2500e12, exp_per_s=5.0e12, flop_per_exp=f_exp)
+    e300 = softmax_adjusted_efficiency(0.5, curve, peak_flop_per_s=2500e12, exp_per_s=10.7e12, flop_per_exp=f_exp)
+    assert 1.10 < e300 / e200 < 1.20
+    # A part without a known exponential rate keeps the curve as measured.
+    assert softmax_adjusted_efficiency(0.5, curve, peak_flop_per_s=2500e12, exp_per_s=0.0, flop_per_exp=f_exp) == 0.5
+    # Halving the head dimension doubles the exponentials per FLOP.
+    half = softmax_exp_ratio(2500e12, 5e12, attention_flop_per_exp(64, 64))
+    assert half == 2 * softmax_exp_ratio(2500e12, 5e12, f_exp)
+
+
+def test_softmax_model_reproduces_nvidias_blackwell_ultra_fprop_gain() -> None:
+    """NVIDIA ('Making Softmax More Efficient with NVIDIA Blackwell Ultra') reports about 35% more FP8 forward
+    attention throughput on GB300 than on GB200 for DeepSeek-V3 (MLA: d_qk 192, d_v 128). The additive model,
+    forward only (2·(d_qk + d_v) FLOPs per exponential) at the fp8 peak, gives 1.33-1.40x for any tensor
+    efficiency between 0.55 and 0.75."""
+    from rigplan.estimate.efficiency import softmax_exp_ratio
+
+    flop_per_exp = 2.0 * (192 + 128)
+    for e_mma in (0.55, 0.65, 0.75):
+        t_gb200 = 1.0 / e_mma + softmax_exp_ratio(5000e12, 5.0e12, flop_per_exp)
+        t_gb300 = 1.0 / e_mma + softmax_exp_ratio(5000e12, 10.7e12, flop_per_exp)
+        assert 1.30 < t_gb200 / t_gb300 < 1.42
+
+
+def test_a_calibrated_attention_ceiling_is_not_moved_by_the_softmax_rates() -> None:
+    from rigplan.estimate.calibration import Calibration, calibrated_efficiency
+    from rigplan.estimate.efficiency import softmax_adjusted_efficiency
+
+    gpu = load_catalog().gpu("gb200").to_domain()
+    cal = Calibration(gpu_id="gb200", efficiency={"attention": 0.4})
+    curve = calibrated_efficiency(gpu, cal).attention["cudnn"]
+    assert curve.max_fraction == 0.4
+    assert softmax_adjusted_efficiency(0.4, curve, peak_flop_per_s=gpu.peak("bf16"), exp_per_s=gpu.exp_per_s,
+                                       flop_per_exp=896.0) == 0.4

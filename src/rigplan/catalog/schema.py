@@ -168,6 +168,11 @@ class GpuRecord(Record):
     link: LinkRecord
     pcie_gen: Annotated[int, Field(ge=3, le=6)] | None
     """Host link generation (x16); null where unpublished."""
+    exp_tera_per_s: Annotated[float, Bounded("exp_tera_per_s")] | None = None
+    """Exponentials per second of the special function units (SASS MUFU.EX2), in tera, where published or
+    derivable from the SM count and clock: softmax's exponentials pace attention kernels beside the tensor
+    cores (estimate.efficiency.softmax_exp_ratio). Null where unknown: the family's attention curve is then
+    used as measured."""
     host_cpu: Literal["x86", "grace"] = "x86"
     """CPU family that drives the GPU: 'grace' on Grace superchips (GB200, GB300, GH200), where each
     PyTorch op takes the host ~2.7x longer to issue than on a DGX's Xeon (estimate.moe.HOST_OP_S)."""
@@ -214,6 +219,7 @@ class GpuRecord(Record):
             ecc_default_on=self.ecc.default_on,
             gpudirect_rdma=self.gpudirect_rdma,
             host_cpu=self.host_cpu,
+            exp_per_s=(self.exp_tera_per_s or 0.0) * 1e12,
             gpus_per_node=self.node.gpus_per_node,
             nic_bits_per_s=(self.node.nic_gbit_per_s_per_gpu or 0.0) * 1e9,
             price_usd=self.price.usd if self.price else None,

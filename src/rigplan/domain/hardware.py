@@ -53,6 +53,9 @@ class Gpu:
     """NIC reads/writes GPU memory directly; without it collectives stage through host memory."""
     host_cpu: str = "x86"
     """CPU family issuing the GPU's work: 'x86' or 'grace' (sets the host time per op, estimate.moe)."""
+    exp_per_s: float = 0.0
+    """Special-function-unit exponentials per second (MUFU.EX2), which pace softmax inside attention
+    kernels (estimate.efficiency); 0 where unknown."""
     gpus_per_node: int = 8
     nic_bits_per_s: float = 0.0
     """Scale-out bandwidth per GPU (one direction), in bits/s, for the default node; 0 when none is known."""

@@ -83,7 +83,9 @@ def calibrated_efficiency(gpu: Gpu, calibration: Calibration | None) -> Efficien
         for name, curve in base.attention.items():
             ceiling = eager_ceiling if name == eager_kernel else fused_ceiling
             if ceiling is not None:
-                curves[name] = replace(curve, max_fraction=float(ceiling), source="calibrated on this device")
+                # measured on this device: its softmax cost is in the figure (no move between parts)
+                curves[name] = replace(curve, max_fraction=float(ceiling), source="calibrated on this device",
+                                       reference_peak_flop_per_s=0.0, reference_exp_per_s=0.0)
         values["attention"] = curves
     return replace(base, **values, measured=True,
                    source=f"calibrated on this device ({calibration.source or 'calibration file'}); "

@@ -17,6 +17,25 @@ recomputes the scores):
 
     e(s, d) = e_max · s / (s + s_half) · min(1, h(d) / h(128)),   h(d) = d / (d + 32)
 
+A curve measured on one part carries that part's softmax cost: each score needs one exponential on the
+special function units (MUFU.EX2) in the forward and one in the backward (P recomputed from the saved
+log-sum-exp), beside 2·(d_qk + d_v) tensor FLOPs forward and 2.5 times that backward. The exponentials
+do not hide behind the matrix products: the second product waits for the softmax of the first
+(FlashAttention-4, Zadouri et al. 2026: on B200 the exponential unit needs as many cycles per tile as
+the MMA at head dim 128; NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell Ultra"). A part
+whose tensor peak outgrows its exponential rate therefore runs the same kernel further below its peak:
+
+    1/e_part = 1/e_curve - R_ref + R_part,   R = P_bf16 / (X · F_exp),   F_exp = 1.75 · 2·(d_qk + d_v)
+
+with X the part's exponentials per second (catalog `exp_tera_per_s`) and F_exp the tensor FLOPs per
+exponential over forward and backward (7·d when d_qk = d_v = d). R_ref is that of the part the curve was
+measured on (H100 SXM for the Hopper curves Blackwell inherits): 0.26 at head dim 128, against 0.56
+for GB200 (2.5 PFLOP/s, 5 TeraExponentials/s) and 0.26 for GB300 (10.7, Blackwell Ultra's doubled
+SFU throughput). Checked against NVIDIA's figure for the change alone: with DeepSeek-V3's MLA shapes
+(d_qk 192, d_v 128) in an FP8 forward, the model puts GB300 at 1.3-1.4x GB200 for any tensor
+efficiency from 0.55 to 0.75, where NVIDIA reports about 35% more FPROP throughput
+(tests/unit/test_efficiency.py).
+
 Memory-bound work runs at a STREAM-like fraction of HBM bandwidth (`hbm`).
 
 Sustained clock under a power limit (`clock_fraction`): dense tensor work is power-bound and dynamic
@@ -57,6 +76,16 @@ CLOCK_POWER_EXPONENT = 0.5
 (module docstring)."""
 
 
+H100_SXM_BF16_FLOP_PER_S = 989.5e12
+"""H100 SXM5 dense bf16 peak (datasheet), the part the Hopper attention curves were measured on."""
+H100_SXM_EXP_PER_S = 4.18e12
+"""H100 SXM5 exponentials per second: 16 exp2 results per clock per SM (CUDA C++ Programming Guide,
+arithmetic instruction throughput, compute capability 9.0) x 132 SMs x 1.98 GHz maximum boost clock."""
+ATTENTION_FLOP_PER_EXP_FACTOR = 1.75
+"""Tensor FLOPs per exponential over a forward and backward pass, in units of the forward's 2·(d_qk + d_v)
+per score: forward 1 exponential per score, backward (2.5x the forward's FLOPs) 1 more, (1 + 2.5) / 2."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class KernelCurve:
     """Forward+backward efficiency of one attention kernel on one architecture (head dim 128, causal)."""
@@ -66,6 +95,10 @@ class KernelCurve:
     half_seq: float
     """Sequence length at which the kernel reaches half of max_fraction."""
     source: str
+    reference_peak_flop_per_s: float = 0.0
+    """bf16 dense peak of the part the curve was measured on (0 = unknown: no softmax adjustment)."""
+    reference_exp_per_s: float = 0.0
+    """Exponentials per second of that part (0 = unknown: no softmax adjustment)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -105,10 +138,12 @@ _FA2_A100 = KernelCurve(
     source="FlashAttention-2 (Dao 2023, arXiv 2307.08691, Fig. 4): A100, causal, head dim 128, forward+backward "
            "~169 TFLOP/s at 2k and ~190 at 16k of 312")
 _FA2_H100 = KernelCurve(
+    reference_peak_flop_per_s=H100_SXM_BF16_FLOP_PER_S, reference_exp_per_s=H100_SXM_EXP_PER_S,
     max_fraction=0.33, half_seq=230.0,
     source="FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608, Figs. 5-6): FlashAttention-2 on H100 SXM5, "
            "head dim 128, causal forward 298 (2k) / 335 (16k), backward 291 / 322 TFLOP/s of 989")
 _SDPA_H100 = KernelCurve(
+    reference_peak_flop_per_s=H100_SXM_BF16_FLOP_PER_S, reference_exp_per_s=H100_SXM_EXP_PER_S,
     max_fraction=0.24, half_seq=230.0,
     source="not re-derived: rigplan's earlier end-to-end figure for PyTorch SDPA (flash backend) under torchtitan on "
            "H100 (0.20 of peak, obtained on 500 W-capped parts, so 0.20 / 0.83 = 0.24 at the 700 W design clock), kept "
@@ -123,10 +158,12 @@ _TRITON_A100 = KernelCurve(
     source="FlashAttention-2 paper (arXiv 2307.08691, Sec. 4.1): FlashAttention-2 is 1.3-2.5x faster than the Triton "
            "FlashAttention kernel; 0.61 / 1.9 (the range's middle)")
 _FA3_H100 = KernelCurve(
+    reference_peak_flop_per_s=H100_SXM_BF16_FLOP_PER_S, reference_exp_per_s=H100_SXM_EXP_PER_S,
     max_fraction=0.58, half_seq=290.0,
     source="FlashAttention-3 paper (arXiv 2407.08608, Figs. 5-6): H100 SXM5, head dim 128, causal forward 521 (2k) / "
            "616 (16k), backward 501 / 561 TFLOP/s")
 _CUDNN_H100 = KernelCurve(
+    reference_peak_flop_per_s=H100_SXM_BF16_FLOP_PER_S, reference_exp_per_s=H100_SXM_EXP_PER_S,
     max_fraction=0.53, half_seq=230.0,
     source="FlashAttention-3 paper (arXiv 2407.08608, Figs. 5-6), cuDNN bars: H100 SXM5, head dim 128, causal forward "
            "484 (2k) / 539 (16k), backward 465 / 516 TFLOP/s")
@@ -285,6 +322,31 @@ def attention_efficiency(eff: Efficiency, kernel: str, seq_len: Num, head_dim: f
     s = np.asarray(seq_len, dtype=np.float64)
     head = min(1.0, (head_dim / (head_dim + 32.0)) / (128.0 / 160.0))
     return curve.max_fraction * s / (s + curve.half_seq) * head
+
+
+def attention_flop_per_exp(qk_head_dim: float, v_head_dim: float) -> float:
+    """Tensor FLOPs per softmax exponential over forward and backward: 1.75 · 2·(d_qk + d_v)."""
+    return ATTENTION_FLOP_PER_EXP_FACTOR * 2.0 * (qk_head_dim + v_head_dim)
+
+
+def softmax_exp_ratio(peak_flop_per_s: float, exp_per_s: float, flop_per_exp: float) -> float:
+    """R = P / (X · F_exp): the exponentials' seconds over the tensor FLOPs' seconds at peak (0 if unknown)."""
+    if exp_per_s <= 0 or peak_flop_per_s <= 0 or flop_per_exp <= 0:
+        return 0.0
+    return peak_flop_per_s / (exp_per_s * flop_per_exp)
+
+
+def softmax_adjusted_efficiency(e_curve: Num, curve: KernelCurve, *, peak_flop_per_s: float, exp_per_s: float,
+                                flop_per_exp: float) -> Num:
+    """An attention curve's efficiency moved from the part it was measured on to this one by their
+    softmax exponential rates: 1/e = 1/e_curve - R_ref + R_part (module docstring). Unchanged where
+    either rate is unknown."""
+    if exp_per_s <= 0 or curve.reference_exp_per_s <= 0:
+        return e_curve
+    r_ref = softmax_exp_ratio(curve.reference_peak_flop_per_s, curve.reference_exp_per_s, flop_per_exp)
+    r_part = softmax_exp_ratio(peak_flop_per_s, exp_per_s, flop_per_exp)
+    e = np.asarray(e_curve, dtype=np.float64)
+    return 1.0 / np.maximum(1.0 / e - r_ref + r_part, 1.0)
 
 
 def attention_ceiling(eff: Efficiency, kernels: str) -> float:

@@ -32,9 +32,11 @@ from rigplan.estimate.calibration import Calibration, calibrated_efficiency, cal
 from rigplan.estimate.efficiency import (
     Efficiency,
     attention_efficiency,
+    attention_flop_per_exp,
     attention_kernel_for,
     clock_fraction,
     gemm_efficiency,
+    softmax_adjusted_efficiency,
 )
 from rigplan.estimate.elementwise import (
     KERNEL_GAP_S,
@@ -96,6 +98,13 @@ def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, ker
     return work / time
 
 
+def attention_head_dims(arch: Architecture) -> tuple[float, float]:
+    """(query-key, value) head dimensions of the attention core: MLA's (d_nope + d_rope, d_v), else d_head."""
+    if arch.mla is not None:
+        return float(arch.mla.qk_head_dim), float(arch.mla.v_head_dim)
+    return float(arch.dim_per_head), float(arch.dim_per_head)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComputeTime:
     """Seconds of one micro-batch's computation on one rank, and the parts communication may hide behind."""
@@ -135,7 +144,10 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     adapter_eff = _gemm_efficiency(eff, float(job.lora_rank), clock)
     if job.attention == "flash":
         kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel)
-        attn_eff = attention_core_efficiency(arch, job, eff, kernel, cp) * clock
+        attn_eff = softmax_adjusted_efficiency(
+            attention_core_efficiency(arch, job, eff, kernel, cp), eff.attention[kernel],
+            peak_flop_per_s=gpu.peak("bf16"), exp_per_s=gpu.exp_per_s,
+            flop_per_exp=attention_flop_per_exp(*attention_head_dims(arch))) * clock
     else:
         attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), clock)
 
