@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from rigplan.catalog.load import load_catalog
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
@@ -39,6 +41,20 @@ def test_fused_stack_picks_cudnn_on_hopper_and_requested_kernels_win() -> None:
     short = float(attention_efficiency(hopper, "fa3", 512, 128.0))
     long = float(attention_efficiency(hopper, "fa3", 16384, 128.0))
     assert short < long <= hopper.attention["fa3"].max_fraction
+
+
+def test_eager_attention_scores_move_38_bytes_each_without_the_fused_softmax() -> None:
+    llama = load_catalog().model("llama-3.2-1b").to_domain()
+    seq, heads = 2048, llama.num_heads
+
+    def scores_bytes(kernels: str) -> float:
+        with_scores = sum(elementwise_bytes_per_token(llama, Job(kernels=kernels, attention="eager", seq_len=seq)))
+        without = sum(elementwise_bytes_per_token(llama, Job(kernels=kernels, attention="flash", seq_len=seq)))
+        return (with_scores - without) / (heads * seq)
+
+    # per score and pass; the step model runs each element-wise op once forward and twice backward
+    assert 3 * scores_bytes("hf") == pytest.approx(38.0)
+    assert 3 * scores_bytes("fused") == pytest.approx(12.0)  # Megatron's fused scale-mask-softmax: read + write, bf16
 
 
 def test_eager_traffic_counts_rmsnorm_and_rope_and_compile_removes_it() -> None:

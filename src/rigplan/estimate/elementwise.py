@@ -31,6 +31,18 @@ EAGER_GATED_ACT_TRAFFIC = 5.0 / 3.0
 fused 3f. A plain GeLU MLP activation is one kernel in either stack (1x)."""
 
 
+EAGER_SOFTMAX_TRAFFIC = 38.0 / 3.0 / 2.0
+"""bf16 elements moved per attention score and pass by eager PyTorch attention (transformers'
+eager_attention_forward; plain torch ops), against Megatron's fused scale-mask-softmax (read + write, 2).
+Forward, bytes per score: the scaling multiply (read 2, write 2), the mask add (read 2, write 2), softmax
+in fp32 (read 2, write 4) and the cast back (read 4, write 2): 18. Backward: the cast's (read 2, write 4),
+softmax's (read the fp32 output and gradient, write the bf16 gradient: 10) and the scaling's (read 2,
+write 2): 20. The step model moves each element-wise op's bytes once forward and twice backward, so the 38
+bytes are spread over its 3 passes. Measured on an H200: Llama 3.2 1B with eager attention at 2 x 2048
+tokens ran 187 ms a step where rigplan said 121 ms with the fused count
+(docs/measurements/h200-2026-12.md, section 2)."""
+
+
 def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, float]:
     """HBM traffic of one layer's memory-bound ops, forward, per token: (replicated, split by tp).
 
@@ -59,7 +71,8 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
         split += moe.permute_bytes_per_token(arch, 1) * moe.load_factor(job)
         replicated += moe.router_bytes_per_token(arch) / p
     if job.attention == "eager":
-        split += 2 * arch.num_heads * job.seq_len * (2 if job.dropout else 1)
+        scores = EAGER_SOFTMAX_TRAFFIC if eager else 2.0
+        split += scores * arch.num_heads * job.seq_len * (2 if job.dropout else 1)
     if job.autocast and p == 2:
         # fp32 residual stream: norms and residual adds move twice the bytes; each matmul input is cast
         # (read fp32, write bf16: 3 bf16-element units): qkv and MLP-in from h, output and MLP-out split.
