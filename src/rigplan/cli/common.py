@@ -346,7 +346,8 @@ def _job_options(func: F, *, preset: bool) -> F:
                      show_default=True,
                      help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan); "
                           "hf: Hugging Face transformers modules (fp32 norm copies, peft LoRA adapters in fp32); "
-                          "litgpt: lit-gpt's 2023 modules (fp32 RMSNorm, LoRA dropout); torchtune: torchtune's modules (fp32 RMSNorm, GQA k/v copies, "
+                          "litgpt: lit-gpt's 2023 modules (fp32 RMSNorm, LoRA dropout); "
+                          "torchtune: torchtune's modules (fp32 RMSNorm, GQA k/v copies, "
                           "the chunked loss's fp32 log-probabilities)."),
         *kernel_option_list(),
         click.option("--checkpoint-load", type=click.Choice(["sharded", "full"]), default="sharded",
