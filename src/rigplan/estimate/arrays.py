@@ -29,11 +29,17 @@ _PLAIN = frozenset({int, float, bool})
 inf = math.inf
 
 
+_NUMPY: list[Any] = []
+"""The numpy module once imported (a list, so that no global statement is needed)."""
+
+
 def numpy() -> Any:
     """The numpy module, imported on first use."""
-    import numpy as np
+    if not _NUMPY:
+        import numpy as np
 
-    return np
+        _NUMPY.append(np)
+    return _NUMPY[0]
 
 
 def _promote(result: Any, *operands: Any) -> Any:
