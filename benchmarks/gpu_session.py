@@ -373,40 +373,12 @@ SAVED_SHAPES = {
 }
 
 
-def saved_per_layer(torch: Any, model: Any, input_ids: Any) -> list[int]:
-    """Bytes autograd saves while each decoder layer runs (unique storages, parameters and storages saved by
-    more than one layer excluded), as tests/validation/test_hf_saved_tensors.py counts them on a CPU."""
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    current: list[int | None] = [None]
-    per_layer: dict[int, dict[int, int]] = {}
-
-    def pack(tensor: Any) -> Any:
-        if current[0] is not None:
-            storage = tensor.untyped_storage()
-            if storage.data_ptr() not in params:
-                per_layer.setdefault(current[0], {})[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    handles = []
-    for index, layer in enumerate(model.model.layers):
-        handles.append(layer.register_forward_pre_hook(lambda _m, _a, i=index: current.__setitem__(0, i)))
-        handles.append(layer.register_forward_hook(lambda _m, _a, _o: current.__setitem__(0, None)))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = model(input_ids=input_ids, labels=input_ids).loss
-    for handle in handles:
-        handle.remove()
-    del loss
-    counts: dict[int, int] = {}
-    for storages in per_layer.values():
-        for ptr in storages:
-            counts[ptr] = counts.get(ptr, 0) + 1
-    return [sum(n for ptr, n in storages.items() if counts[ptr] == 1) for _, storages in sorted(per_layer.items())]
-
-
 def saved_section(torch: Any, device: Any) -> list[dict[str, Any]]:
     """Per-layer saved bytes of transformers' modules on this device, full training and peft LoRA (dropout 0
     and 0.05): the GPU's own attention kernels and dropout masks, where a CPU runs others."""
     import transformers
+
+    from rigplan.measure.saved_tensors import saved_bytes_per_layer
 
     rows = []
     for model_type, shape in SAVED_SHAPES.items():
@@ -430,7 +402,7 @@ def saved_section(torch: Any, device: Any) -> list[dict[str, Any]]:
                 net.train()
                 batch, seq = 2, 160
                 ids = torch.randint(0, 512, (batch, seq), device=device)
-                row["saved_per_layer_bytes"] = saved_per_layer(torch, net, ids)
+                row["saved_per_layer_bytes"] = saved_bytes_per_layer(net, ids)
                 row["per_token_per_hidden"] = [b / (batch * seq * shape["hidden_size"])
                                                for b in row["saved_per_layer_bytes"]]
             except Exception as err:

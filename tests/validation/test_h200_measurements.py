@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripts import load_script
 
 from rigplan.api import estimate, memory
 from rigplan.estimate.params import count_params
@@ -108,13 +109,7 @@ def test_the_run_that_ran_out_of_memory_is_predicted_not_to_fit() -> None:
 
 def runs_cases() -> list[dict[str, Any]]:
     """The families cases as the session defines them (an OOM row records only its name and error)."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_session.py"
-    spec = importlib.util.spec_from_file_location("gpu_session", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("benchmarks/gpu_session.py")
     return [{**c, "parameters": 0, "trainable_parameters": 0} for c in module.FAMILY_CASES]
 
 

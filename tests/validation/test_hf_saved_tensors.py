@@ -22,6 +22,7 @@ from rigplan.catalog.hf_config import architecture_from_hf_config
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.estimate.activations import layer_activation_bytes
+from rigplan.measure.saved_tensors import saved_bytes_per_layer
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[frameworks]')")
 transformers = pytest.importorskip("transformers",
@@ -49,31 +50,8 @@ LORA_SHAPES: dict[str, dict[str, Any]] = {
 
 
 def measure_saved_bytes_per_layer(model: Any, input_ids: Any) -> list[int]:
-    """Bytes autograd saves while each decoder layer runs (unique storages, parameters excluded)."""
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    current: list[int | None] = [None]
-    per_layer: dict[int, dict[int, int]] = {}
-
-    def pack(tensor: Any) -> Any:
-        if current[0] is not None:
-            storage = tensor.untyped_storage()
-            if storage.data_ptr() not in params:
-                per_layer.setdefault(current[0], {})[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    handles = []
-    for index, layer in enumerate(model.model.layers):
-        handles.append(layer.register_forward_pre_hook(lambda _m, _a, i=index: current.__setitem__(0, i)))
-        handles.append(layer.register_forward_hook(lambda _m, _a, _o: current.__setitem__(0, None)))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(input_ids=input_ids, labels=input_ids)
-    for handle in handles:
-        handle.remove()
-    counts: dict[int, int] = {}
-    for storages in per_layer.values():
-        for ptr in storages:
-            counts[ptr] = counts.get(ptr, 0) + 1
-    return [sum(n for ptr, n in storages.items() if counts[ptr] == 1) for _, storages in sorted(per_layer.items())]
+    """Bytes autograd saves while each decoder layer runs (rigplan.measure.saved_tensors)."""
+    return saved_bytes_per_layer(model, input_ids)
 
 
 def build(model_type: str, attention: str, tmp_path: Path,

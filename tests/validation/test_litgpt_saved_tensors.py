@@ -13,12 +13,11 @@ Needs torch; skipped with the reason otherwise.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from scripts import load_script
 
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
@@ -29,7 +28,6 @@ torch = pytest.importorskip("torch", reason="torch is not installed (pip install
 
 TOLERANCE = 0.03
 SEQ = 192
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "litgpt_lora_peak.py"
 
 SHAPES: dict[str, dict[str, Any]] = {
     "llama": dict(layers=2, hidden=256, heads=8, groups=8, ffn=688, vocab=512, norm="rms", mlp="llama",
@@ -42,11 +40,7 @@ SHAPES: dict[str, dict[str, Any]] = {
 
 
 def replica() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("litgpt_lora_peak", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/litgpt_lora_peak.py")
 
 
 def architecture(cfg: dict[str, Any]) -> Architecture:

@@ -10,11 +10,10 @@ Needs torch; skipped with the reason otherwise.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from scripts import load_script
 
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
@@ -26,15 +25,10 @@ torch = pytest.importorskip("torch", reason="torch is not installed (pip install
 
 TOLERANCE = 0.03
 SEQ = 128
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "torchtune_saved_tensors.py"
 
 
 def replica() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("torchtune_saved_tensors", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/torchtune_saved_tensors.py")
 
 
 def architecture(shape: dict[str, int]) -> Architecture:

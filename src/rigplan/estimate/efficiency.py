@@ -54,7 +54,7 @@ cost in estimate/step.py), grouped GEMMs of MoE experts (treated as one GEMM per
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -253,14 +253,12 @@ DAVINCI = Efficiency(
     measured=False,
 )
 
-CN_ACCELERATOR = Efficiency(
-    family="cn-accelerator", gemm_max=CDNA.gemm_max, gemm_half_dim=CDNA.gemm_half_dim, fp8_gemm_max=CDNA.fp8_gemm_max,
+CN_ACCELERATOR = replace(
+    DAVINCI, family="cn-accelerator",
     attention={"fa2": KernelCurve(max_fraction=0.25, half_seq=400.0,
                                   source="inherited; no public attention-kernel sweep of these parts")},
-    fused_attention_kernel="fa2", hbm=CDNA.hbm,
     source="inherited from CDNA 3 (a non-NVIDIA matrix engine behind a vendor BLAS); no public GEMM sweep of "
            "Cambricon, Moore Threads, Biren or Iluvatar parts in rigplan's sources",
-    measured=False,
 )
 CN_ACCELERATOR_VENDORS = frozenset({"cambricon", "moorethreads", "biren", "iluvatar"})
 """Vendors whose parts take CN_ACCELERATOR (chosen by vendor: their architecture names share no family word)."""
