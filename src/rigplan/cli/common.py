@@ -16,12 +16,21 @@ from rigplan import i18n
 from rigplan.bounds import BOUND_ERROR_TYPE
 from rigplan.cli.language import error_line
 from rigplan.domain.frameworks import FRAMEWORK_NAMES
+from rigplan.domain.job import KERNEL_STACKS
 from rigplan.errors import RigplanError
 from rigplan.flow.fields import validated
 from rigplan.flow.framework import PRESET_FIELDS
 
 if TYPE_CHECKING:  # pydantic is imported only when a request needs it (flow/fields.py)
     from pydantic import BaseModel, ValidationError
+
+KERNELS_OPTION = click.option(
+    "--kernels", type=click.Choice(list(KERNEL_STACKS)), default="fused", show_default=True,
+    help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan); "
+         "hf: Hugging Face transformers modules (fp32 norm copies, peft LoRA adapters in fp32); "
+         "litgpt: lit-gpt's 2023 modules (fp32 RMSNorm, LoRA dropout); "
+         "torchtune: torchtune's modules (fp32 RMSNorm, GQA k/v copies, the chunked loss's fp32 log-probabilities).")
+"""--kernels, as memory, estimate, plan and compare take it."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M", bound="BaseModel")
@@ -342,13 +351,7 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--dropout/--no-dropout", default=False,
                      help="Hidden and attention dropout active (1-byte masks saved; Megatron-LM's default, off in "
                           "Llama-style recipes)."),
-        click.option("--kernels", type=click.Choice(["fused", "eager", "hf", "litgpt", "torchtune"]), default="fused",
-                     show_default=True,
-                     help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan); "
-                          "hf: Hugging Face transformers modules (fp32 norm copies, peft LoRA adapters in fp32); "
-                          "litgpt: lit-gpt's 2023 modules (fp32 RMSNorm, LoRA dropout); "
-                          "torchtune: torchtune's modules (fp32 RMSNorm, GQA k/v copies, "
-                          "the chunked loss's fp32 log-probabilities)."),
+        KERNELS_OPTION,
         *kernel_option_list(),
         click.option("--checkpoint-load", type=click.Choice(["sharded", "full"]), default="sharded",
                      show_default=True,

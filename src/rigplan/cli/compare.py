@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rigplan.cli.common import (
+    KERNELS_OPTION,
     build_request,
     check_option,
     echo_json,
@@ -47,8 +48,7 @@ def _cell(key: str, value: Any) -> str:
 @model_options
 @click.option("--tokens", required=True, help="Tokens to train on, e.g. 50B.")
 @recipe_options
-@click.option("--kernels", type=click.Choice(["fused", "eager", "hf", "litgpt", "torchtune"]), default="fused",
-              show_default=True)
+@KERNELS_OPTION
 @click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @check_option("no option can run the job (each is INFEASIBLE)")

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rigplan.cli.common import (
+    KERNELS_OPTION,
     build_request,
     check_option,
     check_output_path,
@@ -109,8 +110,7 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
 @recipe_options
 @click.option("--optimizer", type=click.Choice(["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd",
                                                 "sgd-momentum", "adafactor"]), default="adamw", show_default=True)
-@click.option("--kernels", type=click.Choice(["fused", "eager", "hf", "litgpt", "torchtune"]), default="fused",
-              show_default=True)
+@KERNELS_OPTION
 @click.option("--currency", type=click.Choice(["usd", "cny"]), default="usd", show_default=True)
 @click.option("--fx", "fx_cny_per_usd", type=float, help="CNY per USD (default 7.1, 2026-12).")
 @click.option("--top", type=int, default=10, show_default=True, help="Options in the ranked list.")

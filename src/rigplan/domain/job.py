@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from rigplan.errors import InvalidSpec
 
@@ -16,6 +16,8 @@ AttentionImpl = Literal["flash", "eager"]
 Offload = Literal["none", "optimizer", "all"]
 LossImpl = Literal["unfused", "fused", "chunked"]
 KernelStack = Literal["fused", "eager", "hf", "litgpt", "torchtune"]
+KERNEL_STACKS: tuple[str, ...] = get_args(KernelStack)
+"""The kernel stacks in the order --kernels lists them."""
 CheckpointLoad = Literal["sharded", "full"]
 Nf4Quantizer = Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]
 Fp8Recipe = Literal["delayed", "current", "mxfp8"]

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from rigplan.bounds import Bounded
 from rigplan.domain.frameworks import FrameworkName
+from rigplan.domain.job import KernelStack
 from rigplan.flow import fields as rules
 from rigplan.flow.framework import FrameworkApplied, apply_preset
 
@@ -162,7 +163,7 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     optimizer_foreach: bool = False
     loss: Literal["unfused", "fused", "chunked"] = "unfused"
     dropout: bool = False
-    kernels: Literal["fused", "eager", "hf", "litgpt", "torchtune"] = "fused"
+    kernels: KernelStack = "fused"
     checkpoint_load: Literal["sharded", "full"] = "sharded"
     nf4_quantizer: Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"] = "bitsandbytes"
     kbit_fp32_upcast: bool = False
@@ -267,7 +268,7 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     optimizer: Literal[
         "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"
     ] = "adamw"
-    kernels: Literal["fused", "eager", "hf", "litgpt", "torchtune"] = "fused"
+    kernels: KernelStack = "fused"
     compile: bool = False
     autocast: bool = False
     attention_kernel: Literal["fa2", "fa3", "cudnn", "triton", "sdpa"] | None = None
