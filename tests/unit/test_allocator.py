@@ -45,6 +45,12 @@ def test_the_fractions_are_the_medians_of_the_device_measurements() -> None:
         for row in data["rows"]:
             key = (mode, "peft" if row["lora"] else "full", row["shapes"], "recompute" if row["ckpt"] else "plain")
             groups.setdefault(key, []).append(row["reserved_over_churn"])
+    for name in ("qlora.json", "qlora_second.json"):
+        for row in json.loads((folder / name).read_text())["rows"]:
+            if "targets" in row:
+                churn = row["peak_allocated_bytes"] - row["held_after_steps_bytes"]
+                key = ("caching", "qlora", "fixed", "recompute" if row["ckpt"] else "plain")
+                groups.setdefault(key, []).append((row["peak_reserved_bytes"] - row["peak_allocated_bytes"]) / churn)
     assert set(groups) == set(RESERVED_OVER_CHURN)
     for key, values in groups.items():
         assert RESERVED_OVER_CHURN[key] == pytest.approx(statistics.median(values), abs=5e-4), key
@@ -56,6 +62,13 @@ def test_regime_follows_the_job() -> None:
     assert regime(Job(recompute="full"), load=True) == ("caching", "full", "fixed", "plain")
     assert regime(Job(method="lora", precision="bf16-true", expandable_segments=True, varying_lengths=True)) == (
         "expandable", "peft", "varying", "plain")
+    # QLoRA has its own measured regime under the default allocator with fixed shapes, LoRA's elsewhere
+    assert regime(Job(method="qlora", precision="bf16-true", recompute="full", kernels="hf")) == (
+        "caching", "qlora", "fixed", "recompute")
+    assert regime(Job(method="qlora", precision="bf16-true", recompute="full", kernels="torchtune")) == (
+        "caching", "peft", "fixed", "recompute")
+    assert regime(Job(method="qlora", precision="bf16-true", varying_lengths=True)) == (
+        "caching", "peft", "varying", "plain")
 
 
 def test_reserved_and_needed_are_fractions_of_the_churn_not_of_the_weights() -> None:

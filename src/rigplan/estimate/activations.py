@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
+from rigplan.estimate import peft_kbit
 from rigplan.estimate.litgpt import litgpt_token_bytes
 from rigplan.estimate.torchtune import torchtune_token_parts
 
@@ -268,6 +269,11 @@ def layer_activation_bytes(
     full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy
     if job.kernels == "hf" and job.is_peft and not moe_layer and arch.mla is None:
         full_per_token = full_per_token + peft_lora_token_bytes(arch, job).per_gpu(tp, sp)
+    if peft_kbit.applies(arch, job, moe_layer):
+        replicated, split, core = peft_kbit.kbit_layer_parts(arch, job, dropout=PEFT_LORA_DROPOUT)
+        stack = TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
+        full_per_token = stack.per_gpu(tp, sp) + legacy
+        attention = stack
     if job.kernels == "torchtune" and not job.compile and not moe_layer and arch.mla is None:
         replicated, split, core = torchtune_token_parts(arch, job)
         stack = TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)

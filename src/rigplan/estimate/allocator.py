@@ -34,6 +34,12 @@ stays allocated between steps); the tables hold the median of each group, quarti
 The grid: transformers' LlamaForCausalLM with Llama 3 8B and 3.2 1B widths, 8 layers, 128k vocabulary,
 SDPA; full training (fused and foreach AdamW) and LoRA r=8 on q,v; with and without gradient
 checkpointing; fixed shapes (3 steps of 1 x 2048 and of 4 x 1024 tokens) and 24 padded batches of 2.
+QLoRA on Hugging Face modules (bitsandbytes NF4, peft's k-bit preparation; Llama 3.1 8B, Qwen2.5 7B and
+Llama 2 7B, with and without autocast; benchmarks/gpu_qlora.py, qlora*.json) is a regime of its own where
+measured (caching allocator, fixed shapes): each layer's dequantized bf16 weights come and go among the
+activations, and its cache under full recompute is 0.38 of the churn against LoRA's 0.23, without recompute
+0.05 against 0.12 (its fp32 activations are large, even blocks); elsewhere, and for other stacks' NF4
+(torchao in torchtune), it takes LoRA's figures.
 Checkpointing is its own regime because it changes the cache by a factor of 2-4: recomputing a layer in
 the backward allocates its activations among the parameter gradients being created, so freed blocks
 lie between live ones (caching full fixed: 0.17 without, 0.58 with; expandable 0.10 and 0.48, since
@@ -84,6 +90,8 @@ RESERVED_OVER_CHURN = {
     ("expandable", "peft", "fixed", "recompute"): 0.204,  # 0.062-0.289, 4
     ("expandable", "peft", "varying", "plain"): 0.083,  # 0.060 and 0.105, 2
     ("expandable", "peft", "varying", "recompute"): 0.273,  # 0.043 and 0.503, 2
+    ("caching", "qlora", "fixed", "plain"): 0.047,  # 0.038-0.060, 6 (qlora*.json)
+    ("caching", "qlora", "fixed", "recompute"): 0.376,  # 0.319-0.448, 8
 }
 """phi: (reserved - allocated) / churn at the step's peak, median of the H200 measurements (module docstring)."""
 _REPLAYED_NEEDED_OVER_CHURN = {
@@ -98,8 +106,10 @@ _REPLAYED_NEEDED_OVER_CHURN = {
 }
 """psi of benchmarks/allocator_replay.py by (mode, kind, shapes), its scenarios with and without checkpointing
 pooled (quartiles in the comments)."""
-NEEDED_OVER_CHURN = {key: min(_REPLAYED_NEEDED_OVER_CHURN[key[:3]], phi) for key, phi in RESERVED_OVER_CHURN.items()}
-"""psi: (needed - allocated) / churn, the replay's median capped at phi."""
+NEEDED_OVER_CHURN = {
+    key: min(_REPLAYED_NEEDED_OVER_CHURN[(key[0], "peft" if key[1] == "qlora" else key[1], key[2])], phi)
+    for key, phi in RESERVED_OVER_CHURN.items()}
+"""psi: (needed - allocated) / churn, the replay's median capped at phi (QLoRA: LoRA's replay)."""
 REPLAY_CHECK_RATIO = 1.84
 """Default / expandable reserved of the torchtune #1185 configuration in the replay (`--check`: 21.47 and
 11.65 GiB, against the 16.39 and 10.83 GiB the issue logged; its padded lengths are drawn, not alpaca's)."""
@@ -109,8 +119,14 @@ def regime(job: Job, *, load: bool = False) -> tuple[str, str, str, str]:
     """(allocator mode, training kind, shapes, recompute) that select phi and psi. Loading happens once, so its
     shapes do not vary from step to step and nothing is recomputed."""
     recompute = job.recompute == "full" and not load
-    return ("expandable" if job.expandable_segments else "caching", "peft" if job.is_peft else "full",
-            "varying" if job.varying_lengths and not load else "fixed", "recompute" if recompute else "plain")
+    mode = "expandable" if job.expandable_segments else "caching"
+    shapes = "varying" if job.varying_lengths and not load else "fixed"
+    steps = "recompute" if recompute else "plain"
+    kind = "peft" if job.is_peft else "full"
+    if (job.method == "qlora" and job.kernels == "hf" and job.nf4_quantizer == "bitsandbytes"
+            and (mode, "qlora", shapes, steps) in RESERVED_OVER_CHURN):
+        kind = "qlora"
+    return mode, kind, shapes, steps
 
 
 def reserved_overhead_bytes(job: Job, churn_bytes: Num, *, load: bool = False) -> Num:

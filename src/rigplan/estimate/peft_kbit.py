@@ -1,0 +1,85 @@
+"""What a QLoRA layer saves when peft prepared it for k-bit training (kernels='hf', kbit_fp32_upcast).
+
+peft's prepare_model_for_kbit_training (peft/utils/other.py) casts every weight that is not 4-bit to fp32:
+embeddings, norms, LM head. The hidden states then stay fp32 through every layer, and bitsandbytes' Linear4bit
+casts its input to the bf16 compute dtype and its output back to the input's dtype (bitsandbytes/nn/modules.py,
+Linear4bit.forward), so the projections return fp32 too. Per token and dense layer, with LoRA dropout (the
+recipes' 0.05), a = heads, d = head dim, q_w = a·d, kv_w = kv_heads·d, f = ffn, r = LoRA rank:
+
+    norms      2·(4·h + 4): the fp32 input saved by pow and mul and the fp32 rsqrt (a frozen norm weight keeps
+               no normalized copy); LayerNorm 4·h + 8
+    adapters   per adapted linear d_in·(c + 1) + c·r: the dropout output lora_A saves (c = 4 in fp32; under
+               torch.autocast lora_A saves its bf16 cast, c = 2), its 1-byte CUDA mask, and lora_A's output
+    MLP        12·f gated (gate, up and silu outputs, fp32 from the 4-bit linears), 4·f plain
+    attention  under autocast SDPA casts q, k, v to bf16 and a flash kernel runs: 2·(2·q_w + 2·kv_w) + 4·a.
+               Without autocast q, k, v reach SDPA in fp32, which no flash kernel takes: PyTorch's
+               memory-efficient kernel runs when kv_heads = a (4·(2·q_w + 2·kv_w) + 4·a), and under GQA, which
+               that kernel does not take (transformers passes enable_gqa), the math path does: the scaled q,
+               k and v expanded to a heads and the fp32 probabilities, 4·(3·q_w + a·s), its output not kept
+    q/k norm   Qwen3's per-head RMSNorm on fp32 q and k: 4·(q_w + kv_w) + 4·(a + kv_heads)
+
+Measured exactly with saved_tensors_hooks (rigplan.measure.saved_tensors) on an H200 (torch 2.11, transformers
+5.17, peft 0.21, bitsandbytes 0.50; docs/measurements/h200-2026-12/qlora_second.json): Llama (GQA) and Qwen2
+(MHA) layers, LoRA on q,v and on every linear, with and without autocast, match to the byte but for the
+autocast weight casts of the adapters (r·(d_in + d_out)·2 bytes per adapter and layer, not per token; left out).
+Without autocast a QLoRA layer of Llama 3.1 8B at 4,096 tokens saves 4.4x what rigplan counted before (the
+probabilities alone 2.1 GB); the Hugging Face Trainer's bf16=True runs under autocast.
+Left out: LoRA dropout 0 (each adapter then reads the shared fp32 input instead of its own copy), eager
+attention and padding masks (transformers then expands k and v itself and the memory-efficient kernel runs),
+MoE and MLA layers (the general count is used).
+"""
+
+from __future__ import annotations
+
+from rigplan.domain.job import Job
+from rigplan.domain.model import Architecture
+
+FP32_BYTES = 4
+CUDA_MASK_BYTES = 1
+
+
+def applies(arch: Architecture, job: Job, moe_layer: bool) -> bool:
+    """A dense, non-MLA layer of a peft-prepared QLoRA model on Hugging Face modules with SDPA attention."""
+    return (job.kernels == "hf" and job.method == "qlora" and job.kbit_fp32_upcast and not moe_layer
+            and arch.mla is None and job.attention != "eager")
+
+
+def adapter_inputs(arch: Architecture, job: Job) -> tuple[list[int], list[int]]:
+    """Input widths of the adapted linears: (column-parallel ones, row-parallel ones), fused projections merged."""
+    q_w = arch.num_heads * arch.dim_per_head
+    widths = {"q": arch.hidden, "k": arch.hidden, "v": arch.hidden, "gate": arch.hidden, "up": arch.hidden,
+              "o": q_w, "down": arch.ffn}
+    targets = set(job.lora_targets)
+    if arch.fused_projections:  # one adapter on qkv_proj, one on gate_up_proj (input h each)
+        merged = ({"q"} if targets & {"q", "k", "v"} else set()) | ({"gate"} if targets & {"gate", "up"} else set())
+        targets = merged | (targets & {"o", "down"})
+    column = [widths[t] for t in sorted(targets) if t not in ("o", "down")]
+    row = [widths[t] for t in sorted(targets) if t in ("o", "down")]
+    return column, row
+
+
+def kbit_layer_parts(arch: Architecture, job: Job, dropout: bool = True) -> tuple[float, float, float]:
+    """Per token: (replicated under TP, split by TP, attention core) bytes of one layer (module docstring)."""
+    h = arch.hidden
+    a = arch.num_heads
+    q_w = a * arch.dim_per_head
+    kv_w = arch.kv_heads * arch.dim_per_head
+    cast = job.compute_dtype_bytes if job.autocast else FP32_BYTES
+    mask = CUDA_MASK_BYTES if dropout else 0
+    norm = FP32_BYTES * h + (4 if arch.norm != "layernorm" else 8)
+    column, row = adapter_inputs(arch, job)
+    column_bytes = sum(width * (cast + mask) + cast * job.lora_rank for width in column)
+    row_bytes = sum(width * (cast + mask) + cast * job.lora_rank for width in row)
+    mlp = FP32_BYTES * (3 if arch.mlp == "gated" else 1) * arch.ffn
+    if job.autocast:
+        attention = job.compute_dtype_bytes * (2 * q_w + 2 * kv_w)
+        core = 4.0 * a
+    elif arch.kv_heads == a:
+        attention = FP32_BYTES * (2 * q_w + 2 * kv_w)
+        core = 4.0 * a
+    else:
+        attention = FP32_BYTES * 3 * q_w
+        core = float(FP32_BYTES * a * job.seq_len)
+    if arch.qk_norm:
+        attention += FP32_BYTES * (q_w + kv_w) + 4 * (a + arch.kv_heads)
+    return 2 * norm + column_bytes, attention + mlp + row_bytes, core
