@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,3 +134,15 @@ def test_nic_access_to_device_memory_is_unknown_and_estimated_staged(
     assert not any("GPUDirect-style RDMA" in a for a in direct_notes)
     _, one_node_notes = _tokens_per_s("br104", ["--gpus", "8"])
     assert not any("GPUDirect-style RDMA" in a for a in one_node_notes)  # one node: no network phase to stage
+
+
+def test_every_china_part_states_nic_access_with_a_note(gpus: dict[str, GpuRecord]) -> None:
+    """The schema's default (true) fits NVIDIA's data-centre parts; each China-market accelerator states its value
+    in its own file and says why in a note."""
+    data = Path(__file__).parents[2] / "src/rigplan/catalog/data/gpus"
+    china = [g for g, r in gpus.items() if r.vendor in {"huawei", "cambricon", "moorethreads", "biren", "iluvatar"}]
+    assert set(DOMESTIC) | {"ascend-910b", "ascend-910c"} <= set(china)
+    for gpu_id in china:
+        assert "gpudirect_rdma" in yaml.safe_load((data / f"{gpu_id}.yaml").read_text()), gpu_id
+        assert any("RDMA" in n or "gpudirect_rdma" in n for n in gpus[gpu_id].notes), gpu_id
+    assert gpus["ascend-910b"].gpudirect_rdma is True  # the RoCE port is on the chip (Hot Chips 2019)
