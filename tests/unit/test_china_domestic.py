@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from pydantic import ValidationError
 
@@ -100,3 +103,46 @@ def test_gpus_lists_the_domestic_parts(lang: str) -> None:
     assert set(DOMESTIC) <= ids
     show = CliRunner().invoke(cli, ["--lang", lang, "gpus", "show", "mtt-s4000"], catch_exceptions=False)
     assert show.exit_code == 0 and ("未公布" if lang == "zh" else "not published") in show.output
+
+
+def _tokens_per_s(gpu_id: str, extra: list[str]) -> tuple[float, list[str]]:
+    args = ["estimate", "llama-3.1-8b", "--gpu", gpu_id, "--gpus", "16", "--nic", "200", "--zero", "3",
+            "--micro-batch", "1", "--recompute", "full", "--global-batch", "256", "--json", *extra]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    return data["tokens_per_s"], data["assumptions"]
+
+
+def test_nic_access_to_device_memory_is_unknown_and_estimated_staged(
+        gpus: dict[str, GpuRecord], tmp_path: Any) -> None:
+    """No source says whether these parts' NICs reach device memory directly: the field is null, a multi-node
+    estimate takes the staged path (as GeForce's false does) and says so; a record stating true is faster."""
+    assert all(gpus[g].gpudirect_rdma is None for g in DOMESTIC)
+    assert all(gpus[g].to_domain().gpudirect_rdma is None for g in DOMESTIC)
+    unknown, notes = _tokens_per_s("br104", [])
+    assert any("GPUDirect-style RDMA" in a and "staged" in a for a in notes)
+    for value, name in ((True, "direct"), (False, "staged")):
+        raw = gpus["br104"].model_dump(mode="json")
+        raw.update(id=f"br104-{name}", gpudirect_rdma=value)
+        (tmp_path / "gpus").mkdir(exist_ok=True)
+        (tmp_path / "gpus" / f"br104-{name}.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
+    direct, direct_notes = _tokens_per_s("br104-direct", ["--catalog", str(tmp_path)])
+    staged, _ = _tokens_per_s("br104-staged", ["--catalog", str(tmp_path)])
+    assert unknown == pytest.approx(staged, rel=1e-12)
+    assert direct > unknown
+    assert not any("GPUDirect-style RDMA" in a for a in direct_notes)
+    _, one_node_notes = _tokens_per_s("br104", ["--gpus", "8"])
+    assert not any("GPUDirect-style RDMA" in a for a in one_node_notes)  # one node: no network phase to stage
+
+
+def test_every_china_part_states_nic_access_with_a_note(gpus: dict[str, GpuRecord]) -> None:
+    """The schema's default (true) fits NVIDIA's data-centre parts; each China-market accelerator states its value
+    in its own file and says why in a note."""
+    data = Path(__file__).parents[2] / "src/rigplan/catalog/data/gpus"
+    china = [g for g, r in gpus.items() if r.vendor in {"huawei", "cambricon", "moorethreads", "biren", "iluvatar"}]
+    assert set(DOMESTIC) | {"ascend-910b", "ascend-910c"} <= set(china)
+    for gpu_id in china:
+        assert "gpudirect_rdma" in yaml.safe_load((data / f"{gpu_id}.yaml").read_text()), gpu_id
+        assert any("RDMA" in n or "gpudirect_rdma" in n for n in gpus[gpu_id].notes), gpu_id
+    assert gpus["ascend-910b"].gpudirect_rdma is True  # the RoCE port is on the chip (Hot Chips 2019)

@@ -176,10 +176,12 @@ class GpuRecord(Record):
     host_cpu: Literal["x86", "grace"] = "x86"
     """CPU family that drives the GPU: 'grace' on Grace superchips (GB200, GB300, GH200), where each
     PyTorch op takes the host ~2.7x longer to issue than on a DGX's Xeon (estimate.moe.HOST_OP_S)."""
-    gpudirect_rdma: bool = True
+    gpudirect_rdma: bool | None = True
     """NICs read and write GPU memory directly. False on GeForce cards (NVIDIA supports GPUDirect
     RDMA on data-centre and professional GPUs only): NCCL then stages inter-node traffic through
-    host memory, so the node-local and network phases of a collective run one after the other."""
+    host memory, so the node-local and network phases of a collective run one after the other.
+    Null where the vendor publishes nothing either way: the estimate then takes the staged path
+    (no capability assumed without a source) and says so."""
     ecc: EccRecord
     devices_per_package: Annotated[int, Bounded("devices_per_package")] = 1
     """Devices the framework sees per package (MI250X: 2 GCDs). The record describes one device:

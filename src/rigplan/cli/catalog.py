@@ -98,7 +98,7 @@ def gpus_show(catalog_dirs: tuple[str, ...], gpu_id: str, as_json: bool) -> None
     _print_record(data)
 
 
-UNPUBLISHED = frozenset({"tdp_w", "pcie_gen", "nic_gbit_per_s_per_gpu"})
+UNPUBLISHED = frozenset({"tdp_w", "pcie_gen", "nic_gbit_per_s_per_gpu", "gpudirect_rdma"})
 """Fields a record must state, null where the vendor publishes no figure: shown as 'not published'."""
 
 

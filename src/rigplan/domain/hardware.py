@@ -49,8 +49,9 @@ class Gpu:
     ecc_capacity_loss_fraction: float
     """Fraction of capacity lost when ECC is turned on (1/16 on GDDR, 0 on HBM)."""
     ecc_default_on: bool
-    gpudirect_rdma: bool = True
-    """NIC reads/writes GPU memory directly; without it collectives stage through host memory."""
+    gpudirect_rdma: bool | None = True
+    """NIC reads/writes GPU memory directly; without it collectives stage through host memory. None:
+    unpublished, estimated as staged."""
     host_cpu: str = "x86"
     """CPU family issuing the GPU's work: 'x86' or 'grace' (sets the host time per op, estimate.moe)."""
     exp_per_s: float = 0.0

@@ -158,8 +158,9 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     edp_place = comm.place_group(gpu, edp, stride=ep * etp, domain_size=domain, intra=intra, inter=inter)
 
     # Without GPUDirect RDMA (GeForce) the network phase is staged through host memory after the
-    # node-local phase instead of streaming beside it (comm.hierarchical_*: pipelined=False).
-    staged = not gpu.gpudirect_rdma
+    # node-local phase instead of streaming beside it (comm.hierarchical_*: pipelined=False). Where the
+    # vendor publishes nothing either way (None), the staged path is taken: no capability without a source.
+    staged = gpu.gpudirect_rdma is not True
 
     def sync(fn: Any, dense_bytes: Num, expert_bytes: Num) -> Num:
         dense_s = fn(dense_bytes, group, dp_place.per_node, intra, inter, pipelined=not staged)

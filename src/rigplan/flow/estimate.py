@@ -275,6 +275,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     if setup.calibration is None and efficiency_for(gpu) is AMPERE and "ampere" not in gpu.architecture.lower():
         assumptions.append(f"{gpu.name}: rigplan has no efficiency data for {gpu.architecture}; the Ampere (A100) "
                            "fit and its CUDA kernels stand in for it, so treat the speed as rough")
+    if setup.layout.num_gpus > gpu.gpus_per_node and gpu.gpudirect_rdma is None:
+        assumptions.append(f"{gpu.name}: no published word on NIC access to device memory (GPUDirect-style "
+                           "RDMA), so inter-node traffic is taken as staged through host memory")
     if setup.layout.num_gpus > gpu.gpus_per_node and not gpu.nic_bits_per_s:
         raise InvalidSpec(f"{setup.layout.num_gpus} {gpu.name} span more than one {gpu.gpus_per_node}-GPU node "
                           "and no scale-out network rate is published for it; give --nic (Gb/s per GPU)")
