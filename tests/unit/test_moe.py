@@ -247,3 +247,29 @@ def test_padding_to_capacity_is_static_and_not_with_deepep() -> None:
     with pytest.raises(InvalidSpec, match="DeepEP dispatcher does not pad"):
         Job(capacity_factor=1.0, moe_pad_to_capacity=True, a2a_overlap=True)
     Job(capacity_factor=1.0, moe_pad_to_capacity=True, a2a_overlap=True, moe_dispatcher="alltoall")
+
+
+def test_expert_weight_traffic_binds_with_few_tokens_per_expert(h100, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A weight-gradient GEMM accumulating into fp32 main grads moves 8 B per expert parameter whatever its
+    tokens: with 128 experts on one GPU and 512 tokens (32 per expert) that, not the FLOPs, sets the expert time;
+    at 16,384 tokens per micro-batch (1,024 per expert) the FLOPs do and the bytes change nothing."""
+    arch = load_catalog().model("qwen3-30b-a3b").to_domain()
+    layout = Layout(tp=1, dp=1, ep=1, zero=1)
+
+    def compute_s(seq: int, bytes_per_param: tuple[float, float] | None) -> float:
+        if bytes_per_param is not None:
+            monkeypatch.setattr(moe, "expert_weight_bytes", lambda job, fp8: bytes_per_param)
+        job = Job(seq_len=seq, micro_batch=1, moe_imbalance=1.0, main_grads_fp32=True, kernels="fused")
+        return float(step_time(arch, job, layout, h100, global_batch=1).compute_s)
+
+    assert moe.expert_weight_bytes(Job(main_grads_fp32=True), fp8=False) == (2.0, 8.0)
+    assert moe.expert_weight_bytes(Job(main_grads_fp32=True, precision="fp8"), fp8=True) == (1.0, 8.0)
+    with_bytes = compute_s(512, None)
+    flops_only = compute_s(512, (0.0, 0.0))
+    monkeypatch.undo()
+    # a roofline: no faster than 48 layers x 128 experts x 4.7M params x (2 + 2 + 8) B at the H100's HBM
+    params = 48 * float(moe.local_expert_params(arch, 1, 1))
+    assert with_bytes >= params * 12 / h100.memory_bandwidth_bytes_per_s
+    assert with_bytes > 1.2 * flops_only
+    monkeypatch.undo()
+    assert compute_s(16384, None) == pytest.approx(compute_s(16384, (0.0, 0.0)), rel=1e-9)

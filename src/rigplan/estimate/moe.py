@@ -19,6 +19,14 @@ with a load-balancing loss, at most the capacity factor when tokens over capacit
 The busiest rank sets the pace: expert GEMMs, permutation and the all-to-all of every rank wait
 for it, so their time is multiplied by `load`.
 
+Each expert GEMM also moves its expert's weights through HBM once per micro-batch, however few tokens it
+computes (local_expert_params, expert_weight_bytes): the forward, recompute and data-gradient GEMMs read
+them, and the weight-gradient GEMM reads and writes the fp32 main grad it accumulates into. A GEMM takes
+the longer of its FLOPs at the shape model's efficiency and these bytes at the HBM bandwidth (a roofline,
+as for any GEMM; estimate.stage_time). Per parameter that is 2·m FLOPs against 8 bytes for the weight
+gradient, so it binds below m = 4·rate/bandwidth tokens per expert: about 1,180 on an H100 in bf16, 2,250
+on a B200 in fp8, where EP 8 with 16-32 experts per GPU and one sequence per micro-batch gives 256-512.
+
 All-to-all per MoE layer and micro-batch: dispatch and combine forward, their gradients backward
 (and one more forward pair under full recompute). Each carries (T/tp)·k·h elements per rank;
 dispatch in fp8 for fp8 recipes (DeepSeek-V3 Sec. 3.3.2 and DeepEP), everything else in bf16.
@@ -109,6 +117,27 @@ def expert_gemm_dims(arch: Architecture, tokens: Num, tp: Num, ep: Num, etp: Num
     m = tokens_per_local_expert(arch, tokens, tp, ep, etp) * load
     width = arch.moe.expert_ffn / xp.asfloat(etp)
     return xp.minimum(xp.minimum(float(arch.hidden), width), xp.maximum(m, 1.0))
+
+
+def local_expert_params(arch: Architecture, ep: Num, etp: Num) -> Num:
+    """Routed-expert weights one GPU holds per MoE layer: (E/ep) experts of (3 gated | 2)·h·f/etp."""
+    if arch.moe is None:
+        return 0.0 * xp.asarray(ep)
+    matrices = 3.0 if arch.mlp == "gated" else 2.0
+    per_expert = matrices * arch.hidden * arch.moe.expert_ffn
+    return arch.moe.num_experts / xp.asfloat(ep) * per_expert / xp.asfloat(etp)
+
+
+def expert_weight_bytes(job: Job, fp8: bool) -> tuple[float, float]:
+    """HBM bytes per local expert parameter and micro-batch: (read by one GEMM pass over the weights, moved by
+    the weight-gradient GEMM). A forward, a recompute and a data-gradient GEMM each read the weights once (fp8
+    copies under an fp8 recipe, else the compute dtype). The weight-gradient GEMM with Megatron-Core's
+    gradient-accumulation fusion (TE GroupedLinear fuse_wgrad_accumulation, on with fp32 main grads) adds its
+    product into the fp32 main grad in its epilogue, reading and writing it: 8 B; otherwise it writes its
+    output in the compute dtype."""
+    read = 1.0 if fp8 else float(job.compute_dtype_bytes)
+    grads = 8.0 if job.main_grads_fp32 else float(job.compute_dtype_bytes)
+    return read, grads
 
 
 def router_bytes_per_token(arch: Architecture) -> float:

@@ -151,23 +151,42 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     else:
         attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), clock)
 
-    def gemm_of(ops: Any, rate: float = 1.0) -> Num:  # the projections and MLPs that TP collectives feed or drain
-        return (ops.attention_proj_flop / (gemm_peak * proj_eff) + ops.mlp_flop / (gemm_peak * mlp_eff)
-                + ops.expert_flop * load / (gemm_peak * expert_eff)) / rate
+    # Expert GEMMs: the longer of their FLOPs and their weights' traffic (estimate.moe, expert_weight_bytes)
+    backward_rate = eff.fp8_backward_rate if fp8 else 1.0
+    expert_rate = gemm_peak * expert_eff
+    moe_layers = np.maximum(stage.layers - stage.dense_layers, 0.0) if arch.moe is not None else 0.0
+    read_bytes, grad_bytes = moe.expert_weight_bytes(job, fp8)
+    weights_pass_s = moe_layers * moe.local_expert_params(arch, ep, expert_tp) / (
+        gpu.memory_bandwidth_bytes_per_s * eff.hbm)
+    forward_expert_s = flops.forward.expert_flop * load / expert_rate
+    backward_expert_s = flops.backward.expert_flop * load / expert_rate / backward_rate
+    recompute_share = np.where(flops.forward.expert_flop > 0,
+                               flops.recompute.expert_flop / np.maximum(flops.forward.expert_flop, 1e-30), 0.0)
+    expert_s = {
+        "forward": np.maximum(forward_expert_s, weights_pass_s * read_bytes),
+        "backward": (np.maximum(backward_expert_s, weights_pass_s * read_bytes) if job.is_peft else
+                     np.maximum(backward_expert_s / 2.0, weights_pass_s * read_bytes)
+                     + np.maximum(backward_expert_s / 2.0, weights_pass_s * grad_bytes)),
+        "recompute": np.maximum(flops.recompute.expert_flop * load / expert_rate,
+                                weights_pass_s * read_bytes * recompute_share),
+    }
 
-    def time_of(ops: Any, rate: float = 1.0) -> Num:
-        return (gemm_of(ops, rate)
+    def gemm_of(ops: Any, phase: str, rate: float = 1.0) -> Num:  # the GEMMs TP collectives feed or drain
+        return ((ops.attention_proj_flop / (gemm_peak * proj_eff) + ops.mlp_flop / (gemm_peak * mlp_eff)) / rate
+                + expert_s[phase])
+
+    def time_of(ops: Any, phase: str, rate: float = 1.0) -> Num:
+        return (gemm_of(ops, phase, rate)
                 + ops.router_flop / (bf16_peak * head_eff) + ops.lm_head_flop / (bf16_peak * head_eff)
                 + ops.adapter_flop / (bf16_peak * adapter_eff)
                 + ops.attention_core_flop / (bf16_peak * attn_eff))
 
     # fp8 dgrad/wgrad GEMMs run with split accumulation where the part has a fast mode (efficiency.py)
-    backward_rate = eff.fp8_backward_rate if fp8 else 1.0
-    forward_s = time_of(flops.forward)
-    backward_s = time_of(flops.backward, backward_rate)
-    recompute_s = time_of(flops.recompute)
-    gemm_s = (gemm_of(flops.forward) + gemm_of(flops.backward, backward_rate)
-              + gemm_of(flops.recompute)) if need_gemm else 0.0
+    forward_s = time_of(flops.forward, "forward")
+    backward_s = time_of(flops.backward, "backward", backward_rate)
+    recompute_s = time_of(flops.recompute, "recompute")
+    gemm_s = (gemm_of(flops.forward, "forward") + gemm_of(flops.backward, "backward", backward_rate)
+              + gemm_of(flops.recompute, "recompute")) if need_gemm else 0.0
     column_backward_s: Num = 0.0
     if need_gemm:
         q_w = arch.num_heads * arch.dim_per_head
