@@ -64,3 +64,29 @@ def test_nvls_is_one_gib_per_8_gpu_communicator() -> None:
     assert nvls_bytes(job, Layout(tp=8, dp=16)) == 2 * GiB
     assert nvls_bytes(job, Layout(dp=2)) == 0.0
     assert nvls_bytes(Job(), Layout(dp=8)) == 0.0
+
+
+def test_fsdp_flat_params_keep_whole_block_gradients() -> None:
+    """FSDP1 flat parameters: every LoRA block's gradient covers its frozen elements, unsharded while
+    accumulating under no_sync, 1/dp of it otherwise; the root unit (embedding, head) gets none."""
+    from rigplan.estimate.framework_buffers import fsdp_flat_grad_extra_bytes
+    from rigplan.estimate.params import count_params
+
+    layout = Layout(dp=4, zero=3)
+    lora = dict(method="lora", precision="bf16-true", lora_rank=8, seq_len=128, recompute="full")
+    counts = count_params(TINY)
+    adapters = 2 * 8 * (256 + 256) * TINY.num_layers  # q and v: r·(d_in + d_out) each, per layer
+    blocks = counts.dense_layer.total * TINY.num_layers + adapters
+    accumulating = Job(**lora, fsdp_flat_params=True, global_batch=32)  # type: ignore[arg-type]
+    states = model_states(TINY, accumulating, layout, 0)
+    assert states.gradients_bytes + fsdp_flat_grad_extra_bytes(TINY, accumulating, layout, 0, states) == \
+        pytest.approx(2 * blocks)
+    synced = Job(**lora, fsdp_flat_params=True)  # type: ignore[arg-type]
+    states = model_states(TINY, synced, layout, 0)
+    assert states.gradients_bytes + fsdp_flat_grad_extra_bytes(TINY, synced, layout, 0, states) == \
+        pytest.approx(2 * blocks / 4)
+    plain = peak_memory(TINY, Job(**lora, global_batch=32), layout)  # type: ignore[arg-type]
+    flat = peak_memory(TINY, accumulating, layout)
+    assert flat.model_gradients_bytes - plain.model_gradients_bytes == pytest.approx(2 * blocks - 2 * adapters / 4)
+    assert flat.total_bytes > plain.total_bytes
+    assert fsdp_flat_grad_extra_bytes(TINY, accumulating, Layout(dp=4, zero=2), 0, states) == 0.0

@@ -371,6 +371,10 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="PyTorch DDP buckets hold a second copy of the gradients (gradient_as_bucket_view off)."),
         click.option("--fsdp-prefetch", type=int, default=1, show_default=True,
                      help="FSDP units all-gathered ahead of the one computing."),
+        click.option("--fsdp-flat-params/--no-fsdp-flat-params", default=False,
+                     help="ZeRO-3 is FSDP1 with use_orig_params (Lightning Fabric, lit-gpt): a unit with a trainable "
+                          "parameter gets gradients for all its elements, unsharded while accumulating under "
+                          "no_sync."),
         click.option("--fp8-transpose-cache/--no-fp8-transpose-cache", default=False,
                      help="TransformerEngine fp8 keeps a transposed fp8 weight too (+1 B/param)."),
         click.option("--fused-swiglu/--no-fused-swiglu", default=False,

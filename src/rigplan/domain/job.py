@@ -105,6 +105,10 @@ class Job:
     """PyTorch DDP's buckets are a second copy of the gradients (gradient_as_bucket_view=False)."""
     fsdp_prefetch: int = 1
     """FSDP units all-gathered ahead of the one computing (FSDP2 default 1)."""
+    fsdp_flat_params: bool = False
+    """ZeRO-3 is FSDP1 (FullyShardedDataParallel with use_orig_params=True, as Lightning Fabric sets it): a unit
+    with any trainable parameter gets a gradient for its whole flat parameter, frozen elements included, and
+    gradient accumulation under no_sync() keeps it unsharded between micro-batches (estimate.framework_buffers)."""
     fp8_transpose_cache: bool = False
     """TransformerEngine fp8 keeps the transposed fp8 weight too (+1 B/param)."""
     fused_swiglu: bool = False

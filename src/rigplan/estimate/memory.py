@@ -32,7 +32,13 @@ from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.allocator import reserved_overhead_bytes, unreleasable_overhead_bytes
 from rigplan.estimate.arrays import distinct_rows, first_argmax, select
 from rigplan.estimate.arrays import scalar_or_array as _out
-from rigplan.estimate.framework_buffers import ddp_grad_copy_bytes, nvls_bytes
+from rigplan.estimate.framework_buffers import (
+    ddp_grad_copy_bytes,
+    fsdp1_block_params,
+    fsdp1_gathered_params,
+    fsdp_flat_grad_extra_bytes,
+    nvls_bytes,
+)
 from rigplan.estimate.params import count_params
 from rigplan.estimate.setup_peaks import dequantized_copy_bytes, load_peak
 from rigplan.estimate.states import (
@@ -296,17 +302,20 @@ class _Transients:
     torchtune, torchtitan) builds none."""
 
 
-def _transients(job: Job, layout: Any, states: ModelStates) -> _Transients:
+def _transients(job: Job, layout: Any, states: ModelStates, fsdp1: tuple[Num, Num] | None = None) -> _Transients:
     """Working buffers that exist only in some phases of the step.
 
     Neither ZeRO buffer can exceed what sharding saved, so a higher ZeRO stage never needs more
-    memory than a lower one.
+    memory than a lower one. `fsdp1` (job.fsdp_flat_params): the parameters FSDP1 holds gathered at once
+    and the elements of one block's flat gradient (framework_buffers), in place of (1 + prefetch) of the
+    largest unit and of the trainable share of one unit.
     """
     shards = xp.asarray(layout.dp * layout.cp)
     zero = xp.asarray(layout.zero)
     unit = states.largest_unit_params
     stored_bytes_per_param = states.unsharded_weight_bytes / xp.maximum(states.local_params, 1.0)
-    two_units = (1 + job.fsdp_prefetch) * unit * stored_bytes_per_param
+    gathered_params = (1 + job.fsdp_prefetch) * unit if fsdp1 is None else fsdp1[0]
+    two_units = gathered_params * stored_bytes_per_param
     if job.offload == "all":
         gathered: Num = xp.minimum(two_units, states.unsharded_weight_bytes)
     else:
@@ -314,6 +323,8 @@ def _transients(job: Job, layout: Any, states: ModelStates) -> _Transients:
     grad_bucket: Num = 0.0
     if job.offload == "none":
         bucket = xp.minimum(unit, states.trainable_params * (1 - 1 / shards)) * job.compute_dtype_bytes
+        if fsdp1 is not None:
+            bucket = fsdp1[1] * grad_bytes_per_param(job)
         grad_bucket = xp.where(zero >= 2, bucket, 0.0)
     step_temp: Num = 0.0
     if job.optimizer_foreach and job.optimizer == "adamw" and not job.optimizer_in_backward and job.offload == "none":
@@ -354,12 +365,15 @@ def _rank_shared(arch: Architecture, job: Job, layout: Any, rank: Num, states: M
                  nccl: Num | None = None) -> _RankShared:
     states = model_states(arch, job, layout, rank) if states is None else states
     logits = _out(xp.where(xp.asarray(rank) == xp.asarray(layout.pp) - 1, _logits_bytes(arch, job, layout), 0.0))
-    grads = states.gradients_bytes + ddp_grad_copy_bytes(job, layout, states.trainable_params,
-                                                         grad_bytes_per_param(job))
+    grads = (states.gradients_bytes
+             + ddp_grad_copy_bytes(job, layout, states.trainable_params, grad_bytes_per_param(job))
+             + fsdp_flat_grad_extra_bytes(arch, job, layout, rank, states))
+    fsdp1 = ((fsdp1_gathered_params(arch, job, layout, rank), fsdp1_block_params(arch, job, layout))
+             if job.fsdp_flat_params else None)
     if nccl is None:
         pairs, groups = communicator_count(layout)
         nccl = pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout)
-    return _RankShared(states=states, logits=logits, transients=_transients(job, layout, states),
+    return _RankShared(states=states, logits=logits, transients=_transients(job, layout, states, fsdp1),
                        dequantized=dequantized_copy_bytes(arch, job, layout), persist=gradients_persist(job, layout),
                        grads=grads, base=states.weights_bytes + states.optimizer_bytes, nccl=nccl,
                        load=load_peak(arch, job, layout, states))

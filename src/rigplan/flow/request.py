@@ -171,6 +171,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     main_grads_fp32: bool = False
     ddp_grad_copy: bool = False
     fsdp_prefetch: Annotated[int, Bounded("fsdp_prefetch")] = 1
+    fsdp_flat_params: bool = False
+    """FSDP1 flat parameters: gradients over frozen elements, unsharded under no_sync accumulation."""
     fp8_transpose_cache: bool = False
     fused_swiglu: bool = False
     nvls_buffers: bool = False

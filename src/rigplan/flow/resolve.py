@@ -154,6 +154,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         checkpoint_load=spec.checkpoint_load, nf4_quantizer=spec.nf4_quantizer,
         kbit_fp32_upcast=spec.kbit_fp32_upcast,
         main_grads_fp32=spec.main_grads_fp32, ddp_grad_copy=spec.ddp_grad_copy, fsdp_prefetch=spec.fsdp_prefetch,
+        fsdp_flat_params=spec.fsdp_flat_params,
         fp8_transpose_cache=spec.fp8_transpose_cache, fused_swiglu=spec.fused_swiglu, nvls_buffers=spec.nvls_buffers,
         expandable_segments=spec.expandable_segments, varying_lengths=spec.varying_lengths,
         **_routing(spec), **spec.overlap_values(),
