@@ -373,11 +373,32 @@ SAVED_SHAPES = {
 }
 
 
+def saved_model(torch: Any, model_type: str, values: dict[str, Any], device: Any, targets: list[str] | None,
+                dropout: float) -> tuple[Any, Any]:
+    """A 3-layer bf16 model of `values` in training mode, peft LoRA r=16 on `targets` when given: (model to call
+    for a loss, the causal LM whose decoder layers rigplan.measure.saved_tensors walks)."""
+    import transformers
+
+    config = transformers.AutoConfig.for_model(model_type, num_hidden_layers=3, **values)
+    config.use_cache = False
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    model = model.to(torch.bfloat16)
+    net = model
+    if targets:
+        import peft
+
+        model = peft.get_peft_model(model, peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=dropout,
+                                                           target_modules=targets))
+        net = model.base_model.model
+    net.train()
+    return model, net
+
+
 def saved_section(torch: Any, device: Any) -> list[dict[str, Any]]:
     """Per-layer saved bytes of transformers' modules on this device, full training and peft LoRA (dropout 0
     and 0.05): the GPU's own attention kernels and dropout masks, where a CPU runs others."""
-    import transformers
-
     from rigplan.measure.saved_tensors import saved_bytes_per_layer
 
     rows = []
@@ -385,21 +406,9 @@ def saved_section(torch: Any, device: Any) -> list[dict[str, Any]]:
         for lora, dropout in ((False, 0.0), (True, 0.0), (True, 0.05)):
             row: dict[str, Any] = {"model_type": model_type, "lora": lora, "lora_dropout": dropout, **shape}
             try:
-                config = transformers.AutoConfig.for_model(model_type, num_hidden_layers=3, vocab_size=512,
-                                                           max_position_embeddings=4096, **shape)
-                torch.manual_seed(0)
-                with torch.device(device):
-                    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
-                model = model.to(torch.bfloat16)
-                net = model
-                if lora:
-                    import peft
-
-                    targets = ["qkv_proj"] if model_type == "phi3" else ["q_proj", "v_proj"]
-                    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=dropout,
-                                                                         target_modules=targets))
-                    net = wrapped.base_model.model
-                net.train()
+                targets = (["qkv_proj"] if model_type == "phi3" else ["q_proj", "v_proj"]) if lora else None
+                _, net = saved_model(torch, model_type, {"vocab_size": 512, "max_position_embeddings": 4096, **shape},
+                                     device, targets, dropout)
                 batch, seq = 2, 160
                 ids = torch.randint(0, 512, (batch, seq), device=device)
                 row["saved_per_layer_bytes"] = saved_bytes_per_layer(net, ids)

@@ -27,25 +27,12 @@ SMOKE = {**PHI3_MINI, "hidden_size": 64, "intermediate_size": 128, "num_attentio
 
 
 def case_row(torch: Any, device: Any, config_values: dict[str, Any], seq: int, lora: bool) -> dict[str, Any]:
-    import transformers
+    from gpu_session import saved_model  # benchmarks/gpu_session.py, beside this script
 
     from rigplan.measure.saved_tensors import saved_bytes_per_layer
 
     row: dict[str, Any] = {"seq": seq, "lora": lora, "sliding_window": config_values.get("sliding_window")}
-    config = transformers.AutoConfig.for_model("phi3", num_hidden_layers=3, **config_values)
-    config.use_cache = False
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
-    model = model.to(torch.bfloat16)
-    net = model
-    if lora:
-        import peft
-
-        model = peft.get_peft_model(model, peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05,
-                                                           target_modules=["qkv_proj"]))
-        net = model.base_model.model
-    net.train()
+    model, net = saved_model(torch, "phi3", config_values, device, ["qkv_proj"] if lora else None, 0.05)
     batch = 4
     ids = torch.randint(0, config_values["vocab_size"], (batch, seq), device=device)
     per_layer = saved_bytes_per_layer(net, ids)
