@@ -44,18 +44,32 @@ def applies(arch: Architecture, job: Job, moe_layer: bool) -> bool:
             and arch.mla is None and job.attention != "eager")
 
 
-def adapter_inputs(arch: Architecture, job: Job) -> tuple[list[int], list[int]]:
-    """Input widths of the adapted linears: (column-parallel ones, row-parallel ones), fused projections merged."""
-    q_w = arch.num_heads * arch.dim_per_head
-    widths = {"q": arch.hidden, "k": arch.hidden, "v": arch.hidden, "gate": arch.hidden, "up": arch.hidden,
-              "o": q_w, "down": arch.ffn}
+def adapted_targets(arch: Architecture, job: Job) -> set[str]:
+    """The adapted linears, fused projections merged: one adapter on qkv_proj ('q'), one on gate_up_proj ('gate')."""
     targets = set(job.lora_targets)
-    if arch.fused_projections:  # one adapter on qkv_proj, one on gate_up_proj (input h each)
+    if arch.fused_projections:
         merged = ({"q"} if targets & {"q", "k", "v"} else set()) | ({"gate"} if targets & {"gate", "up"} else set())
         targets = merged | (targets & {"o", "down"})
-    column = [widths[t] for t in sorted(targets) if t not in ("o", "down")]
-    row = [widths[t] for t in sorted(targets) if t in ("o", "down")]
-    return column, row
+    return targets
+
+
+def _widths(arch: Architecture) -> dict[str, tuple[int, int]]:
+    """(input, output) width of each projection; 'q' and 'gate' are the fused ones where the model fuses them."""
+    h = arch.hidden
+    q_w = arch.num_heads * arch.dim_per_head
+    kv_w = arch.kv_heads * arch.dim_per_head
+    f = arch.ffn
+    fused = arch.fused_projections
+    return {"q": (h, q_w + 2 * kv_w if fused else q_w), "k": (h, kv_w), "v": (h, kv_w), "o": (q_w, h),
+            "gate": (h, 2 * f if fused else f), "up": (h, f), "down": (f, h)}
+
+
+def adapter_inputs(arch: Architecture, job: Job) -> tuple[list[int], list[int]]:
+    """Input widths of the adapted linears: (column-parallel ones, row-parallel ones), fused projections merged."""
+    widths = _widths(arch)
+    targets = sorted(adapted_targets(arch, job))
+    return ([widths[t][0] for t in targets if t not in ("o", "down")],
+            [widths[t][0] for t in targets if t in ("o", "down")])
 
 
 def kbit_layer_parts(arch: Architecture, job: Job, dropout: bool = True) -> tuple[float, float, float]:
@@ -83,3 +97,44 @@ def kbit_layer_parts(arch: Architecture, job: Job, dropout: bool = True) -> tupl
     if arch.qk_norm:
         attention += FP32_BYTES * (q_w + kv_w) + 4 * (a + arch.kv_heads)
     return 2 * norm + column_bytes, attention + mlp + row_bytes, core
+
+
+NF4_DEQUANT_BYTES_PER_PARAM = 0.5 + 2.0 + 0.25 / 8
+"""bitsandbytes' dequantize_4bit, per base weight and pass: reads the packed 4-bit code (0.5 B), writes the bf16
+weight the GEMM then reads (2 B), and reads the block constants (one 8-bit absmax per 64 weights plus one fp32 per
+256 of those with double quantization, about 0.25/8 B; Dettmers et al. 2023, Sec. 3)."""
+
+
+def _base_linears(arch: Architecture) -> list[tuple[int, int]]:
+    """(input width, output width) of every base linear of a dense layer, each a Linear4bit of its own."""
+    widths = _widths(arch)
+    names = ["q", "o", "gate", "down"] if arch.fused_projections else ["q", "k", "v", "o", "gate", "up", "down"]
+    if arch.mlp != "gated":
+        names = [n for n in names if n != "up"]
+    return [widths[n] for n in names]
+
+
+def kbit_traffic(arch: Architecture, job: Job) -> tuple[float, float, float]:
+    """What a peft-prepared QLoRA layer moves through HBM beyond rigplan's bf16 element-wise count, per forward
+    pass: (bytes per token, bytes per layer independent of tokens, kernels per layer).
+
+    Per token: each Linear4bit casts its fp32 input to bf16 and its bf16 output back (read 4 + write 2 per
+    element each way: 6·(d_in + d_out)); each adapter's dropout over its fp32 input (read 4, write 4, 1-byte
+    mask: 9·d_in), under autocast lora_A's cast of it to bf16 (6·d_in), the scaling multiply and the add into the
+    fp32 result (autocast: 4 + 10 per d_out; fp32: 8 + 12); the gated MLP's silu and product in fp32 (20·f
+    against the 10·f of the bf16 count). Per layer: each 4-bit weight dequantized (NF4_DEQUANT_BYTES_PER_PARAM).
+    Kernels: cast in, dequantize and cast out per base linear; dropout, cast, lora_A, lora_B, scale and add per
+    adapter. Backward moves about the same bytes once more (a cast's gradient is a cast, dropout's a masked
+    copy), and a recomputed layer once more again; estimate.stage_time applies the passes.
+    """
+    linears = _base_linears(arch)
+    casts = sum(6.0 * (d_in + d_out) for d_in, d_out in linears)
+    widths = _widths(arch)
+    targets = adapted_targets(arch, job)
+    in_per_adapter = 9.0 + (6.0 if job.autocast else 0.0)
+    out_per_adapter = 14.0 if job.autocast else 20.0
+    adapters = sum(in_per_adapter * widths[t][0] + out_per_adapter * widths[t][1] for t in targets)
+    activation = 10.0 * arch.ffn if arch.mlp == "gated" else 4.0 * arch.ffn
+    weights = float(sum(d_in * d_out for d_in, d_out in linears)) * NF4_DEQUANT_BYTES_PER_PARAM
+    kernels = 3.0 * len(linears) + 6.0 * len(targets)
+    return casts + adapters + activation, weights, kernels

@@ -27,7 +27,7 @@ from rigplan.domain.stages import (
     rank_layer_counts,
     virtual_stage_layers,
 )
-from rigplan.estimate import comm, moe, overlap, recompute, tensor_parallel
+from rigplan.estimate import comm, moe, overlap, peft_kbit, recompute, tensor_parallel
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import (
     Efficiency,
@@ -209,8 +209,15 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     if fp8:
         recast = 1.0 if job.recompute == "full" else op_recompute_matmul_share(arch) if job.recompute == "op" else 0.0
         elementwise = elementwise + fp8_cast_bytes_per_token(arch, job, tp) * tokens * layers * (1.0 + recast / 2.0)
-    elementwise_s = elementwise / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
     launches = kernels_per_layer(arch, job) * layers * passes
+    if peft_kbit.applies(arch, job, moe_layer=False):
+        # QLoRA through peft on Hugging Face modules: fp32 casts, adapters and dequantization (estimate.peft_kbit),
+        # once forward, once backward and once more where a layer is recomputed
+        per_token_bytes, per_layer_bytes, kernels = peft_kbit.kbit_traffic(arch, job)
+        dense = stage.dense_layers if arch.moe is not None else layers
+        elementwise = elementwise + (per_token_bytes * tokens + per_layer_bytes) * dense * (2.0 + redone)
+        launches = launches + kernels * dense * passes
+    elementwise_s = elementwise / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
     gaps_s = launches * KERNEL_GAP_S
     compute = forward_s + backward_s + recompute_s + elementwise_s + gaps_s
     return ComputeTime(compute_s=compute, backward_s=backward_s, core_s=core_s, gemm_s=gemm_s,
