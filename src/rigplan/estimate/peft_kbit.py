@@ -1,4 +1,4 @@
-"""What a QLoRA layer saves when peft prepared it for k-bit training (kernels='hf', kbit_fp32_upcast).
+"""What a QLoRA layer saves and moves when peft prepared it for k-bit training (kernels='hf', kbit_fp32_upcast).
 
 peft's prepare_model_for_kbit_training (peft/utils/other.py) casts every weight that is not 4-bit to fp32:
 embeddings, norms, LM head. The hidden states then stay fp32 through every layer, and bitsandbytes' Linear4bit
@@ -27,6 +27,9 @@ probabilities alone 2.1 GB); the Hugging Face Trainer's bf16=True runs under aut
 Left out: LoRA dropout 0 (each adapter then reads the shared fp32 input instead of its own copy), eager
 attention and padding masks (transformers then expands k and v itself and the memory-efficient kernel runs),
 MoE and MLA layers (the general count is used).
+
+The same fp32 layer moves more bytes than the bf16 element-wise count of estimate.elementwise (kbit_traffic:
+casts, adapters, fp32 activation, per-pass dequantization), which estimate.stage_time adds to the step.
 """
 
 from __future__ import annotations
