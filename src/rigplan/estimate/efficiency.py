@@ -112,6 +112,10 @@ class Efficiency:
     """GEMM dimension at which efficiency is half of gemm_max."""
     fp8_gemm_max: float
     """Large fp8 GEMMs (the GEMM alone; casts are counted separately), fraction of the fp8 dense peak."""
+    fp8_gemm_half_dim: float = 0.0
+    """GEMM dimension at which the fp8 efficiency is half of fp8_gemm_max (0: gemm_half_dim). A tensor core that
+    runs fp8 twice as fast as bf16 needs larger GEMMs to stay busy: measured on an H200, 910 against bf16's 380
+    (docs/measurements/h200-2026-12.md, section 11)."""
     fp8_backward_rate: float = 1.0
     """Rate of the backward fp8 GEMMs (dgrad, wgrad) relative to the forward ones. Training recipes run the
     forward fp8 GEMM with cuBLAS fast accumulation and the backward ones with split accumulation (partial
@@ -179,17 +183,21 @@ AMPERE = Efficiency(
 )
 FP8_SPLIT_ACCUMULATION_RATE = 1.0 / 1.15
 """Backward fp8 GEMMs with split accumulation run 1.1-1.2x slower than with fast accumulation (pytorch/ao
-issue #2377, H100 benchmark); 1.15, the middle."""
+issue #2377, H100 benchmark, 2024); 1.15, the middle. cuBLAS of CUDA 13 narrows it: 0.95 median over 19 GEMMs on an
+H200 (torch._scaled_mm use_fast_accum False / True; docs/measurements/h200-2026-12/fp8_gemm.json), kept aside
+because the published fp8 runs rigplan is checked on used 2024-2025 libraries."""
 
 HOPPER = Efficiency(
-    family="hopper", gemm_max=0.78, gemm_half_dim=400.0, fp8_gemm_max=0.70,
+    family="hopper", gemm_max=0.78, gemm_half_dim=400.0, fp8_gemm_max=0.70, fp8_gemm_half_dim=553.0,
     fp8_backward_rate=FP8_SPLIT_ACCUMULATION_RATE,
     attention={"fa2": _FA2_H100, "fa3": _FA3_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100},
     fused_attention_kernel="cudnn", eager_attention_kernel="sdpa", hbm=0.90,
     source="cuBLAS bf16 on a 700 W H100 SXM reaches ~750-800 of 989 TFLOP/s on large GEMMs (CUTLASS 3.x Hopper "
            "benchmarks: ~75% of peak at 8192^3, ~70% at 4096^3, ~58% at 1024^3, "
            "i.e. d_half ~400), fp8 ~1400 of 1979; STREAM triad ~3.07 of 3.35 TB/s "
-           "measured on H100 80GB HBM3",
+           "measured on H100 80GB HBM3. Checked on an H200 (docs/measurements/h200-2026-12/fp8_gemm.json, 19 GEMMs "
+           "of 0.1-2 TFLOP: square, MoE expert and Llama 3 8B shapes): bf16 fits (0.77, 380); fp8 with fast "
+           "accumulation (torch._scaled_mm, per-tensor scales) fits (0.75, 910), the fp8 curve used here",
     measured=True,
 )
 BLACKWELL = Efficiency(
@@ -300,7 +308,8 @@ def gemm_efficiency(eff: Efficiency, dims: Num, *, fp8: bool = False) -> Num:
     """Fraction of the dense peak for GEMMs whose smaller dimension is `dims` (array-friendly)."""
     d = np.asarray(dims, dtype=np.float64)
     top = (eff.fp8_gemm_max if fp8 else eff.gemm_max) * IN_STEP_GEMM_FRACTION
-    return top * d / (d + eff.gemm_half_dim)
+    half = eff.fp8_gemm_half_dim if fp8 and eff.fp8_gemm_half_dim else eff.gemm_half_dim
+    return top * d / (d + half)
 
 
 def attention_kernel_for(eff: Efficiency, kernels: str, requested: str | None = None) -> str:

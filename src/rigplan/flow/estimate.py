@@ -91,7 +91,8 @@ class EstimateResult:
     def num_gpus(self) -> int:
         return self.setup.layout.num_gpus
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, with_advice: bool = True) -> dict[str, Any]:
+        """The result as JSON values; without `with_advice` the memory remedies are not searched."""
         st = self.step
         n = self.num_gpus
         step_s = float(st.step_time_s)
@@ -106,7 +107,7 @@ class EstimateResult:
         gpu = self.setup.gpu
         power_w = n * (gpu.tdp_w + self.host_power_w) if gpu.tdp_w else None  # 0: no published power figure
         eff = calibrated_efficiency(gpu, self.setup.calibration)
-        memory = self.memory.to_dict()
+        memory = self.memory.to_dict(with_advice)
         return {
             "step_time_s": step_s,
             "tokens_per_s": tokens_per_s,

@@ -49,7 +49,8 @@ class MemoryResult:
             "available": float(self.usable_bytes),
         }]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, with_advice: bool = True) -> dict[str, Any]:
+        """The result as JSON values; without `with_advice` the remedies are not searched ("advice": null)."""
         s = self.setup
         counts = count_params(s.arch)
         b = self.breakdown
@@ -126,7 +127,7 @@ class MemoryResult:
             "max_seq_len": self.max_seq_len,
             "find_max_note": self.find_max_note(),
             "fit": fit_verdict(float(b.total_bytes), float(self.usable_bytes)),
-            "advice": self.advice(),
+            "advice": self.advice() if with_advice else None,
             "violations": self.violations(),
             "assumptions": list(s.assumptions),
             "framework": s.framework.to_dict() if s.framework else None,
