@@ -212,7 +212,10 @@ BLACKWELL = Efficiency(
            "one (0.50-0.93: the 256-wide UMMA tiles of a 2.3x faster tensor core need larger GEMMs); carried onto "
            "Hopper's curve (0.78, 400) each ratio implies a d_half, median 1,090 (996 over the batched-by-4 entries, "
            "733 on the largest, 4 x 4096^3). fp8 on sm_100 reaches 0.729 of its 4,500 TFLOP/s on that largest GEMM, "
-           "the bf16 fraction; FlashAttention-3 has no SM100 kernels",
+           "the bf16 fraction, and its 81 fp8 entries put fp8's half-efficiency dimension beside bf16's (702 against "
+           "742 fitted directly in that table), so Blackwell's fp8 curve keeps bf16's (Hopper's does not: "
+           "fp8_gemm_half_dim); the table's sm_90 fp8 entries exceed the H100's fp8 peak (up to 1.31x) and were not "
+           "used; FlashAttention-3 has no SM100 kernels",
     measured=False,
 )
 ADA = Efficiency(
