@@ -88,13 +88,17 @@ def family_fields(row: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("row", [r for r in FAMILY_RUNS if "error" not in r], ids=lambda r: r["name"])
-def test_other_families_allocated_within_10_percent(row: dict[str, Any]) -> None:
-    """Qwen2.5 7B, Mistral 7B, Phi-3-mini, Qwen3 8B and Gemma 2 9B: full training with checkpointing within 3%,
-    LoRA without it within 1% except Phi-3-mini (-7.2%: its sliding window at 2048 tokens, not modelled)."""
-    result = memory(MemoryRequest(**family_fields(row)))
+def test_other_families_allocated_within_3_percent(row: dict[str, Any], tmp_path: Path) -> None:
+    """Qwen2.5 7B, Mistral 7B, Phi-3-mini, Qwen3 8B and Gemma 2 9B, read from the config each run was built from
+    (Phi-3-mini's without the catalog's 2047-token window: no mask reached SDPA): full training with checkpointing
+    within 3%, LoRA without it within 1% (Phi-3-mini's fused qkv held whole by v's view: -7.2% before it was
+    counted)."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**row["config"], "model_type": row["model_type"]}))
+    result = memory(MemoryRequest(**{**family_fields(row), "model": str(config)}))
     assert count_params(result.setup.arch).total == row["parameters"] - row["trainable_parameters"] * row["lora"]
     error = float(result.breakdown.step_allocated_bytes) / row["peak_allocated_bytes"] - 1.0
-    assert abs(error) < (0.08 if row["catalog"] == "phi-3-mini" and row["lora"] else 0.03), error
+    assert abs(error) < (0.01 if row["lora"] else 0.03), error
 
 
 def test_the_run_that_ran_out_of_memory_is_predicted_not_to_fit() -> None:

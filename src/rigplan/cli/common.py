@@ -387,7 +387,8 @@ def _job_options(func: F, *, preset: bool) -> F:
                           "default): the caching allocator keeps far less reserved beyond the live tensors."),
         click.option("--varying-lengths/--no-varying-lengths", default=False,
                      help="Batches padded to their longest sample (unpacked data): shapes change from step to "
-                          "step and the caching allocator keeps more reserved."),
+                          "step and the caching allocator keeps more reserved; with --kernels hf the padding "
+                          "mask reaches SDPA (a bf16 copy per layer)."),
         *([framework_option()] if preset else []),
         click.option("--gpu", default="h100-sxm", show_default=True, envvar="RIGPLAN_GPU",
                      help="GPU id (rigplan gpus)."),

@@ -121,7 +121,8 @@ class Job:
     varying_lengths: bool = False
     """Batches are padded to their longest sample, so tensor shapes change from step to step (unpacked
     instruction data); False: packed or fixed-length batches. Sets how much the caching allocator keeps
-    reserved beyond the live tensors (estimate.allocator)."""
+    reserved beyond the live tensors (estimate.allocator) and, with kernels='hf', that transformers passes SDPA
+    an explicit padding mask (estimate.activations.hf_sdpa_input_bytes)."""
     global_batch: int = 0
     """Sequences per optimizer step; 0 means micro_batch x dp (no accumulation)."""
     tokens: float = 0.0

@@ -99,7 +99,7 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
         q_w = a * mla.qk_head_dim
         v_w = a * mla.v_head_dim
         low_rank = 2 * mla.q_lora_rank + 2 * mla.kv_lora_rank + mla.qk_rope_head_dim
-        split = p * (q_w + q_w + v_w + v_w)  # Q, K, V kept for the core; out-projection input
+        split: float = p * (q_w + q_w + v_w + v_w)  # Q, K, V kept for the core; out-projection input
         replicated: float = r * h + p * (h + low_rank) + mask
     else:
         q_w = a * arch.dim_per_head
@@ -115,11 +115,81 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
             # softmax(dtype=float32) saves its fp32 result and the matmul with v its bf16 cast.
             split = p * 4 * a * arch.dim_per_head
             core = (4 + p) * a * s
+        if job.attention != "eager" and arch.mla is None:
+            extra_replicated, extra_split = hf_sdpa_input_bytes(arch, job)
+            replicated = replicated + extra_replicated
+            split = split + extra_split
         if arch.qk_norm and arch.mla is None:
             # Qwen3RMSNorm on q and k per head: fp32 copy (4), rsqrt per head (4 B), the weight-multiplied
             # bf16 result (p) (tests/validation/test_hf_saved_tensors.py, qwen3).
             split = split + (HF_RMSNORM_EXTRA_BYTES_PER_HIDDEN + p) * (q_w + kv_w) + 4 * (a + arch.kv_heads)
     return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
+
+
+HF_SDPA_MASK_BYTES = 2
+"""Bytes per element of the additive mask SDPA keeps when transformers hands it an explicit boolean mask:
+scaled_dot_product_attention turns it into a mask of the query's dtype on every call (convert_boolean_attn_mask,
+aten/src/ATen/native/transformers/attention.cpp: at::where(mask, 0, -inf) of query.dtype), and the kernel saves that
+copy for backward, so each layer keeps its own (B, 1, s, s) bf16 tensor: 2·s bytes per token and layer. Measured on
+an H200 (docs/measurements/h200-2026-12/window.json: +1.33·h at s = 2048, +2.67·h at 4096 for h = 3072) and on a CPU
+(tests/validation/test_hf_saved_tensors.py)."""
+
+
+def hf_sdpa_mask_share(arch: Architecture, job: Job) -> float:
+    """Share of the layers whose SDPA call gets an explicit mask from transformers (0 to 1).
+
+    transformers' masking_utils drops the mask and lets SDPA run is_causal only when nothing but causality is to
+    be masked (_ignore_causal_mask_sdpa): no padding, and no sliding window that reaches into the sequence
+    (kv_length < window). So: every layer when batches are padded (job.varying_lengths: an attention_mask with
+    padding), else each layer whose window w > 0 has seq_len >= w (Phi-3-mini's 2047 at 2,047 tokens and more,
+    Mistral 7B v0.1's 4096 from 4,096 tokens). Measured on a CPU with transformers 5.25 (window 64: no mask at 63
+    tokens, a mask at 64 and 65) and on the H200 with 5.17 (window.json, window 2047: a mask at 2,047 tokens).
+    """
+    if job.varying_lengths:
+        return 1.0
+    windows = arch.attention_windows
+    if not windows:
+        return 0.0
+    return sum(1 for w in windows if w and job.seq_len >= w) / len(windows)
+
+
+def hf_sdpa_input_bytes(arch: Architecture, job: Job) -> tuple[float, float]:
+    """Per token, averaged over the layers: what SDPA under transformers keeps beyond q, k, v of their own widths.
+
+    Returns (replicated under tp, split by tp). Every SDPA kernel (CUDA flash and memory-efficient, the CPU flash
+    kernel) saves its query, key and value as it receives them (their backward formulas in
+    tools/autograd/derivatives.yaml take the inputs, and the wrappers copy nothing when the last dimension is
+    contiguous and the head dim a multiple of 8), so what counts is what transformers hands it:
+    - the explicit mask's bf16 copy, HF_SDPA_MASK_BYTES·s, on the layers of hf_sdpa_mask_share;
+    - under GQA with a mask, repeat_kv's expanded copies of k and v (transformers' use_gqa_in_sdpa passes
+      enable_gqa only without a mask): 2·p·(q_w - kv_w) more; with one kv head (MQA) repeat_kv's reshape of the
+      expanded tensor is a view (stride 0 over the heads) and copies nothing (measured: a CPU, Mistral modules
+      with one kv head);
+    - with fused projections (Phi-3's qkv_proj) and no such copy, v is a strided view of the qkv output, and the
+      saved view holds that whole storage: p·(q_w + 2·kv_w) where v alone is p·kv_w, so p·(q_w + kv_w) more
+      (4·h on Phi-3-mini: window.json, LoRA and full training, 2,047 to 4,096 tokens, and a CPU at h = 256 and
+      3072; the 2.96 GiB the Phi-3-mini LoRA run in families.json held beyond the count);
+    - with transformers' Phi3 modules (fused_projections: Phi-3, Phi-4) in full training, the output projection's
+      input is a copy, p·q_w more: their apply_rotary_pos_emb builds q with torch.cat, a new (B, heads, s, d)
+      tensor, the kernels lay their output out as the query is, and transpose(1, 2).contiguous() then copies it
+      for o_proj, whose input autograd keeps when its weight trains (2·h per token on the H200 and a CPU; where
+      q comes from an element-wise rotary on the view, as in Llama, the output is already (B, s, heads, d)).
+    Assumes the model runs without its KV cache (config.use_cache = False, as training recipes set it and every
+    measured run did): with use_cache on, DynamicCache.update concatenates k and v into new tensors, SDPA gets
+    contiguous copies and the view term is 0 (measured on a CPU: 40.84 -> 36.84·h for Phi-3 LoRA at h = 256).
+    Leaves out: the eager path (its matmul reshapes v into a copy; its mask is one float tensor for all layers),
+    the math kernel, and the memory-efficient kernel's padding of a mask whose length is not a multiple of 8.
+    """
+    p = job.compute_dtype_bytes
+    q_w = arch.num_heads * arch.dim_per_head
+    kv_w = arch.kv_heads * arch.dim_per_head
+    share = hf_sdpa_mask_share(arch, job)
+    grouped = 1 < arch.kv_heads < arch.num_heads
+    view = p * (q_w + kv_w) if arch.fused_projections else 0.0
+    masked_split = 2 * p * (q_w - kv_w) if grouped else view
+    out_copy = p * q_w if arch.fused_projections and not job.is_peft else 0.0
+    replicated = share * HF_SDPA_MASK_BYTES * job.seq_len
+    return replicated, share * masked_split + (1.0 - share) * view + out_copy
 
 
 HF_RMSNORM_EXTRA_BYTES_PER_HIDDEN = 4

@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def saved_bytes_per_layer(model: Any, input_ids: Any) -> list[int]:
-    """Saved bytes of each of `model.model.layers` during one forward of `input_ids` (labels = inputs)."""
+def saved_bytes_per_layer(model: Any, input_ids: Any, attention_mask: Any = None) -> list[int]:
+    """Saved bytes of each of `model.model.layers` during one forward of `input_ids` (labels = inputs), with
+    `attention_mask` (1 = token, 0 = padding) when given."""
     import torch
 
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -36,7 +37,8 @@ def saved_bytes_per_layer(model: Any, input_ids: Any) -> list[int]:
         handles.append(layer.register_forward_hook(lambda _m, _a, _o: current.__setitem__(0, None)))
     try:
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            loss = model(input_ids=input_ids, labels=input_ids).loss
+            extra = {} if attention_mask is None else {"attention_mask": attention_mask}
+            loss = model(input_ids=input_ids, labels=input_ids, **extra).loss
         del loss
     finally:
         for handle in handles:
