@@ -90,3 +90,15 @@ def test_fsdp_flat_params_keep_whole_block_gradients() -> None:
     assert flat.model_gradients_bytes - plain.model_gradients_bytes == pytest.approx(2 * blocks - 2 * adapters / 4)
     assert flat.total_bytes > plain.total_bytes
     assert fsdp_flat_grad_extra_bytes(TINY, accumulating, Layout(dp=4, zero=2), 0, states) == 0.0
+
+
+def test_fsdp_flat_params_without_zero_3_says_it_changes_nothing() -> None:
+    from rigplan.api import memory
+    from rigplan.flow.request import MemoryRequest
+
+    plain = memory(MemoryRequest(model="llama-3.2-1b", gpu="h100-sxm", gpus=2))
+    flagged = memory(MemoryRequest(model="llama-3.2-1b", gpu="h100-sxm", gpus=2, fsdp_flat_params=True))
+    assert flagged.breakdown.total_bytes == plain.breakdown.total_bytes
+    assert any("--fsdp-flat-params" in a and "--zero 0" in a for a in flagged.setup.assumptions)
+    sharded = memory(MemoryRequest(model="llama-3.2-1b", gpu="h100-sxm", gpus=2, zero=3, fsdp_flat_params=True))
+    assert not any("--fsdp-flat-params" in a for a in sharded.setup.assumptions)

@@ -164,6 +164,9 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     check_precision_on_gpu(gpu, precision, defaulted=spec.precision is None)
     if layout.zero == 3 and job.is_peft:
         assumptions.append("ZeRO-3/FSDP shards the frozen base weights too")
+    if job.fsdp_flat_params and layout.zero != 3:
+        assumptions.append("--fsdp-flat-params describes FSDP1 (ZeRO-3) and changes nothing at --zero "
+                           f"{layout.zero}; add --zero 3 (or --fsdp) for it")
     calibration = None
     if spec.calibration is not None:
         from rigplan.calibration.file import applied_note, calibration_from  # pydantic and YAML: only when asked
