@@ -73,12 +73,16 @@ def test_without_autocast_gqa_layers_save_the_probabilities() -> None:
     assert plain["per_token_bytes"][1] - mixed["per_token_bytes"][1] > 4 * 6 * 160
 
 
+def _job_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """The request fields of one measured run (H200, QLoRA through the hf preset)."""
+    return {"model": row["catalog"], "gpu": "h200-sxm", "method": "qlora", "framework": "hf",
+            "lora_targets": "q,v" if len(row["targets"]) == 2 else "all", "seq": row["seq"],
+            "micro_batch": row["batch"], "recompute": "full" if row["ckpt"] else "none",
+            "autocast": bool(row.get("autocast"))}
+
+
 def _predicted_allocated(row: dict[str, Any]) -> float:
-    targets = "q,v" if len(row["targets"]) == 2 else "all"
-    request = MemoryRequest(model=row["catalog"], gpu="h200-sxm", method="qlora", framework="hf",
-                            lora_targets=targets, seq=row["seq"], micro_batch=row["batch"],
-                            recompute="full" if row["ckpt"] else "none", autocast=bool(row.get("autocast")))
-    return float(memory(request).breakdown.allocated_bytes)
+    return float(memory(MemoryRequest(**_job_fields(row))).breakdown.allocated_bytes)
 
 
 def test_whole_runs_allocated() -> None:
@@ -92,10 +96,7 @@ def _predicted_step_s(row: dict[str, Any]) -> float:
     from rigplan.api import estimate
     from rigplan.flow.request import EstimateRequest
 
-    request = EstimateRequest(model=row["catalog"], gpu="h200-sxm", gpus=1, method="qlora", framework="hf",
-                              lora_targets="q,v" if len(row["targets"]) == 2 else "all", seq=row["seq"],
-                              micro_batch=row["batch"], global_batch=row["batch"],
-                              recompute="full" if row["ckpt"] else "none", autocast=bool(row.get("autocast")))
+    request = EstimateRequest(**_job_fields(row), gpus=1, global_batch=row["batch"])
     return float(estimate(request).step.step_time_s)
 
 

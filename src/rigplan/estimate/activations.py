@@ -267,18 +267,15 @@ def peft_lora_token_bytes(arch: Architecture, job: Job) -> TokenActivation:
     h = arch.hidden
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
-    widths = {"q": h, "k": h, "v": h, "gate": h, "up": h, "o": q_w, "down": arch.ffn}
     mask = MASK_BYTES if PEFT_LORA_DROPOUT else 0
 
-    def adapter(name: str) -> float:
-        return widths[name] * (PEFT_ADAPTER_BYTES + mask) + PEFT_ADAPTER_BYTES * job.lora_rank
+    def adapter(width: int) -> float:
+        return width * (PEFT_ADAPTER_BYTES + mask) + PEFT_ADAPTER_BYTES * job.lora_rank
 
-    targets = set(job.lora_targets)
-    if arch.fused_projections:  # one adapter on qkv_proj, one on gate_up_proj (input h each)
-        merged = ({"q"} if targets & {"q", "k", "v"} else set()) | ({"gate"} if targets & {"gate", "up"} else set())
-        targets = merged | (targets & {"o", "down"})
-    column = sum(adapter(t) for t in targets if t not in ("o", "down"))
-    row = sum(adapter(t) for t in targets if t in ("o", "down"))
+    # input widths of the adapted linears; fused projections take one adapter each (qkv_proj, gate_up_proj)
+    column_widths, row_widths = peft_kbit.adapter_inputs(arch, job)
+    column = sum(adapter(w) for w in column_widths)
+    row = sum(adapter(w) for w in row_widths)
     frozen_replicated = 2 * r * h + 2 * p * h
     frozen_split = p * arch.ffn + (p * (q_w + kv_w) if arch.qk_norm else 0)
     return TokenActivation(replicated_under_tp=column - frozen_replicated, split_by_tp=row - frozen_split,
