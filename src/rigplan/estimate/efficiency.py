@@ -116,6 +116,17 @@ class Efficiency:
     """GEMM dimension at which the fp8 efficiency is half of fp8_gemm_max (0: gemm_half_dim). A tensor core that
     runs fp8 twice as fast as bf16 needs larger GEMMs to stay busy: measured on an H200, 910 against bf16's 380
     (docs/measurements/h200-2026-12.md, section 11)."""
+    fp8_grouped_half_dim: float = 0.0
+    """The same for an MoE layer's grouped expert GEMMs in fp8 (0: fp8_gemm_half_dim): with their per-expert
+    quantization and scale-layout kernels, which the cast bytes (estimate.elementwise) do not cover, they gain
+    less over bf16 at thin shapes than one large fp8 GEMM does. Blackwell: 3,000, the least-squares fit to the
+    two published MXFP8 / BF16 pairs of one model, layout and stack (Megatron-LM MoE recipes 2026-07 on GB200,
+    0.953; Megatron-Bridge #4439 on B200, 1.018; python benchmarks/fp8_grouped_half_dim.py). It puts fp8 expert
+    GEMMs at 0.89x bf16 for Qwen3-30B-A3B (ffn 768), 1.12x at DeepSeek-V3's ffn 2048 and 1.37x at Llama 4's
+    5120 x 8192: the order of torchao's B200 MXFP8 grouped GEMM benchmarks (forward + backward with quantization:
+    1.19-1.60x at N 2048, K 7168; 1.64-1.81x at N 8192, K 5120; their bf16 baseline ran at 32-43% of peak) and of
+    a user's 0.95x for a whole layer at dim 2048, ffn 1408 (pytorch/torchtitan #2086). Hopper: no paired
+    measurement, the dense fp8 curve."""
     fp8_backward_rate: float = 1.0
     """Rate of the backward fp8 GEMMs (dgrad, wgrad) relative to the forward ones. Training recipes run the
     forward fp8 GEMM with cuBLAS fast accumulation and the backward ones with split accumulation (partial
@@ -201,7 +212,7 @@ HOPPER = Efficiency(
     measured=True,
 )
 BLACKWELL = Efficiency(
-    family="blackwell", gemm_max=0.78, gemm_half_dim=1090.0, fp8_gemm_max=0.70,
+    family="blackwell", gemm_max=0.78, gemm_half_dim=1090.0, fp8_gemm_max=0.70, fp8_grouped_half_dim=3000.0,
     attention={"fa2": _FA2_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100}, fused_attention_kernel="cudnn",
     eager_attention_kernel="sdpa", hbm=0.90,
     source="GEMM ceiling inherited from Hopper (CUTLASS 3.8 reports ~95% of the SM100 peak for its best kernels, but "
@@ -307,11 +318,14 @@ def clock_fraction(gpu: Gpu) -> float:
     return float(max((limit - idle) / (gpu.tdp_w - idle), 0.05) ** CLOCK_POWER_EXPONENT)
 
 
-def gemm_efficiency(eff: Efficiency, dims: Num, *, fp8: bool = False) -> Num:
-    """Fraction of the dense peak for GEMMs whose smaller dimension is `dims` (array-friendly)."""
+def gemm_efficiency(eff: Efficiency, dims: Num, *, fp8: bool = False, grouped: bool = False) -> Num:
+    """Fraction of the dense peak for GEMMs whose smaller dimension is `dims` (array-friendly); `grouped`:
+    an MoE layer's grouped expert GEMMs (fp8_grouped_half_dim)."""
     d = np.asarray(dims, dtype=np.float64)
     top = (eff.fp8_gemm_max if fp8 else eff.gemm_max) * IN_STEP_GEMM_FRACTION
     half = eff.fp8_gemm_half_dim if fp8 and eff.fp8_gemm_half_dim else eff.gemm_half_dim
+    if fp8 and grouped and eff.fp8_grouped_half_dim:
+        half = eff.fp8_grouped_half_dim
     return top * d / (d + half)
 
 

@@ -56,8 +56,9 @@ from rigplan.estimate.states import first_dense_layers
 Num = Any
 
 
-def _gemm_efficiency(eff: Efficiency, dims: Num, clock: float = 1.0, *, fp8: bool = False) -> Num:
-    return gemm_efficiency(eff, dims, fp8=fp8) * clock
+def _gemm_efficiency(eff: Efficiency, dims: Num, clock: float = 1.0, *, fp8: bool = False,
+                     grouped: bool = False) -> Num:
+    return gemm_efficiency(eff, dims, fp8=fp8, grouped=grouped) * clock
 
 
 def _proj_dims(arch: Architecture, tp: Num, tokens: Num) -> Num:
@@ -139,7 +140,8 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     # Routed experts: grouped GEMMs of the busiest rank's thin shapes, paced by its load (estimate.moe).
     load = moe.load_factor(job)
     expert_tp = tp if etp is None else etp
-    expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), clock, fp8=fp8)
+    expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), clock, fp8=fp8,
+                                  grouped=True)
     head_eff = _gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), clock)
     adapter_eff = _gemm_efficiency(eff, float(job.lora_rank), clock)
     if job.attention == "flash":
