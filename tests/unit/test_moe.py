@@ -273,3 +273,15 @@ def test_expert_weight_traffic_binds_with_few_tokens_per_expert(h100, monkeypatc
     assert with_bytes > 1.2 * flops_only
     monkeypatch.undo()
     assert compute_s(16384, None) == pytest.approx(compute_s(16384, (0.0, 0.0)), rel=1e-9)
+
+
+def test_fp8_moe_on_blackwell_says_its_expert_gemms_follow_the_grouped_curve() -> None:
+    """A Blackwell fp8 MoE estimate names the grouped fp8 curve its experts run on, and is slower than the dense
+    fp8 curve would make it; Hopper, with no grouped measurement, says nothing of it."""
+    def note(gpu: str) -> list[str]:
+        result = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu=gpu, gpus=8, ep=8, precision="fp8",
+                                                micro_batch=4, global_batch=512))
+        return [a for a in result.setup.assumptions if a.startswith("MoE in fp8")]
+
+    assert note("b200") and "3,000" in note("b200")[0]
+    assert note("h100-sxm") == []
