@@ -322,15 +322,16 @@ def fastest_per_count(arch: Architecture, job: Job, gpu: Gpu, memory: SpaceMemor
                 time_pairs(sample)
                 np.maximum.at(bar, pair_block[sample], rate[sample])
                 pick = pick[~timed[pick] & (bound[pick] >= bar[pair_block[pick]])]  # the bar only rose
+            # Pairs over the capacity (within over_limit_bytes) matter only where their bound reaches the
+            # fitting winner's rate, the last bar: they are timed with the last round (one step_time call
+            # per row), those whose bound reaches the bar before it, and kept only if it reaches the last.
+            pick = np.r_[pick, np.flatnonzero(~pair_fits & (bound >= bar[pair_block]))]
         if pick.size:
-            timed[pick] = True
             time_pairs(pick)
+            pick = pick[pair_fits[pick]]
+            timed[pick] = True
             np.maximum.at(bar, pair_block[pick], rate[pick])
-    # Pairs over the capacity (within over_limit_bytes) matter only where they beat the fitting winner.
-    over_pick = np.flatnonzero(~pair_fits & (bound >= bar[pair_block]))
-    if over_pick.size:
-        timed[over_pick] = True
-        time_pairs(over_pick)
+    timed |= ~pair_fits & (bound >= bar[pair_block])
 
     # The winner of each count: the first maximum in (recompute, layout) order among the timed pairs
     # that fit; the borderline one: the same among the timed pairs over the capacity.
