@@ -224,23 +224,44 @@ def chunk_micro_batches_in_flight(layout: Any, rank: Num, num_micro: Num, chunk:
     return _out(xp.where(vpp == 1, plain, interleaved))
 
 
-def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num) -> tuple[Num, Num, Num]:
+@dataclass(frozen=True, slots=True)
+class StageChunks:
+    """What stage_activation_bytes reads that does not depend on the recompute choice: the rank's
+    parameters (states.stage_params) and, per model chunk, (layers, dense layers, micro-batches held)."""
+
+    stage: Any
+    chunks: tuple[tuple[Num, Num, Num], ...]
+
+
+def stage_chunks(arch: Architecture, job: Job, layout: Any, rank: Num) -> StageChunks:
+    """StageChunks of a rank (job: its micro-batch and global batch only)."""
+    num_micro = micro_batches_per_step(job, layout)
+    split = getattr(layout, "split", DEFAULT_SPLIT)
+    chunks = []
+    for c in range(int(xp.largest(xp.asarray(layout.vpp)))):
+        layers_c, dense_c = chunk_layer_counts(split, arch.num_layers, first_dense_layers(arch), layout.pp,
+                                               layout.vpp, rank, c)
+        chunks.append((layers_c, dense_c, chunk_micro_batches_in_flight(layout, rank, num_micro, c)))
+    return StageChunks(stage=stage_params(arch, count_params(arch), layout, rank), chunks=tuple(chunks))
+
+
+def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num,
+                           chunks: StageChunks | None = None) -> tuple[Num, Num, Num]:
     """(saved activations, one layer's full working set, in-flight micro-batches) for a rank.
 
     saved = Σ over the rank's chunks of (micro-batches that chunk holds) x (its dense and MoE layers'
     saved bytes); with uneven stages (domain.stages) each chunk counts its own layers. The third
     value is the layer-weighted mean of micro-batches in flight. Partial full recompute
     (estimate.recompute): a chunk saves the inputs of its recomputed layers and everything of the
-    others; the working set is the group of layers recomputed at once.
+    others; the working set is the group of layers recomputed at once. `chunks`: the rank's
+    stage_chunks, when the caller has them (the same for every recompute choice).
     """
-    counts = count_params(arch)
-    stage = stage_params(arch, counts, layout, rank)
+    chunks = stage_chunks(arch, job, layout, rank) if chunks is None else chunks
+    stage = chunks.stage
     dense = layer_activation_bytes(arch, job, layout, moe_layer=False, dropout=job.dropout)
     moe = layer_activation_bytes(arch, job, layout, moe_layer=True, dropout=job.dropout) if arch.moe else dense
     moe_layers = stage.layers - stage.dense_layers
     saved_stage = dense.saved_bytes * stage.dense_layers + moe.saved_bytes * moe_layers
-    num_micro = micro_batches_per_step(job, layout)
-    split = getattr(layout, "split", DEFAULT_SPLIT)
     granular = recompute.is_granular(job)
     if granular:
         kept_job = replace(job, recompute="none", recompute_method="uniform", recompute_layers=1)
@@ -250,10 +271,7 @@ def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num)
     saved: Num = 0.0
     held_layers: Num = 0.0
     group: Num = 1.0
-    for c in range(int(xp.largest(xp.asarray(layout.vpp)))):
-        layers_c, dense_c = chunk_layer_counts(split, arch.num_layers, first_dense_layers(arch), layout.pp,
-                                               layout.vpp, rank, c)
-        held = chunk_micro_batches_in_flight(layout, rank, num_micro, c)
+    for layers_c, dense_c, held in chunks.chunks:
         chunk_bytes = dense.saved_bytes * dense_c + moe.saved_bytes * (layers_c - dense_c)
         if granular:
             redone = recompute.recomputed_layers(job, layers_c, stage.layers)
@@ -527,8 +545,9 @@ def peak_total_bytes_choices(arch: Architecture, job: Job, layout: Any, choices:
                                    num_micro)
         distinct = _DistinctLayout(part, first, num_micro)
         shared = _rank_shared(arch, job, part, rank, nccl=nccl if rows is None else nccl[rows])
+        chunks = stage_chunks(arch, job, distinct, rank[first])
         for k in range(len(choices)):
-            saved, working, in_flight = stage_activation_bytes(arch, chosen[k], distinct, rank[first])
+            saved, working, in_flight = stage_activation_bytes(arch, chosen[k], distinct, rank[first], chunks)
             spread = (np.take(saved, row), np.take(np.broadcast_to(working, np.shape(saved)), row),
                       np.take(in_flight, row))
             if job.activation_offload:

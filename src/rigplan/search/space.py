@@ -120,7 +120,7 @@ class LayoutArrays:
 
 def _count_blocks(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
                   zero_stages: tuple[int, ...]) -> Iterator[Any]:
-    """The layouts of one GPU count as (n, 9) blocks of (tp, pp, vpp, dp, cp, ep, etp, zero, micro_batch),
+    """The layouts of one GPU count as (9, n) blocks of (tp, pp, vpp, dp, cp, ep, etp, zero, micro_batch),
     in the order of nested loops tp, pp, cp, then vpp x (ep, etp) x zero x micro-batch."""
     for tp in tensor_parallel_options(arch, domain, num_gpus):
         for pp in pipeline_options(arch.num_layers, num_gpus // tp):
@@ -140,9 +140,9 @@ def _count_blocks(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
                 zeros = zero_stages if dp * cp > 1 else (0,)
                 v, x, z, b = _product(tuple(vpps), len(experts), tuple(zeros))
                 pairs = np.asarray(experts, dtype=np.int64)[x]
-                block = np.empty((v.size, 9), dtype=np.int64)
-                block[:, 0], block[:, 1], block[:, 2], block[:, 3], block[:, 4] = tp, pp, v, dp, cp
-                block[:, 5], block[:, 6], block[:, 7], block[:, 8] = pairs[:, 0], pairs[:, 1], z, b
+                block = np.empty((9, v.size), dtype=np.int64)
+                block[0], block[1], block[2], block[3], block[4] = tp, pp, v, dp, cp
+                block[5], block[6], block[7], block[8] = pairs[:, 0], pairs[:, 1], z, b
                 yield block
 
 
@@ -165,7 +165,7 @@ def layout_space(arch: Architecture, domain: int, num_gpus: int | list[int], seq
         empty = np.zeros(0, dtype=np.int64)
         return LayoutArrays(tp=empty, pp=empty, vpp=empty, dp=empty, cp=empty, ep=empty, etp=empty, zero=empty,
                             micro_batch=empty, sequence_parallel=sequence_parallel)
-    table = np.concatenate(blocks)
-    return LayoutArrays(tp=table[:, 0], pp=table[:, 1], vpp=table[:, 2], dp=table[:, 3], cp=table[:, 4],
-                        ep=table[:, 5], etp=table[:, 6], zero=table[:, 7], micro_batch=table[:, 8],
+    table = np.concatenate(blocks, axis=1)  # one contiguous row per column: the search reads columns
+    return LayoutArrays(tp=table[0], pp=table[1], vpp=table[2], dp=table[3], cp=table[4],
+                        ep=table[5], etp=table[6], zero=table[7], micro_batch=table[8],
                         sequence_parallel=sequence_parallel)
