@@ -198,6 +198,36 @@ def test_routed_activations_follow_the_busiest_rank() -> None:
     assert even.replicated_under_tp == 2 * 2 * h + 4 * 128 + 8 * k
 
 
+def test_moe_act_recompute_keeps_only_the_fc1_output() -> None:
+    """Megatron --recompute-modules moe_act: the routed copies hold fc1's output (2f gated) but not the
+    activation's output (fused SwiGLU: 3f -> 2f; unfused gate, silu, up, product: 4f -> 2f)."""
+    from rigplan.estimate.activations import mlp_token_bytes
+
+    arch = load_catalog().model("qwen3-30b-a3b").to_domain()
+    k, f, p = 8, arch.moe.expert_ffn, 2  # type: ignore[union-attr]
+    for fused, freed in ((True, 1), (False, 2)):
+        job = Job(moe_imbalance=1.0, fused_swiglu=fused)
+        kept = mlp_token_bytes(arch, job, False, True)
+        recomputed = mlp_token_bytes(arch, replace(job, recompute_moe_act=True), False, True)
+        assert kept.split_by_tp - recomputed.split_by_tp == pytest.approx(p * k * freed * f)
+        # a fully recomputed layer keeps only its input: the switch changes nothing there
+        full = replace(job, recompute="full")
+        assert mlp_token_bytes(arch, replace(full, recompute_moe_act=True), False, True) == mlp_token_bytes(
+            arch, full, False, True)
+
+
+def test_moe_act_recompute_adds_one_activation_pass(h100) -> None:  # type: ignore[no-untyped-def]
+    arch = load_catalog().model("qwen3-30b-a3b").to_domain()
+    layout = Layout(tp=1, dp=8, ep=8, zero=1)
+    job = Job(seq_len=4096, micro_batch=2, moe_imbalance=1.0, fused_swiglu=True)
+    base = step_time(arch, job, layout, h100, global_batch=16)
+    redone = step_time(arch, replace(job, recompute_moe_act=True), layout, h100, global_batch=16)
+    tokens, layers = 2 * 4096, arch.num_layers
+    extra = 3 * 768 * 8 * 2 * tokens * layers / (h100.memory_bandwidth_bytes_per_s * 0.8)
+    # one more memory-bound pass of the routed activation per micro-batch, on the order of the HBM time
+    assert 0.5 * extra < float(redone.compute_s - base.compute_s) < 2.0 * extra
+
+
 def test_host_paced_pass_takes_the_longer_of_gpu_and_host() -> None:
     # GPU 3 s over forward (1 s) and backward (2 s), no recompute.
     assert float(moe.host_paced_s(3.0, host_forward_s=0.5, host_backward_s=1.0, host_recompute_s=0.0,

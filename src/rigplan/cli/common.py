@@ -338,6 +338,9 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="Activation recomputation: selective = Megatron attention-core recompute; "
                           "op = torchtitan per-op selective checkpointing; full = every layer. "
                           "Default: full for QLoRA (as its recipes run), none otherwise."),
+        click.option("--recompute-moe-act/--no-recompute-moe-act", default=False,
+                     help="MoE: the routed experts' activation output is freed after use and recomputed in "
+                          "backward (Megatron --recompute-modules moe_act); beside --recompute none or selective."),
         click.option("--attention", type=click.Choice(["flash", "eager"]), default="flash", show_default=True),
         click.option("--offload", type=click.Choice(["none", "optimizer", "all"]), default="none",
                      show_default=True, help="CPU offload of optimizer states, or of parameters too."),

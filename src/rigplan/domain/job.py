@@ -46,6 +46,11 @@ class Job:
     (torchtitan's layer-level selective checkpointing)."""
     recompute_layers: int = 1
     """Megatron --recompute-num-layers, or torchtitan's checkpointing frequency for 'every'."""
+    recompute_moe_act: bool = False
+    """Megatron-Core --recompute-modules moe_act: the routed experts' activation function (SwiGLU) is
+    checkpointed without its output, which is freed once fc2 has run and recomputed from the fc1 output
+    before fc2's backward (megatron/core/transformer/moe/experts.py, TEGroupedMLP activation_recompute).
+    Applies beside recompute 'none' or 'selective'; a fully recomputed layer keeps only its input anyway."""
     attention: AttentionImpl = "flash"
     offload: Offload = "none"
     lora_rank: int = 16

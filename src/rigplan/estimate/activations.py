@@ -11,7 +11,8 @@ rigplan reads. Per token and layer, in bytes, with p bytes per element (2 for bf
     MLP        p·(h_norm_in + h_fc1_in + 2f (plain) | 4f (gated: gate, silu(gate), up, product)) [+ h mask]
     MoE MLP    p·(h_norm_in + h_router_in + load·k·(h + 4·f_e + h) + shared·4·f_s) + 4·E (router probs)
                + 8·k (int32 permutation index and fp32 routing weight per copy); load is the busiest
-               rank's share over the mean (estimate.moe.load_factor: imbalance or capacity factor)
+               rank's share over the mean (estimate.moe.load_factor: imbalance or capacity factor);
+               Megatron's moe_act recompute keeps only fc1's output of a routed copy (2·f_e gated, f_e plain)
 
 For the GPT case (q_w = kv_w = h, plain MLP f = 4h, eager, dropout) this is exactly the paper's
 s·b·h·(34 + 5·a·s/h). Tensor parallelism without sequence parallelism leaves the norm inputs, the
@@ -218,11 +219,14 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
     mask = MASK_BYTES * h if dropout else 0
     inner_per_ffn = (3 if job.fused_swiglu else 4) if arch.mlp == "gated" else 2
     if moe_layer and arch.moe is not None:
-        from rigplan.estimate.moe import load_factor  # imported here: a dense model's memory needs no MoE model
+        from rigplan.estimate.moe import act_recomputed, load_factor  # here: a dense model needs no MoE model
 
         moe = arch.moe
-        # The busiest expert rank holds load x the mean of the k routed copies (estimate.moe).
-        routed = load_factor(job) * moe.top_k * (2 * h + inner_per_ffn * moe.expert_ffn)
+        # The busiest expert rank holds load x the mean of the k routed copies (estimate.moe). With the
+        # activation recomputed (moe_act) only fc1's output stays (2f gated, f plain): the activation's
+        # output and, unfused, its intermediates are rebuilt from it.
+        routed_inner = (2 if arch.mlp == "gated" else 1) if act_recomputed(job) else inner_per_ffn
+        routed = load_factor(job) * moe.top_k * (2 * h + routed_inner * moe.expert_ffn)
         shared = moe.num_shared_experts * inner_per_ffn * moe.shared_ffn
         router_probs = 4 * moe.num_experts
         # Permutation: an int32 row index and the fp32 routing weight of each of the k copies.

@@ -140,6 +140,24 @@ def expert_weight_bytes(job: Job, fp8: bool) -> tuple[float, float]:
     return read, grads
 
 
+def act_recomputed(job: Job) -> bool:
+    """Whether the routed experts' activation output is freed and recomputed (Megatron --recompute-modules
+    moe_act, Job.recompute_moe_act): beside recompute 'none' or 'selective'; full and op recompute keep their
+    own saved sets and already rerun the activation."""
+    return job.recompute_moe_act and job.recompute in ("none", "selective")
+
+
+def activation_bytes_per_token(arch: Architecture, job: Job) -> float:
+    """HBM traffic of one pass of the routed experts' activation per token on the busiest rank (before tp):
+    load·k copies, each reading fc1's output and writing the activation (gated: read 2·f_e, write f_e; plain:
+    read and write f_e), in the compute dtype. moe_act recompute runs it once more in backward (one fused
+    kernel, as the forward's; TEGroupedMLP in megatron/core/transformer/moe/experts.py)."""
+    if arch.moe is None:
+        return 0.0
+    per_copy = (3.0 if arch.mlp == "gated" else 2.0) * arch.moe.expert_ffn
+    return load_factor(job) * arch.moe.top_k * per_copy * float(job.compute_dtype_bytes)
+
+
 def router_bytes_per_token(arch: Architecture) -> float:
     """HBM traffic of the router's score function, top-k and auxiliary loss per token, forward."""
     return 0.0 if arch.moe is None else ROUTER_BYTES_PER_EXPERT * arch.moe.num_experts

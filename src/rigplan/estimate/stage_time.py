@@ -208,6 +208,10 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     replicated, split = elementwise_bytes_per_token(arch, job)
     per_token = replicated / (tp if layout.sequence_parallel else 1.0) + split / tp
     elementwise = per_token * tokens * layers * passes
+    if arch.moe is not None and moe.act_recomputed(job):
+        # moe_act: the routed experts' activation runs once more, before fc2's backward
+        moe_layers = layers - stage.dense_layers
+        elementwise = elementwise + moe.activation_bytes_per_token(arch, job) / tp * tokens * moe_layers
     if fp8:
         recast = 1.0 if job.recompute == "full" else op_recompute_matmul_share(arch) if job.recompute == "op" else 0.0
         elementwise = elementwise + fp8_cast_bytes_per_token(arch, job, tp) * tokens * layers * (1.0 + recast / 2.0)

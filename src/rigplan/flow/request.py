@@ -175,6 +175,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """FSDP1 flat parameters: gradients over frozen elements, unsharded under no_sync accumulation."""
     fp8_transpose_cache: bool = False
     fused_swiglu: bool = False
+    recompute_moe_act: bool = False
+    """Megatron --recompute-modules moe_act (domain.job.Job.recompute_moe_act)."""
     nvls_buffers: bool = False
     expandable_segments: bool = False
     """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (estimate.allocator)."""
