@@ -17,7 +17,13 @@ layout kernels, gain little there. Kernel benchmarks say the same on B200: torch
 dim 2048, expert ffn 1408 (pytorch/torchtitan #2086).
 
 This script finds the half dimension of the grouped fp8 curve that makes rigplan's predicted ratio match
-both pairs (least squares on the log ratio), and prints the ratios on a grid.
+both pairs (least squares on the log ratio), and prints the ratios on a grid. It then checks the fitted curve
+on two DeepSeek-V3 pairs it was not fitted on (expert ffn 2048):
+
+- Megatron-Bridge's revised 25.11 tables, 256 GB300, PP2 VP4 EP32: FP8-MX 1088 against BF16 961 model
+  TFLOP/s, 1.132 (the MoE suite's bridge2511r-gb300-deepseekv3 rows);
+- Megatron-Bridge PR #1869, 256 B200 in the 25.11 tracker: MXFP8 557 against BF16 532 TFLOP/s, 1.047,
+  taken in the 25.11 table's B200 layout (PP16, EP8, MBS 1, GBS 2048; the PR does not print its layout).
 
 Run: python benchmarks/fp8_grouped_half_dim.py
 """
@@ -41,10 +47,23 @@ PAIRS = (
 )
 """(fp8 case, bf16 case, measured fp8 / bf16 tokens/s) from the MoE validation suite's sources."""
 
+CHECKS = (
+    ("bridge2511r-gb300-deepseekv3-mx", "bridge2511r-gb300-deepseekv3-bf16", 1088.0 / 961.0),
+    ("b200-deepseek-v3-mxfp8", "b200-deepseek-v3-bf16", 557.0 / 532.0),
+)
+"""Pairs the fit does not use: the first from the MoE suite, the second built below (B200_DEEPSEEK)."""
+
+B200_DEEPSEEK = dict(model="deepseek-v3", gpu="b200", gpus=256, seq=4096, micro_batch=1, global_batch=2048, tp=1,
+                     pp=16, ep=8, etp=1, zero=1, recompute="none", attention="flash", framework="nemo",
+                     grad_reduce_dtype="bf16", balanced_routing=True)
+
 
 def _requests() -> dict[str, EstimateRequest]:
     path = Path(rigplan.validation.__file__).parent / "cases" / "moe.yaml"
-    return {case.id: case.request for case in load_case_file(path).cases}
+    requests = {case.id: case.request for case in load_case_file(path).cases}
+    requests["b200-deepseek-v3-mxfp8"] = EstimateRequest(**B200_DEEPSEEK, precision="fp8", fp8_recipe="mxfp8")
+    requests["b200-deepseek-v3-bf16"] = EstimateRequest(**B200_DEEPSEEK, precision="bf16-mixed")
+    return requests
 
 
 def predicted_ratio(requests: dict[str, EstimateRequest], fp8_id: str, bf16_id: str, half_dim: float) -> float:
@@ -76,6 +95,11 @@ def main() -> None:
     best: Any = (lo + hi) / 2
     print(f"least-squares half dimension: {best:,.0f} (loss {loss(best):.4f}); "
           f"ratios {', '.join(f'{predicted_ratio(requests, f, b, best):.3f}' for f, b, _ in PAIRS)}")
+    used = efficiency.BLACKWELL.fp8_grouped_half_dim
+    for fp8_id, bf16_id, measured in CHECKS:
+        grouped, dense = (predicted_ratio(requests, fp8_id, bf16_id, half) for half in (used, 0.0))
+        print(f"check {fp8_id} / {bf16_id}: measured {measured:.3f}; rigplan {grouped:.3f} with the catalog's "
+              f"{used:,.0f}, {dense:.3f} with the dense fp8 curve")
 
 
 if __name__ == "__main__":

@@ -125,8 +125,10 @@ class Efficiency:
     GEMMs at 0.89x bf16 for Qwen3-30B-A3B (ffn 768), 1.12x at DeepSeek-V3's ffn 2048 and 1.37x at Llama 4's
     5120 x 8192: the order of torchao's B200 MXFP8 grouped GEMM benchmarks (forward + backward with quantization:
     1.19-1.60x at N 2048, K 7168; 1.64-1.81x at N 8192, K 5120; their bf16 baseline ran at 32-43% of peak) and of
-    a user's 0.95x for a whole layer at dim 2048, ffn 1408 (pytorch/torchtitan #2086). Hopper: no paired
-    measurement, the dense fp8 curve."""
+    a user's 0.95x for a whole layer at dim 2048, ffn 1408 (pytorch/torchtitan #2086). Checked on two
+    DeepSeek-V3 pairs it was not fitted on: 1.144 against 1.132 measured (revised 25.11 Megatron-Bridge tables,
+    256 GB300) and 1.049 against 1.047 (Megatron-Bridge #1869, B200), where the dense fp8 curve gives 1.34 and
+    1.25. Hopper: no paired measurement, the dense fp8 curve."""
     fp8_backward_rate: float = 1.0
     """Rate of the backward fp8 GEMMs (dgrad, wgrad) relative to the forward ones. Training recipes run the
     forward fp8 GEMM with cuBLAS fast accumulation and the backward ones with split accumulation (partial

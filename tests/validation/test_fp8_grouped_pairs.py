@@ -1,0 +1,36 @@
+"""Blackwell's grouped fp8 curve (fp8_grouped_half_dim) against MXFP8 / BF16 pairs of one model, layout and stack:
+the two it was fitted on (Qwen3-30B-A3B) and two DeepSeek-V3 pairs it was not (benchmarks/fp8_grouped_half_dim.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import rigplan.validation
+from rigplan.flow.estimate import estimate
+from rigplan.flow.request import EstimateRequest
+from rigplan.validation.run import load_case_file
+
+CASES = {case.id: case.request for case in
+         load_case_file(Path(rigplan.validation.__file__).parent / "cases" / "moe.yaml").cases}
+B200_DEEPSEEK = dict(model="deepseek-v3", gpu="b200", gpus=256, seq=4096, micro_batch=1, global_batch=2048, tp=1,
+                     pp=16, ep=8, etp=1, zero=1, recompute="none", attention="flash", framework="nemo",
+                     grad_reduce_dtype="bf16", balanced_routing=True)
+CASES["b200-deepseek-v3-mxfp8"] = EstimateRequest(**B200_DEEPSEEK, precision="fp8", fp8_recipe="mxfp8")
+CASES["b200-deepseek-v3-bf16"] = EstimateRequest(**B200_DEEPSEEK, precision="bf16-mixed")
+
+
+def tokens_per_s(case: str) -> float:
+    step = estimate(CASES[case]).step
+    return float(step.tokens_per_step / step.step_time_s)
+
+
+@pytest.mark.parametrize(("fp8_case", "bf16_case", "measured"), [
+    ("recipes2607-gb200-qwen3-30b-mxfp8-partial-cg", "recipes2607-gb200-qwen3-30b-bf16", 480.3 / 504.2),
+    ("bridge4439-b200-qwen3-30b-mxfp8", "bridge4439-b200-qwen3-30b-bf16", 562.0 / 552.0),
+    ("bridge2511r-gb300-deepseekv3-mx", "bridge2511r-gb300-deepseekv3-bf16", 1088.0 / 961.0),  # not fitted on
+    ("b200-deepseek-v3-mxfp8", "b200-deepseek-v3-bf16", 557.0 / 532.0),  # Megatron-Bridge PR #1869, not fitted on
+])
+def test_fp8_over_bf16_matches_the_measured_pair(fp8_case: str, bf16_case: str, measured: float) -> None:
+    assert tokens_per_s(fp8_case) / tokens_per_s(bf16_case) == pytest.approx(measured, rel=0.05)
