@@ -133,3 +133,19 @@ def test_the_doc_lists_every_setting() -> None:
         section = doc.split(f"### `{name}`", 1)[1].split("\n### ", 1)[0]
         for setting in preset.settings:
             assert f"`{setting.label}` | {setting.when} | {setting.source} |" in section, (name, setting.label)
+
+
+def test_megatron_bf16_gradient_reduction_keeps_bf16_main_grads() -> None:
+    """Megatron-Core allocates its main-grad buffer in fp32 exactly when it reduces gradients in fp32
+    (distributed_data_parallel.py: torch.float if grad_reduce_in_fp32 else param.dtype), so a bf16 reduction
+    under the megatron / nemo presets leaves 2-byte gradients; the fp32 default keeps both."""
+    from rigplan.flow.memory import memory
+    from rigplan.flow.request import MemoryRequest
+
+    def grads(**extra: object) -> float:
+        request = MemoryRequest(model="llama-3-8b", gpu="h100-sxm", gpus=8, framework="megatron", zero=1, **extra)
+        return float(memory(request).breakdown.model_gradients_bytes)
+
+    params = 8.03e9
+    assert grads() == pytest.approx(4.0 * params, rel=0.02)
+    assert grads(grad_reduce_dtype="bf16") == pytest.approx(2.0 * params, rel=0.02)

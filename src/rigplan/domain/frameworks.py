@@ -106,9 +106,11 @@ _MEGATRON_CORE: tuple[PresetSetting, ...] = (
        "logits, exp and normalisation in place", loss="fused"),
     _s(f"{_MCORE_ARGS}: --no-bias-swiglu-fusion turns it off, so bias_swiglu_fusion defaults on (fused SwiGLU "
        "saves its 2f input)", fused_swiglu=True),
-    _s(f"{_MCORE_ARGS} validate_args: --bf16 forces accumulate_allreduce_grads_in_fp32, so gradients live in "
-       "the fp32 main-grad buffer (param.main_grad); fp16 keeps them in fp16", "bf16_or_fp8",
-       main_grads_fp32=True),
+    _s(f"{_MCORE_ARGS} validate_args: --bf16 sets accumulate_allreduce_grads_in_fp32 (unless --grad-reduce-in-bf16), "
+       "so gradients accumulate in an fp32 main-grad buffer (param.main_grad) and the data-parallel reduction runs "
+       "on it; one flag for both: megatron/core/distributed/distributed_data_parallel.py allocates the buffer as "
+       "torch.float if grad_reduce_in_fp32 else param.dtype, so --grad-reduce-dtype bf16 keeps bf16 gradients. "
+       "fp16 keeps them in fp16", "bf16_or_fp8", main_grads_fp32=True, grad_reduce_dtype="fp32"),
     _s(f"{_MCORE_ARGS}: --fp8-recipe defaults to delayed (TE DelayedScaling)", "fp8", fp8_recipe="delayed"),
     _s("TransformerEngine transformer_engine/pytorch/tensor/float8_tensor.py: the fp8 weight keeps its "
        "transpose for the dgrad/wgrad GEMMs", "fp8", fp8_transpose_cache=True),
@@ -120,8 +122,6 @@ _MEGATRON_CORE: tuple[PresetSetting, ...] = (
        "params in the optimizer)", compile=False, autocast=False),
     _s(f"{_MCORE_ARGS}: --recompute-granularity defaults to None (no recomputation); 'selective' there is "
        "rigplan's selective (attention core)", recompute="none"),
-    _s(f"{_MCORE_ARGS}: accumulate_allreduce_grads_in_fp32 under --bf16 (unless --grad-reduce-in-bf16): the "
-       "data-parallel reduction runs on the fp32 main grads", "bf16_or_fp8", grad_reduce_dtype="fp32"),
     _s("TransformerEngine context-parallel attention (cp_comm_type p2p): the ring K/V exchange runs under the "
        "attention of the current block", cp_comm_overlap=True),
     _s("megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication (and Transformer "
