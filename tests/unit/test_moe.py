@@ -315,3 +315,20 @@ def test_fp8_moe_on_blackwell_says_its_expert_gemms_follow_the_grouped_curve() -
 
     assert note("b200") and "3,000" in note("b200")[0]
     assert note("h100-sxm") == []
+
+
+def test_fused_grouped_mlp_runs_experts_at_the_dense_fp8_curve_and_needs_mxfp8() -> None:
+    """Transformer Engine's fused MXFP8 grouped MLP (--moe-fused-grouped-mlp) keeps the SwiGLU and the casts
+    between the expert GEMMs in their epilogues and runs the GEMMs at the dense fp8 curve: faster than the
+    unfused grouped path on Blackwell; other precisions are refused with the flags that would work."""
+    base: dict[str, object] = dict(model="qwen3-30b-a3b", gpu="b200", gpus=8, ep=8, micro_batch=4,
+                                   global_batch=512, precision="fp8", fp8_recipe="mxfp8", balanced_routing=True)
+
+    def tokens_per_s(**extra: object) -> float:
+        step = speed.estimate(EstimateRequest(**base, **extra)).step
+        return float(step.tokens_per_step / step.step_time_s)
+
+    assert tokens_per_s(moe_fused_grouped_mlp=True) > 1.15 * tokens_per_s()
+    with pytest.raises(InvalidSpec, match="--fp8-recipe mxfp8"):
+        speed.estimate(EstimateRequest(**{**{k: v for k, v in base.items() if k != "fp8_recipe"},
+                                          "precision": "bf16-mixed"}, moe_fused_grouped_mlp=True))

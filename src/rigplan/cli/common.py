@@ -210,6 +210,10 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
                      help="MoE: token dispatcher. alltoall: NCCL all-to-all, every routed copy crosses the network; "
                           "deepep: DeepEP/HybridEP, one crossing per destination node, forwarded over NVLink. "
                           "Default: deepep with --a2a-overlap, else alltoall."),
+        click.option("--moe-fused-grouped-mlp", is_flag=True,
+                     help="MoE, MXFP8 on Blackwell: the routed experts run Transformer Engine's fused grouped MLP "
+                          "(NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, Megatron-Bridge cutedsl_fused_grouped_mlp): SwiGLU "
+                          "and quantization in the GEMM epilogues, grouped GEMMs at the dense fp8 rate."),
         click.option("--moe-pad-to-capacity", is_flag=True,
                      help="MoE: pad every expert's input to its capacity (needs --capacity-factor; Megatron "
                           "--moe-pad-expert-input-to-capacity): static shapes, no per-layer host sync."),

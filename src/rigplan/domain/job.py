@@ -153,6 +153,14 @@ class Job:
     """With a capacity factor, every expert's input is padded to its capacity (Megatron
     --moe-pad-expert-input-to-capacity; Megatron-Bridge's token-drop recipes): static shapes, so no
     per-layer device-to-host sync, and every expert computes capacity tokens."""
+    moe_fused_grouped_mlp: bool = False
+    """The routed experts run Transformer Engine's fused grouped MLP (its operation fuser with
+    NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; Megatron-Bridge cutedsl_fused_grouped_mlp; MXFP8 on Blackwell only):
+    forward, fc1's grouped GEMM emits the SwiGLU and its MXFP8 quantization in its epilogue and fc2 reads it;
+    backward, fc2's data-gradient GEMM applies dSwiGLU and quantizes in its epilogue (TransformerEngine
+    PR #2622 / #2769, transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py and backward_grouped_mlp.py).
+    So the experts' activation passes and the casts between their GEMMs leave HBM, and the grouped GEMMs
+    run at the dense fp8 curve (estimate.efficiency: fp8_grouped_half_dim is for the unfused path)."""
     tp_comm_overlap: bool = False
     """Tensor-parallel all-gather/reduce-scatter split into chunks and overlapped with the GEMMs that
     use or produce them (Megatron --tp-comm-overlap with Transformer Engine userbuffers, PyTorch async
@@ -194,6 +202,9 @@ class Job:
             )
         if self.method != "full" and not self.lora_targets:
             raise InvalidSpec("LoRA needs at least one target module (--lora-targets q,v)")
+        if self.moe_fused_grouped_mlp and not (self.precision == "fp8" and self.fp8_recipe == "mxfp8"):
+            raise InvalidSpec("--moe-fused-grouped-mlp is Transformer Engine's MXFP8 kernel: it needs --precision fp8 "
+                              "--fp8-recipe mxfp8 (drop it for other precisions)")
         if self.moe_imbalance and self.moe_imbalance < 1.0:
             raise InvalidSpec(f"--moe-imbalance (busiest rank load / mean) must be >= 1, got {self.moe_imbalance}")
         if self.capacity_factor and self.capacity_factor < 1.0:

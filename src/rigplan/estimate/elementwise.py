@@ -65,8 +65,10 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     rope_x = EAGER_ROPE_TRAFFIC if eager else 1.0
     act_x = EAGER_GATED_ACT_TRAFFIC if eager and arch.mlp == "gated" else 1.0
     replicated: float = (arch.norms_per_layer * 2 * h * norm_x + 2 * 3 * h + (2 * 2 * h if job.dropout else 0))
-    split: float = ((2 * (q_w + kv_w) * rope_x if arch.positions == "rope" else 0)
-                   + (3 * f * act_x if arch.mlp == "gated" else 2 * f))
+    activation = 3 * f * act_x if arch.mlp == "gated" else 2 * f
+    if arch.moe is not None and job.moe_fused_grouped_mlp:
+        activation = 0.0  # in the fused grouped MLP's GEMM epilogues (domain.job.Job.moe_fused_grouped_mlp)
+    split: float = (2 * (q_w + kv_w) * rope_x if arch.positions == "rope" else 0) + activation
     if arch.moe is not None:
         split += moe.permute_bytes_per_token(arch, 1) * moe.load_factor(job)
         replicated += moe.router_bytes_per_token(arch) / p
@@ -98,9 +100,10 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     expert GEMMs take the k routed copies of each token (k·h/tp per token on the busiest rank, times
     its load), each cast separately after the dispatch (Transformer Engine's GroupedLinear quantizes
     its input split by expert), plus h for a shared expert. Not quantized: the LM head, the attention
-    core and the router, which stay in bf16. Weight casts are per step under Transformer Engine (first
-    micro-batch) and left out; with 'current' scaling (torchao) they are per micro-batch and added per
-    token as params / tokens elsewhere.
+    core and the router, which stay in bf16. With the fused grouped MLP the expert GEMMs' inner operands
+    (fc2's input, fc1's output gradient) are quantized in GEMM epilogues and leave this count. Weight casts
+    are per step under Transformer Engine (first micro-batch) and left out; with 'current' scaling
+    (torchao) they are per micro-batch and added per token as params / tokens elsewhere.
     """
     h = arch.hidden
     q_w = arch.num_heads * arch.dim_per_head
@@ -110,7 +113,10 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     mlp_side: Num = h
     if arch.moe is not None:
         mlp_side = arch.moe.top_k * h / tp * moe.load_factor(job) + (h if arch.moe.num_shared_experts else 0.0)
-    elements = h + mlp_side + q_w / tp + f / tp + (q_w + 2 * kv_w) / tp + h + mlp_side + f_in / tp
+    between = f / tp + f_in / tp  # fc2's input forward, fc1's output gradient backward
+    if arch.moe is not None and job.moe_fused_grouped_mlp:
+        between = 0.0  # quantized in the fused grouped MLP's GEMM epilogues (domain.job.Job.moe_fused_grouped_mlp)
+    elements = h + mlp_side + q_w / tp + (q_w + 2 * kv_w) / tp + h + mlp_side + between
     recipe = job.fp8_recipe
     if recipe == "current" and job.compile:
         recipe = "delayed"  # Inductor fuses the amax reduction into the producing kernel (torchao float8 README)

@@ -141,7 +141,7 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     load = moe.load_factor(job)
     expert_tp = tp if etp is None else etp
     expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), clock, fp8=fp8,
-                                  grouped=True)
+                                  grouped=not job.moe_fused_grouped_mlp)
     head_eff = _gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), clock)
     adapter_eff = _gemm_efficiency(eff, float(job.lora_rank), clock)
     if job.attention == "flash":

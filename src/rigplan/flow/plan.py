@@ -128,7 +128,8 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "balanced_routing": request.balanced_routing, "capacity_factor": request.capacity_factor,
             "a2a_overlap": request.a2a_overlap, "a2a_overlap_schedule": request.a2a_overlap_schedule,
             "moe_dispatcher": request.moe_dispatcher,
-            "moe_pad_to_capacity": request.moe_pad_to_capacity, "compile": request.compile,
+            "moe_pad_to_capacity": request.moe_pad_to_capacity,
+            "moe_fused_grouped_mlp": request.moe_fused_grouped_mlp, "compile": request.compile,
             "autocast": request.autocast,
             "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
             **request.overlap_values(), "framework": request.framework})
@@ -167,6 +168,7 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
         parts.append(f"--preemptions-per-node-month {PREEMPTIONS_PER_NODE_MONTH[cand.offer.pricing]:g}")
     for switch, on in (("--balanced-routing", request.balanced_routing), ("--a2a-overlap", request.a2a_overlap),
                        ("--moe-pad-to-capacity", request.moe_pad_to_capacity),
+                       ("--moe-fused-grouped-mlp", request.moe_fused_grouped_mlp),
                        ("--compile", request.compile), ("--autocast", request.autocast)):
         if on:
             parts.append(switch)

@@ -84,6 +84,8 @@ class MoERoutingSpec(BaseModel):
                           "else alltoall")
     moe_pad_to_capacity: bool = Field(False, description="Pad every expert's input to its capacity (needs "
                                                           "capacity_factor): static shapes, no per-layer host sync")
+    moe_fused_grouped_mlp: bool = Field(False, description="Routed experts through Transformer Engine's fused "
+                                                            "MXFP8 grouped MLP (needs fp8 with fp8_recipe mxfp8)")
 
     def routing_values(self) -> dict[str, object]:
         """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap, its schedule,
