@@ -345,6 +345,17 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--recompute-moe-act/--no-recompute-moe-act", default=False,
                      help="MoE: the routed experts' activation output is freed after use and recomputed in "
                           "backward (Megatron --recompute-modules moe_act); beside --recompute none or selective."),
+        click.option("--recompute-mla-up-proj/--no-recompute-mla-up-proj", default=False,
+                     help="MLA models: the query, key and value of the up-projections are freed after core "
+                          "attention and recomputed in backward (Megatron --recompute-modules mla_up_proj); "
+                          "beside --recompute none or selective."),
+        click.option("--recompute-layernorm/--no-recompute-layernorm", default=False,
+                     help="The outputs of the norms that are modules of their own (the input norm with MLA, the "
+                          "pre-MLP norm of MoE layers) are freed and recomputed in backward (Megatron "
+                          "--recompute-modules layernorm); beside --recompute none or selective."),
+        click.option("--recompute-mlp/--no-recompute-mlp", default=False,
+                     help="Dense (non-MoE) layers keep only their MLP's input and run the MLP again in backward "
+                          "(Megatron --recompute-modules mlp); beside --recompute none or selective."),
         click.option("--attention", type=click.Choice(["flash", "eager"]), default="flash", show_default=True),
         click.option("--offload", type=click.Choice(["none", "optimizer", "all"]), default="none",
                      show_default=True, help="CPU offload of optimizer states, or of parameters too."),

@@ -51,6 +51,19 @@ class Job:
     checkpointed without its output, which is freed once fc2 has run and recomputed from the fc1 output
     before fc2's backward (megatron/core/transformer/moe/experts.py, TEGroupedMLP activation_recompute).
     Applies beside recompute 'none' or 'selective'; a fully recomputed layer keeps only its input anyway."""
+    recompute_mla_up_proj: bool = False
+    """Megatron-Core --recompute-modules mla_up_proj: MLA's q and kv up-projections and rotary embedding are
+    checkpointed without their outputs; the query, key and value are freed after core attention and rebuilt
+    before its backward (megatron/core/transformer/multi_latent_attention.py; estimate.recompute_modules).
+    MLA models only; beside recompute 'none' or 'selective'."""
+    recompute_layernorm: bool = False
+    """Megatron-Core --recompute-modules layernorm: the input and pre-MLP norms that are modules of their own
+    are checkpointed without their outputs (megatron/core/transformer/transformer_layer.py;
+    estimate.recompute_modules). Beside recompute 'none' or 'selective'."""
+    recompute_mlp: bool = False
+    """Megatron-Core --recompute-modules mlp: each dense (non-MoE) layer's MLP is checkpointed, keeping its
+    input only, and runs again in backward (transformer_layer.py; estimate.recompute_modules). Beside
+    recompute 'none' or 'selective'."""
     attention: AttentionImpl = "flash"
     offload: Offload = "none"
     lora_rank: int = 16

@@ -14,6 +14,10 @@ rigplan reads. Per token and layer, in bytes, with p bytes per element (2 for bf
                rank's share over the mean (estimate.moe.load_factor: imbalance or capacity factor);
                Megatron's moe_act recompute keeps only fc1's output of a routed copy (2·f_e gated, f_e plain)
 
+Megatron's other per-module recomputes (estimate.recompute_modules): mla_up_proj drops p·(2·a·d_qk + a·d_v)
+(the query, key and value), layernorm drops p·h per norm that is a module of its own (the input norm with
+MLA, the pre-MLP norm of MoE layers), mlp leaves a dense layer's MLP its input r·h (and the dropout mask).
+
 For the GPT case (q_w = kv_w = h, plain MLP f = 4h, eager, dropout) this is exactly the paper's
 s·b·h·(34 + 5·a·s/h). Tensor parallelism without sequence parallelism leaves the norm inputs, the
 inputs of the column-parallel linears and the dropout masks replicated (10·s·b·h in the GPT case)
@@ -48,7 +52,7 @@ from dataclasses import dataclass
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.estimate import peft_kbit
+from rigplan.estimate import peft_kbit, recompute_modules
 from rigplan.estimate.litgpt import litgpt_token_bytes
 from rigplan.estimate.torchtune import torchtune_token_parts
 
@@ -102,6 +106,10 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
         low_rank = 2 * mla.q_lora_rank + 2 * mla.kv_lora_rank + mla.qk_rope_head_dim
         split: float = p * (q_w + q_w + v_w + v_w)  # Q, K, V kept for the core; out-projection input
         replicated: float = r * h + p * (h + low_rank) + mask
+        if recompute_modules.mla_up_proj_recomputed(arch, job):
+            split = split - recompute_modules.mla_up_proj_freed_bytes_per_token(arch, job)
+        if recompute_modules.layernorm_recomputed(job):
+            replicated = replicated - p * h * recompute_modules.separate_norms(arch, moe_layer=False)[0]
     else:
         q_w = a * arch.dim_per_head
         kv_w = arch.kv_heads * arch.dim_per_head
@@ -231,13 +239,20 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         router_probs = 4 * moe.num_experts
         # Permutation: an int32 row index and the fp32 routing weight of each of the k copies.
         permutation = moe.top_k * (4 + 4)
+        # layernorm recompute: the pre-MLP norm of a MoE layer is a module of its own, its output freed
+        norm_out = 0 if recompute_modules.layernorm_recomputed(job) else p * h
         return TokenActivation(
-            replicated_under_tp=(r + p) * h + mask + router_probs + permutation
+            replicated_under_tp=r * h + norm_out + mask + router_probs + permutation
             + (hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0),
             split_by_tp=p * (routed + shared),
             attention_core=0.0,
         )
     norm_extra = hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0
+    if recompute_modules.dense_mlp_recomputed(job):
+        # Megatron 'mlp': tensor_parallel.checkpoint keeps the MLP's input (the residual its fused norm
+        # reads); the norm output, fc1 output and activation are rebuilt in backward. The dropout mask
+        # belongs to bias-dropout-add, outside the checkpoint.
+        return TokenActivation(replicated_under_tp=r * h + mask, split_by_tp=0.0, attention_core=0.0)
     return TokenActivation(
         replicated_under_tp=(r + p) * h + mask + norm_extra,
         split_by_tp=p * inner_per_ffn * arch.ffn,

@@ -25,6 +25,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
+from rigplan.estimate import recompute_modules
 from rigplan.estimate.arrays import as_num as _num
 from rigplan.estimate.params import count_params
 
@@ -376,6 +377,13 @@ def _stage_flops(
                             router_flop=layers.router_flop * share)
     else:
         recompute = OpFlops()
+    # Megatron's per-module recompute (estimate.recompute_modules): MLA's up-projections on every layer,
+    # the dense layers' MLP
+    if recompute_modules.mla_up_proj_recomputed(arch, job):
+        up = recompute_modules.mla_up_proj_flop_per_token(arch) * micro_batch * seq_len / (cp * tp)
+        recompute = recompute + OpFlops(attention_proj_flop=up * (n_dense + n_moe))
+    if recompute_modules.dense_mlp_recomputed(job):
+        recompute = recompute + OpFlops(mlp_flop=dense.mlp_flop * n_dense)
     if flash_backward_recompute and job.attention == "flash":
         d_qk, d_v = _core_widths(arch)
         scores = layers.attention_core_flop * d_qk / (d_qk + d_v)
@@ -398,7 +406,9 @@ def micro_batch_flops(
     = the attention core again (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 5 "Selective
     Activation Recomputation"); with flash attention the backward kernel also recomputes the scores
     Q·K^T (flash_backward_recompute; the FlashAttention benchmarks count backward = 2.5× forward,
-    Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py).
+    Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py). Megatron's per-module recompute
+    (estimate.recompute_modules) adds MLA's q and kv up-projections on every layer (mla_up_proj) and the dense
+    layers' MLP (mlp).
     For a GPT-style model with eager attention this reproduces Narayanan et al. Sec. 5.1:
     model = 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)); full recompute: 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)).
     seq_len and micro_batch default to the job's; pass arrays to sweep them.

@@ -27,7 +27,7 @@ from rigplan.domain.stages import (
     rank_layer_counts,
     virtual_stage_layers,
 )
-from rigplan.estimate import comm, moe, overlap, peft_kbit, recompute, tensor_parallel
+from rigplan.estimate import comm, moe, overlap, peft_kbit, recompute, recompute_modules, tensor_parallel
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import (
     Efficiency,
@@ -212,6 +212,18 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
         # moe_act: the routed experts' activation runs once more, before fc2's backward
         moe_layers = layers - stage.dense_layers
         elementwise = elementwise + moe.activation_bytes_per_token(arch, job) / tp * tokens * moe_layers
+    # Megatron's per-module recompute (estimate.recompute_modules): the element-wise part of what reruns
+    if recompute_modules.mla_up_proj_recomputed(arch, job):
+        elementwise = elementwise + recompute_modules.mla_up_proj_rope_bytes_per_token(arch, job) / tp * tokens * layers
+    if recompute_modules.layernorm_recomputed(job):
+        attn_norms, _ = recompute_modules.separate_norms(arch, moe_layer=False)
+        norms = attn_norms * layers + (layers - stage.dense_layers if arch.moe is not None else 0.0)
+        norm_tp = tp if layout.sequence_parallel else 1.0
+        elementwise = elementwise + recompute_modules.layernorm_bytes_per_token(arch, job) / norm_tp * tokens * norms
+    if recompute_modules.dense_mlp_recomputed(job):
+        dense = stage.dense_layers if arch.moe is not None else layers
+        act = recompute_modules.dense_mlp_activation_bytes_per_token(arch, job)
+        elementwise = elementwise + act / tp * tokens * dense
     if fp8:
         recast = 1.0 if job.recompute == "full" else op_recompute_matmul_share(arch) if job.recompute == "op" else 0.0
         elementwise = elementwise + fp8_cast_bytes_per_token(arch, job, tp) * tokens * layers * (1.0 + recast / 2.0)

@@ -83,6 +83,8 @@ class MemoryResult:
                 "fsdp_prefetch": s.job.fsdp_prefetch, "fsdp_flat_params": s.job.fsdp_flat_params,
                 "fp8_transpose_cache": s.job.fp8_transpose_cache,
                 "fused_swiglu": s.job.fused_swiglu, "recompute_moe_act": s.job.recompute_moe_act,
+                "recompute_mla_up_proj": s.job.recompute_mla_up_proj,
+                "recompute_layernorm": s.job.recompute_layernorm, "recompute_mlp": s.job.recompute_mlp,
                 "nvls_buffers": s.job.nvls_buffers,
                 "expandable_segments": s.job.expandable_segments, "varying_lengths": s.job.varying_lengths,
                 "kernels": s.job.kernels, "compile": s.job.compile, "autocast": s.job.autocast,

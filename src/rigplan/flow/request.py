@@ -179,6 +179,12 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     fused_swiglu: bool = False
     recompute_moe_act: bool = False
     """Megatron --recompute-modules moe_act (domain.job.Job.recompute_moe_act)."""
+    recompute_mla_up_proj: bool = False
+    """Megatron --recompute-modules mla_up_proj (domain.job.Job.recompute_mla_up_proj)."""
+    recompute_layernorm: bool = False
+    """Megatron --recompute-modules layernorm (domain.job.Job.recompute_layernorm)."""
+    recompute_mlp: bool = False
+    """Megatron --recompute-modules mlp, dense layers only (domain.job.Job.recompute_mlp)."""
     nvls_buffers: bool = False
     expandable_segments: bool = False
     """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (estimate.allocator)."""
