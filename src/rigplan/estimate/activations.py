@@ -14,6 +14,12 @@ rigplan reads. Per token and layer, in bytes, with p bytes per element (2 for bf
                rank's share over the mean (estimate.moe.load_factor: imbalance or capacity factor);
                Megatron's moe_act recompute keeps only fc1's output of a routed copy (2·f_e gated, f_e plain)
 
+Under Transformer Engine fp8 (estimate.fp8_inputs: fp8 on the fused stack) every saved linear input
+(qkv / fc1 input = norm output, MLA's latent up-projection inputs, fc2 input, each routed copy's fc1 and fc2
+input, the shared experts' inputs) is a quantized copy of q = 1 byte (+1/32 MXFP8 scales) per element in
+place of p; MLA's q_down/kv_down keep two copies of the norm output (2·q = p); the out-projection adds its
+fp8 copy (1 byte) beside the kernel's bf16 output under delayed scaling only.
+
 Megatron's other per-module recomputes (estimate.recompute_modules): mla_up_proj drops p·(2·a·d_qk + a·d_v)
 (the query, key and value), layernorm drops p·h per norm that is a module of its own (the input norm with
 MLA, the pre-MLP norm of MoE layers), mlp leaves a dense layer's MLP its input r·h (and the dropout mask).
@@ -52,7 +58,7 @@ from dataclasses import dataclass
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.estimate import peft_kbit, recompute_modules
+from rigplan.estimate import fp8_inputs, peft_kbit, recompute_modules
 from rigplan.estimate.litgpt import litgpt_token_bytes
 from rigplan.estimate.torchtune import torchtune_token_parts
 
@@ -103,9 +109,13 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
         mla = arch.mla
         q_w = a * mla.qk_head_dim
         v_w = a * mla.v_head_dim
-        low_rank = 2 * mla.q_lora_rank + 2 * mla.kv_lora_rank + mla.qk_rope_head_dim
-        split: float = p * (q_w + q_w + v_w + v_w)  # Q, K, V kept for the core; out-projection input
-        replicated: float = r * h + p * (h + low_rank) + mask
+        # the q/kv up-projections' norm inputs and rotary key at p, their (norm output) linear inputs at q
+        latents = mla.q_lora_rank + mla.kv_lora_rank
+        low_rank = p * (latents + mla.qk_rope_head_dim) + fp8_inputs.saved_input_bytes(job) * latents
+        # Q, K, V kept for the core; the out-projection input (the kernel's output) and its fp8 copy if any
+        split: float = p * (q_w + q_w + v_w + v_w) + fp8_inputs.out_proj_extra_bytes(job) * v_w
+        # the input norm's output p·h: read by q_down and kv_down, two fp8 copies under Transformer Engine (2·q = p)
+        replicated: float = r * h + p * h + low_rank + mask
         if recompute_modules.mla_up_proj_recomputed(arch, job):
             split = split - recompute_modules.mla_up_proj_freed_bytes_per_token(arch, job)
         if recompute_modules.layernorm_recomputed(job):
@@ -113,8 +123,8 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
     else:
         q_w = a * arch.dim_per_head
         kv_w = arch.kv_heads * arch.dim_per_head
-        split = p * (q_w + 2 * kv_w + q_w)
-        replicated = r * h + p * h + mask
+        split = p * (q_w + 2 * kv_w + q_w) + fp8_inputs.out_proj_extra_bytes(job) * q_w
+        replicated = r * h + fp8_inputs.saved_input_bytes(job) * h + mask  # norm input, qkv input (norm output)
     s = job.seq_len
     core = p * a * s + ((MASK_BYTES + p) * a * s if dropout else 0) if job.attention == "eager" else LSE_BYTES * a
     if job.kernels == "hf":
@@ -233,16 +243,24 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         # The busiest expert rank holds load x the mean of the k routed copies (estimate.moe). With the
         # activation recomputed (moe_act) only fc1's output stays (2f gated, f plain): the activation's
         # output and, unfused, its intermediates are rebuilt from it.
-        routed_inner = (2 if arch.mlp == "gated" else 1) if act_recomputed(job) else inner_per_ffn
-        routed = load_factor(job) * moe.top_k * (2 * h + routed_inner * moe.expert_ffn)
-        shared = moe.num_shared_experts * inner_per_ffn * moe.shared_ffn
+        # Under Transformer Engine fp8 (estimate.fp8_inputs) fc1's input and fc2's input are saved as
+        # quantized copies, q bytes per element (fc2's only where the activation is not recomputed).
+        q = fp8_inputs.saved_input_bytes(job)
+        recomputed = act_recomputed(job)
+        routed_inner = (2 if arch.mlp == "gated" else 1) if recomputed else inner_per_ffn
+        fc2_in = 0 if recomputed else moe.expert_ffn
+        routed = load_factor(job) * moe.top_k * (
+            2 * h + routed_inner * moe.expert_ffn - (1 - q / p) * (h + fc2_in))
+        shared = moe.num_shared_experts * moe.shared_ffn * (inner_per_ffn - (1 - q / p))
+        # the shared experts' fc1 saves its own fp8 copy of the norm output (the router keeps the bf16 one)
+        shared_in = q * h if moe.num_shared_experts and fp8_inputs.applies(job) else 0.0
         router_probs = 4 * moe.num_experts
         # Permutation: an int32 row index and the fp32 routing weight of each of the k copies.
         permutation = moe.top_k * (4 + 4)
         # layernorm recompute: the pre-MLP norm of a MoE layer is a module of its own, its output freed
         norm_out = 0 if recompute_modules.layernorm_recomputed(job) else p * h
         return TokenActivation(
-            replicated_under_tp=r * h + norm_out + mask + router_probs + permutation
+            replicated_under_tp=r * h + norm_out + shared_in + mask + router_probs + permutation
             + (hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0),
             split_by_tp=p * (routed + shared),
             attention_core=0.0,
@@ -253,9 +271,10 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         # reads); the norm output, fc1 output and activation are rebuilt in backward. The dropout mask
         # belongs to bias-dropout-add, outside the checkpoint.
         return TokenActivation(replicated_under_tp=r * h + mask, split_by_tp=0.0, attention_core=0.0)
+    q = fp8_inputs.saved_input_bytes(job)  # fc1's input (the norm output) and fc2's: q under TE fp8, else p
     return TokenActivation(
-        replicated_under_tp=(r + p) * h + mask + norm_extra,
-        split_by_tp=p * inner_per_ffn * arch.ffn,
+        replicated_under_tp=(r + q) * h + mask + norm_extra,
+        split_by_tp=(p * (inner_per_ffn - 1) + q) * arch.ffn,
         attention_core=0.0,
     )
 
