@@ -7,20 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from rigplan.catalog.load import load_catalog
 from rigplan.domain.job import Job
 from rigplan.estimate.activations import attention_token_bytes, mlp_token_bytes
-
-
-@pytest.fixture(scope="module")
-def dsv3():  # type: ignore[no-untyped-def]
-    return load_catalog().model("deepseek-v3").to_domain()
-
-
-@pytest.fixture(scope="module")
-def qwen3_moe():  # type: ignore[no-untyped-def]
-    return load_catalog().model("qwen3-30b-a3b").to_domain()
-
 
 BF16 = Job(kernels="fused", moe_imbalance=1.0)
 MX = replace(BF16, precision="fp8", fp8_recipe="mxfp8")

@@ -9,22 +9,11 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from rigplan.catalog.load import load_catalog
 from rigplan.cli.main import cli
 from rigplan.domain.job import Job
 from rigplan.estimate import recompute_modules
 from rigplan.estimate.activations import attention_token_bytes, mlp_token_bytes
 from rigplan.estimate.flops import micro_batch_flops
-
-
-@pytest.fixture(scope="module")
-def dsv3():  # type: ignore[no-untyped-def]
-    return load_catalog().model("deepseek-v3").to_domain()
-
-
-@pytest.fixture(scope="module")
-def qwen3_moe():  # type: ignore[no-untyped-def]
-    return load_catalog().model("qwen3-30b-a3b").to_domain()
 
 
 def test_mla_up_proj_frees_query_key_and_value(dsv3) -> None:  # type: ignore[no-untyped-def]
