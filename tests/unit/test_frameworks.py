@@ -149,3 +149,22 @@ def test_megatron_bf16_gradient_reduction_keeps_bf16_main_grads() -> None:
     params = 8.03e9
     assert grads() == pytest.approx(4.0 * params, rel=0.02)
     assert grads(grad_reduce_dtype="bf16") == pytest.approx(2.0 * params, rel=0.02)
+
+
+def test_fp8_param_gather_keeps_fp8_weights_only() -> None:
+    """Megatron --fp8-param-gather: the weights are fp8 tensors with no bf16 copy beside them (2 B/param fewer
+    than fp8 with the transpose cache), and only fp8 recipes accept it."""
+    from rigplan.errors import InvalidSpec
+    from rigplan.flow.memory import memory
+    from rigplan.flow.request import MemoryRequest
+
+    def weights(**extra: object) -> float:
+        request = MemoryRequest(model="llama-3-8b", gpu="h100-sxm", gpus=8, framework="megatron", precision="fp8",
+                                zero=1, **extra)
+        return float(memory(request).breakdown.weights_bytes)
+
+    params = 8.03e9
+    assert weights() == pytest.approx(4.0 * params, rel=0.02)  # bf16 + fp8 + fp8 transpose
+    assert weights(fp8_param_gather=True) == pytest.approx(2.0 * params, rel=0.02)
+    with pytest.raises(InvalidSpec, match="--precision fp8"):
+        memory(MemoryRequest(model="llama-3-8b", gpu="h100-sxm", fp8_param_gather=True))

@@ -395,6 +395,9 @@ def _job_options(func: F, *, preset: bool) -> F:
                           "no_sync."),
         click.option("--fp8-transpose-cache/--no-fp8-transpose-cache", default=False,
                      help="TransformerEngine fp8 keeps a transposed fp8 weight too (+1 B/param)."),
+        click.option("--fp8-param-gather/--no-fp8-param-gather", default=False,
+                     help="Megatron --fp8-param-gather: the weights are fp8 tensors with no bf16 copy (-2 B/param), "
+                          "and the parameter all-gather moves fp8."),
         click.option("--fused-swiglu/--no-fused-swiglu", default=False,
                      help="Megatron-Core/TE fused SwiGLU (saves 3f, not 4f, per token)."),
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,

@@ -129,6 +129,11 @@ class Job:
     gradient accumulation under no_sync() keeps it unsharded between micro-batches (estimate.framework_buffers)."""
     fp8_transpose_cache: bool = False
     """TransformerEngine fp8 keeps the transposed fp8 weight too (+1 B/param)."""
+    fp8_param_gather: bool = False
+    """Megatron --fp8-param-gather: the model's weights are fp8 tensors (Transformer Engine Float8Tensor /
+    MXFP8Tensor), with no bf16 copy beside them; the fp32 master weights stay in the distributed optimizer,
+    and the parameter all-gather moves fp8 (1 B/param). megatron/training/arguments.py: 'Keep the compute param
+    in fp8 (do not use any other intermediate dtype) and perform the param all-gather in fp8.'"""
     fused_swiglu: bool = False
     """Megatron-Core/TE fused SwiGLU: 3f saved per token instead of 4f."""
     nvls_buffers: bool = False
@@ -215,6 +220,9 @@ class Job:
             )
         if self.method != "full" and not self.lora_targets:
             raise InvalidSpec("LoRA needs at least one target module (--lora-targets q,v)")
+        if self.fp8_param_gather and self.precision != "fp8":
+            raise InvalidSpec("--fp8-param-gather keeps the weights in fp8: it needs --precision fp8 (drop it "
+                              "for other precisions)")
         if self.moe_fused_grouped_mlp and not (self.precision == "fp8" and self.fp8_recipe == "mxfp8"):
             raise InvalidSpec("--moe-fused-grouped-mlp is Transformer Engine's MXFP8 kernel: it needs --precision fp8 "
                               "--fp8-recipe mxfp8 (drop it for other precisions)")

@@ -31,7 +31,8 @@ QLoRA through PEFT's prepare_model_for_kbit_training (kbit_fp32_upcast): the wei
 parameters to fp32").
 
 Switches (estimate/framework_buffers.py): Megatron's fp32 main grads (main_grads_fp32, 4 B/param of
-gradients), TransformerEngine's fp8 transpose cache (fp8_transpose_cache, +1 B/param). Left out:
+gradients), TransformerEngine's fp8 transpose cache (fp8_transpose_cache, +1 B/param), Megatron's
+--fp8-param-gather (fp8_param_gather: the weights are fp8 tensors, no bf16 copy: -2 B/param). Left out:
 DeepSpeed's contiguous gradient buffers.
 """
 
@@ -57,7 +58,8 @@ BNB_8BIT_STATE_BYTES = 2 + 2 * 4 / 256
 
 def weight_bytes_per_param(job: Job) -> float:
     if job.precision == "fp8":
-        return 4.0 if job.fp8_transpose_cache else 3.0
+        bf16_copy = 0.0 if job.fp8_param_gather else 2.0  # Megatron --fp8-param-gather: fp8 weights only
+        return bf16_copy + (2.0 if job.fp8_transpose_cache else 1.0)
     return 4.0 if job.precision == "fp32" else 2.0
 
 

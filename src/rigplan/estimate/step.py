@@ -176,7 +176,8 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     # under ZeRO-3, where the FSDP terms apply, gather_on is this one switch
     reduce_on = job.overlap_grad_reduce
     sync_rs = sync(comm.hierarchical_reduce_scatter_s, trainable * g, expert_local * g)
-    gather = sync(comm.hierarchical_all_gather_s, dense_local * p, expert_local * p)
+    w = 1.0 if job.fp8_param_gather else p  # Megatron --fp8-param-gather all-gathers the fp8 weights
+    gather = sync(comm.hierarchical_all_gather_s, dense_local * w, expert_local * w)
     if not peft:
         trainable = local_params
     # ZeRO-0: all-reduce; ZeRO-1/2: reduce-scatter, then the updated weights all-gathered;

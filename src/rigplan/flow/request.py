@@ -176,6 +176,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     fsdp_flat_params: bool = False
     """FSDP1 flat parameters: gradients over frozen elements, unsharded under no_sync accumulation."""
     fp8_transpose_cache: bool = False
+    fp8_param_gather: bool = False
+    """Megatron --fp8-param-gather: fp8 weights, no bf16 copy (domain.job.Job.fp8_param_gather)."""
     fused_swiglu: bool = False
     recompute_moe_act: bool = False
     """Megatron --recompute-modules moe_act (domain.job.Job.recompute_moe_act)."""
