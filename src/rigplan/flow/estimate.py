@@ -288,10 +288,14 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                            "H200); the Trainer's bf16=True runs under autocast (--autocast)")
     if setup.arch.moe is not None:
         assumptions.append(moe_routing_note(setup.arch, job, setup.layout))
-        if job.precision == "fp8" and eff.fp8_grouped_half_dim and gpu.peak_flop_per_s.get("fp8"):
+        if job.moe_fused_grouped_mlp:
+            assumptions.append("MoE in fp8: the routed experts run Transformer Engine's fused grouped MLP (SwiGLU and "
+                               "casts in the GEMM epilogues, grouped GEMMs at the dense fp8 curve)")
+        elif job.precision == "fp8" and eff.fp8_grouped_half_dim and gpu.peak_flop_per_s.get("fp8"):
             assumptions.append("MoE in fp8: the grouped expert GEMMs reach half their fp8 ceiling at a smallest "
                                f"dimension of {eff.fp8_grouped_half_dim:,.0f} (fitted on paired MXFP8 / BF16 runs), so "
-                               "thin experts gain little from fp8")
+                               "thin experts gain little from fp8; --moe-fused-grouped-mlp when Transformer Engine's "
+                               "fused MXFP8 grouped MLP runs them")
     windows = window_note(setup.arch, job)
     if windows:
         assumptions.append(windows)
