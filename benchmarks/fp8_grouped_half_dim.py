@@ -32,14 +32,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 from typing import Any
 
 import rigplan.estimate.efficiency as efficiency
-import rigplan.validation
 from rigplan.flow.estimate import estimate
 from rigplan.flow.request import EstimateRequest
-from rigplan.validation.run import load_case_file
+from rigplan.validation.run import SUITES, load_case_file
 
 PAIRS = (
     ("recipes2607-gb200-qwen3-30b-mxfp8-partial-cg", "recipes2607-gb200-qwen3-30b-bf16", 480.3 / 504.2),
@@ -59,8 +57,7 @@ B200_DEEPSEEK = dict(model="deepseek-v3", gpu="b200", gpus=256, seq=4096, micro_
 
 
 def _requests() -> dict[str, EstimateRequest]:
-    path = Path(rigplan.validation.__file__).parent / "cases" / "moe.yaml"
-    requests = {case.id: case.request for case in load_case_file(path).cases}
+    requests = {case.id: case.request for case in load_case_file(SUITES["moe"].default_file).cases}
     requests["b200-deepseek-v3-mxfp8"] = EstimateRequest(**B200_DEEPSEEK, precision="fp8", fp8_recipe="mxfp8")
     requests["b200-deepseek-v3-bf16"] = EstimateRequest(**B200_DEEPSEEK, precision="bf16-mixed")
     return requests

@@ -8,15 +8,12 @@ Run: python benchmarks/moe_fit_check.py
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import rigplan.validation
 from rigplan.flow.estimate import estimate
-from rigplan.validation.run import load_case_file
+from rigplan.validation.run import SUITES, load_case_file
 
 
 def main() -> None:
-    cases = load_case_file(Path(rigplan.validation.__file__).parent / "cases" / "moe.yaml").cases
+    cases = load_case_file(SUITES["moe"].default_file).cases
     over = beyond = 0
     for case in cases:
         memory = estimate(case.request).to_dict(with_advice=False)["memory"]

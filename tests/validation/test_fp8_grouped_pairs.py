@@ -3,17 +3,13 @@ the two it was fitted on (Qwen3-30B-A3B) and two DeepSeek-V3 pairs it was not (b
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-import rigplan.validation
 from rigplan.flow.estimate import estimate
 from rigplan.flow.request import EstimateRequest
-from rigplan.validation.run import load_case_file
+from rigplan.validation.run import SUITES, load_case_file
 
-CASES = {case.id: case.request for case in
-         load_case_file(Path(rigplan.validation.__file__).parent / "cases" / "moe.yaml").cases}
+CASES = {case.id: case.request for case in load_case_file(SUITES["moe"].default_file).cases}
 B200_DEEPSEEK = dict(model="deepseek-v3", gpu="b200", gpus=256, seq=4096, micro_batch=1, global_batch=2048, tp=1,
                      pp=16, ep=8, etp=1, zero=1, recompute="none", attention="flash", framework="nemo",
                      grad_reduce_dtype="bf16", balanced_routing=True)

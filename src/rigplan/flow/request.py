@@ -62,7 +62,7 @@ class ModelSpec(BaseModel):
 
 
 class MoERoutingSpec(BaseModel):
-    """How a mixture-of-experts model's tokens are routed (ignored for dense models)."""
+    """How a mixture-of-experts model's tokens are routed and its experts run (ignored for dense models)."""
 
     model_config = ConfigDict(extra="forbid")
 
