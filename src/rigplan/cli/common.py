@@ -398,6 +398,10 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--fp8-param-gather/--no-fp8-param-gather", default=False,
                      help="Megatron --fp8-param-gather: the weights are fp8 tensors with no bf16 copy (-2 B/param), "
                           "and the parameter all-gather moves fp8."),
+        click.option("--fp8-attention/--no-fp8-attention", default=False,
+                     help="FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine "
+                          "NVTE_FP8_DPA=1): attention's matrix products on the fp8 tensor cores, its softmax "
+                          "exponentials at their own rate; needs --precision fp8."),
         click.option("--fused-swiglu/--no-fused-swiglu", default=False,
                      help="Megatron-Core/TE fused SwiGLU (saves 3f, not 4f, per token)."),
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,

@@ -134,6 +134,12 @@ class Job:
     MXFP8Tensor), with no bf16 copy beside them; the fp32 master weights stay in the distributed optimizer,
     and the parameter all-gather moves fp8 (1 B/param). megatron/training/arguments.py: 'Keep the compute param
     in fp8 (do not use any other intermediate dtype) and perform the param all-gather in fp8.'"""
+    fp8_attention: bool = False
+    """FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine NVTE_FP8_DPA=1 with
+    cuDNN's fused FP8 attention; Megatron-Bridge fp8_dot_product_attention): the attention kernel's QK^T and
+    PV products, forward and backward, run on the fp8 tensor cores while its softmax exponentials keep their
+    rate (estimate.efficiency.softmax_adjusted_efficiency, tensor_speedup). Left out: the casts of Q, K, V and
+    O to fp8 (a few bytes per element beside the kernel) and any change to what attention saves for backward."""
     fused_swiglu: bool = False
     """Megatron-Core/TE fused SwiGLU: 3f saved per token instead of 4f."""
     nvls_buffers: bool = False
@@ -223,6 +229,9 @@ class Job:
         if self.fp8_param_gather and self.precision != "fp8":
             raise InvalidSpec("--fp8-param-gather keeps the weights in fp8: it needs --precision fp8 (drop it "
                               "for other precisions)")
+        if self.fp8_attention and (self.precision != "fp8" or self.attention != "flash"):
+            raise InvalidSpec("--fp8-attention runs the fused attention kernel in fp8: it needs --precision fp8 and "
+                              "--attention flash (drop it otherwise)")
         if self.moe_fused_grouped_mlp and not (self.precision == "fp8" and self.fp8_recipe == "mxfp8"):
             raise InvalidSpec("--moe-fused-grouped-mlp is Transformer Engine's MXFP8 kernel: it needs --precision fp8 "
                               "--fp8-recipe mxfp8 (drop it for other precisions)")

@@ -363,16 +363,25 @@ def softmax_exp_ratio(peak_flop_per_s: float, exp_per_s: float, flop_per_exp: fl
 
 
 def softmax_adjusted_efficiency(e_curve: Num, curve: KernelCurve, *, peak_flop_per_s: float, exp_per_s: float,
-                                flop_per_exp: float) -> Num:
+                                flop_per_exp: float, tensor_speedup: float = 1.0) -> Num:
     """An attention curve's efficiency moved from the part it was measured on to this one by their
     softmax exponential rates: 1/e = 1/e_curve - R_ref + R_part (module docstring). Unchanged where
-    either rate is unknown."""
+    either rate is unknown.
+
+    tensor_speedup s > 1 runs the kernel's matrix products s times faster than the bf16 curve measured them
+    (FP8 attention, s = P_fp8 / P_bf16) while its exponentials keep their rate: 1/e = (1/e_curve - R_ref)/s +
+    R_part, still in units of the bf16 peak, so e may exceed 1. Checked on FlashAttention-3's own H100 forward
+    figures (Shah et al. 2024, arXiv 2407.08608, Figs. 5 and 7, head dim 128, sequence 16k, forward only:
+    R = P / (X · 2·(d_qk + d_v)) = 0.46): bf16 648 TFLOP/s predicts 995 in fp8, measured 1,008; cuDNN 595
+    predicts 931, measured 1,005 (tests/unit/test_fp8_attention.py). Where the exponential rate is unknown
+    the whole kernel speeds up by s."""
+    e = np.asarray(e_curve, dtype=np.float64)
     if exp_per_s <= 0 or curve.reference_exp_per_s <= 0:
-        return e_curve
+        return e * tensor_speedup if tensor_speedup != 1.0 else e_curve
     r_ref = softmax_exp_ratio(curve.reference_peak_flop_per_s, curve.reference_exp_per_s, flop_per_exp)
     r_part = softmax_exp_ratio(peak_flop_per_s, exp_per_s, flop_per_exp)
-    e = np.asarray(e_curve, dtype=np.float64)
-    return 1.0 / np.maximum(1.0 / e - r_ref + r_part, 1.0)
+    floor = 1.0 / tensor_speedup
+    return 1.0 / np.maximum((1.0 / e - r_ref) / tensor_speedup + r_part, floor)
 
 
 def attention_ceiling(eff: Efficiency, kernels: str) -> float:

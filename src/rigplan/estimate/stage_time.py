@@ -149,7 +149,8 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
         attn_eff = softmax_adjusted_efficiency(
             attention_core_efficiency(arch, job, eff, kernel, cp), eff.attention[kernel],
             peak_flop_per_s=gpu.peak("bf16"), exp_per_s=gpu.exp_per_s,
-            flop_per_exp=attention_flop_per_exp(*attention_head_dims(arch))) * clock
+            flop_per_exp=attention_flop_per_exp(*attention_head_dims(arch)),
+            tensor_speedup=gpu.peak("fp8") / gpu.peak("bf16") if fp8 and job.fp8_attention else 1.0) * clock
     else:
         attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), clock)
 

@@ -178,6 +178,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     fp8_transpose_cache: bool = False
     fp8_param_gather: bool = False
     """Megatron --fp8-param-gather: fp8 weights, no bf16 copy (domain.job.Job.fp8_param_gather)."""
+    fp8_attention: bool = False
+    """Megatron --fp8-dot-product-attention: attention's matrix products in fp8 (domain.job.Job.fp8_attention)."""
     fused_swiglu: bool = False
     recompute_moe_act: bool = False
     """Megatron --recompute-modules moe_act (domain.job.Job.recompute_moe_act)."""
