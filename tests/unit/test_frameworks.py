@@ -168,3 +168,19 @@ def test_fp8_param_gather_keeps_fp8_weights_only() -> None:
     assert weights(fp8_param_gather=True) == pytest.approx(2.0 * params, rel=0.02)
     with pytest.raises(InvalidSpec, match="--precision fp8"):
         memory(MemoryRequest(model="llama-3-8b", gpu="h100-sxm", fp8_param_gather=True))
+
+
+def test_automodel_runs_transformer_engine_attention_where_it_prefers_cudnn() -> None:
+    """AutoModel's TE attention is cuDNN's fused kernel on Hopper and later, FlashAttention-2 on Ampere (the
+    architecture has no cuDNN curve, so the fused stack's kernel runs); plain FSDP2 keeps SDPA."""
+    from rigplan.flow import estimate as speed
+    from rigplan.flow.request import EstimateRequest
+
+    def kernel(framework: str, gpu: str) -> str:
+        result = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu=gpu, gpus=8, ep=8, framework=framework,
+                                                recompute="full", balanced_routing=True))
+        return str(result.to_dict()["efficiency"]["attention_kernel"])
+
+    assert kernel("automodel", "h100-sxm") == "cudnn"
+    assert kernel("automodel", "a100-80gb-sxm") == "fa2"
+    assert kernel("fsdp", "h100-sxm") == "sdpa"

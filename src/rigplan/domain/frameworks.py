@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 Condition = Literal["always", "bf16_or_fp8", "fp8", "mixed", "tp>1", "zero<3", "qlora", "mixed_or_qlora"]
-FrameworkName = Literal["megatron", "nemo", "torchtitan", "fsdp", "deepspeed", "hf", "unsloth", "torchtune"]
+FrameworkName = Literal["megatron", "nemo", "torchtitan", "fsdp", "automodel", "deepspeed", "hf", "unsloth",
+                        "torchtune"]
 """The preset names (the keys of FRAMEWORK_PRESETS, spelled out for the request schemas)."""
 
 
@@ -222,6 +223,27 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                compile=False, autocast=False),
         ),
         note="activation checkpointing as the script applies it (--recompute)"),
+    FrameworkPreset(
+        name="automodel", title="NVIDIA NeMo AutoModel (PyTorch FSDP2 with Transformer Engine modules)", settings=(
+            _s("NeMo AutoModel BackendConfig linear/rms_norm 'te' (examples/benchmark/configs/*_te_deepep.yaml): "
+               "Transformer Engine linears and RMSNorm", kernels="fused"),
+            _s("BackendConfig attn 'te': Transformer Engine DotProductAttention, which prefers its FusedAttention "
+               "(cuDNN) backend on Hopper and later (transformer_engine/pytorch/attention/dot_product_attention/"
+               "utils.py get_attention_backend: 'Disabling FlashAttention to give FusedAttention preference on "
+               "Hopper+'); FlashAttention on earlier parts", attention_kernel="cudnn"),
+            _s("the HF-shaped model's cross-entropy on the upcast logits", loss="unfused"),
+            _s("nemo_automodel/components/distributed/fsdp2.py FSDP2Manager: fully_shard over the data-parallel "
+               "ranks (ZeRO-3)", zero=3),
+            _s("torch.distributed.fsdp.fully_shard: implicit forward prefetch of the next unit", fsdp_prefetch=1),
+            _FSDP2_OVERLAP,
+            _s("nemo_automodel/components/moe/parallelizer.py apply_fsdp: MixedPrecisionPolicy(param_dtype bf16, "
+               "reduce_dtype float32)", "mixed", grad_reduce_dtype="fp32"),
+            _s("the benchmark YAMLs' optimizer torch.optim.Adam (foreach path on CUDA)", optimizer_foreach=True),
+            _s("no torch.compile in the benchmark YAMLs; MixedPrecisionPolicy, not autocast",
+               compile=False, autocast=False),
+        ),
+        note="activation_checkpointing as the YAML sets it (--recompute full), the DeepEP dispatcher "
+             "(--moe-dispatcher deepep) and FlexAttention models (--attention-kernel triton)"),
     FrameworkPreset(
         name="deepspeed", title="DeepSpeed (ZeRO engine)", settings=(
             _s("DeepSpeed wraps the user's PyTorch model (no kernel replacement in training)", kernels="eager"),
