@@ -398,6 +398,9 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--fp8-param-gather/--no-fp8-param-gather", default=False,
                      help="Megatron --fp8-param-gather: the weights are fp8 tensors with no bf16 copy (-2 B/param), "
                           "and the parameter all-gather moves fp8."),
+        click.option("--cuda-graphs", type=click.Choice(["none", "full"]), default="none", show_default=True,
+                     help="full: the whole iteration replayed as one CUDA graph (Megatron-Core cuda_graph_impl "
+                          "full_iteration): no host pacing of dropless MoE layers. Per-module graphs count as none."),
         click.option("--fp8-attention/--no-fp8-attention", default=False,
                      help="FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine "
                           "NVTE_FP8_DPA=1): attention's matrix products on the fp8 tensor cores, its softmax "

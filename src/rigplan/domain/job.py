@@ -134,6 +134,13 @@ class Job:
     MXFP8Tensor), with no bf16 copy beside them; the fp32 master weights stay in the distributed optimizer,
     and the parameter all-gather moves fp8 (1 B/param). megatron/training/arguments.py: 'Keep the compute param
     in fp8 (do not use any other intermediate dtype) and perform the param all-gather in fp8.'"""
+    cuda_graphs: Literal["none", "full"] = "none"
+    """'full': the whole iteration (every micro-batch's forward and backward) is captured once and replayed as
+    one CUDA graph (Megatron-Core cuda_graph_impl 'full_iteration', Megatron-Bridge's 2026 MoE recipes), so the
+    host issues one launch per step instead of every op: the per-layer host pacing of dropless MoE
+    (estimate.moe.host_paced_s) goes. Capture needs static shapes (Megatron pads the experts with its paged
+    stash); the GPU-side gaps between kernels stay (elementwise.KERNEL_GAP_S). 'none': eager launches.
+    Partial (per-module) graphs are not modelled and count as 'none'."""
     fp8_attention: bool = False
     """FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine NVTE_FP8_DPA=1 with
     cuDNN's fused FP8 attention; Megatron-Bridge fp8_dot_product_attention): the attention kernel's QK^T and

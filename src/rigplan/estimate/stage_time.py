@@ -299,7 +299,7 @@ def whole_model_recompute_fraction(arch: Architecture, job: Job, layout: Any, pp
 def _exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, stage: StageShape, gpu_s: Num) -> Num:
     """Seconds by which issuing one micro-batch's ops on the host outlasts its GPU time on this
     stage (MoE models only: the per-layer host sync of dropless routing, estimate.moe.host_paced_s)."""
-    if arch.moe is None:
+    if arch.moe is None or job.cuda_graphs == "full":
         return 0.0 * np.asarray(gpu_s)
     op_s = moe.HOST_OP_S.get(gpu.host_cpu, moe.HOST_OP_S["x86"])
     kernels = kernels_per_layer(arch, job)

@@ -288,6 +288,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                            "H200); the Trainer's bf16=True runs under autocast (--autocast)")
     if setup.arch.moe is not None:
         assumptions.append(moe_routing_note(setup.arch, job, setup.layout))
+        if job.cuda_graphs == "full":
+            assumptions.append("full-iteration CUDA graph: the host launches the step once, so dropless routing's "
+                               "per-layer host sync no longer paces it")
         if job.moe_fused_grouped_mlp:
             assumptions.append("MoE in fp8: the routed experts run Transformer Engine's fused grouped MLP (SwiGLU and "
                                "casts in the GEMM epilogues, grouped GEMMs at the dense fp8 curve)")

@@ -180,6 +180,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """Megatron --fp8-param-gather: fp8 weights, no bf16 copy (domain.job.Job.fp8_param_gather)."""
     fp8_attention: bool = False
     """Megatron --fp8-dot-product-attention: attention's matrix products in fp8 (domain.job.Job.fp8_attention)."""
+    cuda_graphs: Literal["none", "full"] = "none"
+    """'full': a full-iteration CUDA graph, no host pacing (domain.job.Job.cuda_graphs)."""
     fused_swiglu: bool = False
     recompute_moe_act: bool = False
     """Megatron --recompute-modules moe_act (domain.job.Job.recompute_moe_act)."""
