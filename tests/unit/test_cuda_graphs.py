@@ -31,3 +31,29 @@ def test_dense_models_have_no_host_pacing_to_remove() -> None:
     eager = speed.estimate(request)
     graphed = speed.estimate(request.model_copy(update={"cuda_graphs": "full"}))
     assert eager.step.step_time_s == pytest.approx(graphed.step.step_time_s)
+
+
+def test_per_module_graphs_save_the_host_ops_they_capture(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
+    from rigplan.domain.job import Job
+    from rigplan.estimate import moe
+
+    eager_f, eager_b = moe.host_ops_per_moe_layer(qwen3_moe, Job(), 8.0, 14.0)
+    job = Job(cuda_graph_scope=("attn", "moe_router", "moe_preprocess"))
+    graphed_f, graphed_b = moe.host_ops_per_moe_layer(qwen3_moe, job, 8.0, 14.0)
+    # attention block 6 ops, router 6, preprocess 9: each becomes one launch
+    assert float(eager_f - graphed_f) == pytest.approx(5.0 + 5.0 + 8.0)
+    assert float(eager_b - graphed_b) == pytest.approx(18.0)
+    assert moe.graph_captured_ops(job, scopes=("attn",)) == 5.0
+
+
+def test_scoped_graphs_shorten_the_host_paced_step_but_keep_the_sync() -> None:
+    eager = speed.estimate(_qwen3_30b_gb200())
+    scoped = speed.estimate(_qwen3_30b_gb200(cuda_graph_scope="attn,moe_router,moe_preprocess"))
+    assert 0.0 < scoped.step.host_s < eager.step.host_s
+
+
+def test_an_unknown_scope_is_refused() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="moe_preprocess"):
+        _qwen3_30b_gb200(cuda_graph_scope="attn,mlp")

@@ -400,7 +400,12 @@ def _job_options(func: F, *, preset: bool) -> F:
                           "and the parameter all-gather moves fp8."),
         click.option("--cuda-graphs", type=click.Choice(["none", "full"]), default="none", show_default=True,
                      help="full: the whole iteration replayed as one CUDA graph (Megatron-Core cuda_graph_impl "
-                          "full_iteration): no host pacing of dropless MoE layers. Per-module graphs count as none."),
+                          "full_iteration): no host pacing of dropless MoE layers; per-module graphs are "
+                          "--cuda-graph-scope."),
+        click.option("--cuda-graph-scope",
+                     help="Per-module CUDA graphs (Megatron-Core cuda_graph_scope with cuda_graph_impl "
+                          "transformer_engine), comma list of attn, moe_router, moe_preprocess: each captured "
+                          "module is one host launch; dropless MoE still syncs once a layer."),
         click.option("--fp8-attention/--no-fp8-attention", default=False,
                      help="FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine "
                           "NVTE_FP8_DPA=1): attention's matrix products on the fp8 tensor cores, its softmax "

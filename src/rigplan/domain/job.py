@@ -8,6 +8,8 @@ from typing import Literal, get_args
 from rigplan.errors import InvalidSpec
 
 Method = Literal["full", "lora", "qlora"]
+CUDA_GRAPH_SCOPES = ("attn", "moe_router", "moe_preprocess")
+"""Per-module CUDA graph scopes rigplan models (Megatron-Core cuda_graph_scope names)."""
 PrecisionRecipe = Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8"]
 Optimizer = Literal["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"]
 Recompute = Literal["none", "selective", "op", "full"]
@@ -140,7 +142,12 @@ class Job:
     host issues one launch per step instead of every op: the per-layer host pacing of dropless MoE
     (estimate.moe.host_paced_s) goes. Capture needs static shapes (Megatron pads the experts with its paged
     stash); the GPU-side gaps between kernels stay (elementwise.KERNEL_GAP_S). 'none': eager launches.
-    Partial (per-module) graphs are not modelled and count as 'none'."""
+    Per-module graphs are cuda_graph_scope."""
+    cuda_graph_scope: tuple[str, ...] = ()
+    """Per-module CUDA graphs (Megatron-Core / Transformer Engine cuda_graph_scope, with cuda_graph_impl
+    transformer_engine): of 'attn', 'moe_router' and 'moe_preprocess', the modules captured and replayed with
+    one launch each, forward and backward (estimate.moe.CUDA_GRAPH_SCOPE_OPS); the per-layer host sync of
+    dropless routing stays. Ignored under cuda_graphs 'full'."""
     fp8_attention: bool = False
     """FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine NVTE_FP8_DPA=1 with
     cuDNN's fused FP8 attention; Megatron-Bridge fp8_dot_product_attention): the attention kernel's QK^T and
@@ -236,6 +243,10 @@ class Job:
         if self.fp8_param_gather and self.precision != "fp8":
             raise InvalidSpec("--fp8-param-gather keeps the weights in fp8: it needs --precision fp8 (drop it "
                               "for other precisions)")
+        unknown_scopes = [s for s in self.cuda_graph_scope if s not in CUDA_GRAPH_SCOPES]
+        if unknown_scopes:
+            raise InvalidSpec(f"unknown CUDA graph scope(s) {', '.join(unknown_scopes)}; choose from "
+                              f"{', '.join(CUDA_GRAPH_SCOPES)}")
         if self.fp8_attention and (self.precision != "fp8" or self.attention != "flash"):
             raise InvalidSpec("--fp8-attention runs the fused attention kernel in fp8: it needs --precision fp8 and "
                               "--attention flash (drop it otherwise)")

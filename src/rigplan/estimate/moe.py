@@ -258,6 +258,11 @@ fused score/top-k, auxiliary loss 2, saving it: 6), preprocess (tokens per exper
 the EP group, 4 split computations, 3 device-to-host copies: 9), dispatch (permute index and
 permute, all-to-all, sort by local expert: 4), the fused activation (1), combine (sort back,
 all-to-all, unpermute: 3) and 2 reshapes."""
+CUDA_GRAPH_SCOPE_OPS = {"attn": 6.0, "moe_router": 6.0, "moe_preprocess": 9.0}
+"""Host ops a per-module CUDA graph scope (Megatron-Core / Transformer Engine cuda_graph_scope) replaces with
+one graph launch, forward and backward alike: attn, the attention block of the fused stack (norm, qkv
+projection, rotary, attention kernel, output projection, residual add: 6 of FUSED_KERNELS_PER_LAYER's 14);
+moe_router and moe_preprocess, MOE_LAYER_HOST_OPS' router (6) and preprocess (9) counts."""
 EXPERT_HOST_OPS = {"forward": (2.0, 4.0), "backward": (3.0, 5.0)}
 """Host ops per local expert and grouped linear (fc1, fc2), (bf16, fp8): TransformerEngine's
 GroupedLinear splits its input per expert and issues one GEMM per expert (forward) or a dgrad and a
@@ -266,15 +271,23 @@ input (TransformerEngine issue #1499: the GroupedLinear time over its GEMMs is '
 PyTorch ops, such as torch.split() and torch.empty() (2x num_gemms calls)')."""
 
 
+def graph_captured_ops(job: Job, scopes: tuple[str, ...] = ("attn", "moe_router", "moe_preprocess")) -> float:
+    """Host ops a layer saves to the job's per-module CUDA graph scopes among `scopes`: each captured scope's
+    ops (CUDA_GRAPH_SCOPE_OPS) become one graph launch."""
+    return sum(CUDA_GRAPH_SCOPE_OPS[s] - 1.0 for s in job.cuda_graph_scope if s in scopes)
+
+
 def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels: float) -> tuple[Num, Num]:
     """(forward, backward) ops the host issues for one MoE layer: the layer's other kernels, the
-    router and dispatcher (MOE_LAYER_HOST_OPS) and E/ep local experts' grouped-GEMM ops."""
+    router and dispatcher (MOE_LAYER_HOST_OPS) and E/ep local experts' grouped-GEMM ops, less what
+    per-module CUDA graphs capture (graph_captured_ops)."""
     if arch.moe is None:
         return 0.0 * xp.asarray(ep), 0.0 * xp.asarray(ep)
     local = arch.moe.num_experts / xp.asfloat(ep)
     fp8 = 1 if job.precision == "fp8" else 0
-    fwd = dense_kernels + MOE_LAYER_HOST_OPS + 2.0 * EXPERT_HOST_OPS["forward"][fp8] * local
-    bwd = dense_kernels + MOE_LAYER_HOST_OPS + 2.0 * EXPERT_HOST_OPS["backward"][fp8] * local
+    own = dense_kernels + MOE_LAYER_HOST_OPS - graph_captured_ops(job)
+    fwd = own + 2.0 * EXPERT_HOST_OPS["forward"][fp8] * local
+    bwd = own + 2.0 * EXPERT_HOST_OPS["backward"][fp8] * local
     return fwd, bwd
 
 

@@ -306,8 +306,9 @@ def _exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, stage: Stag
     fwd_ops, bwd_ops = moe.host_ops_per_moe_layer(arch, job, ep, kernels)
     moe_layers = stage.layers - stage.dense_layers + stage.lm_head * arch.moe.mtp_layers
     share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
-    forward = (moe_layers * fwd_ops + stage.dense_layers * kernels) * op_s
-    backward = (moe_layers * bwd_ops + stage.dense_layers * kernels) * op_s
+    dense_ops = kernels - moe.graph_captured_ops(job, scopes=("attn",))
+    forward = (moe_layers * fwd_ops + stage.dense_layers * dense_ops) * op_s
+    backward = (moe_layers * bwd_ops + stage.dense_layers * dense_ops) * op_s
     paced = moe.host_paced_s(gpu_s, host_forward_s=forward, host_backward_s=backward,
                              host_recompute_s=forward * share, recompute_share=share, sync=moe.host_syncs(job))
     return np.maximum(paced - gpu_s, 0.0)

@@ -71,9 +71,16 @@ def split_stage_layers(value: object) -> object:
     return value
 
 
+def split_graph_scope(value: object) -> object:
+    """'attn,moe_router' -> ['attn', 'moe_router']."""
+    if isinstance(value, str):
+        return [s.strip() for s in value.split(",") if s.strip()]
+    return value
+
+
 RULES: dict[str, Callable[[Any], Any]] = {
     "_split_targets": split_lora_targets, "_alias_precision": alias_precision,
-    "_split_stage_layers": split_stage_layers,
+    "_split_stage_layers": split_stage_layers, "_split_graph_scope": split_graph_scope,
 }
 """The models' field validators by method name, each the rule it applies. A validator not named here
 makes its field one the table does not check (a value given for it goes to pydantic)."""

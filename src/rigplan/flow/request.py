@@ -182,6 +182,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """Megatron --fp8-dot-product-attention: attention's matrix products in fp8 (domain.job.Job.fp8_attention)."""
     cuda_graphs: Literal["none", "full"] = "none"
     """'full': a full-iteration CUDA graph, no host pacing (domain.job.Job.cuda_graphs)."""
+    cuda_graph_scope: list[Literal["attn", "moe_router", "moe_preprocess"]] = Field(default_factory=list)
+    """Per-module CUDA graphs: the scopes captured (domain.job.Job.cuda_graph_scope)."""
     fused_swiglu: bool = False
     recompute_moe_act: bool = False
     """Megatron --recompute-modules moe_act (domain.job.Job.recompute_moe_act)."""
@@ -220,6 +222,11 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     @classmethod
     def _alias_precision(cls, value: str | None) -> str | None:
         return rules.alias_precision(value)
+
+    @field_validator("cuda_graph_scope", mode="before")
+    @classmethod
+    def _split_graph_scope(cls, value: object) -> object:
+        return rules.split_graph_scope(value)
 
     @field_validator("stage_layers", mode="before")
     @classmethod
