@@ -1,4 +1,5 @@
-"""--compile, --autocast, --attention-kernel and --fp8-recipe reach the estimate on every command."""
+"""--compile, --autocast, --attention-kernel, --fp8-recipe, --fp8-attention and the CUDA-graph switches reach the
+estimate on every command."""
 
 from __future__ import annotations
 
@@ -79,7 +80,8 @@ def test_plan_and_compare_carry_the_flags_into_their_estimates() -> None:
 def test_help_describes_each_flag() -> None:
     for command in ("memory", "estimate", "plan", "compare"):
         text = CliRunner().invoke(cli, [command, "--help"]).output
-        for flag in ("--compile", "--autocast", "--attention-kernel", "--fp8-recipe"):
+        for flag in ("--compile", "--autocast", "--attention-kernel", "--fp8-recipe", "--fp8-attention",
+                     "--cuda-graphs", "--cuda-graph-scope"):
             assert flag in text, (command, flag)
 
 
@@ -87,3 +89,13 @@ def test_a_bad_kernel_is_one_line_exit_2() -> None:
     result = CliRunner().invoke(cli, ["estimate", *JOB, "--attention-kernel", "fa9"])
     assert result.exit_code == 2
     assert "fa9" in result.output
+
+
+def test_plan_carries_fp8_attention_and_cuda_graphs_into_its_estimate_command() -> None:
+    planned = run("plan", "qwen3-30b-a3b", "--tokens", "10B", "--gpu", "gb200", "--gpus-exact", "8", "--precision",
+                  "fp8", "--fp8-recipe", "mxfp8", "--fp8-attention", "--cuda-graphs", "full", "--cloud")
+    command = planned["ranked"][0]["estimate_command"]
+    assert "--fp8-attention" in command and "--cuda-graphs full" in command
+    scoped = run("plan", "qwen3-30b-a3b", "--tokens", "10B", "--gpu", "gb200", "--gpus-exact", "8",
+                 "--cuda-graph-scope", "attn,moe_router", "--cloud")
+    assert "--cuda-graph-scope attn,moe_router" in scoped["ranked"][0]["estimate_command"]

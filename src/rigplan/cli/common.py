@@ -221,8 +221,8 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
 
 
 def kernel_option_list() -> list[Callable[[F], F]]:
-    """How the kernels run (compile, autocast, attention kernel, fp8 scaling), shared by memory, estimate,
-    plan and compare."""
+    """How the kernels run (CUDA graphs, fp8 attention, compile, autocast, attention kernel, fp8 scaling),
+    shared by memory, estimate, plan and compare."""
     return [
         click.option("--compile/--no-compile", default=False,
                      help="torch.compile on the model (torchtitan --compile, Inductor): element-wise chains are "
@@ -235,6 +235,18 @@ def kernel_option_list() -> list[Callable[[F], F]]:
                      help="Flash-attention kernel with --attention flash. Default: the stack's (cuDNN under "
                           "--kernels fused on Hopper/Blackwell, FlashAttention-2 on Ampere, PyTorch SDPA for "
                           "eager stacks); a kernel the GPU lacks falls back to that default."),
+        click.option("--cuda-graphs", type=click.Choice(["none", "full"]), default="none", show_default=True,
+                     help="full: the whole iteration replayed as one CUDA graph (Megatron-Core cuda_graph_impl "
+                          "full_iteration): no host pacing of dropless MoE layers; per-module graphs are "
+                          "--cuda-graph-scope."),
+        click.option("--cuda-graph-scope",
+                     help="Per-module CUDA graphs (Megatron-Core cuda_graph_scope with cuda_graph_impl "
+                          "transformer_engine), comma list of attn, moe_router, moe_preprocess: each captured "
+                          "module is one host launch; dropless MoE still syncs once a layer."),
+        click.option("--fp8-attention/--no-fp8-attention", default=False,
+                     help="FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine "
+                          "NVTE_FP8_DPA=1): attention's matrix products on the fp8 tensor cores, its softmax "
+                          "exponentials at their own rate; needs --precision fp8."),
         click.option("--fp8-recipe", type=click.Choice(["delayed", "current", "mxfp8"]), default="delayed",
                      show_default=True,
                      help="fp8 scaling with --precision fp8: delayed per-tensor (Transformer Engine on Hopper), "
@@ -398,18 +410,6 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--fp8-param-gather/--no-fp8-param-gather", default=False,
                      help="Megatron --fp8-param-gather: the weights are fp8 tensors with no bf16 copy (-2 B/param), "
                           "and the parameter all-gather moves fp8."),
-        click.option("--cuda-graphs", type=click.Choice(["none", "full"]), default="none", show_default=True,
-                     help="full: the whole iteration replayed as one CUDA graph (Megatron-Core cuda_graph_impl "
-                          "full_iteration): no host pacing of dropless MoE layers; per-module graphs are "
-                          "--cuda-graph-scope."),
-        click.option("--cuda-graph-scope",
-                     help="Per-module CUDA graphs (Megatron-Core cuda_graph_scope with cuda_graph_impl "
-                          "transformer_engine), comma list of attn, moe_router, moe_preprocess: each captured "
-                          "module is one host launch; dropless MoE still syncs once a layer."),
-        click.option("--fp8-attention/--no-fp8-attention", default=False,
-                     help="FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine "
-                          "NVTE_FP8_DPA=1): attention's matrix products on the fp8 tensor cores, its softmax "
-                          "exponentials at their own rate; needs --precision fp8."),
         click.option("--fused-swiglu/--no-fused-swiglu", default=False,
                      help="Megatron-Core/TE fused SwiGLU (saves 3f, not 4f, per token)."),
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,

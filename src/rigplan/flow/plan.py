@@ -132,6 +132,8 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "moe_fused_grouped_mlp": request.moe_fused_grouped_mlp, "compile": request.compile,
             "autocast": request.autocast,
             "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
+            "fp8_attention": request.fp8_attention, "cuda_graphs": request.cuda_graphs,
+            "cuda_graph_scope": list(request.cuda_graph_scope),
             **request.overlap_values(), "framework": request.framework})
 
 
@@ -169,7 +171,8 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
     for switch, on in (("--balanced-routing", request.balanced_routing), ("--a2a-overlap", request.a2a_overlap),
                        ("--moe-pad-to-capacity", request.moe_pad_to_capacity),
                        ("--moe-fused-grouped-mlp", request.moe_fused_grouped_mlp),
-                       ("--compile", request.compile), ("--autocast", request.autocast)):
+                       ("--compile", request.compile), ("--autocast", request.autocast),
+                       ("--fp8-attention", request.fp8_attention)):
         if on:
             parts.append(switch)
     for name, value in request.overlap_values().items():
@@ -191,7 +194,9 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
                         ("--kernels", request.kernels if request.kernels != "fused" and "kernels" in own else None),
                         ("--attention-kernel", request.attention_kernel if "attention_kernel" in own else None),
                         ("--fp8-recipe", request.fp8_recipe if request.fp8_recipe != "delayed" and "fp8_recipe" in own
-                         else None)):
+                         else None),
+                        ("--cuda-graphs", request.cuda_graphs if request.cuda_graphs != "none" else None),
+                        ("--cuda-graph-scope", ",".join(request.cuda_graph_scope))):
         if value:
             parts.append(f"{flag} {value}")
     return " ".join(parts)

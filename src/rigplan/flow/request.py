@@ -298,6 +298,9 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     autocast: bool = False
     attention_kernel: Literal["fa2", "fa3", "cudnn", "triton", "sdpa"] | None = None
     fp8_recipe: Literal["delayed", "current", "mxfp8"] = "delayed"
+    fp8_attention: bool = False
+    cuda_graphs: Literal["none", "full"] = "none"
+    cuda_graph_scope: list[Literal["attn", "moe_router", "moe_preprocess"]] = Field(default_factory=list)
     currency: Literal["usd", "cny"] = "usd"
     fx_cny_per_usd: Annotated[float, Bounded("fx_cny_per_usd")] | None = None
     top: Annotated[int, Bounded("top")] = 10
@@ -306,6 +309,7 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
         None, description="Calibration file path (rigplan probe / calibrate), or its content inline (HTTP API)")
 
     _split_targets = field_validator("lora_targets", mode="before")(JobSpec._split_targets.__func__)  # type: ignore[attr-defined]
+    _split_graph_scope = field_validator("cuda_graph_scope", mode="before")(JobSpec._split_graph_scope.__func__)  # type: ignore[attr-defined]
     _alias_precision = field_validator("precision")(JobSpec._alias_precision.__func__)  # type: ignore[attr-defined]
 
     @field_validator("gpu", "gpu_counts")
