@@ -18,7 +18,14 @@ from rigplan.catalog.schema import CloudPriceRecord
 from rigplan.cli.main import cli
 from rigplan.cost.cloud import offers_for, read_offers
 from rigplan.cost.power import parse_tariff
-from rigplan.cost.tariffs import GUANGDONG_2021_TOU, NAMED_TARIFFS, NamedTariff, named_tariff
+from rigplan.cost.tariffs import (
+    BEIJING_2025_02_SINGLE_PART,
+    BEIJING_2025_02_TWO_PART,
+    GUANGDONG_2021_TOU,
+    NAMED_TARIFFS,
+    NamedTariff,
+    named_tariff,
+)
 from rigplan.estimate.efficiency import DAVINCI, efficiency_for
 from rigplan.estimate.params import count_params
 
@@ -88,6 +95,29 @@ def test_guangdong_tariff_has_the_notice_hours_and_ratios() -> None:
     assert flat == pytest.approx(0.625)
     assert prices["peak"][1] / flat == pytest.approx(1.7) and prices["valley"][1] / flat == pytest.approx(0.38)
     assert [(band, hours) for band, hours, _ in GUANGDONG_2021_TOU] == [("peak", 7), ("flat", 9), ("valley", 8)]
+
+
+@pytest.mark.parametrize(("name", "prices", "peak_up", "valley_down"),
+                         [("cn-beijing-tou", BEIJING_2025_02_TWO_PART, 0.6, 0.6),
+                          ("cn-beijing-tou-single", BEIJING_2025_02_SINGLE_PART, 0.8, 0.7)])
+def test_beijing_tariffs_are_the_2025_02_table_at_the_notice_hours(
+        name: str, prices: tuple[float, float, float], peak_up: float, valley_down: float) -> None:
+    """8 h of each band (京发改规〔2023〕11号); the notice floats one purchase component by 1.6:1:0.4 (two-part)
+    or 1.8:1:0.3 (single-part from 1 kV), so both rows of the table imply the same component."""
+    tariff = NAMED_TARIFFS[name]
+    bands = {b.name: (b.hours_per_day, b.usd_per_kwh) for b in parse_tariff(tariff.bands).bands}
+    assert bands == {"peak": (8, prices[0]), "flat": (8, prices[1]), "valley": (8, prices[2])}
+    peak, flat, valley = prices
+    assert (peak - flat) / peak_up == pytest.approx(0.390223, abs=2e-6)
+    assert (flat - valley) / valley_down == pytest.approx(0.390223, abs=2e-6)
+    assert tariff.currency == "cny" and tariff.as_of.startswith("2025-02")
+
+
+def test_a_shiftable_job_on_the_beijing_tariff_runs_in_the_valley() -> None:
+    """At 30% utilisation a shiftable job's 7.2 busy hours fit the 8 valley hours (23-7 h)."""
+    shifted = _tco_json("--tou", "cn-beijing-tou", "--shiftable", "--utilisation", "0.3")["onprem"]
+    assert shifted["busy_usd_per_kwh"] * 7.1 == pytest.approx(BEIJING_2025_02_TWO_PART[2])
+    assert shifted["mean_usd_per_kwh"] * 7.1 == pytest.approx(sum(BEIJING_2025_02_TWO_PART) / 3)
 
 
 def _tco_json(*args: str) -> dict:  # type: ignore[type-arg]

@@ -5,7 +5,8 @@ the request's exchange rate (--fx), whatever currency the report is shown in.
 
 Two kinds sit here. The provincial ones are prices a dated source quotes for one place (a data-centre
 rate quoted by a local official or a newspaper, not a grid company's full tariff table: demand charges,
-voltage levels and the monthly agency-purchase price movements are left out). The national ones
+voltage levels and the monthly agency-purchase price movements are left out), except Beijing's, one month's
+rows of the grid company's agency-purchase table. The national ones
 (`cn-industrial`, `cn-tou-*`) are China's 2024 average industrial rate, a US$ figure converted at
 7.1 CNY/USD, and time-of-use shapes set around it: a country-wide yardstick, not any province's tariff.
 A source text holds no ': ' (the Chinese note template reads that as the end of the message).
@@ -33,6 +34,31 @@ a reprint dated 2021-09-06 reports it): peak 10-12 h and 14-19 h, valley 0-8 h, 
 peak:flat:valley price ratio 1.7:1:0.38 (was 1.65:1:0.5). Left out: the sharp peak, +25 % on the peak price
 at 11-12 h and 15-17 h in July-September and on other days of 35 °C or more in Guangzhou (a band string has
 no seasons)."""
+
+
+BEIJING_2025_02_URL = "https://energydc.cn/policy/beijing/2025-02/6b885a88-d1dd-11f0-9e8e-46a1f660a16d"
+BEIJING_2025_02_SOURCE = (
+    "State Grid Beijing agency-purchase (代理购电) price table for industrial and commercial users, 2025-02, "
+    "1-10 kV, read from energydc.cn's archive of the grid company's scan as transcribed in "
+    "github.com/zlxshu/ReSETP (data/ChinaPrices/china_2025_02_tariff_register_v2.json); hours from the "
+    "Beijing DRC notice 京发改规〔2023〕11号 (2023-08-18, "
+    "fgw.beijing.gov.cn/fgwzwgk/2024zcwj/bwgfxwj/202308/t20230821_3718725.htm) - peak 10-13 and 17-22 h, "
+    "flat 7-10, 13-17 and 22-23 h, valley 23-7 h")
+BEIJING_TOU_HOURS = (("peak", 8), ("flat", 8), ("valley", 8))
+"""Beijing's time-of-use hours (京发改规〔2023〕11号, in force 2023-09-01): peak 10-13 h and 17-22 h, flat 7-10 h,
+13-17 h and 22-23 h, valley 23-7 h, 8 hours each. The sharp peak (July-August 11-13 h and 16-17 h,
+January and December 18-21 h, +20 % on the peak) does not apply in February, the month of the prices."""
+BEIJING_2025_02_TWO_PART = (0.88707675, 0.65294275, 0.41880875)
+"""Peak, flat, valley energy price (CNY/kWh) of the 2025-02 table, two-part (两部制) users at 1-10 kV. The
+notice floats only the purchase component, 1.6:1:0.4 for two-part users and 1.8:1:0.3 for single-part users
+at 1 kV and above; both rows below imply the same floating base (about 0.3902 CNY/kWh), so the transcription
+agrees with the notice."""
+BEIJING_2025_02_SINGLE_PART = (1.14862175, 0.83644275, 0.56328575)
+"""The same table's single-part (单一制) row at 1-10 kV: peak, flat, valley CNY/kWh."""
+
+
+def _beijing(prices: tuple[float, float, float]) -> str:
+    return ",".join(f"{band}:{hours}h@{price}" for (band, hours), price in zip(BEIJING_TOU_HOURS, prices, strict=True))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -89,6 +115,17 @@ NAMED_TARIFFS: dict[str, NamedTariff] = {
                            "the 2024 national average (Guangdong's own flat price not found); the July-September "
                            "sharp peak (+25% on the peak, 11-12 and 15-17 h) left out",
                     url="http://06wxu.cn/xw/gnxw/20210906/100493.html"),
+        NamedTariff(name="cn-beijing-tou",
+                    description="Beijing, two-part energy price at 1-10 kV, time-of-use, 2025-02",
+                    currency="cny", bands=_beijing(BEIJING_2025_02_TWO_PART), as_of="2025-02 price table",
+                    source=f"{BEIJING_2025_02_SOURCE}; two-part row, energy price only - the monthly capacity "
+                           "or demand charge is left out",
+                    url=BEIJING_2025_02_URL),
+        NamedTariff(name="cn-beijing-tou-single",
+                    description="Beijing, single-part energy price at 1-10 kV, time-of-use, 2025-02",
+                    currency="cny", bands=_beijing(BEIJING_2025_02_SINGLE_PART), as_of="2025-02 price table",
+                    source=f"{BEIJING_2025_02_SOURCE}; single-part row (no capacity charge)",
+                    url=BEIJING_2025_02_URL),
         NamedTariff(name="cn-guizhou-dc", description="Guizhou, Qianxinan local grid, data-centre rate, flat",
                     currency="cny", bands="flat:24h@0.34", as_of="2019-06-12",
                     source="Xinhua via gov.cn, 2019-06-12 - Qianxinan prefecture (黔西南州), which runs its own "
