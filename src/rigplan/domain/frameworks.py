@@ -137,6 +137,7 @@ _MEGATRON_LM_OVERLAP = (
     _s(f"{_MCORE_ARGS}: --no-overlap-p2p-communication turns it off, so the interleaved schedule's send/recv "
        "overlaps by default", pp_comm_overlap=True),
 )
+_FSDP2_PREFETCH = _s("torch.distributed.fsdp.fully_shard: implicit forward prefetch of the next unit", fsdp_prefetch=1)
 _FSDP2_OVERLAP = _s(
     "torch.distributed.fsdp.fully_shard: reduce-scatter issued per unit during backward and the next unit's "
     "all-gather prefetched", overlap_grad_reduce=True, overlap_param_gather=True)
@@ -180,7 +181,7 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             _s("torchtitan/config/job_config.py: compile.enable defaults to False", compile=False),
             _s("torchtitan/config/job_config.py Parallelism.data_parallel_shard_degree = -1: FSDP2 over every "
                "GPU left after tp/pp/cp (ZeRO-3)", zero=3),
-            _s("torch.distributed.fsdp.fully_shard: implicit forward prefetch of the next unit", fsdp_prefetch=1),
+            _FSDP2_PREFETCH,
             _FSDP2_OVERLAP,
             _s("torchtitan/config/job_config.py Parallelism.mixed_precision_reduce defaults to float32 (FSDP2 "
                "MixedPrecisionPolicy reduce_dtype)", "mixed", grad_reduce_dtype="fp32"),
@@ -211,7 +212,7 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             _s("torch.nn.functional.scaled_dot_product_attention", attention_kernel="sdpa"),
             _s("F.cross_entropy on the upcast logits", loss="unfused"),
             _s("torch.distributed.fsdp.fully_shard: reshard_after_forward=True (ZeRO-3)", zero=3),
-            _s("torch.distributed.fsdp.fully_shard: implicit forward prefetch of the next unit", fsdp_prefetch=1),
+            _FSDP2_PREFETCH,
             _FSDP2_OVERLAP,
             _s("torch.distributed.fsdp.MixedPrecisionPolicy: reduce_dtype None reduces in param_dtype (bf16)",
                "mixed", grad_reduce_dtype="bf16"),
@@ -234,7 +235,7 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             _s("the HF-shaped model's cross-entropy on the upcast logits", loss="unfused"),
             _s("nemo_automodel/components/distributed/fsdp2.py FSDP2Manager: fully_shard over the data-parallel "
                "ranks (ZeRO-3)", zero=3),
-            _s("torch.distributed.fsdp.fully_shard: implicit forward prefetch of the next unit", fsdp_prefetch=1),
+            _FSDP2_PREFETCH,
             _FSDP2_OVERLAP,
             _s("nemo_automodel/components/moe/parallelizer.py apply_fsdp: MixedPrecisionPolicy(param_dtype bf16, "
                "reduce_dtype float32)", "mixed", grad_reduce_dtype="fp32"),
