@@ -57,3 +57,11 @@ def test_an_unknown_scope_is_refused() -> None:
 
     with pytest.raises(ValidationError, match="moe_preprocess"):
         _qwen3_30b_gb200(cuda_graph_scope="attn,mlp")
+
+
+def test_a_host_paced_estimate_says_so_and_names_the_graph_switches() -> None:
+    eager = speed.estimate(_qwen3_30b_gb200()).to_dict()["assumptions"]
+    graphed = speed.estimate(_qwen3_30b_gb200(cuda_graphs="full")).to_dict()["assumptions"]
+    note = next(a for a in eager if a.startswith("host-paced"))
+    assert "--cuda-graphs full" in note and "%" in note
+    assert not any(a.startswith("host-paced") for a in graphed)

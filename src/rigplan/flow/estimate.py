@@ -251,6 +251,10 @@ def window_note(arch: Architecture, job: Job) -> str | None:
             "as a mask (--attention-kernel fa2, fa3 or cudnn skip the blocks outside it)")
 
 
+HOST_PACED_NOTE_SHARE = 0.05
+"""Share of the step above which the estimate says it is host-paced and names the CUDA-graph switches."""
+
+
 def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: ResolvedModel | None = None,
              ) -> EstimateResult:
     """Speed, time and energy of one training job on one layout, with its memory check.
@@ -308,6 +312,11 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
     breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch,
                           calibration=setup.calibration)
+    host_s, step_s = float(breakdown.host_s), float(breakdown.step_time_s)
+    if host_s > HOST_PACED_NOTE_SHARE * step_s:
+        assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
+                           "layers' ops (dropless routing syncs once a layer); --cuda-graphs full or "
+                           "--cuda-graph-scope if your stack captures CUDA graphs")
     reliability = None
     storage = None
     if tokens:
