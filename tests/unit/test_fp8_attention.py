@@ -51,9 +51,16 @@ def test_the_exponentials_cap_the_fp8_gain_more_where_they_are_scarcer() -> None
                               / softmax_adjusted_efficiency(0.6, curve, **kwargs))
         assert 1.0 < gains[gpu_id] < s
     assert gains["gb200"] < gains["gb300"]
-    # A part whose exponential rate is unknown speeds up by the whole peak ratio.
-    assert softmax_adjusted_efficiency(0.5, curve, peak_flop_per_s=1e15, exp_per_s=0.0, flop_per_exp=896.0,
-                                       tensor_speedup=2.0) == pytest.approx(1.0)
+    # A part whose exponential rate is unknown balances them as the curve's part does: its bf16 curve is the
+    # measured one and its fp8 gain that part's.
+    kwargs = dict(peak_flop_per_s=1e15, exp_per_s=0.0, flop_per_exp=896.0)
+    assert softmax_adjusted_efficiency(0.5, curve, **kwargs) == pytest.approx(0.5)
+    h100 = dict(peak_flop_per_s=H100_BF16, exp_per_s=H100_EXP, flop_per_exp=896.0)
+    assert softmax_adjusted_efficiency(0.5, curve, tensor_speedup=2.0, **kwargs) == pytest.approx(
+        softmax_adjusted_efficiency(0.5, curve, tensor_speedup=2.0, **h100))
+    # A curve measured on a part of unknown rate gets no fp8 gain.
+    bare = KernelCurve(max_fraction=0.3, half_seq=0.0, source="test")
+    assert softmax_adjusted_efficiency(0.3, bare, tensor_speedup=2.0, **h100) == 0.3
 
 
 def _dsv3_gb300(**extra: object) -> EstimateRequest:

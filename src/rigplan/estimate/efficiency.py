@@ -373,13 +373,15 @@ def softmax_adjusted_efficiency(e_curve: Num, curve: KernelCurve, *, peak_flop_p
     R_part, still in units of the bf16 peak, so e may exceed 1. Checked on FlashAttention-3's own H100 forward
     figures (Shah et al. 2024, arXiv 2407.08608, Figs. 5 and 7, head dim 128, sequence 16k, forward only:
     R = P / (X · 2·(d_qk + d_v)) = 0.46): bf16 648 TFLOP/s predicts 995 in fp8, measured 1,008; cuDNN 595
-    predicts 931, measured 1,005 (tests/unit/test_fp8_attention.py). Where the exponential rate is unknown
-    the whole kernel speeds up by s."""
+    predicts 931, measured 1,005 (tests/unit/test_fp8_attention.py). A part without a published exponential
+    rate is taken to balance exponentials and tensor work as the curve's part does (R_part = R_ref: the bf16 curve
+    unchanged, the fp8 gain of that part); a curve measured on a part of unknown rate gets no fp8 gain, since its
+    exponential share is unknown."""
     e = np.asarray(e_curve, dtype=np.float64)
-    if exp_per_s <= 0 or curve.reference_exp_per_s <= 0:
-        return e * tensor_speedup if tensor_speedup != 1.0 else e_curve
+    if curve.reference_exp_per_s <= 0:
+        return e_curve
     r_ref = softmax_exp_ratio(curve.reference_peak_flop_per_s, curve.reference_exp_per_s, flop_per_exp)
-    r_part = softmax_exp_ratio(peak_flop_per_s, exp_per_s, flop_per_exp)
+    r_part = softmax_exp_ratio(peak_flop_per_s, exp_per_s, flop_per_exp) if exp_per_s > 0 else r_ref
     floor = 1.0 / tensor_speedup
     return 1.0 / np.maximum((1.0 / e - r_ref) / tensor_speedup + r_part, floor)
 
