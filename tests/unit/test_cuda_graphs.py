@@ -65,3 +65,10 @@ def test_a_host_paced_estimate_says_so_and_names_the_graph_switches() -> None:
     note = next(a for a in eager if a.startswith("host-paced"))
     assert "--cuda-graphs full" in note and "%" in note
     assert not any(a.startswith("host-paced") for a in graphed)
+
+
+def test_scopes_under_a_full_graph_are_reported_as_ignored() -> None:
+    both = speed.estimate(_qwen3_30b_gb200(cuda_graphs="full", cuda_graph_scope="attn"))
+    full = speed.estimate(_qwen3_30b_gb200(cuda_graphs="full"))
+    assert both.step.step_time_s == pytest.approx(full.step.step_time_s)
+    assert any("--cuda-graph-scope is ignored" in a for a in both.to_dict()["assumptions"])

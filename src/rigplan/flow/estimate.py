@@ -295,6 +295,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
         if job.cuda_graphs == "full":
             assumptions.append("full-iteration CUDA graph: the host launches the step once, so dropless routing's "
                                "per-layer host sync no longer paces it")
+            if job.cuda_graph_scope:
+                assumptions.append("--cuda-graph-scope is ignored under --cuda-graphs full (the whole iteration is "
+                                   "captured)")
         if job.moe_fused_grouped_mlp:
             assumptions.append("MoE in fp8: the routed experts run Transformer Engine's fused grouped MLP (SwiGLU and "
                                "casts in the GEMM epilogues, grouped GEMMs at the dense fp8 curve)")
