@@ -184,3 +184,19 @@ def test_automodel_runs_transformer_engine_attention_where_it_prefers_cudnn() ->
     assert kernel("automodel", "h100-sxm") == "cudnn"
     assert kernel("automodel", "a100-80gb-sxm") == "fa2"
     assert kernel("fsdp", "h100-sxm") == "sdpa"
+
+
+def test_bf16_moments_halve_adams_moments_and_keep_the_master_weights() -> None:
+    """Megatron's precision-aware optimizer with bf16 exp_avg and exp_avg_sq: 4 + 2 + 2 B/param of optimizer
+    states (fp32 master, two bf16 moments) instead of 4 + 4 + 4; only Adam accepts it."""
+    from rigplan.errors import InvalidSpec
+    from rigplan.flow.memory import memory
+    from rigplan.flow.request import MemoryRequest
+
+    def optimizer(**extra: object) -> float:
+        request = MemoryRequest(model="llama-3-8b", gpu="h100-sxm", gpus=8, framework="megatron", zero=0, **extra)
+        return float(memory(request).breakdown.optimizer_bytes)
+
+    assert optimizer(bf16_moments=True) / optimizer() == pytest.approx(8.0 / 12.0, rel=1e-6)
+    with pytest.raises(InvalidSpec, match="--bf16-moments"):
+        memory(MemoryRequest(model="llama-3-8b", gpu="h100-sxm", optimizer="sgd", bf16_moments=True))

@@ -410,6 +410,9 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--fp8-param-gather/--no-fp8-param-gather", default=False,
                      help="Megatron --fp8-param-gather: the weights are fp8 tensors with no bf16 copy (-2 B/param), "
                           "and the parameter all-gather moves fp8."),
+        click.option("--bf16-moments/--no-bf16-moments", default=False,
+                     help="Adam's moments in bf16 (Megatron --use-precision-aware-optimizer --exp-avg-dtype bf16 "
+                          "--exp-avg-sq-dtype bf16): 4 B/param of optimizer moments instead of 8."),
         click.option("--fused-swiglu/--no-fused-swiglu", default=False,
                      help="Megatron-Core/TE fused SwiGLU (saves 3f, not 4f, per token)."),
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,

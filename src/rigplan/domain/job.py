@@ -136,6 +136,10 @@ class Job:
     MXFP8Tensor), with no bf16 copy beside them; the fp32 master weights stay in the distributed optimizer,
     and the parameter all-gather moves fp8 (1 B/param). megatron/training/arguments.py: 'Keep the compute param
     in fp8 (do not use any other intermediate dtype) and perform the param all-gather in fp8.'"""
+    bf16_moments: bool = False
+    """Adam's two moments stored in bf16 (Megatron --use-precision-aware-optimizer --exp-avg-dtype bf16
+    --exp-avg-sq-dtype bf16, megatron/training/arguments.py; Megatron-Bridge's 2026 MoE recipes set it):
+    4 B/param of optimizer moments instead of 8, beside the fp32 master weights (estimate.states)."""
     cuda_graphs: Literal["none", "full"] = "none"
     """'full': the whole iteration (every micro-batch's forward and backward) is captured once and replayed as
     one CUDA graph (Megatron-Core cuda_graph_impl 'full_iteration', Megatron-Bridge's 2026 MoE recipes), so the
@@ -243,6 +247,9 @@ class Job:
         if self.fp8_param_gather and self.precision != "fp8":
             raise InvalidSpec("--fp8-param-gather keeps the weights in fp8: it needs --precision fp8 (drop it "
                               "for other precisions)")
+        if self.bf16_moments and self.optimizer not in ("adamw", "paged-adamw"):
+            raise InvalidSpec("--bf16-moments keeps Adam's moments in bf16: it needs --optimizer adamw (drop it "
+                              "otherwise)")
         unknown_scopes = [s for s in self.cuda_graph_scope if s not in CUDA_GRAPH_SCOPES]
         if unknown_scopes:
             raise InvalidSpec(f"unknown CUDA graph scope(s) {', '.join(unknown_scopes)}; choose from "

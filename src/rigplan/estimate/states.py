@@ -32,7 +32,8 @@ parameters to fp32").
 
 Switches (estimate/framework_buffers.py): Megatron's fp32 main grads (main_grads_fp32, 4 B/param of
 gradients), TransformerEngine's fp8 transpose cache (fp8_transpose_cache, +1 B/param), Megatron's
---fp8-param-gather (fp8_param_gather: the weights are fp8 tensors, no bf16 copy: -2 B/param). Left out:
+--fp8-param-gather (fp8_param_gather: the weights are fp8 tensors, no bf16 copy: -2 B/param), Megatron's
+precision-aware optimizer with bf16 moments (bf16_moments: 4 B/param of moments instead of 8). Left out:
 DeepSpeed's contiguous gradient buffers.
 """
 
@@ -73,7 +74,7 @@ def master_bytes_per_param(job: Job) -> float:
 
 def optimizer_state_bytes_per_param(job: Job, arch: Architecture) -> float:
     """Optimizer moments per trainable parameter (master weights not included)."""
-    moment = 2.0 if job.precision == "bf16-true" else 4.0
+    moment = 2.0 if job.precision == "bf16-true" or job.bf16_moments else 4.0
     if job.optimizer in ("adamw", "paged-adamw"):
         return 2 * moment
     if job.optimizer in ("adamw-8bit", "paged-adamw-8bit"):

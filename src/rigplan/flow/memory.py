@@ -83,7 +83,7 @@ class MemoryResult:
                 "fsdp_prefetch": s.job.fsdp_prefetch, "fsdp_flat_params": s.job.fsdp_flat_params,
                 "fp8_transpose_cache": s.job.fp8_transpose_cache, "fp8_param_gather": s.job.fp8_param_gather,
                 "fp8_attention": s.job.fp8_attention, "cuda_graphs": s.job.cuda_graphs,
-                "cuda_graph_scope": list(s.job.cuda_graph_scope),
+                "cuda_graph_scope": list(s.job.cuda_graph_scope), "bf16_moments": s.job.bf16_moments,
                 "fused_swiglu": s.job.fused_swiglu, "recompute_moe_act": s.job.recompute_moe_act,
                 "recompute_mla_up_proj": s.job.recompute_mla_up_proj,
                 "recompute_layernorm": s.job.recompute_layernorm, "recompute_mlp": s.job.recompute_mlp,

@@ -178,6 +178,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     fp8_transpose_cache: bool = False
     fp8_param_gather: bool = False
     """Megatron --fp8-param-gather: fp8 weights, no bf16 copy (domain.job.Job.fp8_param_gather)."""
+    bf16_moments: bool = False
+    """Megatron --use-precision-aware-optimizer with bf16 moments (domain.job.Job.bf16_moments)."""
     fp8_attention: bool = False
     """Megatron --fp8-dot-product-attention: attention's matrix products in fp8 (domain.job.Job.fp8_attention)."""
     cuda_graphs: Literal["none", "full"] = "none"
