@@ -99,3 +99,14 @@ def test_plan_carries_fp8_attention_and_cuda_graphs_into_its_estimate_command() 
     scoped = run("plan", "qwen3-30b-a3b", "--tokens", "10B", "--gpu", "gb200", "--gpus-exact", "8",
                  "--cuda-graph-scope", "attn,moe_router", "--cloud")
     assert "--cuda-graph-scope attn,moe_router" in scoped["ranked"][0]["estimate_command"]
+
+
+def test_plan_fits_with_megatrons_weight_and_moment_storage_and_repeats_it() -> None:
+    base = ("qwen3-30b-a3b", "--tokens", "10B", "--gpu", "h100-sxm", "--gpus-exact", "8", "--precision", "fp8",
+            "--cloud")
+    lean = run("plan", *base, "--fp8-param-gather", "--bf16-moments")
+    command = lean["ranked"][0]["estimate_command"]
+    assert "--fp8-param-gather" in command and "--bf16-moments" in command
+    for name in ("plan", "compare"):
+        text = CliRunner().invoke(cli, [name, "--help"]).output
+        assert "--bf16-moments" in text and "--fp8-param-gather" in text

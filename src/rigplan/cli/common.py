@@ -220,6 +220,19 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
     ]
 
 
+def weight_state_option_list() -> list[Callable[[F], F]]:
+    """How Megatron stores the weights and Adam's moments (fp8 parameter gather, bf16 moments), shared by
+    memory, estimate, plan and compare."""
+    return [
+        click.option("--fp8-param-gather/--no-fp8-param-gather", default=False,
+                     help="Megatron --fp8-param-gather: the weights are fp8 tensors with no bf16 copy (-2 B/param), "
+                          "and the parameter all-gather moves fp8."),
+        click.option("--bf16-moments/--no-bf16-moments", default=False,
+                     help="Adam's moments in bf16 (Megatron --use-precision-aware-optimizer --exp-avg-dtype bf16 "
+                          "--exp-avg-sq-dtype bf16): 4 B/param of optimizer moments instead of 8."),
+    ]
+
+
 def kernel_option_list() -> list[Callable[[F], F]]:
     """How the kernels run (CUDA graphs, fp8 attention, compile, autocast, attention kernel, fp8 scaling),
     shared by memory, estimate, plan and compare."""
@@ -407,12 +420,7 @@ def _job_options(func: F, *, preset: bool) -> F:
                           "no_sync."),
         click.option("--fp8-transpose-cache/--no-fp8-transpose-cache", default=False,
                      help="TransformerEngine fp8 keeps a transposed fp8 weight too (+1 B/param)."),
-        click.option("--fp8-param-gather/--no-fp8-param-gather", default=False,
-                     help="Megatron --fp8-param-gather: the weights are fp8 tensors with no bf16 copy (-2 B/param), "
-                          "and the parameter all-gather moves fp8."),
-        click.option("--bf16-moments/--no-bf16-moments", default=False,
-                     help="Adam's moments in bf16 (Megatron --use-precision-aware-optimizer --exp-avg-dtype bf16 "
-                          "--exp-avg-sq-dtype bf16): 4 B/param of optimizer moments instead of 8."),
+        *weight_state_option_list(),
         click.option("--fused-swiglu/--no-fused-swiglu", default=False,
                      help="Megatron-Core/TE fused SwiGLU (saves 3f, not 4f, per token)."),
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,
@@ -463,6 +471,7 @@ def recipe_options(func: F) -> F:
         framework_option(),
         *moe_routing_option_list(),
         *kernel_option_list(),
+        *weight_state_option_list(),
         *overlap_option_list(),
     ]
     for option in reversed(options):

@@ -133,6 +133,7 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "autocast": request.autocast,
             "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
             "fp8_attention": request.fp8_attention, "cuda_graphs": request.cuda_graphs,
+            "fp8_param_gather": request.fp8_param_gather, "bf16_moments": request.bf16_moments,
             "cuda_graph_scope": list(request.cuda_graph_scope),
             **request.overlap_values(), "framework": request.framework})
 
@@ -172,7 +173,8 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
                        ("--moe-pad-to-capacity", request.moe_pad_to_capacity),
                        ("--moe-fused-grouped-mlp", request.moe_fused_grouped_mlp),
                        ("--compile", request.compile), ("--autocast", request.autocast),
-                       ("--fp8-attention", request.fp8_attention)):
+                       ("--fp8-attention", request.fp8_attention),
+                       ("--fp8-param-gather", request.fp8_param_gather), ("--bf16-moments", request.bf16_moments)):
         if on:
             parts.append(switch)
     for name, value in request.overlap_values().items():

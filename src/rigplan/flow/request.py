@@ -301,6 +301,8 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     attention_kernel: Literal["fa2", "fa3", "cudnn", "triton", "sdpa"] | None = None
     fp8_recipe: Literal["delayed", "current", "mxfp8"] = "delayed"
     fp8_attention: bool = False
+    fp8_param_gather: bool = False
+    bf16_moments: bool = False
     cuda_graphs: Literal["none", "full"] = "none"
     cuda_graph_scope: list[Literal["attn", "moe_router", "moe_preprocess"]] = Field(default_factory=list)
     currency: Literal["usd", "cny"] = "usd"
