@@ -8,8 +8,10 @@ from typing import Literal, get_args
 from rigplan.errors import InvalidSpec
 
 Method = Literal["full", "lora", "qlora"]
-CUDA_GRAPH_SCOPES = ("attn", "moe_router", "moe_preprocess")
+CudaGraphs = Literal["none", "full"]
+CudaGraphScope = Literal["attn", "moe_router", "moe_preprocess"]
 """Per-module CUDA graph scopes rigplan models (Megatron-Core cuda_graph_scope names)."""
+CUDA_GRAPH_SCOPES: tuple[str, ...] = get_args(CudaGraphScope)
 PrecisionRecipe = Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8"]
 Optimizer = Literal["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"]
 Recompute = Literal["none", "selective", "op", "full"]
@@ -140,7 +142,7 @@ class Job:
     """Adam's two moments stored in bf16 (Megatron --use-precision-aware-optimizer --exp-avg-dtype bf16
     --exp-avg-sq-dtype bf16, megatron/training/arguments.py; Megatron-Bridge's 2026 MoE recipes set it):
     4 B/param of optimizer moments instead of 8, beside the fp32 master weights (estimate.states)."""
-    cuda_graphs: Literal["none", "full"] = "none"
+    cuda_graphs: CudaGraphs = "none"
     """'full': the whole iteration (every micro-batch's forward and backward) is captured once and replayed as
     one CUDA graph (Megatron-Core cuda_graph_impl 'full_iteration', Megatron-Bridge's 2026 MoE recipes), so the
     host issues one launch per step instead of every op: the per-layer host pacing of dropless MoE

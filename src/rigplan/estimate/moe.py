@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigplan.domain.job import Job
+from rigplan.domain.job import CUDA_GRAPH_SCOPES, Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
 from rigplan.estimate import comm
@@ -271,7 +271,7 @@ input (TransformerEngine issue #1499: the GroupedLinear time over its GEMMs is '
 PyTorch ops, such as torch.split() and torch.empty() (2x num_gemms calls)')."""
 
 
-def graph_captured_ops(job: Job, scopes: tuple[str, ...] = ("attn", "moe_router", "moe_preprocess")) -> float:
+def graph_captured_ops(job: Job, scopes: tuple[str, ...] = CUDA_GRAPH_SCOPES) -> float:
     """Host ops a layer saves to the job's per-module CUDA graph scopes among `scopes`: each captured scope's
     ops (CUDA_GRAPH_SCOPE_OPS) become one graph launch."""
     return sum(CUDA_GRAPH_SCOPE_OPS[s] - 1.0 for s in job.cuda_graph_scope if s in scopes)

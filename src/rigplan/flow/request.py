@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from rigplan.bounds import Bounded
 from rigplan.domain.frameworks import FrameworkName
-from rigplan.domain.job import KernelStack
+from rigplan.domain.job import CudaGraphs, CudaGraphScope, KernelStack
 from rigplan.flow import fields as rules
 from rigplan.flow.framework import FrameworkApplied, apply_preset
 
@@ -182,9 +182,9 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """Megatron --use-precision-aware-optimizer with bf16 moments (domain.job.Job.bf16_moments)."""
     fp8_attention: bool = False
     """Megatron --fp8-dot-product-attention: attention's matrix products in fp8 (domain.job.Job.fp8_attention)."""
-    cuda_graphs: Literal["none", "full"] = "none"
+    cuda_graphs: CudaGraphs = "none"
     """'full': a full-iteration CUDA graph, no host pacing (domain.job.Job.cuda_graphs)."""
-    cuda_graph_scope: list[Literal["attn", "moe_router", "moe_preprocess"]] = Field(default_factory=list)
+    cuda_graph_scope: list[CudaGraphScope] = Field(default_factory=list)
     """Per-module CUDA graphs: the scopes captured (domain.job.Job.cuda_graph_scope)."""
     fused_swiglu: bool = False
     recompute_moe_act: bool = False
@@ -303,8 +303,8 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     fp8_attention: bool = False
     fp8_param_gather: bool = False
     bf16_moments: bool = False
-    cuda_graphs: Literal["none", "full"] = "none"
-    cuda_graph_scope: list[Literal["attn", "moe_router", "moe_preprocess"]] = Field(default_factory=list)
+    cuda_graphs: CudaGraphs = "none"
+    cuda_graph_scope: list[CudaGraphScope] = Field(default_factory=list)
     currency: Literal["usd", "cny"] = "usd"
     fx_cny_per_usd: Annotated[float, Bounded("fx_cny_per_usd")] | None = None
     top: Annotated[int, Bounded("top")] = 10
