@@ -182,3 +182,21 @@ def test_mi250x_device_is_one_gcd() -> None:
     out = run("memory", "llama-3.1-8b", "--gpu", "mi250x", "--json")
     data = json.loads(out.stdout)
     assert data["gpu"]["usable_bytes"] == 64 * 1024**3
+
+
+def test_folding_error_names_etp_1_when_the_default_etp_is_what_breaks_it() -> None:
+    # Qwen3-235B's Megatron-Bridge H100 layout (TP 2, PP 8, EP 32 on 256 GPUs) runs with expert_tensor_parallel 1
+    args = ("memory", "qwen3-235b-a22b", "--gpu", "h100-sxm", "--gpus", "256", "--tp", "2", "--pp", "8", "--ep", "32")
+    out = run(*args)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "ep*etp = 32*2" in out.stderr and "--etp 1" in out.stderr
+    assert "etp = tp = 2" in run("--lang", "zh", *args).stderr
+    assert run(*args, "--etp", "1", "--json").returncode == 0
+
+
+def test_expert_count_error_lists_the_nearest_ep_that_divide_it() -> None:
+    out = run("memory", "glm-4.5", "--gpu", "h100-sxm", "--gpus", "512", "--pp", "8", "--ep", "64")
+    assert out.returncode == 2
+    assert "ep=64 must divide experts=160 (ep that do: 32, 40, 80, 160)" in out.stderr
+    zh = run("--lang", "zh", "memory", "glm-4.5", "--gpu", "h100-sxm", "--gpus", "512", "--pp", "8", "--ep", "64")
+    assert "可整除的 ep：32, 40, 80, 160" in zh.stderr

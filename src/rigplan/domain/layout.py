@@ -50,10 +50,12 @@ class Layout:
             raise InvalidSpec(f"--etp must be an integer >= 1 (0: equal to tp), got {self.etp}")
         stage = self.tp * self.cp * self.dp
         if stage % (self.ep * self.expert_tp):
-            raise InvalidSpec(
-                f"ep*etp = {self.ep}*{self.expert_tp} must divide the GPUs of a pipeline stage, tp*cp*dp = "
-                f"{self.tp}*{self.cp}*{self.dp} = {stage} (Megatron-Core MoE parallel folding)"
-            )
+            message = (f"ep*etp = {self.ep}*{self.expert_tp} must divide the GPUs of a pipeline stage, tp*cp*dp = "
+                       f"{self.tp}*{self.cp}*{self.dp} = {stage} (Megatron-Core MoE parallel folding)")
+            if self.etp == 0 and self.tp > 1 and stage % self.ep == 0:
+                message += (f"; the experts take etp = tp = {self.tp} unless told otherwise: --etp 1 lays them "
+                            f"out over ep={self.ep} alone, as Megatron-Bridge's MoE recipes do")
+            raise InvalidSpec(message)
         if self.vpp > 1 and self.pp == 1:
             raise InvalidSpec(f"vpp={self.vpp} needs pipeline parallelism (pp > 1)")
         if self.sequence_parallel and self.tp == 1:
@@ -91,7 +93,10 @@ def check_layout_for_model(layout: Layout, *, num_layers: int, num_heads: int, n
     if layout.ep > 1 and num_experts == 0:
         problems.append(f"ep={layout.ep} needs a mixture-of-experts model")
     elif num_experts and num_experts % layout.ep:
-        problems.append(f"ep={layout.ep} must divide experts={num_experts}")
+        divisors = [d for d in range(2, num_experts + 1) if num_experts % d == 0]
+        fits = [d for d in divisors if d < layout.ep][-2:] + [d for d in divisors if d > layout.ep][:2]
+        problems.append(f"ep={layout.ep} must divide experts={num_experts}"
+                        + (f" (ep that do: {', '.join(map(str, fits))})" if fits else ""))
     if seq_len % layout.cp:
         problems.append(f"cp={layout.cp} must divide the sequence length {seq_len}")
     if problems:
