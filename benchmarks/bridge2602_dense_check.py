@@ -10,7 +10,8 @@ Megatron-FSDP 70B rows, whose presets offload activations of some layers to the 
 
 They are not a gated validation group: their median |error| (8.8% when written) is over the 8% group rule
 of `rigplan validate`, the GB300 rows slow and the GB200 rows fast by about as much, the GB300/GB200 gap
-rigplan does not model (known gap of the MoE row recipes2607-gb300-qwen3-235b-mxfp8-full-cg). This script keeps the check reproducible.
+rigplan does not model (known gap of the MoE row recipes2607-gb300-qwen3-235b-mxfp8-full-cg).
+This script keeps the check reproducible.
 
 Run: python benchmarks/bridge2602_dense_check.py
 """
