@@ -286,3 +286,11 @@ def test_tpus_use_a_torus(gpus: dict[str, GpuRecord]) -> None:
     for gpu_id in ("tpu-v5e", "tpu-v5p", "tpu-v6e"):
         assert gpus[gpu_id].vendor == "google"
         assert gpus[gpu_id].link.kind == "ici" and gpus[gpu_id].link.topology == "torus", gpu_id
+
+
+def test_fp8_gemm_any_layout_on_datacenter_blackwell_only(gpus: dict[str, GpuRecord]) -> None:
+    """Transformer Engine's is_non_tn_fp8_gemm_supported: compute capability 10.x (B200, B300, GB200, GB300);
+    not Hopper (9.0), Ada (8.9) or the GB202 cards (12.0)."""
+    expected = {"b200": True, "b300": True, "gb200": True, "gb300": True, "h100-sxm": False, "h200-sxm": False,
+                "l40s": False, "rtx-4090": False, "rtx-5090": False, "rtx-pro-6000": False, "mi300x": False}
+    assert {gpu_id: gpus[gpu_id].to_domain().fp8_gemm_any_layout for gpu_id in expected} == expected

@@ -200,3 +200,26 @@ def test_expert_count_error_lists_the_nearest_ep_that_divide_it() -> None:
     assert "ep=64 must divide experts=160 (ep that do: 32, 40, 80, 160)" in out.stderr
     zh = run("--lang", "zh", "memory", "glm-4.5", "--gpu", "h100-sxm", "--gpus", "512", "--pp", "8", "--ep", "64")
     assert "可整除的 ep：32, 40, 80, 160" in zh.stderr
+
+
+def test_fp8_weights_keep_a_transpose_on_hopper_only() -> None:
+    """Transformer Engine caches the fp8 weight's transpose only where fp8 GEMMs are TN-only
+    (is_non_tn_fp8_gemm_supported: False on Hopper, True on datacenter Blackwell); MXFP8 keeps both layouts."""
+    def weights(gpu: str, *extra: str) -> tuple[float, list[str]]:
+        out = run("memory", "llama-3.1-8b", "--gpu", gpu, "--precision", "fp8", "--framework", "megatron",
+                  "--json", *extra)
+        assert out.returncode == 0, out.stderr
+        data = json.loads(out.stdout)
+        return data["per_gpu"]["weights_bytes"], data["assumptions"]
+
+    hopper, hopper_notes = weights("h100-sxm")
+    blackwell, blackwell_notes = weights("b200")
+    mxfp8, _ = weights("b200", "--fp8-recipe", "mxfp8")
+    params = 8.03e9
+    assert hopper / params == pytest.approx(4.0, rel=0.01)  # bf16 copy + fp8 + its transpose
+    assert blackwell / params == pytest.approx(3.0, rel=0.01)
+    assert mxfp8 / params == pytest.approx(2 + 2 * (1 + 1 / 32), rel=0.01)
+    assert any("keep no transpose on b200" in note for note in blackwell_notes)
+    assert not any("keep no transpose" in note for note in hopper_notes)
+    zh = run("--lang", "zh", "memory", "llama-3.1-8b", "--gpu", "b200", "--precision", "fp8", "--framework", "megatron")
+    assert "不保留转置副本" in zh.stdout

@@ -102,3 +102,12 @@ def test_fsdp_flat_params_without_zero_3_says_it_changes_nothing() -> None:
     assert any("--fsdp-flat-params" in a and "--zero 0" in a for a in flagged.setup.assumptions)
     sharded = memory(MemoryRequest(model="llama-3.2-1b", gpu="h100-sxm", gpus=2, zero=3, fsdp_flat_params=True))
     assert not any("--fsdp-flat-params" in a for a in sharded.setup.assumptions)
+
+
+
+def test_mxfp8_weight_copy_carries_its_scales() -> None:
+    """Transformer Engine's weight cache: 2 x (1 + 1/32) B per element for MXFP8 against 2 for tensor scaling
+    (tests/pytorch/test_cpu_offloading.py _estimate_cached_weight_size)."""
+    per_tensor = model_states(TINY, Job(precision="fp8", fp8_transpose_cache=True), Layout(), 0)
+    mx = model_states(TINY, Job(precision="fp8", fp8_recipe="mxfp8", fp8_transpose_cache=True), Layout(), 0)
+    assert mx.weights_bytes - per_tensor.weights_bytes == pytest.approx(2 / 32 * per_tensor.local_params)

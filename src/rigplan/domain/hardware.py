@@ -72,6 +72,16 @@ class Gpu:
             return int(self.memory_bytes / (1 - self.ecc_capacity_loss_fraction))
         return self.memory_bytes
 
+    @property
+    def fp8_gemm_any_layout(self) -> bool:
+        """Whether the part's cuBLAS fp8 GEMMs take operands in any layout, so that Transformer Engine keeps no
+        transposed copy of a per-tensor-scaled fp8 tensor: datacenter Blackwell (compute capability 10.x), by
+        transformer_engine/pytorch/utils.py is_non_tn_fp8_gemm_supported, (10, 0) <= capability < (12, 0) or
+        >= (13, 0). Hopper and Ada (9.0, 8.9) take only the TN layout, and so do the GB202 cards (RTX 5090,
+        RTX PRO 6000 Blackwell: 12.0), read here from the architecture name the catalog gives."""
+        arch = self.architecture.lower()
+        return self.vendor == "nvidia" and "blackwell" in arch and "gb202" not in arch and "sm_120" not in arch
+
     def has_precision(self, precision: str) -> bool:
         """Whether the part has tensor cores for this precision ('bf16', 'fp16', 'fp8', 'fp4')."""
         return bool(self.peak_flop_per_s.get(precision))

@@ -47,6 +47,7 @@ from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, DensePattern, rank_layer_counts
 from rigplan.estimate import arrays as xp
 from rigplan.estimate.arrays import scalar_or_array as _out
+from rigplan.estimate.fp8_inputs import FP8_INPUT_BYTES, MXFP8_SCALE_BYTES
 from rigplan.estimate.params import ParamCounts, count_params
 
 Num = Any
@@ -58,9 +59,16 @@ BNB_8BIT_STATE_BYTES = 2 + 2 * 4 / 256
 
 
 def weight_bytes_per_param(job: Job) -> float:
+    """Bytes per weight: the bf16 copy (none under Megatron's --fp8-param-gather) and, under fp8, the quantized
+    copy, twice when Transformer Engine keeps a second layout (fp8_transpose_cache: per-tensor scaling on
+    Hopper, or MXFP8's column-wise data), plus MXFP8's scale byte per 32 elements (Transformer Engine's
+    weight-cache size, which its test checks against the allocations it measures: tests/pytorch/test_cpu_offloading.py
+    _estimate_cached_weight_size, 2 bytes per element for tensor scaling where non-TN fp8 GEMMs are unsupported,
+    else 1; 2 x (1 + 1/32) for MXFP8)."""
     if job.precision == "fp8":
         bf16_copy = 0.0 if job.fp8_param_gather else 2.0  # Megatron --fp8-param-gather: fp8 weights only
-        return bf16_copy + (2.0 if job.fp8_transpose_cache else 1.0)
+        copy = FP8_INPUT_BYTES + (MXFP8_SCALE_BYTES if job.fp8_recipe == "mxfp8" else 0.0)
+        return bf16_copy + copy * (2.0 if job.fp8_transpose_cache else 1.0)
     return 4.0 if job.precision == "fp32" else 2.0
 
 

@@ -80,6 +80,18 @@ def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False)
                                f"use --precision {alternative}")
 
 
+def _fp8_transpose_cache(spec: JobSpec, gpu: Gpu, precision: str, assumptions: list[str]) -> bool:
+    """The fp8 weights' second layout: per-tensor scaling keeps a transpose only where the part's fp8 GEMMs
+    are TN-only (Gpu.fp8_gemm_any_layout); MXFP8 keeps its column-wise data on every part."""
+    if not (spec.fp8_transpose_cache and precision == "fp8"):
+        return spec.fp8_transpose_cache
+    if spec.fp8_recipe != "mxfp8" and gpu.fp8_gemm_any_layout:
+        assumptions.append(f"fp8 weights keep no transpose on {gpu.id}: its fp8 GEMMs take any operand layout "
+                           "(Transformer Engine is_non_tn_fp8_gemm_supported)")
+        return False
+    return True
+
+
 def _recompute_granularity(spec: JobSpec) -> dict[str, object]:
     """Job.recompute_method and recompute_layers from Megatron's or torchtitan's spelling."""
     if spec.recompute_every is not None:
@@ -155,7 +167,8 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         kbit_fp32_upcast=spec.kbit_fp32_upcast,
         main_grads_fp32=spec.main_grads_fp32, ddp_grad_copy=spec.ddp_grad_copy, fsdp_prefetch=spec.fsdp_prefetch,
         fsdp_flat_params=spec.fsdp_flat_params,
-        fp8_transpose_cache=spec.fp8_transpose_cache, fp8_param_gather=spec.fp8_param_gather,
+        fp8_transpose_cache=_fp8_transpose_cache(spec, gpu, precision, assumptions),
+        fp8_param_gather=spec.fp8_param_gather,
         fp8_attention=spec.fp8_attention, bf16_moments=spec.bf16_moments, cuda_graphs=spec.cuda_graphs,
         cuda_graph_scope=tuple(spec.cuda_graph_scope), fused_swiglu=spec.fused_swiglu,
         recompute_moe_act=spec.recompute_moe_act, recompute_mla_up_proj=spec.recompute_mla_up_proj,
