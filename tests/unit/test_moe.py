@@ -194,8 +194,21 @@ def test_routed_activations_follow_the_busiest_rank() -> None:
     even = mlp_token_bytes(arch, Job(moe_imbalance=1.0), False, True)
     skew = mlp_token_bytes(arch, Job(moe_imbalance=1.5), False, True)
     k, h, f = 8, arch.hidden, arch.moe.expert_ffn  # type: ignore[union-attr]
-    assert skew.split_by_tp - even.split_by_tp == pytest.approx(2 * 0.5 * k * (2 * h + 4 * f))
+    # fused stack: each copy keeps fc1's input and output (2f gated) and the activation (f), not fc2's output
+    assert skew.split_by_tp - even.split_by_tp == pytest.approx(2 * 0.5 * k * (h + 4 * f))
     assert even.replicated_under_tp == 2 * 2 * h + 4 * 128 + 8 * k
+
+
+def test_expert_output_is_kept_only_where_the_weight_scales_it_after_fc2() -> None:
+    """Megatron-Core and AutoModel scale the activation before fc2 (no fc2 output saved); torchtitan and
+    transformers scale fc2's output and keep it: h more bytes per routed copy."""
+    from rigplan.estimate.activations import mlp_token_bytes
+
+    arch = load_catalog().model("qwen3-30b-a3b").to_domain()
+    k, h = 8, arch.hidden
+    fused = mlp_token_bytes(arch, Job(moe_imbalance=1.0, kernels="fused", fused_swiglu=False), False, True)
+    eager = mlp_token_bytes(arch, Job(moe_imbalance=1.0, kernels="eager"), False, True)
+    assert eager.split_by_tp - fused.split_by_tp == pytest.approx(2 * k * h)
 
 
 def test_moe_act_recompute_keeps_only_the_fc1_output() -> None:

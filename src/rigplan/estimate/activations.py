@@ -9,10 +9,12 @@ rigplan reads. Per token and layer, in bytes, with p bytes per element (2 for bf
                + eager core: p·a·s (softmax) [+ a·s mask + p·a·s dropout out]
                + flash core: 4·a (fp32 log-sum-exp)
     MLP        p·(h_norm_in + h_fc1_in + 2f (plain) | 4f (gated: gate, silu(gate), up, product)) [+ h mask]
-    MoE MLP    p·(h_norm_in + h_router_in + load·k·(h + 4·f_e + h) + shared·4·f_s) + 4·E (router probs)
+    MoE MLP    p·(h_norm_in + h_router_in + load·k·(h + 4·f_e [+ h]) + shared·4·f_s) + 4·E (router probs)
                + 8·k (int32 permutation index and fp32 routing weight per copy); load is the busiest
                rank's share over the mean (estimate.moe.load_factor: imbalance or capacity factor);
-               Megatron's moe_act recompute keeps only fc1's output of a routed copy (2·f_e gated, f_e plain)
+               Megatron's moe_act recompute keeps only fc1's output of a routed copy (2·f_e gated, f_e plain);
+               [+ h]: the expert's output, kept where the routing weight scales it after fc2 (eager and
+               Hugging Face stacks), not where the weight scales the activation before fc2 (fused stack)
 
 Under Transformer Engine fp8 (estimate.fp8_inputs: fp8 on the fused stack) every saved linear input
 (qkv / fc1 input = norm output, MLA's latent up-projection inputs, fc2 input, each routed copy's fc1 and fc2
@@ -229,6 +231,18 @@ def hf_norm_extra_bytes(arch: Architecture) -> float:
     return HF_RMSNORM_EXTRA_BYTES_PER_HIDDEN * arch.hidden + 4.0
 
 
+def expert_output_saved(job: Job) -> int:
+    """1 when each routed copy's fc2 output is kept for backward, 0 when it is not.
+
+    The routing weight's gradient needs what it multiplied. Megatron-Core scales the activation before fc2
+    (TEGroupedMLP's weighted_bias_swiglu_impl with permuted_probs, its default 'FC2-input' placement) and so
+    does NeMo AutoModel (nemo_automodel/components/moe/experts.py: activation_fn(output1, permuted_probs)), so
+    the fused stack keeps fc1's output, not fc2's. torchtitan multiplies fc2's output in its token combine and
+    transformers' MoE blocks multiply each expert's output, which keeps that output (pytorch/torchtitan#4095
+    proposes moving the multiply before W2 for this reason)."""
+    return 0 if job.kernels == "fused" else 1
+
+
 def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool) -> TokenActivation:
     """Per-token saved bytes of one MLP or MoE block (formula in the module docstring)."""
     p = job.compute_dtype_bytes
@@ -250,7 +264,7 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         routed_inner = (2 if arch.mlp == "gated" else 1) if recomputed else inner_per_ffn
         fc2_in = 0 if recomputed else moe.expert_ffn
         routed = load_factor(job) * moe.top_k * (
-            2 * h + routed_inner * moe.expert_ffn - (1 - q / p) * (h + fc2_in))
+            h + expert_output_saved(job) * h + routed_inner * moe.expert_ffn - (1 - q / p) * (h + fc2_in))
         shared = moe.num_shared_experts * moe.shared_ffn * (inner_per_ffn - (1 - q / p))
         # the shared experts' fc1 saves its own fp8 copy of the norm output (the router keeps the bf16 one)
         shared_in = q * h if moe.num_shared_experts and fp8_inputs.applies(job) else 0.0
