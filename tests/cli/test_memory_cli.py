@@ -223,3 +223,17 @@ def test_fp8_weights_keep_a_transpose_on_hopper_only() -> None:
     assert not any("keep no transpose" in note for note in hopper_notes)
     zh = run("--lang", "zh", "memory", "llama-3.1-8b", "--gpu", "b200", "--precision", "fp8", "--framework", "megatron")
     assert "不保留转置副本" in zh.stdout
+
+
+def test_bf16_loss_keeps_half_the_unfused_logit_buffers() -> None:
+    """--loss bf16 (cross-entropy on the bf16 logits, AutoModel's MaskedCrossEntropy fp32_upcast false): 6 B per
+    logit at the log-softmax backward against 12 B for the fp32 upcast."""
+    def logits(loss: str) -> float:
+        out = run("memory", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "8", "--ep", "8", "--zero", "3",
+                  "--micro-batch", "4", "--seq", "4096", "--loss", loss, "--json")
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["per_gpu"]["logits_bytes"]
+
+    unfused, bf16 = logits("unfused"), logits("bf16")
+    head_inputs = 4 * 4096 * 2 * 2048 * 2  # the LM head's inputs, counted in both
+    assert (bf16 - head_inputs) / (unfused - head_inputs) == pytest.approx(0.5)

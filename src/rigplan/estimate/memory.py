@@ -59,13 +59,16 @@ NCCL_BYTES_PAIR = 544e6
 """NCCL buffers of one communicator of 2 ranks, A100 (NVIDIA/nccl#964)."""
 NCCL_BYTES_GROUP = 688e6
 """NCCL buffers of one communicator of more than 2 ranks, A100 (NVIDIA/nccl#964)."""
-LOSS_BYTES_PER_LOGIT = {"unfused": 4 + 4 + 4, "fused": 4, "chunked": 2 + (4 + 4) / 8}
+LOSS_BYTES_PER_LOGIT = {"unfused": 4 + 4 + 4, "fused": 4, "chunked": 2 + (4 + 4) / 8, "bf16": 2 + 2 + 2}
 """Live bytes per logit at the loss. Unfused (cross_entropy on logits.float(), Hugging Face and
 torchtitan): during the log-softmax backward its saved fp32 output, the fp32 upstream gradient and
 the fp32 input gradient coexist (12 B); in the forward, bf16 logits + fp32 copy + fp32 log-softmax
 output (10 B). Fused (Megatron's vocab-parallel cross-entropy, Liger): one fp32 copy, Korthikanti
 2022 Sec. 4.1: 4·s·b·v/t. Chunked (torchtune CEWithChunkedOutputLoss, 8 chunks): bf16 logits plus
-one chunk's fp32 working set (what Unsloth's Triton loss and a compiled torchtune loss keep)."""
+one chunk's fp32 working set (what Unsloth's Triton loss and a compiled torchtune loss keep). bf16
+(cross_entropy on the bf16 logits, no upcast: NeMo AutoModel's benchmark recipes run MaskedCrossEntropy with
+fp32_upcast false, nemo_automodel/components/loss/masked_ce.py): the unfused case at 2 B per element, the saved
+log-probabilities, the upstream gradient and the input gradient of the log-softmax backward (6 B)."""
 TORCHTUNE_CHUNKED_LOSS_BYTES_PER_LOGIT = 2 + 4 + 4 / 8
 """torchtune's CEWithChunkedOutputLoss run eagerly (torchtune/modules/loss/ce_chunked_output_loss.py @ 10ff7cd):
 F.cross_entropy(chunk.float()) saves each chunk's fp32 log-probabilities for backward (log_softmax's output,
