@@ -22,6 +22,8 @@ from rigplan.cost.tariffs import (
     BEIJING_2025_02_SINGLE_PART,
     BEIJING_2025_02_TWO_PART,
     GUANGDONG_2021_TOU,
+    HUBEI_2026_01_SINGLE_PART,
+    HUBEI_2026_01_TWO_PART,
     NAMED_TARIFFS,
     NamedTariff,
     named_tariff,
@@ -111,6 +113,27 @@ def test_beijing_tariffs_are_the_2025_02_table_at_the_notice_hours(
     assert (peak - flat) / peak_up == pytest.approx(0.390223, abs=2e-6)
     assert (flat - valley) / valley_down == pytest.approx(0.390223, abs=2e-6)
     assert tariff.currency == "cny" and tariff.as_of.startswith("2025-02")
+
+
+@pytest.mark.parametrize(("name", "prices", "transmission"),
+                         [("cn-hubei-tou", HUBEI_2026_01_TWO_PART, 0.1263),
+                          ("cn-hubei-tou-single", HUBEI_2026_01_SINGLE_PART, 0.1903)])
+def test_hubei_tariffs_float_one_base_by_the_table_ratios(name: str, prices: tuple[float, float, float, float],
+                                                          transmission: float) -> None:
+    """2 h sharp, 6 h peak, 8 h flat, 8 h valley (鄂发改价管〔2024〕77号); the table floats the purchase price plus
+    line loss by 2.0 : 1.49 : 1 : 0.45 over the fixed rest (transmission, system operation 0.082273, government
+    funds 0.0452): the sharp and valley rows reproduce to the table's six decimals, the peak to 0.003."""
+    tariff = NAMED_TARIFFS[name]
+    bands = {b.name: (b.hours_per_day, b.usd_per_kwh) for b in parse_tariff(tariff.bands).bands}
+    sharp, peak, flat, valley = prices
+    assert bands == {"sharp": (2, sharp), "peak": (6, peak), "flat": (8, flat), "valley": (8, valley)}
+    fixed = transmission + 0.082273 + 0.0452
+    base = 0.384470 + 0.013643  # purchase price + line loss, the floated part
+    assert flat - fixed == pytest.approx(base, abs=3e-4)  # the single-part row's flat sits 0.0002 under its parts
+    assert sharp - fixed == pytest.approx(2.0 * base, abs=2e-6)
+    assert valley - fixed == pytest.approx(0.45 * base, abs=2e-6)
+    assert (peak - fixed) / base == pytest.approx(1.49, abs=0.006)
+    assert tariff.currency == "cny" and tariff.as_of.startswith("2026-01") and "gov.cn" in tariff.url
 
 
 def test_a_shiftable_job_on_the_beijing_tariff_runs_in_the_valley() -> None:

@@ -5,8 +5,8 @@ the request's exchange rate (--fx), whatever currency the report is shown in.
 
 Two kinds sit here. The provincial ones are prices a dated source quotes for one place (a data-centre
 rate quoted by a local official or a newspaper, not a grid company's full tariff table: demand charges,
-voltage levels and the monthly agency-purchase price movements are left out), except Beijing's, one month's
-rows of the grid company's agency-purchase table. The national ones
+voltage levels and the monthly agency-purchase price movements are left out), except Beijing's and Hubei's, one
+month's rows of the grid company's agency-purchase table. The national ones
 (`cn-industrial`, `cn-tou-*`) are China's 2024 average industrial rate, a US$ figure converted at
 7.1 CNY/USD, and time-of-use shapes set around it: a country-wide yardstick, not any province's tariff.
 A source text holds no ': ' (the Chinese note template reads that as the end of the message).
@@ -55,6 +55,30 @@ at 1 kV and above; both rows below imply the same floating base (about 0.3902 CN
 agrees with the notice."""
 BEIJING_2025_02_SINGLE_PART = (1.14862175, 0.83644275, 0.56328575)
 """The same table's single-part (单一制) row at 1-10 kV: peak, flat, valley CNY/kWh."""
+
+
+HUBEI_2026_01_URL = "https://xgszsj.xiaogan.gov.cn/tzxg/tzcb/202601/t20260108_568308.shtml"
+HUBEI_2026_01_SOURCE = (
+    "State Grid Hubei agency-purchase (代理购电) price table for industrial and commercial users, in force "
+    "2026-01-01 to 2026-01-31, as the Xiaogan investment-promotion bureau reprinted it on 2026-01-08 (marked "
+    "source State Grid), 1-10(20) kV rows; hours from the table's note 2 (鄂发改价管〔2024〕77号) - sharp peak "
+    "18-20 h (July-August 20-22 h), peak 16-18 and 20-24 h (July-August 16-20 and 22-24 h), flat 6-12 and "
+    "14-16 h, valley 0-6 and 12-14 h; read through a public transcription that checks each row against the "
+    "table's own components")
+HUBEI_TOU_HOURS = (("sharp", 2), ("peak", 6), ("flat", 8), ("valley", 8))
+"""Hubei's time-of-use hours (the price table's note 2, 鄂发改价管〔2024〕77号): sharp peak 2 h, peak 6 h, flat
+8 h, valley 8 h every month (the sharp and peak hours move in July and August, their counts do not)."""
+HUBEI_2026_01_TWO_PART = (1.049999, 0.848961, 0.651886, 0.432924)
+"""Sharp, peak, flat, valley energy price (CNY/kWh) of the 2026-01 table, two-part (两部制) users at 1-10(20) kV
+(42 CNY/kW-month demand or 26.3 CNY/kVA-month capacity charge besides, left out). The table floats the
+purchase price plus line loss (0.384470 + 0.013643 = 0.398113 CNY/kWh) by 2.0 : 1.49 : 1 : 0.45 and adds the
+fixed rest (transmission 0.1263, system operation 0.082273, government funds 0.0452)."""
+HUBEI_2026_01_SINGLE_PART = (1.113999, 0.910961, 0.715686, 0.496924)
+"""The same table's single-part (单一制) row at 1-10(20) kV: sharp, peak, flat, valley CNY/kWh."""
+
+
+def _hubei(prices: tuple[float, float, float, float]) -> str:
+    return ",".join(f"{band}:{hours}h@{price}" for (band, hours), price in zip(HUBEI_TOU_HOURS, prices, strict=True))
 
 
 def _beijing(prices: tuple[float, float, float]) -> str:
@@ -126,6 +150,17 @@ NAMED_TARIFFS: dict[str, NamedTariff] = {
                     currency="cny", bands=_beijing(BEIJING_2025_02_SINGLE_PART), as_of="2025-02 price table",
                     source=f"{BEIJING_2025_02_SOURCE}; single-part row (no capacity charge)",
                     url=BEIJING_2025_02_URL),
+        NamedTariff(name="cn-hubei-tou",
+                    description="Hubei, two-part energy price at 1-10 kV, time-of-use with a sharp peak, 2026-01",
+                    currency="cny", bands=_hubei(HUBEI_2026_01_TWO_PART), as_of="2026-01 price table",
+                    source=f"{HUBEI_2026_01_SOURCE}; two-part row, energy price only - the monthly demand or "
+                           "capacity charge is left out",
+                    url=HUBEI_2026_01_URL),
+        NamedTariff(name="cn-hubei-tou-single",
+                    description="Hubei, single-part energy price at 1-10 kV, time-of-use with a sharp peak, 2026-01",
+                    currency="cny", bands=_hubei(HUBEI_2026_01_SINGLE_PART), as_of="2026-01 price table",
+                    source=f"{HUBEI_2026_01_SOURCE}; single-part row (no capacity charge)",
+                    url=HUBEI_2026_01_URL),
         NamedTariff(name="cn-guizhou-dc", description="Guizhou, Qianxinan local grid, data-centre rate, flat",
                     currency="cny", bands="flat:24h@0.34", as_of="2019-06-12",
                     source="Xinhua via gov.cn, 2019-06-12 - Qianxinan prefecture (黔西南州), which runs its own "
