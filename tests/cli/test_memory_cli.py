@@ -215,10 +215,10 @@ def test_fp8_weights_keep_a_transpose_on_hopper_only() -> None:
     hopper, hopper_notes = weights("h100-sxm")
     blackwell, blackwell_notes = weights("b200")
     mxfp8, _ = weights("b200", "--fp8-recipe", "mxfp8")
-    params = 8.03e9
-    assert hopper / params == pytest.approx(4.0, rel=0.01)  # bf16 copy + fp8 + its transpose
-    assert blackwell / params == pytest.approx(3.0, rel=0.01)
-    assert mxfp8 / params == pytest.approx(2 + 2 * (1 + 1 / 32), rel=0.01)
+    # Llama 3.1 8B's block linears: 32 x (4096 x (4096 + 1024 + 1024 + 4096) + 3 x 4096 x 14336)
+    linears = 32 * (4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336)
+    assert hopper - blackwell == pytest.approx(linears)  # the transpose, one byte per linear weight
+    assert mxfp8 - blackwell == pytest.approx(linears * (1 + 2 / 32))  # both layouts, each with its scales
     assert any("keep no transpose on b200" in note for note in blackwell_notes)
     assert not any("keep no transpose" in note for note in hopper_notes)
     zh = run("--lang", "zh", "memory", "llama-3.1-8b", "--gpu", "b200", "--precision", "fp8", "--framework", "megatron")

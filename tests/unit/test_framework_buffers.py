@@ -11,7 +11,8 @@ from rigplan.errors import InvalidSpec
 from rigplan.estimate.activations import mlp_token_bytes
 from rigplan.estimate.framework_buffers import ddp_grad_copy_bytes, nvls_bytes
 from rigplan.estimate.memory import peak_memory
-from rigplan.estimate.states import model_states
+from rigplan.estimate.params import count_params
+from rigplan.estimate.states import model_states, stage_params
 
 TINY = Architecture(id="tiny", num_layers=4, hidden=256, num_heads=4, ffn=1024, vocab=1000)
 GiB = 2**30
@@ -45,10 +46,24 @@ def test_fsdp_prefetch_gathers_more_units() -> None:
         Job(fsdp_prefetch=-1)
 
 
-def test_fp8_transpose_cache_adds_one_byte_per_param() -> None:
+def _block_linears(arch: Architecture) -> float:
+    """The transformer blocks' linear weights, the ones Transformer Engine keeps an fp8 copy of."""
+    return stage_params(arch, count_params(arch), Layout(), 0).quantizable
+
+
+def test_fp8_transpose_cache_adds_one_byte_per_linear_weight() -> None:
     fp8 = model_states(TINY, Job(precision="fp8"), Layout(), 0)
     cached = model_states(TINY, Job(precision="fp8", fp8_transpose_cache=True), Layout(), 0)
-    assert cached.weights_bytes - fp8.weights_bytes == pytest.approx(fp8.local_params)
+    assert cached.weights_bytes - fp8.weights_bytes == pytest.approx(_block_linears(TINY))
+
+
+def test_fp8_copies_skip_the_embedding_and_head() -> None:
+    """bf16 for every weight, plus one fp8 byte for the blocks' linears only (embedding, head and norms have
+    no Transformer Engine module)."""
+    bf16 = model_states(TINY, Job(), Layout(), 0)
+    fp8 = model_states(TINY, Job(precision="fp8"), Layout(), 0)
+    assert fp8.weights_bytes - bf16.weights_bytes == pytest.approx(_block_linears(TINY))
+    assert _block_linears(TINY) < fp8.local_params
 
 
 def test_fused_swiglu_saves_3f_not_4f() -> None:
@@ -110,4 +125,4 @@ def test_mxfp8_weight_copy_carries_its_scales() -> None:
     (tests/pytorch/test_cpu_offloading.py _estimate_cached_weight_size)."""
     per_tensor = model_states(TINY, Job(precision="fp8", fp8_transpose_cache=True), Layout(), 0)
     mx = model_states(TINY, Job(precision="fp8", fp8_recipe="mxfp8", fp8_transpose_cache=True), Layout(), 0)
-    assert mx.weights_bytes - per_tensor.weights_bytes == pytest.approx(2 / 32 * per_tensor.local_params)
+    assert mx.weights_bytes - per_tensor.weights_bytes == pytest.approx(2 / 32 * _block_linears(TINY))

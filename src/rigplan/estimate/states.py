@@ -58,17 +58,24 @@ NF4_DOUBLE_QUANT_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 BNB_8BIT_STATE_BYTES = 2 + 2 * 4 / 256
 
 
+def fp8_copy_bytes_per_param(job: Job) -> float:
+    """Bytes of the quantized copy Transformer Engine keeps of each of its linear weights under fp8: one layout,
+    twice when it keeps a second (fp8_transpose_cache: per-tensor scaling on Hopper, or MXFP8's column-wise
+    data), plus MXFP8's scale byte per 32 elements (Transformer Engine's weight-cache size, which its test checks
+    against the allocations it measures: tests/pytorch/test_cpu_offloading.py _estimate_cached_weight_size, 2
+    bytes per element for tensor scaling where non-TN fp8 GEMMs are unsupported, else 1; 2 x (1 + 1/32) for
+    MXFP8). Only the transformer blocks' linears have one: embeddings, norms and Megatron's output layer (its own
+    ColumnParallelLinear, not a Transformer Engine module) stay bf16."""
+    copy = FP8_INPUT_BYTES + (MXFP8_SCALE_BYTES if job.fp8_recipe == "mxfp8" else 0.0)
+    return copy * (2.0 if job.fp8_transpose_cache else 1.0)
+
+
 def weight_bytes_per_param(job: Job) -> float:
-    """Bytes per weight: the bf16 copy (none under Megatron's --fp8-param-gather) and, under fp8, the quantized
-    copy, twice when Transformer Engine keeps a second layout (fp8_transpose_cache: per-tensor scaling on
-    Hopper, or MXFP8's column-wise data), plus MXFP8's scale byte per 32 elements (Transformer Engine's
-    weight-cache size, which its test checks against the allocations it measures: tests/pytorch/test_cpu_offloading.py
-    _estimate_cached_weight_size, 2 bytes per element for tensor scaling where non-TN fp8 GEMMs are unsupported,
-    else 1; 2 x (1 + 1/32) for MXFP8)."""
+    """Bytes per weight of a linear layer: the bf16 copy (none under Megatron's --fp8-param-gather) and, under
+    fp8, the quantized copy (fp8_copy_bytes_per_param); the other weights keep the compute dtype."""
     if job.precision == "fp8":
         bf16_copy = 0.0 if job.fp8_param_gather else 2.0  # Megatron --fp8-param-gather: fp8 weights only
-        copy = FP8_INPUT_BYTES + (MXFP8_SCALE_BYTES if job.fp8_recipe == "mxfp8" else 0.0)
-        return bf16_copy + copy * (2.0 if job.fp8_transpose_cache else 1.0)
+        return bf16_copy + fp8_copy_bytes_per_param(job)
     return 4.0 if job.precision == "fp32" else 2.0
 
 
@@ -254,8 +261,13 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
     else:
         trainable = local
         trainable_expert = expert_local
-        unsharded = local * weight_bytes_per_param(job)
-        weights = shard(dense_local, expert_local, zero == 3) * weight_bytes_per_param(job)
+        # under fp8 only the blocks' linears carry the quantized copy; the rest (embeddings, head, norms) is bf16
+        linear_dense = xp.maximum(stage.quantizable - stage.expert_weights, 0.0) / tp if job.precision == "fp8" \
+            else dense_local
+        plain = float(job.compute_dtype_bytes)
+        unsharded = (dense_local - linear_dense) * plain + (linear_dense + expert_local) * weight_bytes_per_param(job)
+        weights = (shard(dense_local - linear_dense, 0.0, zero == 3) * plain
+                   + shard(linear_dense, expert_local, zero == 3) * weight_bytes_per_param(job))
         grads = shard(dense_local, expert_local, zero >= 2) * grad_bytes_per_param(job)
         per_param_opt = master_bytes_per_param(job) + optimizer_state_bytes_per_param(job, arch)
         optimizer = shard(dense_local, expert_local, zero >= 1) * per_param_opt
