@@ -100,6 +100,22 @@ class NamedTariff:
     """Address of the source the price is read from."""
 
 
+def _agency_table(slug: str, place: str, kind: str, month: str, two_part: str, single_part: str, source: str,
+                  url: str) -> tuple[NamedTariff, NamedTariff]:
+    """The two-part and single-part 1-10 kV rows of one month of a grid company's agency-purchase table."""
+    return (
+        NamedTariff(name=f"cn-{slug}-tou", description=f"{place}, two-part energy price at 1-10 kV, {kind}, {month}",
+                    currency="cny", bands=two_part, as_of=f"{month} price table",
+                    source=f"{source}; two-part row, energy price only - the monthly capacity or demand charge is "
+                           "left out",
+                    url=url),
+        NamedTariff(name=f"cn-{slug}-tou-single",
+                    description=f"{place}, single-part energy price at 1-10 kV, {kind}, {month}",
+                    currency="cny", bands=single_part, as_of=f"{month} price table",
+                    source=f"{source}; single-part row (no capacity charge)", url=url),
+    )
+
+
 def _cn_tou(ratio: float) -> str:
     """8 h peak, 8 h flat, 8 h valley around the national average: peak = (1 + d), valley = (1 - d) times
     the average with (1 + d) / (1 - d) = ratio, so the day's mean price stays the average."""
@@ -139,28 +155,10 @@ NAMED_TARIFFS: dict[str, NamedTariff] = {
                            "the 2024 national average (Guangdong's own flat price not found); the July-September "
                            "sharp peak (+25% on the peak, 11-12 and 15-17 h) left out",
                     url="http://06wxu.cn/xw/gnxw/20210906/100493.html"),
-        NamedTariff(name="cn-beijing-tou",
-                    description="Beijing, two-part energy price at 1-10 kV, time-of-use, 2025-02",
-                    currency="cny", bands=_beijing(BEIJING_2025_02_TWO_PART), as_of="2025-02 price table",
-                    source=f"{BEIJING_2025_02_SOURCE}; two-part row, energy price only - the monthly capacity "
-                           "or demand charge is left out",
-                    url=BEIJING_2025_02_URL),
-        NamedTariff(name="cn-beijing-tou-single",
-                    description="Beijing, single-part energy price at 1-10 kV, time-of-use, 2025-02",
-                    currency="cny", bands=_beijing(BEIJING_2025_02_SINGLE_PART), as_of="2025-02 price table",
-                    source=f"{BEIJING_2025_02_SOURCE}; single-part row (no capacity charge)",
-                    url=BEIJING_2025_02_URL),
-        NamedTariff(name="cn-hubei-tou",
-                    description="Hubei, two-part energy price at 1-10 kV, time-of-use with a sharp peak, 2026-01",
-                    currency="cny", bands=_hubei(HUBEI_2026_01_TWO_PART), as_of="2026-01 price table",
-                    source=f"{HUBEI_2026_01_SOURCE}; two-part row, energy price only - the monthly demand or "
-                           "capacity charge is left out",
-                    url=HUBEI_2026_01_URL),
-        NamedTariff(name="cn-hubei-tou-single",
-                    description="Hubei, single-part energy price at 1-10 kV, time-of-use with a sharp peak, 2026-01",
-                    currency="cny", bands=_hubei(HUBEI_2026_01_SINGLE_PART), as_of="2026-01 price table",
-                    source=f"{HUBEI_2026_01_SOURCE}; single-part row (no capacity charge)",
-                    url=HUBEI_2026_01_URL),
+        *_agency_table("beijing", "Beijing", "time-of-use", "2025-02", _beijing(BEIJING_2025_02_TWO_PART),
+                       _beijing(BEIJING_2025_02_SINGLE_PART), BEIJING_2025_02_SOURCE, BEIJING_2025_02_URL),
+        *_agency_table("hubei", "Hubei", "time-of-use with a sharp peak", "2026-01", _hubei(HUBEI_2026_01_TWO_PART),
+                       _hubei(HUBEI_2026_01_SINGLE_PART), HUBEI_2026_01_SOURCE, HUBEI_2026_01_URL),
         NamedTariff(name="cn-guizhou-dc", description="Guizhou, Qianxinan local grid, data-centre rate, flat",
                     currency="cny", bands="flat:24h@0.34", as_of="2019-06-12",
                     source="Xinhua via gov.cn, 2019-06-12 - Qianxinan prefecture (黔西南州), which runs its own "
