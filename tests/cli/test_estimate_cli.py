@@ -95,3 +95,16 @@ def test_paper_mfu_is_reported_next_to_rigplans_own() -> None:
     assert data["paper_tflops_per_gpu"] == pytest.approx(data["mfu_paper"] * data["peak_tflops_per_gpu"])
     assert "MFU as papers count it" in CliRunner().invoke(cli, list(args)).output
     assert run(*args, "--method", "lora")["mfu_paper"] is None
+
+
+def test_host_paced_moe_on_x86_cites_the_slower_published_run() -> None:
+    """A host-paced dropless MoE estimate on an x86 host shows the validation row that ran slower than rigplan's
+    host model; on a Grace host the evidence does not apply."""
+    args = ("estimate", "qwen3-30b-a3b", "--precision", "fp8", "--fp8-recipe", "mxfp8", "--micro-batch", "1",
+            "--global-batch", "512", "--ep", "8", "--seq", "4096", "--framework", "nemo", "--balanced-routing",
+            "--gpus", "8")
+    x86 = run(*args, "--gpu", "b200")
+    assert any(a.startswith("host-paced: ") for a in x86["assumptions"])
+    assert any("bridge2602-b200-qwen3-30b" in a for a in x86["assumptions"])
+    grace = run(*args, "--gpu", "gb200")
+    assert not any("bridge2602-b200-qwen3-30b" in a for a in grace["assumptions"])

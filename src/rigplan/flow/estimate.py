@@ -253,6 +253,11 @@ def window_note(arch: Architecture, job: Job) -> str | None:
 
 HOST_PACED_NOTE_SHARE = 0.05
 """Share of the step above which the estimate says it is host-paced and names the CUDA-graph switches."""
+HOST_PACED_X86_EVIDENCE = (
+    "host-paced on an x86 host: published runs of this kind were slower than rigplan's host model - Megatron-Bridge "
+    "26.02's Qwen3-30B-A3B on 8 B200 at one 4,096-token micro-batch measured 27.1 s a step where rigplan gives "
+    "15.2 s (rigplan validate --case bridge2602-b200-qwen3-30b); read this estimate as optimistic")
+"""Validation evidence shown beside a host-paced estimate on an x86 host (the estimate itself is not changed)."""
 
 
 def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: ResolvedModel | None = None,
@@ -320,6 +325,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
         assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
                            "layers' ops (dropless routing syncs once a layer); --cuda-graphs full or "
                            "--cuda-graph-scope if your stack captures CUDA graphs")
+        if gpu.host_cpu == "x86":
+            assumptions.append(HOST_PACED_X86_EVIDENCE)
     reliability = None
     storage = None
     if tokens:
