@@ -55,10 +55,10 @@ def test_expert_gemm_dim_is_the_thinnest_side() -> None:
 def test_dedup_share_for_uniform_routing() -> None:
     arch = Architecture(id="d", num_layers=2, hidden=64, num_heads=4, ffn=64, vocab=10,
                         moe=MoE(num_experts=256, top_k=8, expert_ffn=32))
-    share = float(moe.inter_domain_copy_share(arch, 8.0, dedup=True))
+    share = float(moe.deduplicated_copy_share(arch, 8.0, dedup=True))
     assert share == pytest.approx(8 * (1 - (7 / 8) ** 8) / 8)  # 5.25 of 8 copies for 8 nodes
-    assert float(moe.inter_domain_copy_share(arch, 8.0, dedup=False)) == 1.0
-    assert float(moe.inter_domain_copy_share(arch, 1.0, dedup=True)) == pytest.approx(1 / 8)
+    assert float(moe.deduplicated_copy_share(arch, 8.0, dedup=False)) == 1.0
+    assert float(moe.deduplicated_copy_share(arch, 1.0, dedup=True)) == pytest.approx(1 / 8)
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +130,17 @@ def test_deepep_crosses_the_network_once_per_node_without_overlap(h100) -> None:
     # 4 nodes, top-8: each token reaches 4 * (1 - (3/4)^8) = 3.6 nodes, not 8 copies; same with the overlap.
     assert deepep < 0.6 * nccl and overlapped == deepep
     assert moe.dispatcher(Job(a2a_overlap=True, moe_dispatcher="alltoall")) == "alltoall"
+
+
+def test_deepep_sends_one_copy_per_rank_inside_the_node(h100) -> None:  # type: ignore[no-untyped-def]
+    arch = load_catalog().model("qwen3-30b-a3b").to_domain()
+    intra, inter = comm.link_tier(h100.link), comm.nic_tier(h100)
+    kw = dict(tokens=4096.0, tp=1.0, ep=8.0, etp=1.0, domain=8, intra=intra, inter=inter)
+    nccl = float(moe.expert_all_to_all_s(arch, Job(moe_imbalance=1.0), **kw))
+    deepep = float(moe.expert_all_to_all_s(arch, Job(moe_imbalance=1.0, moe_dispatcher="deepep"), **kw))
+    latency = 4 * 7 * intra.latency_s  # dispatch and combine, forward and backward, 7 peers each
+    # EP 8, top-8: a token reaches 8 * (1 - (7/8)^8) = 5.25 ranks, so 5.25 of its 8 copies move on NVLink.
+    assert (deepep - latency) / (nccl - latency) == pytest.approx(1 - (7 / 8) ** 8, rel=1e-9)
 
 
 def test_parallel_folding_layouts() -> None:

@@ -33,12 +33,15 @@ dispatch in fp8 for fp8 recipes (DeepSeek-V3 Sec. 3.3.2 and DeepEP), everything 
 The EP group's members are etp ranks apart, so ep·etp consecutive GPUs per scale-up domain keep it
 on NVLink; beyond, the (ep - k)/ep share of each rank's copies leaves over its NIC
 (comm.hierarchical_all_to_all_s, with its per-peer latency at small messages). NCCL's all-to-all
-(Megatron-Core's alltoall dispatcher) sends every copy; DeepEP's normal kernels and HybridEP
-(the flex dispatcher, `moe_dispatcher` 'deepep') send a token across the scale-out network once per
-destination domain and forward it over NVLink inside it: of its k copies, N·(1 - (1 - 1/N)^k)/k
-cross for N domains and uniform routing. With a2a_overlap (Megatron-Core's 1F1B EP A2A overlap, or
-DualPipe) the all-to-all hides behind the other micro-batch's computation, which loses the SMs the
-communication kernels take (A2A_OVERLAP_SM_SHARE).
+(Megatron-Core's alltoall dispatcher) permutes first and sends every copy; DeepEP's normal kernels and
+HybridEP (the flex dispatcher, `moe_dispatcher` 'deepep') send a token to each rank that holds any of
+its experts once (DeepEP's get_dispatch_layout marks is_token_in_rank per token and rank; the receiver
+expands it to its local experts, and combine sums them before sending one token back), and across the
+scale-out network once per destination domain, forwarding it over NVLink inside it: for uniform
+routing N·(1 - (1 - 1/N)^k)/k of the k copies move, N being the EP ranks on NVLink and the domains
+over the NICs (deduplicated_copy_share; 0.66 for EP 8 and top-8).
+With a2a_overlap (Megatron-Core's 1F1B EP A2A overlap, or DualPipe) the all-to-all hides behind the other
+micro-batch's computation, which loses the SMs the communication kernels take (A2A_OVERLAP_SM_SHARE).
 
 Left out: token dropping's effect on the loss, DeepSeek's node-limited routing (at most 4 nodes
 per token; the uniform estimate above gives 5.25 of 8 for 8 nodes), expert placement that
@@ -169,13 +172,14 @@ def permute_bytes_per_token(arch: Architecture, dtype_bytes: int) -> float:
     return 0.0 if arch.moe is None else 4.0 * arch.moe.top_k * arch.hidden * dtype_bytes
 
 
-def inter_domain_copy_share(arch: Architecture, domains: Num, dedup: bool) -> Num:
-    """Share of a token's k copies that cross the scale-out network once the group spans N domains:
-    1 without deduplication; N·(1 - (1 - 1/N)^k)/k with DeepEP's one crossing per domain reached."""
+def deduplicated_copy_share(arch: Architecture, destinations: Num, dedup: bool) -> Num:
+    """Share of a token's k copies sent when each of N destinations (ranks, or scale-out domains) receives
+    a token once however many of its experts chose it: 1 without deduplication; N·(1 - (1 - 1/N)^k)/k,
+    the expected destinations reached by k uniform picks, over k."""
     if arch.moe is None or not dedup:
-        return xp.ones_like_float(domains)
+        return xp.ones_like_float(destinations)
     k = arch.moe.top_k
-    n = xp.maximum(xp.asfloat(domains), 1.0)
+    n = xp.maximum(xp.asfloat(destinations), 1.0)
     return xp.minimum(n * (1.0 - (1.0 - 1.0 / n) ** k) / k, 1.0)
 
 
@@ -190,16 +194,19 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
     per_domain = xp.clip(xp.floor(domain / etp_a), 1.0, ep_a)
     domains = ep_a / per_domain
     elements = xp.asarray(tokens) / xp.asarray(tp) * arch.moe.top_k * arch.hidden
-    share = inter_domain_copy_share(arch, domains, dedup=dispatcher(job) == "deepep")
+    dedup = dispatcher(job) == "deepep"
+    rank_share = deduplicated_copy_share(arch, ep_a, dedup)
+    domain_share = deduplicated_copy_share(arch, domains, dedup)
 
     def one(bytes_per_element: float) -> Num:
-        # comm.hierarchical_all_to_all_s, with the inter-domain bytes scaled by `share`.
+        # comm.hierarchical_all_to_all_s, with the intra- and inter-domain bytes scaled by their shares.
         size = elements * bytes_per_element
         k = per_domain
         lat = (k - 1.0) * intra.latency_s + (ep_a - k) * inter.latency_s
-        intra_s = (k - 1.0) / ep_a * size / intra.effective_bytes_per_s
+        intra_s = (k - 1.0) / ep_a * size * rank_share / intra.effective_bytes_per_s
         with xp.errstate(divide="ignore", invalid="ignore"):
-            inter_s = xp.where(ep_a > k, xp.divide((ep_a - k) / ep_a * size * share, inter.effective_bytes_per_s), 0.0)
+            inter_bytes = (ep_a - k) / ep_a * size * domain_share
+            inter_s = xp.where(ep_a > k, xp.divide(inter_bytes, inter.effective_bytes_per_s), 0.0)
         return lat + xp.maximum(intra_s, inter_s)
 
     dispatch_bytes = 1.0 if job.precision == "fp8" else float(job.compute_dtype_bytes)
