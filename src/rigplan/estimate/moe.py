@@ -277,6 +277,14 @@ wgrad GEMM (backward); with fp8 it also allocates the cast outputs per expert, 2
 input (TransformerEngine issue #1499: the GroupedLinear time over its GEMMs is 'the CPU overheads of
 PyTorch ops, such as torch.split() and torch.empty() (2x num_gemms calls)')."""
 
+FUSED_GROUPED_MLP_HOST_OPS = {"forward": 1.2e-3 / HOST_OP_S["grace"], "backward": 2.1e-3 / HOST_OP_S["grace"]}
+"""Host ops of the whole routed-expert MLP (fc1, activation, fc2) per pass with Transformer Engine's fused MXFP8
+grouped MLP (Job.moe_fused_grouped_mlp), in HOST_OP_S units: its forward takes about 1.2 ms and its backward
+2.1 ms of CPU time on a GB200 with 64 experts (TransformerEngine issue #2897, 2026-04, a benchmark at hidden
+size 128 where the GPU work is negligible), 32 and 57 ops at Grace's 37.08 us. One fused op issues every
+expert, so the count is taken for any number of local experts (part of it, the wgrad allocations, grows
+with them: an overestimate below 64)."""
+
 
 def graph_captured_ops(job: Job, scopes: tuple[str, ...] = CUDA_GRAPH_SCOPES) -> float:
     """Host ops a layer saves to the job's per-module CUDA graph scopes among `scopes`: each captured scope's
@@ -286,13 +294,18 @@ def graph_captured_ops(job: Job, scopes: tuple[str, ...] = CUDA_GRAPH_SCOPES) ->
 
 def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels: float) -> tuple[Num, Num]:
     """(forward, backward) ops the host issues for one MoE layer: the layer's other kernels, the
-    router and dispatcher (MOE_LAYER_HOST_OPS) and E/ep local experts' grouped-GEMM ops, less what
-    per-module CUDA graphs capture (graph_captured_ops)."""
+    router and dispatcher (MOE_LAYER_HOST_OPS) and E/ep local experts' grouped-GEMM ops (or the fused
+    grouped MLP's, FUSED_GROUPED_MLP_HOST_OPS), less what per-module CUDA graphs capture
+    (graph_captured_ops)."""
     if arch.moe is None:
         return 0.0 * xp.asarray(ep), 0.0 * xp.asarray(ep)
     local = arch.moe.num_experts / xp.asfloat(ep)
     fp8 = 1 if job.precision == "fp8" else 0
     own = dense_kernels + MOE_LAYER_HOST_OPS - graph_captured_ops(job)
+    if job.moe_fused_grouped_mlp:
+        zero = 0.0 * local
+        return (own + FUSED_GROUPED_MLP_HOST_OPS["forward"] + zero,
+                own + FUSED_GROUPED_MLP_HOST_OPS["backward"] + zero)
     fwd = own + 2.0 * EXPERT_HOST_OPS["forward"][fp8] * local
     bwd = own + 2.0 * EXPERT_HOST_OPS["backward"][fp8] * local
     return fwd, bwd
