@@ -51,6 +51,7 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
     "gpt-oss-120b": "model card Table 1: active = routed MLP + attention + unembedding (5.13B)",
     "kimi-k2": "DeepSeek-V3 architecture and DeepSeek's convention (31.69B exact vs the card's 32B)",
     "glm-4.5": "32.86B exact without the input embedding vs the card's 32B (33.63B with it)",
+    "glm-4.5-air": "GLM-4.5's convention; 12.80B exact without the input embedding vs 12B (13.42B with it)",
     "deepseek-v2": "DeepSeek's V3 convention; 20.85B exact without the input embedding vs 21B (21.38B with it)",
     "deepseek-v2-lite": "DeepSeek's V3 convention; 2.45B exact without the input embedding vs 2.4B (2.66B with it)",
 }
@@ -95,6 +96,13 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
     ),
     ("glm-4.5", "active"): (
         0.03, "the card gives '32B activated' (two significant figures); the exact count is 32.86B",
+    ),
+    ("glm-4.5-air", "total"): (
+        0.01, "the documentation gives 106B; the 46 main layers of the config hold 106.85B (0.8% above)",
+    ),
+    ("glm-4.5-air", "active"): (
+        0.07, "the documentation gives '12B active'; the exact count is 12.80B without the input embedding and "
+              "12.18B without the output head too, the convention the 12B (and GLM-4.5's 32B: 32.08B) matches",
     ),
     ("falcon-7b", "total"): (
         0.015, "the card gives only the size label 7B; the published shape (32 x 4544, multi-query, "
