@@ -52,3 +52,30 @@ def test_a_bare_folder_holding_a_config_is_read(tmp_path: Path, monkeypatch, cap
     monkeypatch.chdir(tmp_path)
     code, out, _ = _run(["memory", "tiny", "--gpu", "h100-sxm", "--json"], monkeypatch, capsys)
     assert code == 0 and json.loads(out)["model"]["source"] == "hf-config"
+
+
+def test_a_hub_name_reads_as_its_catalog_model(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    for name, expected in (("Qwen/Qwen3-8B", "qwen3-8b"), ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+                           ("Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"), ("llama-2-7b-chat-hf", "llama-2-7b"),
+                           ("google/gemma-3-27b-it", "gemma-3-27b")):
+        code, out, _ = _run(["memory", name, "--gpu", "h100-sxm", "--json"], monkeypatch, capsys)
+        data = json.loads(out)
+        assert code == 0 and data["model"]["id"] == expected and data["model"]["source"] == "catalog", name
+        assert any(f"'{name}' read as the catalog model {expected}" in note for note in data["assumptions"])
+
+
+def test_a_hub_name_with_a_version_tag_is_not_guessed(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(["memory", "mistralai/Mistral-7B-Instruct-v0.3", "--gpu", "h100-sxm"], monkeypatch, capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1
+    assert "no catalog model of that name" in lines[0] and "closest catalog ids: mistral-7b" in lines[0]
+
+
+def test_a_folder_named_like_a_hub_repo_is_read(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "Qwen" / "Qwen3-8B").mkdir(parents=True)
+    (tmp_path / "Qwen" / "Qwen3-8B" / "config.json").write_text(json.dumps(TINY))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _run(["memory", "Qwen/Qwen3-8B", "--gpu", "h100-sxm", "--json"], monkeypatch, capsys)
+    assert code == 0 and json.loads(out)["model"]["source"] == "hf-config"

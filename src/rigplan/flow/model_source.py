@@ -79,6 +79,45 @@ def _names_a_file(model: str, catalog: Catalog) -> bool:
     return path.is_file() or (path / "config.json").is_file()
 
 
+VARIANT_SUFFIXES = ("-instruct", "-base", "-chat", "-it", "-hf")
+"""Name endings of a model's tuned or converted checkpoints that keep the base model's config.json shape
+(Llama-3.1-8B-Instruct, Qwen3-8B-Base, Llama-2-7b-chat-hf, gemma-3-27b-it). Version and date tags
+(Mistral-7B-Instruct-v0.3, Qwen3-30B-A3B-Instruct-2507) are not stripped: those can change the vocabulary
+or the context length."""
+
+
+def catalog_id_for_hub_name(model: str, catalog: Catalog) -> str | None:
+    """The catalog id a Hugging Face repository name stands for, or None: 'org/Name' is read as 'Name',
+    then a 'meta-' prefix (Meta-Llama-3.1-8B) and VARIANT_SUFFIXES are dropped. Nothing is downloaded."""
+    parts = model.strip().split("/")
+    if len(parts) > 2 or model.endswith(".json") or model.startswith((".", "~", "/")) or "\\" in model:
+        return None
+    name = normalize_id(parts[-1])
+    if name.startswith("meta-llama-"):
+        name = name[len("meta-"):]
+    stripped = True
+    while stripped and name not in catalog.models:
+        stripped = False
+        for suffix in VARIANT_SUFFIXES:
+            if name.endswith(suffix):
+                name, stripped = name[: -len(suffix)], True
+                break
+    return name if name in catalog.models and name != normalize_id(model) else None
+
+
+def _refuse_missing_hub_name(model: str, catalog: Catalog) -> None:
+    """A Hugging Face repository name ('org/Name') with no such file here and no catalog model behind it (CLI): say
+    both, with the closest catalog ids, instead of a bare 'no such file'."""
+    parts = model.strip().split("/")
+    if (len(parts) != 2 or not all(parts) or model.endswith(".json") or model.startswith((".", "~"))
+            or is_confined() or Path(model).exists()):
+        return
+    close = UnknownEntry("model", normalize_id(parts[1]), catalog.models).suggestions
+    hint = f"closest catalog ids: {', '.join(close)}" if close else "`rigplan models` lists the catalog"
+    raise InvalidSpec(f"{model}: no such config.json here and no catalog model of that name (rigplan downloads "
+                      f"nothing); {hint}")
+
+
 def _on_disk_too(model: str) -> bool:
     """A bare MODEL that the catalog answered also names something in the working folder (CLI only)."""
     return not is_confined() and not _spelled_as_path(model) and Path(model).exists()
@@ -155,8 +194,17 @@ def _resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, A
             raise InvalidSpec("give MODEL (a catalog id, a config.json path or a size like 7b) or shape flags")
         return ResolvedModel(arch=_apply_shape_flags(None, flags), source="flags",
                              assumptions=["model built from shape flags"])
+    hub_id = catalog_id_for_hub_name(model, catalog) if normalize_id(model) not in catalog.models else None
+    if hub_id is not None and not (_names_a_file(model, catalog) and not is_confined() and Path(model).exists()):
+        return _with_flags(ResolvedModel(
+            arch=catalog.model_domain(hub_id), source="catalog",
+            assumptions=[f"'{model}' read as the catalog model {hub_id} (a tuned or converted checkpoint keeps "
+                         "its base model's shape; rigplan downloads nothing: pass the config.json for another "
+                         "shape)"]), flags)
     if _names_a_file(model, catalog):
         from rigplan.catalog.hf_config import architecture_from_hf_config
+
+        _refuse_missing_hub_name(model, catalog)
 
         path = user_path(model, "model", "send the config.json's content as hf_config")
         arch = architecture_from_hf_config(path)
@@ -175,9 +223,13 @@ def _resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, A
                                         f"read (write ./{model} to read its config.json)")
     else:
         resolved = generic_architecture(model)
-    if flags:
-        arch = _apply_shape_flags(resolved.arch, flags)
-        overridden = ", ".join(f"{k}={v}" for k, v in flags.items())
-        return ResolvedModel(arch=arch, source=resolved.source,
-                             assumptions=[*resolved.assumptions, f"shape overridden by flags: {overridden}"])
-    return resolved
+    return _with_flags(resolved, flags)
+
+
+def _with_flags(resolved: ResolvedModel, flags: dict[str, Any]) -> ResolvedModel:
+    if not flags:
+        return resolved
+    arch = _apply_shape_flags(resolved.arch, flags)
+    overridden = ", ".join(f"{k}={v}" for k, v in flags.items())
+    return ResolvedModel(arch=arch, source=resolved.source,
+                         assumptions=[*resolved.assumptions, f"shape overridden by flags: {overridden}"])
