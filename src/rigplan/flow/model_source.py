@@ -86,33 +86,38 @@ VARIANT_SUFFIXES = ("-instruct", "-base", "-chat", "-it", "-hf")
 or the context length."""
 
 
+def _hub_repo_name(model: str) -> str | None:
+    """The 'Name' of a MODEL spelled as a Hugging Face repository ('Name' or 'org/Name'), else None."""
+    parts = model.strip().split("/")
+    if len(parts) > 2 or not all(parts) or model.endswith(".json") or model.startswith((".", "~")) or "\\" in model:
+        return None
+    return parts[-1]
+
+
 def catalog_id_for_hub_name(model: str, catalog: Catalog) -> str | None:
     """The catalog id a Hugging Face repository name stands for, or None: 'org/Name' is read as 'Name',
     then a 'meta-' prefix (Meta-Llama-3.1-8B) and VARIANT_SUFFIXES are dropped. Nothing is downloaded."""
-    parts = model.strip().split("/")
-    if len(parts) > 2 or model.endswith(".json") or model.startswith((".", "~", "/")) or "\\" in model:
+    repo_name = _hub_repo_name(model)
+    if repo_name is None or normalize_id(model) in catalog.models:
         return None
-    name = normalize_id(parts[-1])
+    name = normalize_id(repo_name)
     if name.startswith("meta-llama-"):
         name = name[len("meta-"):]
-    stripped = True
-    while stripped and name not in catalog.models:
-        stripped = False
-        for suffix in VARIANT_SUFFIXES:
-            if name.endswith(suffix):
-                name, stripped = name[: -len(suffix)], True
-                break
-    return name if name in catalog.models and name != normalize_id(model) else None
+    while name not in catalog.models:
+        suffix = next((s for s in VARIANT_SUFFIXES if name.endswith(s)), None)
+        if suffix is None:
+            return None
+        name = name[: -len(suffix)]
+    return name
 
 
 def _refuse_missing_hub_name(model: str, catalog: Catalog) -> None:
     """A Hugging Face repository name ('org/Name') with no such file here and no catalog model behind it (CLI): say
     both, with the closest catalog ids, instead of a bare 'no such file'."""
-    parts = model.strip().split("/")
-    if (len(parts) != 2 or not all(parts) or model.endswith(".json") or model.startswith((".", "~"))
-            or is_confined() or Path(model).exists()):
+    repo_name = _hub_repo_name(model)
+    if repo_name is None or "/" not in model or is_confined() or Path(model).exists():
         return
-    close = UnknownEntry("model", normalize_id(parts[1]), catalog.models).suggestions
+    close = UnknownEntry("model", normalize_id(repo_name), catalog.models).suggestions
     hint = f"closest catalog ids: {', '.join(close)}" if close else "`rigplan models` lists the catalog"
     raise InvalidSpec(f"{model}: no such config.json here and no catalog model of that name (rigplan downloads "
                       f"nothing); {hint}")
@@ -194,8 +199,9 @@ def _resolve_model(model: str | None, catalog: Catalog, shape_flags: dict[str, A
             raise InvalidSpec("give MODEL (a catalog id, a config.json path or a size like 7b) or shape flags")
         return ResolvedModel(arch=_apply_shape_flags(None, flags), source="flags",
                              assumptions=["model built from shape flags"])
-    hub_id = catalog_id_for_hub_name(model, catalog) if normalize_id(model) not in catalog.models else None
-    if hub_id is not None and not (_names_a_file(model, catalog) and not is_confined() and Path(model).exists()):
+    hub_id = catalog_id_for_hub_name(model, catalog)
+    local_file = not is_confined() and _names_a_file(model, catalog) and Path(model).exists()
+    if hub_id is not None and not local_file:
         return _with_flags(ResolvedModel(
             arch=catalog.model_domain(hub_id), source="catalog",
             assumptions=[f"'{model}' read as the catalog model {hub_id} (a tuned or converted checkpoint keeps "
