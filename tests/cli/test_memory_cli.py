@@ -184,14 +184,16 @@ def test_mi250x_device_is_one_gcd() -> None:
     assert data["gpu"]["usable_bytes"] == 64 * 1024**3
 
 
-def test_folding_error_names_etp_1_when_the_default_etp_is_what_breaks_it() -> None:
+def test_a_layout_whose_tp_experts_do_not_fit_runs_at_etp_1_and_says_so() -> None:
     # Qwen3-235B's Megatron-Bridge H100 layout (TP 2, PP 8, EP 32 on 256 GPUs) runs with expert_tensor_parallel 1
     args = ("memory", "qwen3-235b-a22b", "--gpu", "h100-sxm", "--gpus", "256", "--tp", "2", "--pp", "8", "--ep", "32")
-    out = run(*args)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "ep*etp = 32*2" in out.stderr and "--etp 1" in out.stderr
-    assert "etp = tp = 2" in run("--lang", "zh", *args).stderr
-    assert run(*args, "--etp", "1", "--json").returncode == 0
+    out = run(*args, "--json")
+    assert out.returncode == 0, out.stderr
+    assert any(a.startswith("etp=1: ep*tp = 32*2") for a in json.loads(out.stdout)["assumptions"])
+    assert "etp=1：ep*tp = 32*2" in run("--lang", "zh", *args).stdout.replace("\n", "")
+    refused = run(*args, "--etp", "2")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "ep*etp = 32*2 must divide the GPUs of a pipeline stage" in refused.stderr
 
 
 def test_expert_count_error_lists_the_nearest_ep_that_divide_it() -> None:

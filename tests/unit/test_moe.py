@@ -152,6 +152,23 @@ def test_parallel_folding_layouts() -> None:
     assert Layout(tp=2, dp=8, ep=4).expert_dp == 2
 
 
+def test_a_request_without_etp_takes_etp_1_when_tp_experts_do_not_fit() -> None:
+    """The Megatron-MoE-ModelZoo Qwen3-235B layout (TP2 EP32 PP8 VPP4 on 256 H100, ETP 1) typed without --etp:
+    ep*tp = 64 expert ranks do not fit a 32-GPU stage, so the request lays the experts out over ep alone and
+    says so; a layout where ep*tp fits keeps etp = tp, and an explicit --etp that does not fit is refused."""
+    kw = dict(model="qwen3-235b-a22b", gpu="h100-sxm", gpus=256, tp=2, pp=8, vpp=4, ep=32, seq=4096,
+              global_batch=2048, micro_batch=1)
+    auto = speed.estimate(EstimateRequest(**kw))
+    assert any(a.startswith("etp=1: ep*tp = 32*2 does not divide the 32 GPUs") for a in auto.to_dict()["assumptions"])
+    explicit = speed.estimate(EstimateRequest(**kw, etp=1))
+    assert auto.to_dict()["step_time_s"] == explicit.to_dict()["step_time_s"]
+    kept = speed.estimate(EstimateRequest(**{**kw, "ep": 16}))
+    assert "ep=16 x etp=2" in " ".join(kept.to_dict()["assumptions"])
+    assert not any(a.startswith("etp=1") for a in kept.to_dict()["assumptions"])
+    with pytest.raises(InvalidSpec, match="ep\\*etp"):
+        speed.estimate(EstimateRequest(**kw, etp=2))
+
+
 def test_expert_states_shard_over_ep_etp_and_expert_dp() -> None:
     arch = load_catalog().model("qwen3-30b-a3b").to_domain()
     job = Job()

@@ -335,7 +335,8 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--cp", type=int, default=1, show_default=True, help="Context-parallel degree."),
         click.option("--ep", type=int, default=1, show_default=True, help="Expert-parallel degree (MoE)."),
         click.option("--etp", type=int, default=0, show_default=True,
-                     help="Expert-tensor-parallel degree (MoE parallel folding); 0 = equal to tp."),
+                     help="Expert-tensor-parallel degree (MoE parallel folding); 0 = equal to tp, or 1 when "
+                          "ep*tp does not divide the tp*cp*dp GPUs of a pipeline stage."),
         click.option("--sequence-parallel/--no-sequence-parallel", default=False,
                      help="Megatron sequence parallelism (needs tp > 1)."),
         click.option("--stage-layers", help="Layers of each virtual pipeline stage, pp*vpp comma-separated counts "

@@ -50,12 +50,9 @@ class Layout:
             raise InvalidSpec(f"--etp must be an integer >= 1 (0: equal to tp), got {self.etp}")
         stage = self.tp * self.cp * self.dp
         if stage % (self.ep * self.expert_tp):
-            message = (f"ep*etp = {self.ep}*{self.expert_tp} must divide the GPUs of a pipeline stage, tp*cp*dp = "
-                       f"{self.tp}*{self.cp}*{self.dp} = {stage} (Megatron-Core MoE parallel folding)")
-            if self.etp == 0 and self.tp > 1 and stage % self.ep == 0:
-                message += (f"; the experts take etp = tp = {self.tp} unless told otherwise: --etp 1 lays them "
-                            f"out over ep={self.ep} alone, as Megatron-Bridge's MoE recipes do")
-            raise InvalidSpec(message)
+            raise InvalidSpec(f"ep*etp = {self.ep}*{self.expert_tp} must divide the GPUs of a pipeline stage, "
+                              f"tp*cp*dp = {self.tp}*{self.cp}*{self.dp} = {stage} "
+                              "(Megatron-Core MoE parallel folding)")
         if self.vpp > 1 and self.pp == 1:
             raise InvalidSpec(f"vpp={self.vpp} needs pipeline parallelism (pp > 1)")
         if self.sequence_parallel and self.tp == 1:

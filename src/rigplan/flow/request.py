@@ -145,7 +145,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     cp: Annotated[int, Bounded("cp")] = 1
     ep: Annotated[int, Bounded("ep")] = 1
     etp: Annotated[int, Bounded("etp")] = 0
-    """Expert-tensor-parallel degree; 0 = equal to tp (Megatron-Core's default)."""
+    """Expert-tensor-parallel degree; 0 = equal to tp (Megatron-Core's default), or 1 when ep*tp does not divide
+    the tp*cp*dp GPUs of a pipeline stage (flow.resolve)."""
     sequence_parallel: bool = False
     stage_layers: list[Annotated[int, Bounded("stage_layers")]] = Field(
         default_factory=list, description="Layers of each virtual pipeline stage (pp*vpp entries), e.g. 7,8,8,7")

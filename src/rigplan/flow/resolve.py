@@ -58,6 +58,19 @@ def _derive_dp(spec: JobSpec) -> tuple[int, list[str]]:
     return derived, ([] if spec.dp is not None else [f"dp={derived} derived from {spec.gpus} GPUs / (tp*pp*cp)"])
 
 
+def _expert_tp_default(spec: JobSpec, dp: int) -> tuple[int, list[str]]:
+    """The expert-tensor-parallel degree when --etp is left at 0: tp, as Megatron-Core defaults
+    expert_tensor_parallel_size, unless ep*tp does not divide the tp*cp*dp GPUs of a pipeline stage while ep
+    does; then 1, as Megatron-Bridge's MoE recipes and the Megatron-MoE-ModelZoo layouts set it (Qwen3-235B-A22B
+    at TP2 EP32 PP8 on 256 H100 is such a layout), saying so."""
+    stage = spec.tp * spec.cp * dp
+    if spec.etp or spec.ep == 1 or spec.tp == 1 or stage % (spec.ep * spec.tp) == 0 or stage % spec.ep:
+        return spec.etp, []
+    return 1, [f"etp=1: ep*tp = {spec.ep}*{spec.tp} does not divide the {stage} GPUs of a pipeline stage "
+               f"(tp*cp*dp), so the experts are laid out over ep alone, as Megatron-Bridge's MoE recipes set "
+               f"expert_tensor_parallel_size; set --etp to choose"]
+
+
 def _routing(spec: JobSpec) -> dict[str, object]:
     try:
         return spec.routing_values()
@@ -128,7 +141,9 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     split = PipelineSplit(stage_layers=tuple(spec.stage_layers), first_stage_layers=spec.first_stage_layers,
                           last_stage_layers=spec.last_stage_layers, embedding_weight=spec.embedding_layer_weight,
                           head_weight=spec.head_layer_weight)
-    layout = Layout(tp=spec.tp, pp=spec.pp, vpp=spec.vpp, dp=dp, cp=spec.cp, ep=spec.ep, etp=spec.etp,
+    etp, etp_notes = _expert_tp_default(spec, dp)
+    assumptions.extend(etp_notes)
+    layout = Layout(tp=spec.tp, pp=spec.pp, vpp=spec.vpp, dp=dp, cp=spec.cp, ep=spec.ep, etp=etp,
                     zero=spec.zero, sequence_parallel=spec.sequence_parallel, split=split)
     check_layout_for_model(layout, num_layers=arch.num_layers, num_heads=arch.num_heads,
                            num_kv_heads=arch.kv_heads, num_experts=arch.moe.num_experts if arch.moe else 0,
