@@ -138,3 +138,39 @@ def test_a_calibrated_attention_ceiling_is_not_moved_by_the_softmax_rates() -> N
     assert curve.max_fraction == 0.4
     assert softmax_adjusted_efficiency(0.4, curve, peak_flop_per_s=gpu.peak("bf16"), exp_per_s=gpu.exp_per_s,
                                        flop_per_exp=896.0) == 0.4
+
+
+def test_warp_mma_attention_kernels_keep_their_h100_rate_on_blackwell() -> None:
+    """FlashAttention-2 runs sm80 warp-level MMA on a B200: 354 TFLOP/s forward at head dim 128 against 330 on an
+    H100 (tritonbench), not the H100 curve's 0.33 of a 2.3x larger peak. cuDNN's kernels are native and keep the
+    fraction; a curve calibrated on the device is taken as measured."""
+    from rigplan.estimate.calibration import Calibration, calibrated_efficiency
+    from rigplan.estimate.efficiency import (
+        WARP_MMA_B200_OVER_H100,
+        attention_flop_per_exp,
+        softmax_adjusted_efficiency,
+        warp_mma_speedup,
+    )
+
+    h100, b200 = _gpu("h100-sxm"), _gpu("b200")
+    hopper, blackwell = efficiency_for(h100), efficiency_for(b200)
+    f_exp = attention_flop_per_exp(128, 128)
+
+    def tflops(eff, gpu, kernel: str) -> float:  # type: ignore[no-untyped-def]
+        curve = eff.attention[kernel]
+        e = softmax_adjusted_efficiency(attention_efficiency(eff, kernel, 16384.0, 128.0), curve,
+                                        peak_flop_per_s=gpu.peak("bf16"), exp_per_s=gpu.exp_per_s,
+                                        flop_per_exp=f_exp,
+                                        tensor_speedup=warp_mma_speedup(eff, curve, gpu.peak("bf16")))
+        return float(e) * gpu.peak("bf16") / 1e12
+
+    for kernel in ("fa2", "sdpa"):
+        assert warp_mma_speedup(hopper, hopper.attention[kernel], h100.peak("bf16")) == 1.0
+        assert warp_mma_speedup(blackwell, blackwell.attention[kernel], b200.peak("bf16")) == pytest.approx(
+            989.5e12 * WARP_MMA_B200_OVER_H100 / 2250e12)
+        ratio = tflops(blackwell, b200, kernel) / tflops(hopper, h100, kernel)
+        assert 1.0 < ratio < 1.2  # the matrix products at 1.07x, the exponentials at B200's own rate
+    assert warp_mma_speedup(blackwell, blackwell.attention["cudnn"], b200.peak("bf16")) == 1.0
+    assert tflops(blackwell, b200, "cudnn") / tflops(hopper, h100, "cudnn") > 1.5
+    calibrated = calibrated_efficiency(b200, Calibration(gpu_id="b200", efficiency={"attention": 0.4}))
+    assert warp_mma_speedup(calibrated, calibrated.attention["fa2"], b200.peak("bf16")) == 1.0

@@ -36,6 +36,12 @@ SFU throughput). Checked against NVIDIA's figure for the change alone: with Deep
 efficiency from 0.55 to 0.75, where NVIDIA reports about 35% more FPROP throughput
 (tests/unit/test_efficiency.py).
 
+Kernels written for sm80's warp-level MMA (FlashAttention-2, PyTorch SDPA's flash and memory-efficient
+backends: KernelCurve.warp_mma) do not use Blackwell's tcgen05 instructions and run there at about the absolute
+rate they reach on an H100 (WARP_MMA_B200_OVER_H100), not at the H100 curve's fraction of a 2.3x larger peak:
+their matrix products enter the softmax model above with tensor_speedup P_H100 · 1.07 / P_part
+(warp_mma_speedup).
+
 Memory-bound work runs at a STREAM-like fraction of HBM bandwidth (`hbm`).
 
 Sustained clock under a power limit (`clock_fraction`): dense tensor work is power-bound and dynamic
@@ -81,6 +87,14 @@ H100_SXM_BF16_FLOP_PER_S = 989.5e12
 H100_SXM_EXP_PER_S = 4.18e12
 """H100 SXM5 exponentials per second: 16 exp2 results per clock per SM (CUDA C++ Programming Guide,
 arithmetic instruction throughput, compute capability 9.0) x 132 SMs x 1.98 GHz maximum boost clock."""
+WARP_MMA_B200_OVER_H100 = 1.07
+"""FlashAttention-2's absolute rate on a B200 over an H100: its kernels use sm80's warp-level mma.sync, not
+Blackwell's tcgen05 (FlashAttention-4, Zadouri et al. 2026, writes SM100 kernels for that), so they run at about
+Hopper's speed on a part with 2.3x the tensor peak. Forward, head dim 128, non-causal, sequence about 4k:
+353.9 TFLOP/s on a B200 (meta-pytorch/tritonbench PR #171, flash_v2, batch 8 x 16 heads x 4,096, 2025-03) over
+329.5 on an H100 (pytorch/pytorch issue #142132, tritonbench, SDPA's flash backend, 24 heads x 4,608, 2024-12);
+Dao-AILab/flash-attention issue #1589 (flash-attn 2.7.4 on a B200, head dim 64, non-causal) measures 300-346
+TFLOP/s forward+backward from 1k to 16k tokens, the H100's range."""
 ATTENTION_FLOP_PER_EXP_FACTOR = 1.75
 """Tensor FLOPs per exponential over a forward and backward pass, in units of the forward's 2·(d_qk + d_v)
 per score: forward 1 exponential per score, backward (2.5x the forward's FLOPs) 1 more, (1 + 2.5) / 2."""
@@ -99,6 +113,10 @@ class KernelCurve:
     """bf16 dense peak of the part the curve was measured on (0 = unknown: no softmax adjustment)."""
     reference_exp_per_s: float = 0.0
     """Exponentials per second of that part (0 = unknown: no softmax adjustment)."""
+    warp_mma: bool = False
+    """The kernel is built on the warp-level mma.sync instructions of sm80 (FlashAttention-2, PyTorch SDPA's flash
+    and memory-efficient backends): on a part whose tensor cores are driven by newer instructions it keeps about the
+    absolute rate of its reference part (warp_mma_speedup)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -116,6 +134,9 @@ class Efficiency:
     """GEMM dimension at which the fp8 efficiency is half of fp8_gemm_max (0: gemm_half_dim). A tensor core that
     runs fp8 twice as fast as bf16 needs larger GEMMs to stay busy: measured on an H200, 910 against bf16's 380
     (docs/measurements/h200-2026-12.md, section 11)."""
+    warp_mma_over_reference: float = 0.0
+    """Absolute rate of a warp_mma attention kernel on this family over its rate on the curve's reference part (0:
+    the curve's fraction of peak applies unchanged, as on the family it was measured on)."""
     fp8_grouped_half_dim: float = 0.0
     """The same for an MoE layer's grouped expert GEMMs in fp8 (0: fp8_gemm_half_dim): with their per-expert
     quantization and scale-layout kernels, which the cast bytes (estimate.elementwise) do not cover, they gain
@@ -156,12 +177,12 @@ _FA2_A100 = KernelCurve(
            "~169 TFLOP/s at 2k and ~190 at 16k of 312")
 _FA2_H100 = KernelCurve(
     reference_peak_flop_per_s=H100_SXM_BF16_FLOP_PER_S, reference_exp_per_s=H100_SXM_EXP_PER_S,
-    max_fraction=0.33, half_seq=230.0,
+    max_fraction=0.33, half_seq=230.0, warp_mma=True,
     source="FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608, Figs. 5-6): FlashAttention-2 on H100 SXM5, "
            "head dim 128, causal forward 298 (2k) / 335 (16k), backward 291 / 322 TFLOP/s of 989")
 _SDPA_H100 = KernelCurve(
     reference_peak_flop_per_s=H100_SXM_BF16_FLOP_PER_S, reference_exp_per_s=H100_SXM_EXP_PER_S,
-    max_fraction=0.24, half_seq=230.0,
+    max_fraction=0.24, half_seq=230.0, warp_mma=True,
     source="not re-derived: rigplan's earlier end-to-end figure for PyTorch SDPA (flash backend) under torchtitan on "
            "H100 (0.20 of peak, obtained on 500 W-capped parts, so 0.20 / 0.83 = 0.24 at the 700 W design clock), kept "
            "because the torchtitan context-parallel rows (32k-262k tokens, attention-bound) run well below "
@@ -215,6 +236,7 @@ HOPPER = Efficiency(
 )
 BLACKWELL = Efficiency(
     family="blackwell", gemm_max=0.78, gemm_half_dim=1090.0, fp8_gemm_max=0.70, fp8_grouped_half_dim=3000.0,
+    warp_mma_over_reference=WARP_MMA_B200_OVER_H100,
     attention={"fa2": _FA2_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100}, fused_attention_kernel="cudnn",
     eager_attention_kernel="sdpa", hbm=0.90,
     source="GEMM ceiling inherited from Hopper (CUTLASS 3.8 reports ~95% of the SM100 peak for its best kernels, but "
@@ -384,6 +406,18 @@ def softmax_adjusted_efficiency(e_curve: Num, curve: KernelCurve, *, peak_flop_p
     r_part = softmax_exp_ratio(peak_flop_per_s, exp_per_s, flop_per_exp) if exp_per_s > 0 else r_ref
     floor = 1.0 / tensor_speedup
     return 1.0 / np.maximum((1.0 / e - r_ref) / tensor_speedup + r_part, floor)
+
+
+def warp_mma_speedup(eff: Efficiency, curve: KernelCurve, peak_flop_per_s: float) -> float:
+    """How much faster than the curve's fraction of this part's peak a warp_mma kernel's matrix products run,
+    as a tensor_speedup for softmax_adjusted_efficiency: P_ref · w / P_part, at most 1, with w the family's
+    warp_mma_over_reference (Blackwell: WARP_MMA_B200_OVER_H100). 1 for other kernels, for families without the
+    ratio, and for curves measured on this device (calibrations: no reference part)."""
+    if not curve.warp_mma or eff.warp_mma_over_reference <= 0 or curve.reference_peak_flop_per_s <= 0:
+        return 1.0
+    if peak_flop_per_s <= 0:
+        return 1.0
+    return min(1.0, curve.reference_peak_flop_per_s * eff.warp_mma_over_reference / peak_flop_per_s)
 
 
 def attention_ceiling(eff: Efficiency, kernels: str) -> float:

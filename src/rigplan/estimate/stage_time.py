@@ -37,6 +37,7 @@ from rigplan.estimate.efficiency import (
     clock_fraction,
     gemm_efficiency,
     softmax_adjusted_efficiency,
+    warp_mma_speedup,
 )
 from rigplan.estimate.elementwise import (
     KERNEL_GAP_S,
@@ -146,11 +147,13 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     adapter_eff = _gemm_efficiency(eff, float(job.lora_rank), clock)
     if job.attention == "flash":
         kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel)
+        curve = eff.attention[kernel]
+        speedup = gpu.peak("fp8") / gpu.peak("bf16") if fp8 and job.fp8_attention else 1.0
         attn_eff = softmax_adjusted_efficiency(
-            attention_core_efficiency(arch, job, eff, kernel, cp), eff.attention[kernel],
+            attention_core_efficiency(arch, job, eff, kernel, cp), curve,
             peak_flop_per_s=gpu.peak("bf16"), exp_per_s=gpu.exp_per_s,
             flop_per_exp=attention_flop_per_exp(*attention_head_dims(arch)),
-            tensor_speedup=gpu.peak("fp8") / gpu.peak("bf16") if fp8 and job.fp8_attention else 1.0) * clock
+            tensor_speedup=speedup * warp_mma_speedup(eff, curve, gpu.peak("bf16"))) * clock
     else:
         attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), clock)
 

@@ -12,7 +12,7 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.calibration import calibrated_efficiency
-from rigplan.estimate.efficiency import AMPERE, Efficiency, attention_kernel_for, efficiency_for
+from rigplan.estimate.efficiency import AMPERE, Efficiency, attention_kernel_for, efficiency_for, warp_mma_speedup
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
 from rigplan.estimate.moe import dispatcher, load_factor
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
@@ -219,8 +219,9 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
             f"all-to-all {a2a}")
 
 
-def kernel_note(job: Job, eff: Efficiency) -> str:
-    """How the kernels run: stack, torch.compile, autocast, the attention kernel, the fp8 recipe."""
+def kernel_note(job: Job, eff: Efficiency, peak_flop_per_s: float = 0.0) -> str:
+    """How the kernels run: stack, torch.compile, autocast, the attention kernel (and when it is an sm80 warp-MMA
+    kernel held near its H100 speed on this part, estimate.efficiency.warp_mma_speedup), the fp8 recipe."""
     parts = [f"{job.kernels} kernels"]
     if job.compile:
         parts.append("torch.compile")
@@ -231,6 +232,9 @@ def kernel_note(job: Job, eff: Efficiency) -> str:
         text = f"attention kernel {kernel}"
         if job.attention_kernel and job.attention_kernel != kernel:
             text += f" (--attention-kernel {job.attention_kernel} has no {eff.family} kernel in rigplan's data)"
+        elif warp_mma_speedup(eff, eff.attention[kernel], peak_flop_per_s) < 1.0:
+            text += (f" (sm80 warp-MMA kernels at about an H100's attention speed on {eff.family}: --attention-kernel "
+                     "cudnn where the stack runs cuDNN attention as PyTorch's SDPA does from 2.11 on)")
         parts.append(text)
     if job.precision == "fp8":
         parts.append(f"fp8 {job.fp8_recipe} scaling")
@@ -279,7 +283,7 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
         assumptions.append(f"{gpu.name}: efficiency data inherited, not fitted on runs of this GPU family "
                            f"({eff.source})")
     assumptions.append(f"{gpu.gpus_per_node} GPUs per node, {gpu.nic_bits_per_s / 1e9:.0f} Gb/s scale-out per GPU, "
-                       f"{kernel_note(job, eff)}")
+                       f"{kernel_note(job, eff, gpu.peak('bf16'))}")
     if not gpu.tdp_w:
         assumptions.append(f"{gpu.name}: no published power figure, so power and energy are not estimated")
     if setup.calibration is None and efficiency_for(gpu) is AMPERE and "ampere" not in gpu.architecture.lower():
