@@ -294,3 +294,14 @@ def test_fp8_gemm_any_layout_on_datacenter_blackwell_only(gpus: dict[str, GpuRec
     expected = {"b200": True, "b300": True, "gb200": True, "gb300": True, "h100-sxm": False, "h200-sxm": False,
                 "l40s": False, "rtx-4090": False, "rtx-5090": False, "rtx-pro-6000": False, "mi300x": False}
     assert {gpu_id: gpus[gpu_id].to_domain().fp8_gemm_any_layout for gpu_id in expected} == expected
+
+
+def test_a_name_one_part_extends_means_that_part_and_an_ambiguous_one_is_refused() -> None:
+    from rigplan.errors import UnknownEntry
+
+    catalog = load_catalog()
+    assert catalog.gpu_id("h800") == "h800-sxm" and catalog.gpu("H800").id == "h800-sxm"
+    assert catalog.gpu_domain("v100").name == catalog.gpu("v100-32gb").name
+    assert catalog.gpu_id("b200") == "b200"  # an exact id is never read as another part's prefix
+    with pytest.raises(UnknownEntry, match="unknown gpu 'h100'; did you mean h100-sxm"):
+        catalog.gpu("h100")  # sxm, pcie, nvl and the 500 W part all extend it

@@ -74,10 +74,20 @@ class Catalog:
     model_values: Mapping[str, Architecture] | None = None
 
     def gpu(self, gpu_id: str) -> GpuRecord:
-        key = normalize_id(gpu_id)
+        key = self.gpu_id(gpu_id)
         if key in self.gpus:
             return self.gpus[key]
         raise UnknownEntry("gpu", gpu_id, self.gpus)
+
+    def gpu_id(self, gpu_id: str) -> str:
+        """The catalog id a GPU name means: the id itself, or the one part whose id extends it by a variant
+        (h800 -> h800-sxm, v100 -> v100-32gb; the output names the part in full). A name that several parts
+        extend (h100: sxm, pcie, nvl) is left as typed, so that the error lists them."""
+        key = normalize_id(gpu_id)
+        if key in self.gpus:
+            return key
+        variants = [k for k in self.gpus if k.startswith(key + "-")]
+        return variants[0] if len(variants) == 1 else key
 
     def model(self, model_id: str) -> ModelRecord:
         key = normalize_id(model_id)
@@ -87,7 +97,7 @@ class Catalog:
 
     def gpu_domain(self, gpu_id: str) -> Gpu:
         """The GPU as the estimators take it (record.to_domain(), from the cache when there is one)."""
-        key = normalize_id(gpu_id)
+        key = self.gpu_id(gpu_id)
         if self.gpu_values is not None and key in self.gpu_values:
             return self.gpu_values[key]
         return self.gpu(gpu_id).to_domain()
