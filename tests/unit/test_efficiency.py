@@ -174,3 +174,19 @@ def test_warp_mma_attention_kernels_keep_their_h100_rate_on_blackwell() -> None:
     assert tflops(blackwell, b200, "cudnn") / tflops(hopper, h100, "cudnn") > 1.5
     calibrated = calibrated_efficiency(b200, Calibration(gpu_id="b200", efficiency={"attention": 0.4}))
     assert warp_mma_speedup(calibrated, calibrated.attention["fa2"], b200.peak("bf16")) == 1.0
+
+
+def test_blackwell_ultra_runs_its_tensor_work_at_gb200s_rate_raised_by_its_power() -> None:
+    """GB300 and B300 are quoted at GB200's / B200's dense peaks at 1,400 W and 1,100 W; from GB200 (2,500 at
+    1,200 W) the square-root power law gives 2,700 and 2,390 TFLOP/s of sustained tensor rate. The same law from
+    GB200 reproduces B200's datasheet (2,250 at 1,000 W) within 2%, and a cap below the design power lowers it."""
+    from rigplan.estimate.efficiency import sustained_tensor_scale
+
+    gb300, b300, gb200, b200 = (_gpu(g) for g in ("gb300", "b300", "gb200", "b200"))
+    assert sustained_tensor_scale(gb300) == pytest.approx(2500 * (1260 / 1080) ** 0.5 / 2500)
+    assert sustained_tensor_scale(b300) == pytest.approx(2500 * (990 / 1080) ** 0.5 / 2250)
+    assert clock_fraction(gb300) == sustained_tensor_scale(gb300) and 1.07 < clock_fraction(gb300) < 1.09
+    assert clock_fraction(gb200) == 1.0 and clock_fraction(b200) == 1.0
+    assert abs(2500 * (900 / 1080) ** 0.5 / b200.peak("bf16") * 1e12 - 1) < 0.02
+    capped = replace(gb300, power_limit_w=1200.0)
+    assert sustained_tensor_scale(capped) == pytest.approx(((1200 - 140) / 1080) ** 0.5)  # idle stays 10% of TDP

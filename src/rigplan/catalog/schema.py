@@ -104,6 +104,18 @@ class NodeRecord(Record):
     note: str | None = None
 
 
+class PowerBasisRecord(Record):
+    """The part whose datasheet tensor peak and board power anchor this part's sustained tensor rate: the same SM
+    design at another power limit (estimate.efficiency.sustained_tensor_scale)."""
+
+    part: str
+    bf16_tflops: Annotated[float, Bounded("dense_tflops")]
+    """The anchor part's dense bf16 datasheet peak."""
+    power_w: Annotated[float, Bounded("power_w")]
+    """The anchor part's board power."""
+    note: str
+
+
 def as_of_text(date: dt.date | None) -> str:
     """A snapshot date as shown to users: ISO, or 'undated'."""
     return date.isoformat() if date else "undated"
@@ -173,6 +185,9 @@ class GpuRecord(Record):
     derivable from the SM count and clock: softmax's exponentials pace attention kernels beside the tensor
     cores (estimate.efficiency.softmax_exp_ratio). Null where unknown: the family's attention curve is then
     used as measured."""
+    power_basis: PowerBasisRecord | None = None
+    """Where set, the sustained tensor rate follows the anchor part's by the square root of their board powers above
+    idle, not this part's datasheet peak (Blackwell Ultra is quoted at Blackwell's peaks at more power)."""
     host_cpu: Literal["x86", "grace"] = "x86"
     """CPU family that drives the GPU: 'grace' on Grace superchips (GB200, GB300, GH200), where each
     PyTorch op takes the host ~2.7x longer to issue than on a DGX's Xeon (estimate.moe.HOST_OP_S)."""
@@ -222,6 +237,7 @@ class GpuRecord(Record):
             gpudirect_rdma=self.gpudirect_rdma,
             host_cpu=self.host_cpu,
             exp_per_s=(self.exp_tera_per_s or 0.0) * 1e12,
+            power_basis=(self.power_basis.bf16_tflops * 1e12, self.power_basis.power_w) if self.power_basis else None,
             gpus_per_node=self.node.gpus_per_node,
             nic_bits_per_s=(self.node.nic_gbit_per_s_per_gpu or 0.0) * 1e9,
             price_usd=self.price.usd if self.price else None,

@@ -57,6 +57,9 @@ class Gpu:
     exp_per_s: float = 0.0
     """Special-function-unit exponentials per second (MUFU.EX2), which pace softmax inside attention
     kernels (estimate.efficiency); 0 where unknown."""
+    power_basis: tuple[float, float] | None = None
+    """(dense bf16 peak in FLOP/s, board power in W) of the part whose SM design this one shares, when its
+    sustained tensor rate is to follow that part's by power (estimate.efficiency.sustained_tensor_scale)."""
     gpus_per_node: int = 8
     nic_bits_per_s: float = 0.0
     """Scale-out bandwidth per GPU (one direction), in bits/s, for the default node; 0 when none is known."""

@@ -333,8 +333,33 @@ def efficiency_for(gpu: Gpu) -> Efficiency:
     return AMPERE
 
 
+def sustained_tensor_scale(gpu: Gpu) -> float:
+    """Sustained tensor rate over the datasheet peak for a part whose rate follows another of the same SM design
+    by power (Gpu.power_basis = (P_peak,basis, W_basis)): P_peak,basis · ((W - W_idle) / (W_basis - W_idle,basis))^0.5
+    / P_peak, with the square-root law of clock_fraction and idle at IDLE_POWER_FRACTION of each board power.
+
+    Blackwell's datasheet peaks follow their power: B200 at 1,000 W is quoted at 2,250 TFLOP/s bf16 and GB200 at
+    1,200 W at 2,500, where the law gives 2,500 · (900 / 1,080)^0.5 = 2,282. Blackwell Ultra keeps those figures at
+    more power (B300 1,100 W, GB300 1,400 W) with the same SM count and clock ceiling (GB300: 152 SMs as GB200,
+    facebookexperimental/triton PR #2768; 2,070 MHz maximum against GB200's 2,062), so from GB200 the law puts GB300
+    at 2,700 and B300 at 2,390. Checked: cuBLAS reaches about 2,174 TFLOP/s bf16 on a GB300 at 1,400 W
+    (facebookexperimental/triton PR #2023), 0.81 of 2,700 and 0.87 of 2,500, where an H100 reaches 0.80 of its peak
+    (stas00/ml-engineering's maximum achievable matmul table, 794.5 of 989.5); that table has B300 at 1,769 against
+    B200's 1,745 (1.01x, the law says 1.05x). 1.0 without a basis."""
+    if gpu.power_basis is None or not gpu.tdp_w or not gpu.peak_flop_per_s.get("bf16"):
+        return 1.0
+    basis_peak, basis_w = gpu.power_basis
+    watts = min(gpu.power_limit_w or gpu.tdp_w, gpu.tdp_w)
+    ratio = max(watts - IDLE_POWER_FRACTION * gpu.tdp_w, 0.05 * basis_w) / (basis_w * (1 - IDLE_POWER_FRACTION))
+    return float(basis_peak * ratio**CLOCK_POWER_EXPONENT / gpu.peak("bf16"))
+
+
 def clock_fraction(gpu: Gpu) -> float:
-    """Sustained tensor clock under the part's power limit, relative to its design power (module docstring)."""
+    """Sustained tensor clock under the part's power limit, relative to the clock of its datasheet peak: below the
+    design power by the square-root law (module docstring), and for a part quoted at a sibling's peak at more
+    power, sustained_tensor_scale."""
+    if gpu.power_basis is not None:
+        return sustained_tensor_scale(gpu)
     limit = gpu.power_limit_w or gpu.tdp_w
     if limit >= gpu.tdp_w:
         return 1.0
