@@ -190,3 +190,17 @@ def test_blackwell_ultra_runs_its_tensor_work_at_gb200s_rate_raised_by_its_power
     assert abs(2500 * (900 / 1080) ** 0.5 / b200.peak("bf16") * 1e12 - 1) < 0.02
     capped = replace(gb300, power_limit_w=1200.0)
     assert sustained_tensor_scale(capped) == pytest.approx(((1200 - 140) / 1080) ** 0.5)  # idle stays 10% of TDP
+
+
+def test_the_estimate_says_when_a_part_runs_above_its_datasheet_peak() -> None:
+    from rigplan.flow.estimate import estimate
+    from rigplan.flow.request import EstimateRequest
+
+    def notes(gpu: str) -> list[str]:
+        request = EstimateRequest(model="llama-3.1-8b", gpu=gpu, gpus=8, seq=4096, global_batch=64)
+        return [a for a in estimate(request).to_dict()["assumptions"] if "square-root power law" in a]
+
+    assert notes("gb300") == ["NVIDIA GB300 (Blackwell Ultra GPU in GB300 NVL72): tensor work at 1.080x the 2,500 "
+                              "TFLOP/s datasheet peak, from a 2,500 TFLOP/s part of the same SM design at 1,200 W by "
+                              "the square-root power law (catalog power_basis)"]
+    assert notes("gb200") == [] and notes("h100-sxm") == []

@@ -12,7 +12,14 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.calibration import calibrated_efficiency
-from rigplan.estimate.efficiency import AMPERE, Efficiency, attention_kernel_for, efficiency_for, warp_mma_speedup
+from rigplan.estimate.efficiency import (
+    AMPERE,
+    Efficiency,
+    attention_kernel_for,
+    efficiency_for,
+    sustained_tensor_scale,
+    warp_mma_speedup,
+)
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
 from rigplan.estimate.moe import dispatcher, load_factor
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
@@ -282,6 +289,12 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     if not eff.measured:
         assumptions.append(f"{gpu.name}: efficiency data inherited, not fitted on runs of this GPU family "
                            f"({eff.source})")
+    if gpu.power_basis is not None:
+        basis_flop_per_s, basis_w = gpu.power_basis
+        sustained = sustained_tensor_scale(gpu)
+        assumptions.append(f"{gpu.name}: tensor work at {sustained:.3f}x the {gpu.peak('bf16') / 1e12:,.0f} TFLOP/s "
+                           f"datasheet peak, from a {basis_flop_per_s / 1e12:,.0f} TFLOP/s part of the same SM design "
+                           f"at {basis_w:,.0f} W by the square-root power law (catalog power_basis)")
     assumptions.append(f"{gpu.gpus_per_node} GPUs per node, {gpu.nic_bits_per_s / 1e9:.0f} Gb/s scale-out per GPU, "
                        f"{kernel_note(job, eff, gpu.peak('bf16'))}")
     if not gpu.tdp_w:
