@@ -62,6 +62,19 @@ def test_compare_marks_each_option_that_cannot_run_and_checks_that_one_can() -> 
     assert runner.invoke(cli, [*none_runs, "--json"]).exit_code == 1
 
 
+def test_compare_times_a_gpu_it_cannot_price_and_leaves_its_cost_rows_empty() -> None:
+    runner = CliRunner()
+    args = ["compare", "qwen3-30b-a3b", "8xgb200", "8xgb300", "--tokens", "10B"]
+    data = json.loads(runner.invoke(cli, [*args, "--json"]).output)
+    assert data["infeasible"] == [None, None] and data["unpriced"] == [False, True]
+    rows = {row["key"]: row["values"] for row in data["rows"]}
+    assert all(v > 0 for v in rows["tokens_per_s"]) and rows["cloud_cost_usd"][1] is None
+    assert rows["onprem_cost_usd"][1] is None and rows["cloud_cost_usd"][0] > 0
+    text = runner.invoke(cli, args).output
+    assert "NO PRICE 8xgb300: no cloud offer and no purchase price in the catalog" in text
+    assert "INFEASIBLE" not in text and runner.invoke(cli, [*args, "--check"]).exit_code == 0
+
+
 @pytest.mark.parametrize("command", ["memory", "estimate", "plan", "compare"])
 def test_check_is_documented_in_help(command: str) -> None:
     text = CliRunner().invoke(cli, [command, "--help"]).output

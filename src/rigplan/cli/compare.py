@@ -82,7 +82,10 @@ def compare_command(model: str, options: tuple[str, ...], catalog_dirs: tuple[st
     for row in result.rows:
         table.add_row(row["label"], *[_cell(row["key"], v) for v in row["values"]], row["winner"] or "")
     Console().print(table)
-    for option, reason in zip(data["options"], data["infeasible"], strict=True):
+    for option, reason, unpriced in zip(data["options"], data["infeasible"], data["unpriced"], strict=True):
         if reason:
             Console().print(f"[red]INFEASIBLE[/red] {option}: {reason}")
+        elif unpriced:
+            Console().print(f"[yellow]NO PRICE[/yellow] {option}: no cloud offer and no purchase price in the "
+                            "catalog: speed, memory and power only (a catalog overlay can add one, --catalog)")
     exit_for_check(check, all(data["infeasible"]))

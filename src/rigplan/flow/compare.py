@@ -12,7 +12,7 @@ from rigplan.errors import InvalidSpec
 from rigplan.flow.estimate import estimate
 from rigplan.flow.framework import FrameworkApplied
 from rigplan.flow.model_source import ResolvedModel
-from rigplan.flow.plan import Candidate, candidate_request, plan, why_nothing_runs
+from rigplan.flow.plan import UNPRICED_OFFER, Candidate, candidate_request, plan, why_nothing_runs
 from rigplan.flow.request import PlanRequest
 
 
@@ -26,10 +26,12 @@ class Comparison:
     framework: FrameworkApplied | None = None
     infeasible: list[str | None] = field(default_factory=list)
     """Per option: why it cannot run this job, in plain words (None: it can)."""
+    unpriced: list[bool] = field(default_factory=list)
+    """Per option: rigplan has no price for its GPU (speed and memory only, no cost rows)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"options": self.options, "rows": self.rows, "infeasible": self.infeasible,
-                "framework": self.framework.to_dict() if self.framework else None}
+                "unpriced": self.unpriced, "framework": self.framework.to_dict() if self.framework else None}
 
 
 COMPARE_ROWS: tuple[tuple[str, str, str], ...] = (
@@ -63,17 +65,19 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
     values: list[dict[str, Any]] = []
     best: list[Candidate | None] = []
     infeasible: list[str | None] = []
+    unpriced: list[bool] = []
     catalog = load_catalog(base.catalog)
     model: ResolvedModel | None = None
     framework: FrameworkApplied | None = None
     for text in options:
         count, gpu_id = parse_option(text)
         result = plan(base.model_copy(update={"gpu": [gpu_id], "gpu_counts": [count], "mode": "both",
-                                              "budget": None, "deadline": None, "top": 100}),
+                                              "budget": None, "deadline": None, "top": 100, "unpriced": True}),
                       catalog=catalog, model=model)
         model = result.model
         framework = framework or result.framework
         fitting = [c for c in result.candidates if c.gpus == count]
+        unpriced.append(any(c.offer is UNPRICED_OFFER for c in fitting))
         if not fitting:
             values.append({})
             best.append(None)
@@ -106,4 +110,5 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
             winner = options[pick[1]]
         rows.append({"key": key, "label": label, "values": row_values, "winner": winner})
     rows.append({"key": "layout", "label": "layout", "values": [v.get("layout") for v in values], "winner": None})
-    return Comparison(options=list(options), rows=rows, best=best, framework=framework, infeasible=infeasible)
+    return Comparison(options=list(options), rows=rows, best=best, framework=framework, infeasible=infeasible,
+                      unpriced=unpriced)

@@ -10,6 +10,7 @@ estimate` with a candidate's options reproduces its numbers exactly.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,6 +85,10 @@ class Candidate:
 
 
 OVER_LIMIT_REASON = "over the GPU's memory by less than rigplan's memory uncertainty: may not fit"
+UNPRICED_OFFER = Offer(kind="unpriced", provider="-", pricing="none", usd_per_gpu_hour=None,
+                       source="no cloud offer and no purchase price in the catalog")
+"""The offer of a GPU type rigplan cannot price, kept with PlanRequest.unpriced: its cost is infinite, so it ranks
+after every priced option and never on a cost limit's side."""
 
 
 def parse_money(text: str | float | None, currency: str, cny_per_usd: float) -> float | None:
@@ -281,6 +286,8 @@ def _price(record: GpuRecord, offer: Offer, gpus: int, hours: float, overrides: 
     """Cloud: GPU-hours x price. Owned, 'purchase' basis: the build's capex for every GPU plus energy
     and fixed running costs for the job's hours (the hardware keeps its residual value, reported
     apart); 'amortized' basis: the job's share of a cluster busy at the scenario's utilisation."""
+    if offer.kind == "unpriced":
+        return math.inf
     if offer.kind == "cloud":
         assert offer.usd_per_gpu_hour is not None
         return gpus * hours * offer.usd_per_gpu_hour
@@ -379,6 +386,8 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
             continue
         domain = scale_up_domain(gpu)
         offers = _offers_for(record, request.mode, request.onprem_basis, cny_per_usd)
+        if not offers and request.unpriced:
+            offers = [UNPRICED_OFFER]
         if not offers:
             reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
             continue

@@ -280,6 +280,9 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     """Node size of a stated cluster (--cluster 6x8); default: each GPU's catalog node."""
     interruptible: bool = False
     """Also price spot, community and serverless offers for large multi-week jobs."""
+    unpriced: bool = False
+    """Keep GPU types without any price (no cloud offer, no purchase price) as options with speed and memory only,
+    never cheaper than a priced one; `rigplan compare` sets it so that a part rigplan cannot price is still timed."""
     mode: Literal["cloud", "onprem", "both"] = "both"
     server: str | None = None
     """A server build id or BUILD.yaml: plan on its GPU, with its price and power for owning."""

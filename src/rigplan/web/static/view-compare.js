@@ -29,8 +29,10 @@ export function renderCompare(data) {
     r.values.map((v, i) => el("td", {class: "num" + (r.winner === data.options[i] ? " win" : "") + (why[i] ? " infeasible" : ""),
       text: v === null || v === undefined ? "–" : formatByKey(r.key, v)})),
     el("td", {text: r.winner || ""})));
+  const unpriced = data.unpriced || [];
   const reasons = data.options.map((o, i) => why[i] ? el("div", {class: "banner bad", "data-option": o,
-    text: `${t("infeasible")} ${o}: ${why[i]}`}) : null).filter(Boolean);
+    text: `${t("infeasible")} ${o}: ${why[i]}`}) : unpriced[i] ? el("div", {class: "banner", "data-option": o,
+    text: `${t("unpriced")} ${o}: ${t("unpriced.note")}`}) : null).filter(Boolean);
   $("#compare-out").replaceChildren(el("table", {id: "compare-table"}, el("thead", {}, head), el("tbody", {}, rows)),
     ...reasons);
 }
