@@ -187,6 +187,9 @@ def test_blackwell_ultra_runs_its_tensor_work_at_gb200s_rate_raised_by_its_power
     assert sustained_tensor_scale(b300) == pytest.approx(2500 * (990 / 1080) ** 0.5 / 2250)
     assert clock_fraction(gb300) == sustained_tensor_scale(gb300) and 1.07 < clock_fraction(gb300) < 1.09
     assert clock_fraction(gb200) == 1.0 and clock_fraction(b200) == 1.0
+    # MI325X: MI300X's die and 1,307.4 TFLOP/s at 1,000 W against 750 W; measured 784.9 / 668.4 = 1.174x
+    assert sustained_tensor_scale(_gpu("mi325x")) == pytest.approx((900 / 675) ** 0.5)
+    assert abs(sustained_tensor_scale(_gpu("mi325x")) / (784.9 / 668.4) - 1) < 0.02
     assert abs(2500 * (900 / 1080) ** 0.5 / b200.peak("bf16") * 1e12 - 1) < 0.02
     capped = replace(gb300, power_limit_w=1200.0)
     assert sustained_tensor_scale(capped) == pytest.approx(((1200 - 140) / 1080) ** 0.5)  # idle stays 10% of TDP

@@ -187,7 +187,8 @@ class GpuRecord(Record):
     used as measured."""
     power_basis: PowerBasisRecord | None = None
     """Where set, the sustained tensor rate follows the anchor part's by the square root of their board powers above
-    idle, not this part's datasheet peak (Blackwell Ultra is quoted at Blackwell's peaks at more power)."""
+    idle, not this part's datasheet peak (Blackwell Ultra and MI325X are quoted at their siblings' peaks at more
+    power)."""
     host_cpu: Literal["x86", "grace"] = "x86"
     """CPU family that drives the GPU: 'grace' on Grace superchips (GB200, GB300, GH200), where each
     PyTorch op takes the host ~2.7x longer to issue than on a DGX's Xeon (estimate.moe.HOST_OP_S)."""

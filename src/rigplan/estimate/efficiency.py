@@ -345,7 +345,9 @@ def sustained_tensor_scale(gpu: Gpu) -> float:
     at 2,700 and B300 at 2,390. Checked: cuBLAS reaches about 2,174 TFLOP/s bf16 on a GB300 at 1,400 W
     (facebookexperimental/triton PR #2023), 0.81 of 2,700 and 0.87 of 2,500, where an H100 reaches 0.80 of its peak
     (stas00/ml-engineering's maximum achievable matmul table, 794.5 of 989.5); that table has B300 at 1,769 against
-    B200's 1,745 (1.01x, the law says 1.05x). 1.0 without a basis."""
+    B200's 1,745 (1.01x, the law says 1.05x). AMD's MI325X is the same case: MI300X's die and 1,307.4 TFLOP/s at
+    1,000 W against 750, 1.155x by the law, where that table measures 784.9 against 668.4 TFLOP/s (1.174x).
+    1.0 without a basis."""
     if gpu.power_basis is None or not gpu.tdp_w or not gpu.peak_flop_per_s.get("bf16"):
         return 1.0
     basis_peak, basis_w = gpu.power_basis
