@@ -79,3 +79,15 @@ def test_compare_times_a_gpu_it_cannot_price_and_leaves_its_cost_rows_empty() ->
 def test_check_is_documented_in_help(command: str) -> None:
     text = CliRunner().invoke(cli, [command, "--help"]).output
     assert "--check" in text and "status 1" in text
+
+
+def test_an_unpriced_option_ranks_after_every_priced_one_and_its_cost_is_null() -> None:
+    from rigplan.flow.plan import plan
+    from rigplan.flow.request import PlanRequest
+
+    data = plan(PlanRequest(model="qwen3-30b-a3b", tokens="10B", gpu=["gb300", "gb200"], gpus_max=8,
+                            unpriced=True)).to_dict()
+    costs = [(c["gpu"], c["cost_usd"]) for c in data["ranked"]]
+    assert ("gb300", None) in costs and all(cost is not None for gpu, cost in costs if gpu == "gb200")
+    assert costs.index(("gb300", None)) > max(i for i, (gpu, _) in enumerate(costs) if gpu == "gb200")
+    json.dumps(data, allow_nan=False)  # strict JSON: no Infinity

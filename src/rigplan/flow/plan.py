@@ -245,8 +245,8 @@ class PlanResult:
                 "gpu": c.gpu, "gpus": c.gpus, "layout": c.layout, "global_batch": c.global_batch,
                 "mode": c.offer.to_dict(), "time_to_train_s": c.time_to_train_s, "wall_time_s": c.wall_time_s,
                 "gpu_hours": c.time_to_train_s * c.gpus / 3600, "wall_gpu_hours": c.wall_time_s * c.gpus / 3600,
-                "cost_usd": c.cost_usd, "reliability": e.get("reliability"), "over_limit": c.over_limit,
-                "cost_cny": c.cost_usd * self.cny_per_usd, "tokens_per_s": c.tokens_per_s,
+                "cost_usd": _finite(c.cost_usd), "reliability": e.get("reliability"), "over_limit": c.over_limit,
+                "cost_cny": _finite(c.cost_usd * self.cny_per_usd), "tokens_per_s": c.tokens_per_s,
                 "mfu": e.get("mfu"), "step_time_s": e.get("step_time_s"),
                 "memory": {k: e["memory"]["per_gpu"][k] for k in ("total_bytes", "allocated_bytes")} | {
                     "usable_bytes": e["memory"]["gpu"]["usable_bytes"],
@@ -267,10 +267,15 @@ class PlanResult:
             "framework": self.framework.to_dict() if self.framework else None,
             "candidates": [{"gpu": c.gpu, "gpus": c.gpus, "mode": c.offer.to_dict(),
                             "time_to_train_s": c.time_to_train_s, "wall_time_s": c.wall_time_s,
-                            "cost_usd": c.cost_usd,
+                            "cost_usd": _finite(c.cost_usd),
                             "meets_deadline": c.meets_deadline, "meets_budget": c.meets_budget}
                            for c in self.candidates],
         }
+
+
+def _finite(usd: float) -> float | None:
+    """A cost for JSON: None for an unpriced option's infinite one (UNPRICED_OFFER)."""
+    return usd if math.isfinite(usd) else None
 
 
 def _offers_for(record: GpuRecord, mode: str, basis: str, cny_per_usd: float) -> list[Offer]:
