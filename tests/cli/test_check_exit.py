@@ -91,3 +91,10 @@ def test_an_unpriced_option_ranks_after_every_priced_one_and_its_cost_is_null() 
     assert ("gb300", None) in costs and all(cost is not None for gpu, cost in costs if gpu == "gb200")
     assert costs.index(("gb300", None)) > max(i for i, (gpu, _) in enumerate(costs) if gpu == "gb200")
     json.dumps(data, allow_nan=False)  # strict JSON: no Infinity
+
+
+def test_a_plan_on_an_unpriced_gpu_says_which_commands_still_time_it() -> None:
+    out = CliRunner().invoke(cli, ["plan", "qwen3-30b-a3b", "--tokens", "10B", "--gpu", "gb300", "--json"])
+    assert json.loads(out.output)["infeasible"] == (
+        "no price: no cloud offer and no purchase price in the catalog (rigplan compare and rigplan estimate still "
+        "time it; a catalog overlay, --catalog, can add a price)")
