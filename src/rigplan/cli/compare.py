@@ -21,6 +21,7 @@ from rigplan.cli.common import (
 )
 from rigplan.cost.money import format_usd
 from rigplan.flow.compare import compare
+from rigplan.flow.plan import UNPRICED_OFFER
 from rigplan.flow.request import PlanRequest
 from rigplan.units import format_bytes, format_count, format_duration
 
@@ -86,6 +87,6 @@ def compare_command(model: str, options: tuple[str, ...], catalog_dirs: tuple[st
         if reason:
             Console().print(f"[red]INFEASIBLE[/red] {option}: {reason}")
         elif unpriced:
-            Console().print(f"[yellow]NO PRICE[/yellow] {option}: no cloud offer and no purchase price in the "
-                            "catalog: speed, memory and power only (a catalog overlay can add one, --catalog)")
+            Console().print(f"[yellow]NO PRICE[/yellow] {option}: {UNPRICED_OFFER.source}: speed, memory and power "
+                            "only (a catalog overlay can add one, --catalog)")
     exit_for_check(check, all(data["infeasible"]))

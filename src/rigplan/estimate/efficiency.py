@@ -134,9 +134,6 @@ class Efficiency:
     """GEMM dimension at which the fp8 efficiency is half of fp8_gemm_max (0: gemm_half_dim). A tensor core that
     runs fp8 twice as fast as bf16 needs larger GEMMs to stay busy: measured on an H200, 910 against bf16's 380
     (docs/measurements/h200-2026-12.md, section 11)."""
-    warp_mma_over_reference: float = 0.0
-    """Absolute rate of a warp_mma attention kernel on this family over its rate on the curve's reference part (0:
-    the curve's fraction of peak applies unchanged, as on the family it was measured on)."""
     fp8_grouped_half_dim: float = 0.0
     """The same for an MoE layer's grouped expert GEMMs in fp8 (0: fp8_gemm_half_dim): with their per-expert
     quantization and scale-layout kernels, which the cast bytes (estimate.elementwise) do not cover, they gain
@@ -150,6 +147,9 @@ class Efficiency:
     DeepSeek-V3 pairs it was not fitted on: 1.144 against 1.132 measured (revised 25.11 Megatron-Bridge tables,
     256 GB300) and 1.049 against 1.047 (Megatron-Bridge #1869, B200), where the dense fp8 curve gives 1.34 and
     1.25. Hopper: no paired measurement, the dense fp8 curve."""
+    warp_mma_over_reference: float = 0.0
+    """Absolute rate of a warp_mma attention kernel on this family over its rate on the curve's reference part (0:
+    the curve's fraction of peak applies unchanged, as on the family it was measured on)."""
     fp8_backward_rate: float = 1.0
     """Rate of the backward fp8 GEMMs (dgrad, wgrad) relative to the forward ones. Training recipes run the
     forward fp8 GEMM with cuBLAS fast accumulation and the backward ones with split accumulation (partial
@@ -440,9 +440,8 @@ def warp_mma_speedup(eff: Efficiency, curve: KernelCurve, peak_flop_per_s: float
     as a tensor_speedup for softmax_adjusted_efficiency: P_ref · w / P_part, at most 1, with w the family's
     warp_mma_over_reference (Blackwell: WARP_MMA_B200_OVER_H100). 1 for other kernels, for families without the
     ratio, and for curves measured on this device (calibrations: no reference part)."""
-    if not curve.warp_mma or eff.warp_mma_over_reference <= 0 or curve.reference_peak_flop_per_s <= 0:
-        return 1.0
-    if peak_flop_per_s <= 0:
+    if (not curve.warp_mma or eff.warp_mma_over_reference <= 0 or curve.reference_peak_flop_per_s <= 0
+            or peak_flop_per_s <= 0):
         return 1.0
     return min(1.0, curve.reference_peak_flop_per_s * eff.warp_mma_over_reference / peak_flop_per_s)
 

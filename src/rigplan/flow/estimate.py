@@ -226,7 +226,7 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
             f"all-to-all {a2a}")
 
 
-def kernel_note(job: Job, eff: Efficiency, peak_flop_per_s: float = 0.0) -> str:
+def kernel_note(job: Job, eff: Efficiency, peak_flop_per_s: float) -> str:
     """How the kernels run: stack, torch.compile, autocast, the attention kernel (and when it is an sm80 warp-MMA
     kernel held near its H100 speed on this part, estimate.efficiency.warp_mma_speedup), the fp8 recipe."""
     parts = [f"{job.kernels} kernels"]

@@ -554,8 +554,8 @@ NOTHING_RUNS = {
     "memory.exceeds_capacity": "no layout fits this job in GPU memory",
     "batch.smaller_than_dp": "the global batch is smaller than every data-parallel degree that would fit",
     "precision.unsupported": "the GPU has no tensor cores for this precision",
-    "price.unknown": ("no price: no cloud offer and no purchase price in the catalog (rigplan compare and rigplan "
-                      "estimate still time it; a catalog overlay, --catalog, can add a price)"),
+    "price.unknown": (f"no price: {UNPRICED_OFFER.source} (rigplan compare and rigplan estimate still time it; a "
+                      "catalog overlay, --catalog, can add a price)"),
     "cloud.capacity": "no cloud offer rents this many GPUs",
     "cloud.interruptible_for_long_job": "only interruptible offers, left out of a long job (--interruptible)",
 }
