@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from rigplan.calibration.file import write_calibration
@@ -13,6 +12,7 @@ from rigplan.cli.common import echo_json, guarded, job_options, job_values, mode
 from rigplan.errors import InvalidSpec
 from rigplan.files import load_yaml, read_text
 from rigplan.measure.calibrate import fit, parse_run
+from rigplan.report.text import stdout_console
 
 
 def _runs_file(path: str) -> list[dict[str, Any]]:
@@ -70,7 +70,7 @@ def calibrate_command(model: str | None, runs_path: str | None, output: str, for
     if as_json:
         echo_json(cal.to_dict())
         return
-    console = Console()
+    console = stdout_console()
     step = cal.fit.get("step_time")
     if step:
         table = Table(title=f"calibrate: {cal.device.name} - compute scale {step['compute_scale']:.3f}"

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from rigplan.catalog.load import load_catalog
 from rigplan.catalog.views import gpu_show, model_show, models_list
 from rigplan.cli.common import echo_json, guarded
+from rigplan.report.text import stdout_console
 from rigplan.units import format_count, format_number
 
 
@@ -34,12 +34,13 @@ def models_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...
         echo_json({"models": rows})
         return
     table = Table(title="Models")
-    for col in ("id", "params", "active", "layers", "hidden", "context", "family"):
-        table.add_column(col, justify="left" if col in ("id", "family") else "right")
+    table.add_column("id", overflow="fold")
+    for col in ("params", "active", "layers", "hidden", "context", "family"):
+        table.add_column(col, justify="left" if col == "family" else "right")
     for row in rows:
         table.add_row(row["id"], format_count(row["params_total"]), format_count(row["params_active"]),
                       str(row["layers"]), str(row["hidden"]), str(row["context_length"]), row["family"])
-    Console().print(table)
+    stdout_console().print(table)
 
 
 @models_group.command("show")
@@ -72,8 +73,9 @@ def gpus_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...])
         echo_json({"gpus": [r.model_dump(mode="json") for r in records]})
         return
     table = Table(title="GPUs (dense peak TFLOP/s; sparsity figures are 2x and not used)")
-    for col in ("id", "memory", "kind", "HBM/GDDR GB/s", "bf16", "fp8", "TDP W", "link", "GB/s"):
-        table.add_column(col, justify="left" if col in ("id", "kind", "link") else "right")
+    table.add_column("id", overflow="fold")
+    for col in ("memory", "kind", "HBM/GDDR GB/s", "bf16", "fp8", "TDP W", "link", "GB/s"):
+        table.add_column(col, justify="left" if col in ("kind", "link") else "right")
     for r in records:
         fp8, bf16 = r.dense_tflops.fp8, r.dense_tflops.bf16
         half = format_number(bf16) if bf16 else f"- (fp16 {format_number(r.dense_tflops.half)})"
@@ -81,7 +83,7 @@ def gpus_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...])
                       format_number(r.memory_bandwidth_gb_per_s), half, format_number(fp8) if fp8 else "-",
                       format_number(r.tdp_w) if r.tdp_w else "-", r.link.kind,
                       format_number(r.link.bandwidth_gb_per_s_bidirectional))
-    Console().print(table)
+    stdout_console().print(table)
 
 
 @gpus_group.command("show")
@@ -103,7 +105,7 @@ UNPUBLISHED = frozenset({"tdp_w", "pcie_gen", "nic_gbit_per_s_per_gpu", "gpudire
 
 
 def _print_record(data: dict[str, Any]) -> None:
-    console = Console()
+    console = stdout_console()
     for key, value in data.items():
         if value is None and key in UNPUBLISHED:
             console.print(f"{key}: not published")

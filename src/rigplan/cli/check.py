@@ -23,6 +23,7 @@ from rigplan.measure.check import (
     train_and_measure,
 )
 from rigplan.measure.probe import is_rank_zero, set_threads
+from rigplan.report.text import stdout_console
 
 DEFAULT_SHAPE = {"layers": 4, "hidden": 256, "heads": 8, "kv_heads": 4, "ffn": 688, "vocab": 2048}
 """The model `rigplan check` trains without MODEL or shape flags: a 4-layer Llama-style decoder (~3.7M
@@ -126,4 +127,4 @@ def check_command(model: str | None, method: str, lora_rank: int, lora_targets: 
         echo_json({"title": title, "device": cal.device.name, "ranks": measured.ranks, "rows": rows,
                    "step_times_s": measured.step_times_s, "calibration_source": cal.source})
         return
-    Console().print(render_rows(title, rows))
+    stdout_console().print(render_rows(title, rows))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from rigplan.cli.common import (
@@ -23,6 +22,7 @@ from rigplan.cost.money import format_usd
 from rigplan.flow.compare import compare
 from rigplan.flow.plan import UNPRICED_OFFER
 from rigplan.flow.request import PlanRequest
+from rigplan.report.text import stdout_console
 from rigplan.units import format_bytes, format_count, format_duration
 
 FORMATS = {
@@ -82,11 +82,12 @@ def compare_command(model: str, options: tuple[str, ...], catalog_dirs: tuple[st
     table.add_column("winner")
     for row in result.rows:
         table.add_row(row["label"], *[_cell(row["key"], v) for v in row["values"]], row["winner"] or "")
-    Console().print(table)
+    console = stdout_console()
+    console.print(table)
     for option, reason, unpriced in zip(data["options"], data["infeasible"], data["unpriced"], strict=True):
         if reason:
-            Console().print(f"[red]INFEASIBLE[/red] {option}: {reason}")
+            console.print(f"[red]INFEASIBLE[/red] {option}: {reason}")
         elif unpriced:
-            Console().print(f"[yellow]NO PRICE[/yellow] {option}: {UNPRICED_OFFER.source}: speed, memory and power "
-                            "only (a catalog overlay can add one, --catalog)")
+            console.print(f"[yellow]NO PRICE[/yellow] {option}: {UNPRICED_OFFER.source}: speed, memory and power "
+                          "only (a catalog overlay can add one, --catalog)")
     exit_for_check(check, all(data["infeasible"]))

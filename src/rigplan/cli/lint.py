@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from rigplan.bounds import check
 from rigplan.cli.common import echo_json, fail, guarded
 from rigplan.lint import LintResult, Workload, lint_build
+from rigplan.report.text import stdout_console
 from rigplan.servers.load import resolve_build
 from rigplan.units import parse_count
 
@@ -61,7 +61,7 @@ def lint_command(build: str, for_model: str | None, method: str | None, tokens: 
 
 
 def _print(result: LintResult, quiet: bool) -> None:
-    console = Console()
+    console = stdout_console()
     b = result.build
     table = Table(title=escape(f"rigplan lint {b['id']}: {b['name']}"), show_lines=False, expand=False)
     table.add_column("severity", no_wrap=True)

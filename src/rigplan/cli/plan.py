@@ -32,11 +32,12 @@ from rigplan.flow.request import PlanRequest
 from rigplan.flow.resolve import build_setup
 from rigplan.report.markdown import plan_markdown
 from rigplan.report.plots import plan_plot
+from rigplan.report.text import stdout_console
 from rigplan.units import format_bytes, format_duration
 
 
 def _render(data: dict[str, Any], currency: str) -> None:
-    console = Console()
+    console = stdout_console()
     if data["infeasible"]:
         console.print(f"[red]INFEASIBLE[/red]: {data['infeasible']}")
 
@@ -46,7 +47,8 @@ def _render(data: dict[str, Any], currency: str) -> None:
     for title, rows in (("Recommended (within the limits, cheapest first)", data["ranked"]),
                         ("Pareto front: time vs cost", data["pareto"])):
         table = Table(title=title, title_justify="left")
-        for col in ("GPUs", "purchase", "layout", "time", "cost", "MFU", "mem/GPU", "why"):
+        table.add_column("GPUs", overflow="fold")
+        for col in ("purchase", "layout", "time", "cost", "MFU", "mem/GPU", "why"):
             table.add_column(col, justify="right" if col in ("time", "cost", "MFU", "mem/GPU") else "left")
         for c in rows:
             lay = c["layout"]

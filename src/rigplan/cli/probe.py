@@ -15,6 +15,7 @@ from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.cli.common import echo_json, guarded
 from rigplan.domain.hardware import Gpu
 from rigplan.measure.probe import is_rank_zero, run_probe, set_threads
+from rigplan.report.text import stdout_console
 
 
 def match_gpu(catalog: Catalog, device_name: str) -> Gpu | None:
@@ -124,7 +125,7 @@ def probe_command(output: str, force: bool, gpu_id: str | None, device: str | No
     if as_json:
         echo_json(cal.to_dict())
         return
-    out = Console()
+    out = stdout_console()
     out.print(side_by_side(cal))
     out.print(f"wrote {output}; use it with --calibration {output}")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from rigplan.cli.common import echo_json, guarded
+from rigplan.report.text import stdout_console
 from rigplan.servers.listing import CATEGORIES, server_records, server_row, server_show
 from rigplan.servers.schema import ServerRecord
 from rigplan.units import format_number
@@ -52,7 +52,7 @@ def servers_group(ctx: click.Context, as_json: bool, category: str | None, catal
         table.add_column(col, justify="right" if col in ("kW", "RAM") else "left", no_wrap=col in ("id", "kW"))
     for r in records:
         table.add_row(*(escape(c) for c in _row(r, rows[r.id])))
-    Console().print(table)
+    stdout_console().print(table)
 
 
 @servers_group.command("show")
@@ -78,7 +78,7 @@ def _flat(value: Any) -> str:
 
 
 def _print(data: dict[str, Any]) -> None:
-    console = Console()
+    console = stdout_console()
     for key, value in data.items():
         if value in (None, [], ""):
             continue

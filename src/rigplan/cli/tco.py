@@ -17,6 +17,7 @@ from rigplan.cost.scenarios import SEED_GPU_ID, SeedScenario, seed_scenario
 from rigplan.cost.tariffs import NAMED_TARIFFS
 from rigplan.cost.tco import TcoRequest, TcoResult, build_scenario, compare, select_offers, with_build
 from rigplan.errors import InvalidSpec
+from rigplan.report.text import stdout_console
 from rigplan.units import format_number
 
 
@@ -195,7 +196,7 @@ def tco_command(gpu: str | None, scenario: str | None, as_json: bool, catalog_di
     if request.server is not None:
         request = with_build(request, load_catalog(request.catalog))
     record = load_catalog(request.catalog).gpu(request.gpu)
-    console = Console(highlight=False, soft_wrap=False)
+    console = stdout_console(highlight=False, soft_wrap=False)
     if scenario == "seed":
         seed = seed_scenario(record, build_scenario(request, record), request.gpus)
         if as_json:

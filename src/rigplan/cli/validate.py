@@ -6,12 +6,13 @@ import sys
 from typing import Any
 
 import click
-from rich.console import Console, JustifyMethod
+from rich.console import JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from rigplan.cli.common import echo_json, fail, guarded
+from rigplan.report.text import stdout_console
 from rigplan.validation.run import (
     SUITES,
     CaseResult,
@@ -53,20 +54,13 @@ def _measured_cell(result: CaseResult) -> str:
     return _value(result, result.measured)
 
 
-def _console() -> Console:
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
-    return console
-
-
 def _unit_cell(result: CaseResult) -> str:
     return "GiB" if result.unit == "bytes" else result.unit
 
 
 def render(results: list[CaseResult], summaries: list[GroupSummary], verbose: bool,
            suites: list[SuiteSummary] | None = None, breaches: list[str] | None = None) -> None:
-    console = _console()
+    console = stdout_console()
     units = {r.unit for r in results}
     unit = "GiB" if units == {"bytes"} else "value"
     with_unit = units != {"bytes"} and bool(results)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
@@ -22,8 +23,21 @@ MEMORY_ROWS = (
 )
 
 
+PIPED_WIDTH = 240
+"""Columns of output that goes to a file or a pipe with COLUMNS unset. rich would wrap it at 80 and cut table cells
+short with an ellipsis (a GPU id such as rtx-4090d read as 'rtx-409…'); tables take only the width they need."""
+
+
+def stdout_console(**kwargs: Any) -> Console:
+    """The console a command prints to: the terminal's width on a terminal, COLUMNS where set, else PIPED_WIDTH."""
+    console = Console(**kwargs)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(width=PIPED_WIDTH, **kwargs)
+    return console
+
+
 def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console(emoji=False)  # no :name: codes: names from config files print as written
+    console = console or stdout_console(emoji=False)  # no :name: codes: names from config files print as written
     model, gpu, job, layout, per_gpu = data["model"], data["gpu"], data["job"], data["layout"], data["per_gpu"]
     active = ""
     if model["params_active"] != model["params_total"]:
@@ -113,7 +127,7 @@ def _runs(values: list[int]) -> str:
 def render_estimate(data: dict[str, Any], console: Console | None = None) -> None:
     from rigplan.units import format_duration
 
-    console = console or Console(emoji=False)  # no :name: codes: names from config files print as written
+    console = console or stdout_console(emoji=False)  # no :name: codes: names from config files print as written
     mem = data["memory"]
     model, gpu, layout = mem["model"], mem["gpu"], mem["layout"]
     console.print(
