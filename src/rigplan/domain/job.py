@@ -157,8 +157,9 @@ class Job:
     fp8_attention: bool = False
     """FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine NVTE_FP8_DPA=1 with
     cuDNN's fused FP8 attention; Megatron-Bridge fp8_dot_product_attention): the attention kernel's QK^T and
-    PV products, forward and backward, run on the fp8 tensor cores while its softmax exponentials keep their
-    rate (estimate.efficiency.softmax_adjusted_efficiency, tensor_speedup). Left out: the casts of Q, K, V and
+    PV products, forward and backward, run on the fp8 tensor cores: at the fp8 / bf16 rate cuDNN's benchmark
+    measured for its kernel (KernelCurve.fp8_gain), else with the softmax exponentials at their own rate
+    (estimate.efficiency.attention_kernel_efficiency). Left out: the casts of Q, K, V and
     O to fp8 (a few bytes per element beside the kernel) and any change to what attention saves for backward."""
     fused_swiglu: bool = False
     """Megatron-Core/TE fused SwiGLU: 3f saved per token instead of 4f."""

@@ -29,12 +29,20 @@ whose tensor peak outgrows its exponential rate therefore runs the same kernel f
 
 with X the part's exponentials per second (catalog `exp_tera_per_s`) and F_exp the tensor FLOPs per
 exponential over forward and backward (7·d when d_qk = d_v = d). R_ref is that of the part the curve was
-measured on (H100 SXM for the Hopper curves Blackwell inherits): 0.26 at head dim 128, against 0.56
+measured on (H100 SXM for the Hopper curves Blackwell inherits: FlashAttention-2, SDPA): 0.26 at head dim 128,
+against 0.56
 for GB200 (2.5 PFLOP/s, 5 TeraExponentials/s) and 0.26 for GB300 (10.7, Blackwell Ultra's doubled
 SFU throughput). Checked against NVIDIA's figure for the change alone: with DeepSeek-V3's MLA shapes
 (d_qk 192, d_v 128) in an FP8 forward, the model puts GB300 at 1.3-1.4x GB200 for any tensor
 efficiency from 0.55 to 0.75, where NVIDIA reports about 35% more FPROP throughput
 (tests/unit/test_efficiency.py).
+
+cuDNN's fused attention has curves measured on each family by NVIDIA's SDPA training benchmark (cuDNN 9.19,
+2026: an H200 for Hopper, a GB200 for Blackwell). The Blackwell curve is not moved between Blackwell parts: GB300
+runs it at GB200's fraction times its sustained clock (1.08-1.11x measured, 1.080 by the clock), since the 2026
+kernels emulate part of the exponentials on the FMA units as FlashAttention-4 does; the model above would give
+1.16x more. FP8 attention runs such a curve at its measured fp8 / bf16 rate (KernelCurve.fp8_gain), curves
+without one by the model's tensor_speedup (attention_kernel_efficiency).
 
 Kernels written for sm80's warp-level MMA (FlashAttention-2, PyTorch SDPA's flash and memory-efficient
 backends: KernelCurve.warp_mma) do not use Blackwell's tcgen05 instructions and run there at about the absolute
@@ -95,6 +103,11 @@ Hopper's speed on a part with 2.3x the tensor peak. Forward, head dim 128, non-c
 329.5 on an H100 (pytorch/pytorch issue #142132, tritonbench, SDPA's flash backend, 24 heads x 4,608, 2024-12);
 Dao-AILab/flash-attention issue #1589 (flash-attn 2.7.4 on a B200, head dim 64, non-causal) measures 300-346
 TFLOP/s forward+backward from 1k to 16k tokens, the H100's range."""
+CUDNN_BLACKWELL_FP8_GAIN = 1.26
+"""cuDNN 9.19's fp8 attention over its bf16 attention on Blackwell, forward and backward (1 : 2.5 by FLOPs): median of
+12 rows of NVIDIA's SDPA training benchmark (GB200 and GB300; llama3.1 and DeepSeek-V3 MLA shapes; sequence 4k-16k;
+range 1.13-1.45), where the exponential model would give 1.58x on GB200 and 1.75x on GB300 at 4k: the backward, bound by
+shared memory more than by the tensor cores (FlashAttention-4, Zadouri et al. 2026), gains only 1.09-1.40x."""
 ATTENTION_FLOP_PER_EXP_FACTOR = 1.75
 """Tensor FLOPs per exponential over a forward and backward pass, in units of the forward's 2·(d_qk + d_v)
 per score: forward 1 exponential per score, backward (2.5x the forward's FLOPs) 1 more, (1 + 2.5) / 2."""
@@ -113,6 +126,9 @@ class KernelCurve:
     """bf16 dense peak of the part the curve was measured on (0 = unknown: no softmax adjustment)."""
     reference_exp_per_s: float = 0.0
     """Exponentials per second of that part (0 = unknown: no softmax adjustment)."""
+    fp8_gain: float = 0.0
+    """Rate of the kernel's fp8 path over its bf16 path, forward and backward weighted 1 : 2.5, measured on the curve's
+    part (0: unmeasured, the exponential model's tensor_speedup gives it; attention_kernel_efficiency)."""
     warp_mma: bool = False
     """The kernel is built on the warp-level mma.sync instructions of sm80 (FlashAttention-2, PyTorch SDPA's flash
     and memory-efficient backends): on a part whose tensor cores are driven by newer instructions it keeps about the
@@ -200,11 +216,24 @@ _FA3_H100 = KernelCurve(
     max_fraction=0.58, half_seq=290.0,
     source="FlashAttention-3 paper (arXiv 2407.08608, Figs. 5-6): H100 SXM5, head dim 128, causal forward 521 (2k) / "
            "616 (16k), backward 501 / 561 TFLOP/s")
-_CUDNN_H100 = KernelCurve(
+_CUDNN_919 = ("NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training, cuDNN 9.19 (backend 91901, 2026-02), "
+              "llama3.1 shape (64 query heads, 8 key-value heads, head dim 128), causal, bf16, batch 1, "
+              "sequence 2k-32k; least squares of the forward+backward rate (1 : 2.5 by FLOPs) over the five "
+              "sequences (python benchmarks/cudnn_attention_check.py)")
+_CUDNN_HOPPER = KernelCurve(
     reference_peak_flop_per_s=H100_SXM_BF16_FLOP_PER_S, reference_exp_per_s=H100_SXM_EXP_PER_S,
-    max_fraction=0.53, half_seq=230.0,
-    source="FlashAttention-3 paper (arXiv 2407.08608, Figs. 5-6), cuDNN bars: H100 SXM5, head dim 128, causal forward "
-           "484 (2k) / 539 (16k), backward 465 / 516 TFLOP/s")
+    max_fraction=0.651, half_seq=1237.0, fp8_gain=0.90,
+    source=f"{_CUDNN_919}, H200 (the H100 SXM's SMs, clock and peak): forward 484 (2k) / 591 (4k) / 673 (16k), "
+           "backward 370 / 474 / 579 TFLOP/s. fp8: the same benchmark's causal fp8 rows on the H200 (forward "
+           "854-1,010, backward 471-374 TFLOP/s at 4k-16k) run 1.08x, 0.90x and 0.76x the bf16 rate, median 0.90: "
+           "the fp8 backward is slower than the bf16 one")
+_CUDNN_BLACKWELL = KernelCurve(
+    max_fraction=0.654, half_seq=1673.0, fp8_gain=CUDNN_BLACKWELL_FP8_GAIN,
+    source=f"{_CUDNN_919}, GB200: forward 1,042 (2k) / 1,335 (4k) / 1,687 (16k), backward 836 / 1,132 / 1,402 TFLOP/s. "
+           "Measured on the family, so no softmax adjustment moves it between Blackwell parts: GB300, with twice "
+           "GB200's exponential rate, runs it 1.08-1.11x faster from 4k to 32k, its sustained-clock ratio (1.080), not "
+           "the 1.16x the exponential model gives (the 2026 kernels emulate part of the exponentials on the FMA "
+           "units, as FlashAttention-4 does)")
 
 AMPERE = Efficiency(
     family="ampere", gemm_max=0.87, gemm_half_dim=128.0, fp8_gemm_max=0.0,
@@ -224,7 +253,7 @@ because the published fp8 runs rigplan is checked on used 2024-2025 libraries.""
 HOPPER = Efficiency(
     family="hopper", gemm_max=0.78, gemm_half_dim=400.0, fp8_gemm_max=0.70, fp8_gemm_half_dim=553.0,
     fp8_backward_rate=FP8_SPLIT_ACCUMULATION_RATE,
-    attention={"fa2": _FA2_H100, "fa3": _FA3_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100},
+    attention={"fa2": _FA2_H100, "fa3": _FA3_H100, "cudnn": _CUDNN_HOPPER, "sdpa": _SDPA_H100},
     fused_attention_kernel="cudnn", eager_attention_kernel="sdpa", hbm=0.90,
     source="cuBLAS bf16 on a 700 W H100 SXM reaches ~750-800 of 989 TFLOP/s on large GEMMs (CUTLASS 3.x Hopper "
            "benchmarks: ~75% of peak at 8192^3, ~70% at 4096^3, ~58% at 1024^3, "
@@ -237,7 +266,7 @@ HOPPER = Efficiency(
 BLACKWELL = Efficiency(
     family="blackwell", gemm_max=0.78, gemm_half_dim=1090.0, fp8_gemm_max=0.70, fp8_grouped_half_dim=3000.0,
     warp_mma_over_reference=WARP_MMA_B200_OVER_H100,
-    attention={"fa2": _FA2_H100, "cudnn": _CUDNN_H100, "sdpa": _SDPA_H100}, fused_attention_kernel="cudnn",
+    attention={"fa2": _FA2_H100, "cudnn": _CUDNN_BLACKWELL, "sdpa": _SDPA_H100}, fused_attention_kernel="cudnn",
     eager_attention_kernel="sdpa", hbm=0.90,
     source="GEMM ceiling inherited from Hopper (CUTLASS 3.8 reports ~95% of the SM100 peak for its best kernels, but "
            "no end-to-end cuBLAS sweep of B200 in rigplan's sources); the half-efficiency dimension measured against "
@@ -444,6 +473,20 @@ def warp_mma_speedup(eff: Efficiency, curve: KernelCurve, peak_flop_per_s: float
             or peak_flop_per_s <= 0):
         return 1.0
     return min(1.0, curve.reference_peak_flop_per_s * eff.warp_mma_over_reference / peak_flop_per_s)
+
+
+def attention_kernel_efficiency(eff: Efficiency, curve: KernelCurve, e_curve: Num, *, peak_flop_per_s: float,
+                                exp_per_s: float, flop_per_exp: float, fp8_speedup: float = 1.0) -> Num:
+    """Fraction of this part's bf16 peak an attention kernel reaches, from its curve's value e_curve: moved from the
+    curve's part by the exponential rates (softmax_adjusted_efficiency), sm80 warp-MMA kernels held near their
+    reference part's speed (warp_mma_speedup), and FP8 attention (fp8_speedup = P_fp8 / P_bf16 > 1) at the kernel's
+    measured fp8 gain where it has one (KernelCurve.fp8_gain), else by the exponential model's tensor_speedup."""
+    warp = warp_mma_speedup(eff, curve, peak_flop_per_s)
+    kwargs = dict(peak_flop_per_s=peak_flop_per_s, exp_per_s=exp_per_s, flop_per_exp=flop_per_exp)
+    if curve.fp8_gain > 0:
+        gain = curve.fp8_gain if fp8_speedup > 1.0 else 1.0
+        return softmax_adjusted_efficiency(e_curve, curve, tensor_speedup=warp, **kwargs) * gain
+    return softmax_adjusted_efficiency(e_curve, curve, tensor_speedup=fp8_speedup * warp, **kwargs)
 
 
 def attention_ceiling(eff: Efficiency, kernels: str) -> float:

@@ -33,11 +33,10 @@ from rigplan.estimate.efficiency import (
     Efficiency,
     attention_efficiency,
     attention_flop_per_exp,
+    attention_kernel_efficiency,
     attention_kernel_for,
     clock_fraction,
     gemm_efficiency,
-    softmax_adjusted_efficiency,
-    warp_mma_speedup,
 )
 from rigplan.estimate.elementwise import (
     KERNEL_GAP_S,
@@ -149,11 +148,10 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
         kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel)
         curve = eff.attention[kernel]
         speedup = gpu.peak("fp8") / gpu.peak("bf16") if fp8 and job.fp8_attention else 1.0
-        attn_eff = softmax_adjusted_efficiency(
-            attention_core_efficiency(arch, job, eff, kernel, cp), curve,
+        attn_eff = attention_kernel_efficiency(
+            eff, curve, attention_core_efficiency(arch, job, eff, kernel, cp),
             peak_flop_per_s=gpu.peak("bf16"), exp_per_s=gpu.exp_per_s,
-            flop_per_exp=attention_flop_per_exp(*attention_head_dims(arch)),
-            tensor_speedup=speedup * warp_mma_speedup(eff, curve, gpu.peak("bf16"))) * clock
+            flop_per_exp=attention_flop_per_exp(*attention_head_dims(arch)), fp8_speedup=speedup) * clock
     else:
         attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), clock)
 
