@@ -202,7 +202,10 @@ _SDPA_H100 = KernelCurve(
     source="not re-derived: rigplan's earlier end-to-end figure for PyTorch SDPA (flash backend) under torchtitan on "
            "H100 (0.20 of peak, obtained on 500 W-capped parts, so 0.20 / 0.83 = 0.24 at the 700 W design clock), kept "
            "because the torchtitan context-parallel rows (32k-262k tokens, attention-bound) run well below "
-           "FlashAttention-2's standalone 0.33; the cause is not modelled")
+           "FlashAttention-2's standalone 0.33; the cause is not modelled. Against it: NVIDIA's Llama-3.2-1B training "
+           "benchmark (cudnn-frontend, PyTorch 2.7, H200) measures the flash backend's step at 1.18x the cuDNN "
+           "backend's at 16k tokens, where this curve gives 1.49x and FlashAttention-2's 1.27x "
+           "(python benchmarks/sdpa_backends_llama1b_check.py)")
 _SDPA_A100 = KernelCurve(
     max_fraction=0.30, half_seq=300.0,
     source="not re-derived: rigplan's earlier end-to-end figure for PyTorch SDPA (flash backend) in torchtitan on A100 "
