@@ -36,3 +36,16 @@ def test_batch_equals_scalar(model_id: str, job: Job) -> None:
     batch = peak_total_bytes_batch(arch, job, arrays)
     scalar = [peak_memory(arch, job, Layout(**lay)).total_bytes for lay in chosen]  # type: ignore[arg-type]
     assert batch == pytest.approx(np.array(scalar), rel=1e-9)
+
+
+@pytest.mark.parametrize(("pp", "vpp"), [(32, 1), (16, 1), (8, 2), (4, 1)])
+def test_batch_finds_the_first_rank_of_expert_layers_behind_dense_first_layers(pp: int, vpp: int) -> None:
+    """DeepSeek-V3's 3 dense layers can fill ranks 0 and 1 (pp 32: 1 | 2 | 2 ... layers), so the heaviest rank is
+    the first that holds expert layers; the batched path evaluates it as the scalar path (every rank) does."""
+    arch = load_catalog().model("deepseek-v3").to_domain()
+    job = Job(seq_len=4096, micro_batch=1, recompute="none", global_batch=1024, moe_imbalance=1.0)
+    lay = dict(tp=1, pp=pp, vpp=vpp, dp=256 // pp, cp=1, ep=8, zero=1)
+    arrays = SimpleNamespace(**{k: np.array([v]) for k, v in lay.items()}, sequence_parallel=False)
+    batch = peak_total_bytes_batch(arch, job, arrays)
+    scalar = peak_memory(arch, job, Layout(**lay)).total_bytes  # type: ignore[arg-type]
+    assert batch[0] == pytest.approx(scalar, rel=1e-9)

@@ -329,21 +329,23 @@ def rank_layer_counts(split: PipelineSplit, num_layers: int, first_dense: DenseP
 
 
 @functools.lru_cache(maxsize=4096)
-def _busiest_middle(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: int, vpp: int) -> int:
+def _busiest_middle(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: int, vpp: int,
+                    moe_first: bool = False) -> int:
     if pp <= 2:
         return 0
     counts, dense = _stage_counts(split, num_layers, first_dense, pp, vpp)
     per_rank = [sum(counts[r::pp]) for r in range(pp)]
     moe = [per_rank[r] - sum(dense[r::pp]) for r in range(pp)]
     middle = range(1, pp - 1)
+    if moe_first:
+        return max(middle, key=lambda r: (moe[r], per_rank[r], -r))
     return max(middle, key=lambda r: (per_rank[r], moe[r], -r))
 
 
-def busiest_middle_rank(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: Any, vpp: Any) -> Any:
-    """The rank other than the first and last with the most layers (most MoE layers on a tie);
-    0 when there is none (pp <= 2). Arrays allowed."""
+def _middle_rank(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: Any, vpp: Any,
+                 moe_first: bool) -> Any:
     if _plain(pp, vpp):
-        return _busiest_middle(split, num_layers, first_dense, int(pp), int(vpp))
+        return _busiest_middle(split, num_layers, first_dense, int(pp), int(vpp), moe_first)
     import numpy as np
 
     pp_a, vpp_a = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vpp, dtype=np.int64))
@@ -352,5 +354,19 @@ def busiest_middle_rank(split: PipelineSplit, num_layers: int, first_dense: Dens
     keys: Any = np.unique(pp_a.ravel() * 65_536 + vpp_a.ravel()) if pp_a.size else []
     for key in keys:
         p, v = divmod(int(key), 65_536)
-        out[(pp_a == p) & (vpp_a == v)] = _busiest_middle(split, num_layers, first_dense, int(p), int(v))
+        out[(pp_a == p) & (vpp_a == v)] = _busiest_middle(split, num_layers, first_dense, int(p), int(v), moe_first)
     return int(out) if out.ndim == 0 else out
+
+
+def busiest_middle_rank(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: Any, vpp: Any) -> Any:
+    """The rank other than the first and last with the most layers (most MoE layers on a tie);
+    0 when there is none (pp <= 2). Arrays allowed."""
+    return _middle_rank(split, num_layers, first_dense, pp, vpp, moe_first=False)
+
+
+def moe_heaviest_middle_rank(split: PipelineSplit, num_layers: int, first_dense: DensePattern, pp: Any,
+                             vpp: Any) -> Any:
+    """The rank other than the first and last with the most MoE layers (most layers, then the earliest, on a tie):
+    a model whose first layers are dense (DeepSeek-V3's 3) can leave ranks 0 and 1 with dense layers only, and
+    the first rank of expert layers holds the most bytes. 0 when there is none (pp <= 2). Arrays allowed."""
+    return _middle_rank(split, num_layers, first_dense, pp, vpp, moe_first=True)

@@ -25,7 +25,7 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts
+from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts, moe_heaviest_middle_rank
 from rigplan.estimate import arrays as xp
 from rigplan.estimate import recompute
 from rigplan.estimate.activations import layer_activation_bytes
@@ -534,15 +534,24 @@ def peak_total_bytes_choices(arch: Architecture, job: Job, layout: Any, choices:
     chosen = [replace(job, recompute=choice) for choice in choices]  # type: ignore[arg-type]
     pairs, groups = communicator_count(layout)
     nccl = np.broadcast_to(pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout), pp.shape)
-    # rank 1 differs from rank 0 or the last only with pp >= 3, the last from rank 0 only with pp >= 2
-    for which, rows in ((0, None), (1, np.flatnonzero(pp >= 3)), (2, np.flatnonzero(pp >= 2))):
+    # rank 1 differs from rank 0 or the last only with pp >= 3, the last from rank 0 only with pp >= 2; the middle
+    # rank with the most expert layers differs from rank 1 only where dense-first layers fill rank 1
+    heavy = np.asarray(moe_heaviest_middle_rank(getattr(layout, "split", DEFAULT_SPLIT), arch.num_layers,
+                                                first_dense_layers(arch), pp, np.asarray(layout.vpp)))
+    passes: list[tuple[int, Any]] = [(0, None), (1, np.flatnonzero(pp >= 3)), (2, np.flatnonzero(pp >= 2))]
+    if arch.moe is not None:
+        passes.append((3, np.flatnonzero((pp >= 4) & (np.broadcast_to(heavy, pp.shape) != 1))))
+    for which, rows in passes:
         part = layout if rows is None or not hasattr(layout, "take") else layout.take(rows)
         if rows is not None and not hasattr(layout, "take"):
+            if which == 3 and not np.asarray(rows).size:
+                continue
             rows = None
         part_pp = np.asarray(part.pp)
         if not part_pp.size:
             continue
-        rank = (np.zeros_like(part_pp), np.minimum(1, part_pp - 1), part_pp - 1)[which]
+        part_heavy = heavy if rows is None else np.broadcast_to(heavy, pp.shape)[rows]
+        rank = (np.zeros_like(part_pp), np.minimum(1, part_pp - 1), part_pp - 1, part_heavy)[which]
         num_micro = np.minimum(micro_batches_per_step(job, part), 2 * part_pp * np.asarray(part.vpp) + part_pp)
         first, row = distinct_rows(part.tp, part.cp, part_pp, part.vpp, part.ep, getattr(part, "etp", part.tp),
                                    num_micro)
