@@ -133,7 +133,8 @@ def test_a_job_as_long_as_the_period_is_priced_bought_and_sold_not_at_the_shared
     data = json.loads(invoke("--gpu", "h100-sxm", "--gpus", "64", "--months", "36", "--json").stdout)
     deal = data["buy_use_sell"]
     assert deal["resale_fraction"] == pytest.approx(0.3)
-    assert deal["total_usd"] < data["job"]["onprem_usd"]  # the 70% share would charge idle hours it never has
+    # busy throughout, the job is the cluster's only user: its share is the whole period, as buying and selling
+    assert deal["total_usd"] == pytest.approx(data["job"]["onprem_usd"])
     assert data["onprem"]["lifetime_usd"] < deal["total_usd"] < 1.05 * data["onprem"]["lifetime_usd"]
     assert data["job_verdict"].startswith("BUY-AND-SELL")
     assert any("keeps the GPUs busy 100%" in note for note in data["assumptions"])
@@ -163,3 +164,11 @@ def test_renting_works_for_a_gpu_without_a_purchase_price() -> None:
     assert "RENT" in out.output and "no purchase price" in out.output
     data = json.loads(invoke("--gpu", "t4", "--gpus", "4", "--months", "1", "--cloud-price", "0.35", "--json").stdout)
     assert data["onprem"] is None and data["cloud"][0]["total_usd"] == pytest.approx(4 * 730 * 0.35)
+
+
+def test_a_part_whose_only_offers_are_left_out_says_how_to_include_them() -> None:
+    result = CliRunner().invoke(tco_command, ["--gpu", "b200", "--gpus", "64", "--months", "12"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "no cloud offer in the catalog" not in result.output
+    assert "are left out for this job; add --pricing spot to include them" in result.output
+

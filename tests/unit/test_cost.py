@@ -312,3 +312,18 @@ def test_financing_is_continuous_down_to_the_smallest_rate() -> None:
     usual = financing_usd(52_152.6, 15_645.78, 0.075, 3.0)
     assert 0.0 <= tiny < 1.0
     assert tiny < small < usual
+
+
+def test_a_job_longer_than_the_busy_hours_bears_the_whole_fixed_cost_not_more() -> None:
+    """A job of H hours is charged its share of the u·L busy hours; once H passes u·L the cluster is busier than
+    u and the job bears the whole fixed cost (buy and sell), beyond L in proportion (replacement GPUs)."""
+    s = OnPremScenario(gpu_price_usd=30_000.0, gpu_tdp_w=700.0)
+    per_hour = usd_per_useful_gpu_hour(s, 64.0)
+    owned = s.owned_hours
+    short = 0.5 * s.utilisation * owned
+    assert onprem_cost_usd(64, short, s) == pytest.approx(64 * short * per_hour)
+    whole = onprem_cost_usd(64, owned, s)
+    at_u = onprem_cost_usd(64, s.utilisation * owned, s)
+    assert at_u < whole < 64 * owned * per_hour  # the naive H·c overcharges a job that fills the cluster
+    assert onprem_cost_usd(64, 0.85 * owned, s) < whole
+    assert onprem_cost_usd(64, 2 * owned, s) == pytest.approx(2 * whole)

@@ -20,9 +20,9 @@ from rigplan.cli.common import (
 )
 from rigplan.cost.money import format_usd
 from rigplan.flow.compare import compare
-from rigplan.flow.plan import UNPRICED_OFFER
+from rigplan.flow.plan import OVER_LIMIT_REASON, UNPRICED_OFFER
 from rigplan.flow.request import PlanRequest
-from rigplan.report.text import stdout_console
+from rigplan.report.text import layout_text, stdout_console
 from rigplan.units import format_bytes, format_count, format_duration
 
 FORMATS = {
@@ -37,8 +37,7 @@ def _cell(key: str, value: Any) -> str:
     if value is None:
         return "-"
     if key == "layout":
-        return (f"tp{value['tp']} pp{value['pp']} dp{value['dp']} z{value['zero']} mb{value['micro_batch']} "
-                f"{value['recompute']}")
+        return layout_text(value)
     formatter = FORMATS.get(key)
     return str(formatter(value)) if formatter else str(value)
 
@@ -84,10 +83,14 @@ def compare_command(model: str, options: tuple[str, ...], catalog_dirs: tuple[st
         table.add_row(row["label"], *[_cell(row["key"], v) for v in row["values"]], row["winner"] or "")
     console = stdout_console()
     console.print(table)
-    for option, reason, unpriced in zip(data["options"], data["infeasible"], data["unpriced"], strict=True):
+    for option, reason, unpriced, over in zip(data["options"], data["infeasible"], data["unpriced"],
+                                              data["over_limit"], strict=True):
         if reason:
             console.print(f"[red]INFEASIBLE[/red] {option}: {reason}")
-        elif unpriced:
+            continue
+        if over:
+            console.print(f"[yellow]MAY NOT FIT[/yellow] {option}: {OVER_LIMIT_REASON}")
+        if unpriced:
             console.print(f"[yellow]NO PRICE[/yellow] {option}: {UNPRICED_OFFER.source}: speed, memory and power "
                           "only (a catalog overlay can add one, --catalog)")
     exit_for_check(check, all(data["infeasible"]))

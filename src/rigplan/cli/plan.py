@@ -32,7 +32,7 @@ from rigplan.flow.request import PlanRequest
 from rigplan.flow.resolve import build_setup
 from rigplan.report.markdown import plan_markdown
 from rigplan.report.plots import plan_plot
-from rigplan.report.text import stdout_console
+from rigplan.report.text import layout_text, stdout_console
 from rigplan.units import format_bytes, format_duration
 
 
@@ -51,11 +51,7 @@ def _render(data: dict[str, Any], currency: str) -> None:
         for col in ("purchase", "layout", "time", "cost", "MFU", "mem/GPU", "why"):
             table.add_column(col, justify="right" if col in ("time", "cost", "MFU", "mem/GPU") else "left")
         for c in rows:
-            lay = c["layout"]
-            layout = f"tp{lay['tp']} pp{lay['pp']}" + (f"x{lay['vpp']}" if lay["vpp"] > 1 else "") + \
-                f" dp{lay['dp']}" + (f" cp{lay['cp']}" if lay["cp"] > 1 else "") + \
-                (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + \
-                f" z{lay['zero']} mb{lay['micro_batch']} {lay['recompute']}"
+            layout = layout_text(c["layout"])
             mode = c["mode"]
             where = f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else f"buy ({mode['pricing']})"
             table.add_row(f"{c['gpus']} x {c['gpu']}", where, layout, format_duration(c["wall_time_s"]),
@@ -91,7 +87,8 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
 @click.argument("model", required=False)
 @model_options
 @click.option("--tokens", required=True, help="Tokens to train on, e.g. 2T or 300B.")
-@click.option("--budget", help="Most you can spend: 500k, 3M (USD), or 2000万 with --currency cny.")
+@click.option("--budget", help="Most you can spend: 500k, 3M in --currency (USD by default); ¥ or 万 / 亿 mean "
+                                "yuan (2000万, ¥5M), $ dollars.")
 @click.option("--deadline", help="Longest acceptable training time, e.g. 30d, 12w.")
 @click.option("--gpus-max", type=int, default=4096, show_default=True, help="Largest cluster to consider.")
 @click.option("--gpus-min", type=int, default=1, show_default=True, help="Smallest cluster to consider.")

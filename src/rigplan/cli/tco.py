@@ -43,6 +43,9 @@ def render_tco(result: TcoResult, console: Console) -> None:
             table.add_row(c.offer.provider, c.offer.pricing, m.rate(c.offer.usd_per_gpu_hour),
                           "-" if c.offer.pricing == "user" else as_of_text(c.offer.as_of), m.amount(c.total_usd))
         console.print(table)
+    elif result.gpu.cloud_prices:
+        console.print("Cloud: no catalog offer suits this job (see the assumptions; give --pricing, --cloud-price "
+                      "or --offers FILE)")
     else:
         console.print("Cloud: no offers in the catalog for this GPU (give --cloud-price or --offers FILE)")
     if own is None or s is None:

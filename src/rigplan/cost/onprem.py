@@ -303,29 +303,40 @@ def usd_per_useful_gpu_hour(s: OnPremScenario, num_gpus: FloatOrArray = 1.0) -> 
     of busy hours. `num_gpus` may be a numpy array. Leaves out: spares and repairs, hardware support
     contracts, failed-GPU downtime, taxes, and facility build-out when colo is 0.
     """
+    fixed, energy = _per_gpu_fixed_and_energy(s, num_gpus)
+    return _out(fixed / (s.utilisation * s.owned_hours) + energy)
+
+
+def _per_gpu_fixed_and_energy(s: OnPremScenario, num_gpus: FloatOrArray) -> tuple[Any, float]:
+    """(one GPU's fixed cost over the depreciation period, the energy of one of its busy hours)."""
     n = np.asarray(num_gpus, dtype=np.float64)
     if np.any(n <= 0):
         raise InvalidSpec("number of GPUs must be positive")
     unit = unit_costs(s)
     years = s.depreciation_years
-    fixed = unit.net_capex_usd + years * (unit.fixed_usd_per_year + s.staff_usd_per_year / n)
-    return _out(fixed / (s.utilisation * s.owned_hours) + unit.energy_usd_per_busy_hour)
+    return unit.net_capex_usd + years * (unit.fixed_usd_per_year + s.staff_usd_per_year / n), \
+        unit.energy_usd_per_busy_hour
 
 
 def onprem_cost_usd(num_gpus: FloatOrArray, hours: FloatOrArray, scenario: OnPremScenario) -> FloatOrArray:
     """Cost attributable to a job of `hours` wall-clock hours on `num_gpus` owned GPUs.
 
-    cost = N · H · c(N), with c the owned cost per useful GPU-hour (`usd_per_useful_gpu_hour`):
-    each GPU's capex net of residual, Y years of fixed costs (host power, colo, licence, staff/N)
-    shared over its u·8760·Y busy hours, plus the job's own GPU energy. The job is one user of a
-    cluster of N GPUs kept busy a fraction u of the time; a lone job on an otherwise idle cluster
-    bears more (use utilisation = job hours / owned hours for that). Arrays broadcast.
+    cost = N · H · (F / max(u·L, min(H, L)) + e): each GPU's fixed cost F over the depreciation period (capex net
+    of residual, Y years of host power, colo, licence, staff/N and financing) shared over its busy hours, plus the
+    job's own GPU energy e per busy hour; L = 8760·Y owned hours. The job is one user of a cluster of N GPUs kept
+    busy a fraction u of the time, so it bears its hours' share of u·L (N·H·c with c the cost per useful GPU-hour,
+    `usd_per_useful_gpu_hour`). A job longer than u·L keeps the cluster busier than u: it bears the whole fixed cost
+    (the buy-and-sell view), and beyond L that of the GPUs' replacement in proportion. A lone job on an otherwise
+    idle cluster bears more (use utilisation = job hours / owned hours for that). Arrays broadcast.
     """
     n = np.asarray(num_gpus, dtype=np.float64)
     h = np.asarray(hours, dtype=np.float64)
     if np.any(h < 0):
         raise InvalidSpec("job hours must be non-negative")
-    return _out(np.asarray(n * h * usd_per_useful_gpu_hour(scenario, n), dtype=np.float64))
+    fixed, energy = _per_gpu_fixed_and_energy(scenario, n)
+    owned = scenario.owned_hours
+    busy = np.maximum(scenario.utilisation * owned, np.minimum(h, owned))
+    return _out(np.asarray(n * h * (fixed / busy + energy), dtype=np.float64))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -255,7 +255,12 @@ def compare(request: TcoRequest, record: GpuRecord, offers: list[CloudOffer]) ->
     if record.price is None and request.gpu_price is None:
         notes = (f"{record.name} has no purchase price in the catalog: renting only (give --gpu-price to "
                  "price owning)",)
-        if not cloud:
+        kinds = sorted({price.pricing for price in record.cloud_prices}, key=lambda kind: (kind != "spot", kind))
+        if not cloud and kinds:
+            text = (f"{record.name}: no purchase price in the catalog, and its cloud offers ({', '.join(kinds)}) are "
+                    f"left out for this job; add --pricing {kinds[0]} to include them, or give --gpu-price or "
+                    "--cloud-price.")
+        elif not cloud:
             text = (f"{record.name}: no purchase price and no cloud offer in the catalog; give --gpu-price or "
                     "--cloud-price.")
         else:

@@ -28,10 +28,14 @@ class Comparison:
     """Per option: why it cannot run this job, in plain words (None: it can)."""
     unpriced: list[bool] = field(default_factory=list)
     """Per option: rigplan has no price for its GPU (speed and memory only, no cost rows)."""
+    over_limit: list[bool] = field(default_factory=list)
+    """Per option: no layout fits, and the one shown needs more memory than the GPU has by less than rigplan's
+    memory uncertainty (plan's OVER_LIMIT_REASON: it may not fit)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"options": self.options, "rows": self.rows, "infeasible": self.infeasible,
-                "unpriced": self.unpriced, "framework": self.framework.to_dict() if self.framework else None}
+                "unpriced": self.unpriced, "over_limit": self.over_limit,
+                "framework": self.framework.to_dict() if self.framework else None}
 
 
 COMPARE_ROWS: tuple[tuple[str, str, str], ...] = (
@@ -66,6 +70,7 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
     best: list[Candidate | None] = []
     infeasible: list[str | None] = []
     unpriced: list[bool] = []
+    over_limit: list[bool] = []
     catalog = load_catalog(base.catalog)
     model: ResolvedModel | None = None
     framework: FrameworkApplied | None = None
@@ -82,8 +87,12 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
             values.append({})
             best.append(None)
             infeasible.append(why_nothing_runs(result.stats["infeasible_by_reason"]))
+            over_limit.append(False)
             continue
         infeasible.append(None)
+        # a layout that fits wins over a faster one over the capacity (within the memory uncertainty)
+        fitting = [c for c in fitting if not c.over_limit] or fitting
+        over_limit.append(all(c.over_limit for c in fitting))
         cloud = [c for c in fitting if c.offer.kind == "cloud"]
         owned = [c for c in fitting if c.offer.kind == "onprem"]
         chosen = min(fitting, key=lambda c: c.wall_time_s)
@@ -111,4 +120,4 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
         rows.append({"key": key, "label": label, "values": row_values, "winner": winner})
     rows.append({"key": "layout", "label": "layout", "values": [v.get("layout") for v in values], "winner": None})
     return Comparison(options=list(options), rows=rows, best=best, framework=framework, infeasible=infeasible,
-                      unpriced=unpriced)
+                      unpriced=unpriced, over_limit=over_limit)

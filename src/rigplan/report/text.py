@@ -36,6 +36,16 @@ def stdout_console(**kwargs: Any) -> Console:
     return console
 
 
+def layout_text(lay: dict[str, Any]) -> str:
+    """A searched layout in one short line: tp2 pp8x2 dp16 cp2 ep32 etp2 z1 mb1 selective (cp, ep and the virtual
+    stages only where they are not 1, the expert tp only beside ep > 1)."""
+    etp = (lay.get("etp", 1) or 1) if lay.get("ep", 1) > 1 else 1
+    return (f"tp{lay['tp']} pp{lay['pp']}" + (f"x{lay['vpp']}" if lay.get("vpp", 1) > 1 else "")
+            + f" dp{lay['dp']}" + (f" cp{lay['cp']}" if lay.get("cp", 1) > 1 else "")
+            + (f" ep{lay['ep']}" if lay.get("ep", 1) > 1 else "") + (f" etp{etp}" if etp > 1 else "")
+            + f" z{lay['zero']} mb{lay['micro_batch']} {lay['recompute']}")
+
+
 def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
     console = console or stdout_console(emoji=False)  # no :name: codes: names from config files print as written
     model, gpu, job, layout, per_gpu = data["model"], data["gpu"], data["job"], data["layout"], data["per_gpu"]
@@ -154,6 +164,9 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
     comm = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in b["comm"].items() if v > 0)
     if comm:
         table.add_row("  of which", comm)
+    if b.get("offload_s", 0.0) > 0:
+        table.add_row("CPU offload (host optimizer, host-link copies)",
+                      f"{format_duration(b['offload_s'])} ({100 * b['offload_s'] / data['step_time_s']:.0f}%)")
     if b.get("host_s", 0.0) > 0:
         table.add_row("waiting for the host (MoE sync)",
                       f"{format_duration(b['host_s'])} ({100 * b['host_s'] / data['step_time_s']:.0f}%)")
