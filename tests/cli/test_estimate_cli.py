@@ -108,3 +108,27 @@ def test_host_paced_moe_on_x86_cites_the_slower_published_run() -> None:
     assert any("bridge2602-b200-qwen3-30b" in a for a in x86["assumptions"])
     grace = run(*args, "--gpu", "gb200")
     assert not any("bridge2602-b200-qwen3-30b" in a for a in grace["assumptions"])
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "mi300x", "l40s"])
+def test_mxfp8_needs_block_scaled_tensor_cores(gpu: str) -> None:
+    result = CliRunner().invoke(cli, ["estimate", "qwen3-30b-a3b", "--gpu", gpu, "--gpus", "8", "--ep", "8",
+                                      "--precision", "fp8", "--fp8-recipe", "mxfp8", "--tokens", "1B"])
+    assert result.exit_code == 2
+    assert "--fp8-recipe mxfp8 cannot run on it" in result.output and "Traceback" not in result.output
+    for blackwell_or_cdna4 in ("b200", "mi355x"):
+        ok = CliRunner().invoke(cli, ["estimate", "qwen3-30b-a3b", "--gpu", blackwell_or_cdna4, "--gpus", "8",
+                                      "--ep", "8", "--precision", "fp8", "--fp8-recipe", "mxfp8", "--tokens", "1B"])
+        assert ok.exit_code == 0, ok.output
+
+
+def test_a_switch_that_changes_nothing_says_so() -> None:
+    base = ["estimate", "qwen3-30b-a3b", "--gpus", "16", "--ep", "16", "--tokens", "1B", "--json"]
+    plain = json.loads(CliRunner().invoke(cli, base).output)
+    inert = json.loads(CliRunner().invoke(cli, [*base, "--recompute-mla-up-proj", "--a2a-overlap-schedule",
+                                                "dualpipe"]).output)
+    assert inert["step_time_s"] == plain["step_time_s"]
+    notes = " ".join(inert["assumptions"])
+    assert "--recompute-mla-up-proj changes nothing" in notes and "add --a2a-overlap" in notes
+    full = json.loads(CliRunner().invoke(cli, [*base, "--recompute", "full", "--recompute-moe-act"]).output)
+    assert any("--recompute-moe-act changes nothing beside --recompute full" in a for a in full["assumptions"])

@@ -239,3 +239,13 @@ def test_bf16_loss_keeps_half_the_unfused_logit_buffers() -> None:
     unfused, bf16 = logits("unfused"), logits("bf16")
     head_inputs = 4 * 4096 * 2 * 2048 * 2  # the LM head's inputs, counted in both
     assert (bf16 - head_inputs) / (unfused - head_inputs) == pytest.approx(0.5)
+
+
+def test_memory_json_names_the_expert_layout_and_the_routing_it_ran() -> None:
+    data = json.loads(run("memory", "qwen3-235b-a22b", "--gpus", "256", "--tp", "2", "--pp", "8", "--ep", "32",
+                          "--json").stdout)
+    # etp resolved to 1 (ep*tp does not fit a stage), expert data parallelism from the rest
+    assert (data["layout"]["etp"], data["layout"]["expert_dp"]) == (1, 1)
+    assert data["job"]["moe_load_factor"] == 1.6 and data["job"]["moe_dispatcher"] == "alltoall"
+    dense = json.loads(run("memory", "llama-3.1-8b", "--json").stdout)
+    assert "moe_load_factor" not in dense["job"]

@@ -386,3 +386,23 @@ def test_fused_grouped_mlp_runs_experts_at_the_dense_fp8_curve_and_needs_mxfp8()
     with pytest.raises(InvalidSpec, match="--fp8-recipe mxfp8"):
         speed.estimate(EstimateRequest(**{**{k: v for k, v in base.items() if k != "fp8_recipe"},
                                           "precision": "bf16-mixed"}, moe_fused_grouped_mlp=True))
+
+
+def test_one_expert_rank_carries_the_mean_load_whatever_the_routing() -> None:
+    """With ep = 1 every expert lives on each rank, so the routing imbalance between experts moves no work to a
+    busiest rank: memory and step time are those of balanced routing, and the assumptions line says so."""
+    from rigplan.flow import estimate as speed
+    from rigplan.flow.request import EstimateRequest
+
+    def run(ep: int, **routing: object) -> tuple[float, float, list[str]]:
+        r = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=ep, zero=3,
+                                           tokens="1B", **routing))
+        return float(r.step.step_time_s), float(r.memory.breakdown.total_bytes), list(r.to_dict(with_advice=False)["assumptions"])
+
+    balanced = run(1, balanced_routing=True)
+    for routing in ({}, {"moe_imbalance": 4.0}):
+        step, memory, notes = run(1, **routing)
+        assert step == pytest.approx(balanced[0]) and memory == pytest.approx(balanced[1])
+        assert any("one expert rank holds every expert (ep=1)" in n for n in notes)
+    # across 8 expert ranks the busiest one carries more, and more imbalance costs time
+    assert run(8, moe_imbalance=4.0)[0] > run(8, moe_imbalance=1.6)[0] > run(8, balanced_routing=True)[0]

@@ -88,3 +88,13 @@ def test_multi_host_geforce_zero3_exposes_its_communication() -> None:
     cost = float(result.step.exposed_comm_s) + float(result.step.overlap_tax_s)
     assert float(result.step.exposed_comm_s) > 0.02 * float(result.step.step_time_s)
     assert cost > 0.05 * float(result.step.step_time_s)
+
+
+def test_a_budget_in_wan_or_with_a_yuan_sign_is_in_yuan_whatever_the_currency() -> None:
+    from rigplan.flow.plan import parse_money
+
+    assert parse_money("20万", "usd", 7.1) == pytest.approx(200_000 / 7.1)
+    assert parse_money("¥5M", "usd", 7.1) == pytest.approx(5e6 / 7.1)
+    assert parse_money("$3M", "cny", 7.1) == pytest.approx(3e6)
+    assert parse_money("3M", "cny", 7.1) == pytest.approx(3e6 / 7.1)
+    assert parse_money("3M", "usd", 7.1) == pytest.approx(3e6)

@@ -56,6 +56,7 @@ whose bf16 copy exists during the head's matmuls: 0.2-0.4 GiB).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
@@ -375,8 +376,29 @@ def layer_activation_bytes(
 
     recompute='none': attention + MLP terms; 'selective': without the attention core
     (Korthikanti Sec. 5, 34·s·b·h/t with SP); 'full': the layer input only, p·s·b·h (split by t
-    under SP). Tokens per GPU = micro_batch · seq_len / cp.
+    under SP). Tokens per GPU = micro_batch · seq_len / cp. An MoE layer's routed copies are the busiest
+    expert rank's (estimate.moe.load_factor) where ep > 1, the mean where one rank holds every expert.
     """
+    if not moe_layer or arch.moe is None:
+        return _layer_activation_bytes(arch, job, layout, moe_layer=moe_layer, dropout=dropout)
+    from rigplan.estimate.moe import by_expert_ranks
+
+    many = _layer_activation_bytes(arch, job, layout, moe_layer=True, dropout=dropout)
+    values = {job: many}
+
+    def of(field: str) -> Any:
+        def value(j: Job) -> Any:
+            if j not in values:
+                values[j] = _layer_activation_bytes(arch, j, layout, moe_layer=True, dropout=dropout)
+            return getattr(values[j], field)
+        return by_expert_ranks(layout.ep, job, value)
+
+    return LayerActivations(saved_bytes=of("saved_bytes"), full_bytes=of("full_bytes"))
+
+
+def _layer_activation_bytes(
+    arch: Architecture, job: Job, layout: Layout, *, moe_layer: bool, dropout: bool = False
+) -> LayerActivations:
     tokens = job.micro_batch * job.seq_len / layout.cp
     attention = attention_token_bytes(arch, job, dropout)
     mlp = mlp_token_bytes(arch, job, dropout, moe_layer)

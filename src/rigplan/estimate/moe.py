@@ -50,6 +50,8 @@ follows the load, and uneven expert counts per rank.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from rigplan.domain.job import CUDA_GRAPH_SCOPES, Job
@@ -89,6 +91,30 @@ def load_factor(job: Job) -> float:
     if job.capacity_factor:
         load = min(load, job.capacity_factor)
     return float(load)
+
+
+def single_rank_job(job: Job) -> Job:
+    """The job as it runs where one expert rank holds every expert (ep = 1): the rank receives all k copies of
+    every token, the mean load, whatever the routing imbalance between experts; tokens over an expert's capacity
+    are still dropped, and padding to capacity still pads. load_factor of it: 1, min(1, capacity factor), or the
+    capacity factor when padded."""
+    if job.moe_pad_to_capacity and job.capacity_factor:
+        return job
+    return replace(job, moe_imbalance=1.0)
+
+
+def by_expert_ranks(ep: Num, job: Job, value: Callable[[Job], Num]) -> Num:
+    """value(job) where the experts are spread over ep > 1 ranks, value(single_rank_job(job)) where ep = 1
+    (arrays of ep allowed)."""
+    if isinstance(ep, int | float):  # one layout: no numpy (rigplan memory stays free of it)
+        return value(job) if ep > 1 else value(single_rank_job(job))
+    ep_a = xp.asarray(ep)
+    if not xp.numpy().any(ep_a <= 1):
+        return value(job)
+    single = value(single_rank_job(job))
+    if xp.numpy().all(ep_a <= 1):
+        return single
+    return xp.where(ep_a > 1, value(job), single)
 
 
 def dispatcher(job: Job) -> str:

@@ -138,7 +138,7 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     proj_eff = _gemm_efficiency(eff, _proj_dims(arch, tp, tokens), clock, fp8=fp8)
     mlp_eff = _gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), clock, fp8=fp8)
     # Routed experts: grouped GEMMs of the busiest rank's thin shapes, paced by its load (estimate.moe).
-    load = moe.load_factor(job)
+    load = moe.by_expert_ranks(ep, job, moe.load_factor)
     expert_tp = tp if etp is None else etp
     expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), clock, fp8=fp8,
                                   grouped=not job.moe_fused_grouped_mlp)
@@ -207,13 +207,15 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     # every element-wise op of the layer (norms, rotary, activation, residual adds) runs again in backward.
     redone = recomputed_share + (1.0 if job.recompute == "op" else 0.0)
     passes = 3.0 + redone
-    replicated, split = elementwise_bytes_per_token(arch, job)
+    replicated = moe.by_expert_ranks(ep, job, lambda j: elementwise_bytes_per_token(arch, j)[0])
+    split = moe.by_expert_ranks(ep, job, lambda j: elementwise_bytes_per_token(arch, j)[1])
     per_token = replicated / (tp if layout.sequence_parallel else 1.0) + split / tp
     elementwise = per_token * tokens * layers * passes
     if arch.moe is not None and moe.act_recomputed(job):
         # moe_act: the routed experts' activation runs once more, before fc2's backward
         moe_layers = layers - stage.dense_layers
-        elementwise = elementwise + moe.activation_bytes_per_token(arch, job) / tp * tokens * moe_layers
+        act = moe.by_expert_ranks(ep, job, lambda j: moe.activation_bytes_per_token(arch, j))
+        elementwise = elementwise + act / tp * tokens * moe_layers
     # Megatron's per-module recompute (estimate.recompute_modules): the element-wise part of what reruns
     if recompute_modules.mla_up_proj_recomputed(arch, job):
         elementwise = elementwise + recompute_modules.mla_up_proj_rope_bytes_per_token(arch, job) / tp * tokens * layers
@@ -228,7 +230,8 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
         elementwise = elementwise + act / tp * tokens * dense
     if fp8:
         recast = 1.0 if job.recompute == "full" else op_recompute_matmul_share(arch) if job.recompute == "op" else 0.0
-        elementwise = elementwise + fp8_cast_bytes_per_token(arch, job, tp) * tokens * layers * (1.0 + recast / 2.0)
+        casts = moe.by_expert_ranks(ep, job, lambda j: fp8_cast_bytes_per_token(arch, j, tp))
+        elementwise = elementwise + casts * tokens * layers * (1.0 + recast / 2.0)
     launches = kernels_per_layer(arch, job) * layers * passes
     if peft_kbit.applies(arch, job, moe_layer=False):
         # QLoRA through peft on Hugging Face modules: fp32 casts, adapters and dequantization (estimate.peft_kbit),

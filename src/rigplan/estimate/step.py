@@ -44,7 +44,7 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.estimate import comm, overlap
+from rigplan.estimate import comm, offload, overlap
 from rigplan.estimate.arrays import first_argmax, select
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.elementwise import elementwise_bytes_per_token as elementwise_bytes_per_token
@@ -88,6 +88,9 @@ class StepBreakdown:
     micro_batches: Num
     host_s: Num = 0.0
     """All micro-batches' time the GPU waits for the host to issue work (MoE host sync, estimate.moe)."""
+    offload_s: Num = 0.0
+    """CPU offload: the host optimizer step and its copies, and the weight shards brought over the host link for
+    each micro-batch beyond what its computation hides (estimate.offload)."""
     tokens_per_step: Num
     model_flop_per_step: Num
     hardware_flop_per_step: Num
@@ -227,13 +230,22 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     dp_tax = np.where(group > 1, tail_tax + gather_tax, 0.0)
     dp_step_total = np.where(group > 1, tail + zero12_gather, 0.0)
 
-    t_mb = compute_mb + tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb + host_mb
-    bubble = (pp - 1.0) / vpp * t_mb
     expert_trainable = 0.0 if peft else expert_local
     updated = np.where(zero >= 1, (trainable - expert_trainable) / group + expert_trainable / edp, trainable)
-    touched = OPTIMIZER_BYTES_TOUCHED[job.optimizer] * (0.5 if job.precision == "bf16-true" else 1.0)
-    optimizer_s = updated * touched / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
-    step = m * t_mb + bubble + dp_exposed + dp_tax + optimizer_s
+    # --offload all: the weight shards cross the host link for every micro-batch (estimate.offload)
+    shard = np.where(zero >= 3, local_params / group, local_params)
+    param_offload_mb = offload.parameter_offload_s(job, gpu, shard, compute_mb)
+    t_mb = compute_mb + tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb + host_mb + param_offload_mb
+    bubble = (pp - 1.0) / vpp * t_mb
+    if job.offload in ("optimizer", "all"):  # the optimizer runs on the host (estimate.offload)
+        optimizer_s = 0.0 * updated
+        host_optimizer_s = offload.optimizer_offload_s(job, gpu, updated, m * backward_mb)
+    else:
+        touched = OPTIMIZER_BYTES_TOUCHED[job.optimizer] * (0.5 if job.precision == "bf16-true" else 1.0)
+        optimizer_s = updated * touched / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
+        host_optimizer_s = 0.0 * updated
+    offload_s = host_optimizer_s + m * param_offload_mb
+    step = m * t_mb + bubble + dp_exposed + dp_tax + optimizer_s + host_optimizer_s
 
     whole = micro_batch_flops(arch, job, micro_batch=mb, causal_fraction=causal_fraction_for(job.attention),
                               recompute_fraction=whole_model_recompute_fraction(arch, job, layout, pp, vpp))
@@ -246,7 +258,8 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         step_time_s=step, compute_s=m * compute_mb + dp_tax, bubble_s=bubble,
         exposed_comm_s=m * (tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb) + dp_exposed,
         tp_comm_s=m * tp_mb, cp_comm_s=m * cp_mb, ep_comm_s=m * ep_mb, pp_comm_s=m * pp_mb,
-        dp_comm_s=m * fsdp_mb + dp_exposed, optimizer_s=optimizer_s, host_s=m * host_mb, micro_batches=m,
+        dp_comm_s=m * fsdp_mb + dp_exposed, optimizer_s=optimizer_s, host_s=m * host_mb, offload_s=offload_s,
+        micro_batches=m,
         tokens_per_step=sequences * seq,
         model_flop_per_step=whole.model_flop / mb * sequences,
         hardware_flop_per_step=whole.hardware_flop / mb * sequences,

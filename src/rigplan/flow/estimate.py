@@ -136,6 +136,7 @@ class EstimateResult:
                 "bubble_s": float(st.bubble_s),
                 "optimizer_s": float(st.optimizer_s),
                 "host_s": float(st.host_s),
+                "offload_s": float(st.offload_s),
                 "comm": {"tp_s": float(st.tp_comm_s), "cp_s": float(st.cp_comm_s), "ep_s": float(st.ep_comm_s),
                          "pp_s": float(st.pp_comm_s), "dp_s": float(st.dp_comm_s)},
                 "comm_by_axis": comm_by_axis(st),
@@ -211,10 +212,16 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
                                                                  "--moe-imbalance)"))
     if job.capacity_factor and job.moe_pad_to_capacity:
         how = f"expert inputs padded to capacity factor {job.capacity_factor:g}"
+    elif layout.ep == 1:
+        how = "one expert rank holds every expert (ep=1), so it carries the mean load whatever the routing"
+        if job.capacity_factor:
+            how += f", capacity factor {job.capacity_factor:g}"
     elif job.capacity_factor:
         how += f", capacity factor {job.capacity_factor:g}"
     deepep = dispatcher(job) == "deepep"
-    if job.a2a_overlap and job.a2a_overlap_schedule == "dualpipe":
+    if layout.ep == 1:
+        a2a = "none (ep=1)"
+    elif job.a2a_overlap and job.a2a_overlap_schedule == "dualpipe":
         a2a = "hidden behind computation (DualPipe)"
     elif job.a2a_overlap:
         a2a = ("partly overlapped (Megatron-Core 1F1B EP overlap, DeepEP)" if deepep

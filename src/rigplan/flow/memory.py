@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any
 from rigplan.catalog.load import Catalog
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
+from rigplan.domain.model import Architecture
 from rigplan.domain.stages import virtual_stage_layers
 from rigplan.estimate.allocator import cache_within_device
 from rigplan.estimate.memory import MemoryBreakdown, peak_memory
+from rigplan.estimate.moe import by_expert_ranks, dispatcher, load_factor
 from rigplan.estimate.params import count_params
 from rigplan.flow.fit import advice, fit_verdict, nothing_fits_note
 from rigplan.flow.resolve import TrainingSetup, build_setup
@@ -20,6 +22,18 @@ if TYPE_CHECKING:
 
 MAX_SEARCH_SEQ = 1 << 24
 MAX_SEARCH_BATCH = 1 << 16
+
+
+def moe_job_dict(arch: Architecture, job: Job, layout: Layout) -> dict[str, Any]:
+    """The routing of an MoE job as JSON values, resolved as the estimators use it (empty for a dense model)."""
+    if arch.moe is None:
+        return {}
+    return {"moe_imbalance": job.moe_imbalance or None, "capacity_factor": job.capacity_factor or None,
+            "moe_pad_to_capacity": job.moe_pad_to_capacity,
+            "moe_load_factor": float(by_expert_ranks(layout.ep, job, load_factor)),
+            "moe_dispatcher": dispatcher(job), "a2a_overlap": job.a2a_overlap,
+            "a2a_overlap_schedule": job.a2a_overlap_schedule if job.a2a_overlap else None,
+            "moe_fused_grouped_mlp": job.moe_fused_grouped_mlp}
 
 
 @dataclass(frozen=True)
@@ -91,10 +105,12 @@ class MemoryResult:
                 "expandable_segments": s.job.expandable_segments, "varying_lengths": s.job.varying_lengths,
                 "kernels": s.job.kernels, "compile": s.job.compile, "autocast": s.job.autocast,
                 "attention_kernel": s.job.attention_kernel, "fp8_recipe": s.job.fp8_recipe,
+                **moe_job_dict(s.arch, s.job, s.layout),
             },
             "layout": {
                 "tp": s.layout.tp, "pp": s.layout.pp, "vpp": s.layout.vpp, "dp": s.layout.dp,
-                "cp": s.layout.cp, "ep": s.layout.ep, "zero": s.layout.zero,
+                "cp": s.layout.cp, "ep": s.layout.ep, "etp": s.layout.expert_tp, "expert_dp": s.layout.expert_dp,
+                "zero": s.layout.zero,
                 "sequence_parallel": s.layout.sequence_parallel, "gpus": s.layout.num_gpus,
                 **pipeline_split_dict(s.layout, s.arch.num_layers),
             },

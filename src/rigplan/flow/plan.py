@@ -92,13 +92,19 @@ after every priced option and never on a cost limit's side."""
 
 
 def parse_money(text: str | float | None, currency: str, cny_per_usd: float) -> float | None:
-    """'500k', '3M', '2000万', '1.5亿' in the given currency -> USD."""
+    """'500k', '3M' in the given currency -> USD; an amount written with ¥ or in 万 / 亿 is in yuan, one written
+    with $ in dollars, whatever the currency ('20万' is CNY 200,000, not USD 200,000)."""
     if text is None:
         return None
     if isinstance(text, int | float):
         amount = float(text)
     else:
-        raw = text.strip().replace("$", "").replace("¥", "").replace(",", "")
+        raw = text.strip()
+        if "$" in raw:
+            currency = "usd"
+        elif "¥" in raw or "￥" in raw or raw.endswith(("万", "亿", "元")):
+            currency = "cny"
+        raw = raw.replace("$", "").replace("¥", "").replace("￥", "").replace(",", "").removesuffix("元")
         scale = 1.0
         if raw.endswith("万"):
             raw, scale = raw[:-1], WAN
@@ -385,7 +391,8 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
             progress(done, len(records))
         gpu = with_network(record.to_domain(), gpus_per_node=request.gpus_per_node)
         try:
-            check_precision_on_gpu(gpu, job.precision, defaulted=request.precision is None)
+            check_precision_on_gpu(gpu, job.precision, defaulted=request.precision is None,
+                                   fp8_recipe=job.fp8_recipe)
         except UnsupportedPrecision:
             reasons["precision.unsupported"] = reasons.get("precision.unsupported", 0) + 1
             continue

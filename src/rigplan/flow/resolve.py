@@ -81,9 +81,37 @@ def _routing(spec: JobSpec) -> dict[str, object]:
 _TENSOR_PRECISION_OF_RECIPE = {"bf16-mixed": "bf16", "bf16-true": "bf16", "fp16-mixed": "fp16", "fp8": "fp8"}
 
 
-def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False) -> None:
-    """A recipe whose tensor precision the part lacks (bf16 on V100/T4, fp8 before Hopper/Ada) is an
-    error naming the recipe that does run; a silent fallback would misstate both memory and speed."""
+MX_ARCHITECTURES = ("blackwell", "cdna 4")
+"""Architectures whose tensor cores take block-scaled MX formats (MXFP8): NVIDIA Blackwell (sm_100, sm_103,
+sm_120; Transformer Engine's MXFP8BlockScaling needs compute capability 10.0 or later) and AMD CDNA 4 (MI350
+series). Hopper, Ada and CDNA 3 scale fp8 per tensor only."""
+
+
+def _inert_switches(arch: Architecture, job: Job) -> list[str]:
+    """One line for each switch given that changes nothing in this job, and what it needs."""
+    notes = []
+    if job.a2a_overlap_schedule == "dualpipe" and not job.a2a_overlap:
+        notes.append("--a2a-overlap-schedule dualpipe schedules the expert all-to-all overlap and changes nothing "
+                     "without it; add --a2a-overlap")
+    if job.recompute_mla_up_proj and arch.mla is None:
+        notes.append(f"--recompute-mla-up-proj changes nothing: {arch.id} has no multi-head latent attention")
+    if job.recompute_moe_act and arch.moe is None:
+        notes.append(f"--recompute-moe-act changes nothing: {arch.id} has no routed experts")
+    elif job.recompute_moe_act and job.recompute not in ("none", "selective"):
+        notes.append(f"--recompute-moe-act changes nothing beside --recompute {job.recompute}: the recomputed "
+                     "layers keep their inputs only")
+    return notes
+
+
+def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False, fp8_recipe: str | None = None) -> None:
+    """A recipe whose tensor precision the part lacks (bf16 on V100/T4, fp8 before Hopper/Ada, MXFP8 before
+    Blackwell / CDNA 4) is an error naming the recipe that does run; a silent fallback would misstate both memory
+    and speed."""
+    if precision == "fp8" and fp8_recipe == "mxfp8" and gpu.has_precision("fp8") and not any(
+            name in gpu.architecture.lower() for name in MX_ARCHITECTURES):
+        raise UnsupportedPrecision(f"{gpu.name} has no block-scaled (MX) fp8 tensor cores, so --fp8-recipe mxfp8 "
+                                   "cannot run on it (Blackwell and CDNA 4 have them); use --fp8-recipe delayed or "
+                                   "current")
     need = _TENSOR_PRECISION_OF_RECIPE.get(precision)
     if need is None or gpu.has_precision(need):
         return
@@ -194,12 +222,13 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         compile=spec.compile, autocast=spec.autocast, attention_kernel=spec.attention_kernel,
         fp8_recipe=spec.fp8_recipe,
     )
-    check_precision_on_gpu(gpu, precision, defaulted=spec.precision is None)
+    check_precision_on_gpu(gpu, precision, defaulted=spec.precision is None, fp8_recipe=spec.fp8_recipe)
     if layout.zero == 3 and job.is_peft:
         assumptions.append("ZeRO-3/FSDP shards the frozen base weights too")
     if job.fsdp_flat_params and layout.zero != 3:
         assumptions.append("--fsdp-flat-params describes FSDP1 (ZeRO-3) and changes nothing at --zero "
                            f"{layout.zero}; add --zero 3 (or --fsdp) for it")
+    assumptions.extend(_inert_switches(arch, job))
     calibration = None
     if spec.calibration is not None:
         from rigplan.calibration.file import applied_note, calibration_from  # pydantic and YAML: only when asked
