@@ -199,9 +199,10 @@ def test_a_layout_whose_tp_experts_do_not_fit_runs_at_etp_1_and_says_so() -> Non
 def test_expert_count_error_lists_the_nearest_ep_that_divide_it() -> None:
     out = run("memory", "glm-4.5", "--gpu", "h100-sxm", "--gpus", "512", "--pp", "8", "--ep", "64")
     assert out.returncode == 2
-    assert "ep=64 must divide experts=160 (ep that do: 32, 40, 80, 160)" in out.stderr
+    # 40, 80 and 160 divide the experts but not the 64 GPUs of a stage
+    assert "ep=64 must divide experts=160 (ep that do: 16, 32)" in out.stderr
     zh = run("--lang", "zh", "memory", "glm-4.5", "--gpu", "h100-sxm", "--gpus", "512", "--pp", "8", "--ep", "64")
-    assert "可整除的 ep：32, 40, 80, 160" in zh.stderr
+    assert "可整除的 ep：16, 32" in zh.stderr
 
 
 def test_fp8_weights_keep_a_transpose_on_hopper_only() -> None:
@@ -249,3 +250,10 @@ def test_memory_json_names_the_expert_layout_and_the_routing_it_ran() -> None:
     assert data["job"]["moe_load_factor"] == 1.6 and data["job"]["moe_dispatcher"] == "alltoall"
     dense = json.loads(run("memory", "llama-3.1-8b", "--json").stdout)
     assert "moe_load_factor" not in dense["job"]
+
+
+def test_a_stage_too_small_for_ep_names_the_ep_that_fit_and_the_gpus_that_would() -> None:
+    out = run("memory", "qwen3-30b-a3b", "--gpus", "256", "--pp", "8", "--ep", "3")
+    assert out.returncode == 2 and "ep that do at etp 1: 1, 2, 4, 8, 16, 32" in out.stderr
+    alone = run("memory", "qwen3-30b-a3b", "--ep", "8")
+    assert alone.returncode == 2 and "or --gpus 8 or a multiple of it" in alone.stderr

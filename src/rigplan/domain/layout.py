@@ -50,9 +50,13 @@ class Layout:
             raise InvalidSpec(f"--etp must be an integer >= 1 (0: equal to tp), got {self.etp}")
         stage = self.tp * self.cp * self.dp
         if stage % (self.ep * self.expert_tp):
+            fitting = [e for e in range(1, stage + 1) if stage % (e * self.expert_tp) == 0]
+            more = (f"; or --gpus {self.ep * self.expert_tp * self.pp} or a multiple of it"
+                    if stage < self.ep * self.expert_tp else "")
             raise InvalidSpec(f"ep*etp = {self.ep}*{self.expert_tp} must divide the GPUs of a pipeline stage, "
                               f"tp*cp*dp = {self.tp}*{self.cp}*{self.dp} = {stage} "
-                              "(Megatron-Core MoE parallel folding)")
+                              f"(Megatron-Core MoE parallel folding; ep that do at etp {self.expert_tp}: "
+                              f"{', '.join(map(str, fitting[-6:])) or 'none'}{more})")
         if self.vpp > 1 and self.pp == 1:
             raise InvalidSpec(f"vpp={self.vpp} needs pipeline parallelism (pp > 1)")
         if self.sequence_parallel and self.tp == 1:
@@ -90,7 +94,9 @@ def check_layout_for_model(layout: Layout, *, num_layers: int, num_heads: int, n
     if layout.ep > 1 and num_experts == 0:
         problems.append(f"ep={layout.ep} needs a mixture-of-experts model")
     elif num_experts and num_experts % layout.ep:
-        divisors = [d for d in range(2, num_experts + 1) if num_experts % d == 0]
+        stage = layout.tp * layout.cp * layout.dp
+        divisors = [d for d in range(2, num_experts + 1)
+                    if num_experts % d == 0 and stage % (d * layout.expert_tp) == 0]
         fits = [d for d in divisors if d < layout.ep][-2:] + [d for d in divisors if d > layout.ep][:2]
         problems.append(f"ep={layout.ep} must divide experts={num_experts}"
                         + (f" (ep that do: {', '.join(map(str, fits))})" if fits else ""))
