@@ -397,7 +397,8 @@ def test_one_expert_rank_carries_the_mean_load_whatever_the_routing() -> None:
     def run(ep: int, **routing: object) -> tuple[float, float, list[str]]:
         r = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=ep, zero=3,
                                            tokens="1B", **routing))
-        return float(r.step.step_time_s), float(r.memory.breakdown.total_bytes), list(r.to_dict(with_advice=False)["assumptions"])
+        notes = list(r.to_dict(with_advice=False)["assumptions"])
+        return float(r.step.step_time_s), float(r.memory.breakdown.total_bytes), notes
 
     balanced = run(1, balanced_routing=True)
     for routing in ({}, {"moe_imbalance": 4.0}):
