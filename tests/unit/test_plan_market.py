@@ -70,6 +70,8 @@ def test_a_stated_cluster_gets_its_best_plan() -> None:
     # The cluster is had, not bought for this job: owning is priced as the job's share unless asked otherwise.
     owned = {c["mode"]["pricing"] for c in data["candidates"] if c["mode"]["kind"] == "onprem"}
     assert owned == {"amortized"}
+    # on the cluster one has: renting is left out unless asked (--both or --cloud)
+    assert {c["mode"]["kind"] for c in data["candidates"]} == {"onprem"}
     bought = subprocess.run([sys.executable, "-c", "from rigplan.cli.main import main; main()", "plan", "llama-3.1-8b",
                              "--tokens", "100B", "--cluster", "6x8:h100-sxm", "--onprem-basis", "purchase", "--json"],
                             capture_output=True, text=True, timeout=600)
@@ -78,6 +80,10 @@ def test_a_stated_cluster_gets_its_best_plan() -> None:
     bad = subprocess.run([sys.executable, "-c", "from rigplan.cli.main import main; main()", "plan", "llama-3.1-8b",
                           "--tokens", "100B", "--cluster", "six nodes"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("rigplan: error: --cluster")
+    other = subprocess.run([sys.executable, "-c", "from rigplan.cli.main import main; main()", "plan", "llama-3.1-8b",
+                            "--tokens", "100B", "--cluster", "6x8:h100-sxm", "--gpu", "a100-80gb-sxm"],
+                           capture_output=True, text=True, timeout=120)
+    assert other.returncode == 2 and "names its GPU and --gpu a100-80gb-sxm another" in other.stderr
 
 
 def test_multi_host_geforce_zero3_exposes_its_communication() -> None:

@@ -95,8 +95,9 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
 @click.option("--gpus-exact", "gpu_counts", multiple=True, type=int,
               help="Exact GPU count to plan for (repeatable) instead of every node count up to --gpus-max.")
 @click.option("--cluster", help="The cluster you have: NODESxGPUS[:GPU], e.g. 6x8 or 6x8:h100-sxm; plans for "
-                                "exactly that many GPUs in nodes of that size, and prices owning them as this job's "
-                                "share (--onprem-basis amortized) unless you give --onprem-basis.")
+                                "exactly that many GPUs in nodes of that size, on that cluster (--both or --cloud to "
+                                "compare renting the same), and prices owning them as this job's share "
+                                "(--onprem-basis amortized) unless you give --onprem-basis.")
 @click.option("--interruptible", is_flag=True,
               help="Also price spot, community and serverless offers for large multi-week jobs.")
 @click.option("--server", help="Server build (rigplan servers) to plan on: its GPU, price and power.")
@@ -156,7 +157,12 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
         nodes, per_node, cluster_gpu = parse_cluster(cluster)
         counts, kwargs["gpus_per_node"] = [nodes * per_node], per_node
         if cluster_gpu:
+            if gpus and gpus != [cluster_gpu]:
+                fail(f"--cluster {cluster} names its GPU and --gpu {' '.join(gpus)} another; give one (--cluster "
+                     f"{nodes}x{per_node} --gpu ID plans that GPU in the cluster's shape)")
             gpus = [cluster_gpu]
+        if not (cloud_only or both_modes):
+            mode = "onprem"  # the cluster is had: plan on it (--both or --cloud to compare renting)
         ctx = click.get_current_context()
         if ctx.get_parameter_source("onprem_basis") is click.core.ParameterSource.DEFAULT:
             kwargs["onprem_basis"] = "amortized"  # the cluster is had, not bought for this job
