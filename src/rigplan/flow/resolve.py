@@ -116,9 +116,11 @@ def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False,
     if need is None or gpu.has_precision(need):
         return
     alternative = "bf16-mixed" if gpu.has_precision("bf16") else "fp16-mixed"
-    origin = f"the default precision {precision}" if defaulted else f"--precision {precision}"
-    raise UnsupportedPrecision(f"{gpu.name} has no {need} tensor cores, so {origin} cannot run on it; "
-                               f"use --precision {alternative}")
+    if defaulted:
+        raise UnsupportedPrecision(f"{gpu.name} has no {need} tensor cores, so the default precision {precision} "
+                                   f"cannot run on it; use --precision {alternative}")
+    raise UnsupportedPrecision(f"{gpu.name} has no {need} tensor cores, so --precision {precision} cannot run on "
+                               f"it; use --precision {alternative}")
 
 
 def _fp8_transpose_cache(spec: JobSpec, gpu: Gpu, precision: str, assumptions: list[str]) -> bool:
