@@ -104,3 +104,12 @@ def test_a_budget_in_wan_or_with_a_yuan_sign_is_in_yuan_whatever_the_currency() 
     assert parse_money("$3M", "cny", 7.1) == pytest.approx(3e6)
     assert parse_money("3M", "cny", 7.1) == pytest.approx(3e6 / 7.1)
     assert parse_money("3M", "usd", 7.1) == pytest.approx(3e6)
+
+
+def test_more_than_one_server_is_a_large_job_whatever_the_server_size() -> None:
+    from rigplan.cost.cloud import interruptible_pricing_unsuitable
+
+    weeks = 3 * 7 * 24.0
+    assert not interruptible_pricing_unsuitable(8, weeks)  # one 8-GPU server
+    assert interruptible_pricing_unsuitable(8, weeks, gpus_per_node=4)  # two 4-GPU workstations
+    assert not interruptible_pricing_unsuitable(64, 24.0)  # a day is not multi-week

@@ -27,7 +27,7 @@ time limit. One lost rank stops a synchronous multi-node job."""
 LONG_JOB_HOURS = 336.0
 """Two weeks: a "multi-week" job (rigplan threshold)."""
 LARGE_JOB_GPUS = 8
-"""More than one 8-GPU server (rigplan threshold)."""
+"""More than one server: a part's own node size where known, else an 8-GPU server (rigplan threshold)."""
 
 
 DEFAULT_CAPACITY_GPUS = {"on-demand": 512, "reserved": 512, "spot": 64, "community": 64, "serverless": 8}
@@ -37,9 +37,10 @@ on-demand and reserved; spot and community pools, and serverless worker quotas, 
 (rigplan ASSUMPTION: 64, 64 and 8). A provider cannot rent 4,096 B200 as spot instances."""
 
 
-def interruptible_pricing_unsuitable(num_gpus: int, hours: float) -> bool:
-    """Large multi-week jobs are not priced at spot, community or serverless rates unless asked."""
-    return num_gpus > LARGE_JOB_GPUS and hours > LONG_JOB_HOURS
+def interruptible_pricing_unsuitable(num_gpus: int, hours: float, gpus_per_node: int = LARGE_JOB_GPUS) -> bool:
+    """Large multi-week jobs (more than one server, more than two weeks) are not priced at spot, community or
+    serverless rates unless asked: a reclaimed host stops every rank of the job."""
+    return num_gpus > gpus_per_node and hours > LONG_JOB_HOURS
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -270,14 +270,14 @@ def compare(request: TcoRequest, record: GpuRecord, offers: list[CloudOffer]) ->
                     f"for the job; owning is not priced (no purchase price).")
         return TcoResult(gpu=record, money=money, scenario=None, job_hours=hours, job_basis=basis, cloud=cloud,
                          onprem=None, onprem_job_usd=None, breakevens=(), by_utilisation=(),
-                         assumptions=notes + _offer_notes(request, offers, n, hours), verdict=text,
+                         assumptions=notes + _offer_notes(request, record, offers, n, hours), verdict=text,
                          requested_gpus=n)
     scenario = build_scenario(request, record)
     tco_own = onprem_tco(scenario, n)
     breakevens = tuple(breakeven(scenario, o, n) for o in offers)
     grid = sorted({*UTILISATION_GRID, scenario.utilisation})
     by_u = tuple((u, cost_per_useful_gpu_hour_usd(scenario, u, n)) for u in grid)
-    assumptions = _assumptions(request, record, scenario, offers) + _offer_notes(request, offers, n, hours)
+    assumptions = _assumptions(request, record, scenario, offers) + _offer_notes(request, record, offers, n, hours)
     label = f"{n} x {record.name}"
     bus = None
     jv = ""
@@ -299,10 +299,11 @@ def compare(request: TcoRequest, record: GpuRecord, offers: list[CloudOffer]) ->
     )
 
 
-def _offer_notes(request: TcoRequest, offers: list[CloudOffer], n: int, hours: float) -> tuple[str, ...]:
+def _offer_notes(request: TcoRequest, record: GpuRecord, offers: list[CloudOffer], n: int,
+                 hours: float) -> tuple[str, ...]:
     if request.pricing or request.cloud_price is not None or request.offers is not None:
         return ()
-    if interruptible_pricing_unsuitable(n, hours):
+    if interruptible_pricing_unsuitable(n, hours, record.node.gpus_per_node):
         return (f"spot, community and serverless offers left out: a {n}-GPU job of {hours:,.0f} h cannot hold "
                 "its ranks on capacity that is reclaimed or capped per request (add --pricing spot etc. to "
                 "include them)",)
@@ -372,7 +373,7 @@ def select_offers(request: TcoRequest, record: GpuRecord) -> list[CloudOffer]:
         return chosen
     kinds = tuple(request.pricing)
     offers = offers_for(record, latest_only=not request.all_offers, pricing=kinds, cny_per_usd=request.fx)
-    if not kinds and interruptible_pricing_unsuitable(request.gpus, _job_hours(request)[0]):
+    if not kinds and interruptible_pricing_unsuitable(request.gpus, _job_hours(request)[0], record.node.gpus_per_node):
         offers = [o for o in offers if o.pricing not in INTERRUPTIBLE_KINDS]
     return offers
 

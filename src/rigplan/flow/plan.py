@@ -488,7 +488,7 @@ def _priced(record: GpuRecord, gpu: Any, count: int, lay: Any, best: Any, offers
             reasons["cloud.capacity"] = reasons.get("cloud.capacity", 0) + 1
             continue
         if (offer.pricing in INTERRUPTIBLE_KINDS and not interruptible
-                and interruptible_pricing_unsuitable(count, ideal_s / 3600)):
+                and interruptible_pricing_unsuitable(count, ideal_s / 3600, gpu.gpus_per_node)):
             reasons["cloud.interruptible_for_long_job"] = reasons.get("cloud.interruptible_for_long_job", 0) + 1
             continue
         reclaims = PREEMPTIONS_PER_NODE_MONTH.get(offer.pricing, 0.0)
