@@ -110,7 +110,11 @@ def parse_money(text: str | float | None, currency: str, cny_per_usd: float) -> 
             raw, scale = raw[:-1], WAN
         elif raw.endswith("亿"):
             raw, scale = raw[:-1], YI
-        amount = parse_count(raw, "--budget") * scale
+        try:
+            amount = parse_count(raw, "--budget") * scale
+        except InvalidSpec:
+            raise InvalidSpec(f"--budget '{text}' is not an amount of money; use e.g. 500k, 3M, 2000万 "
+                              "or ¥5M") from None
     usd = amount / cny_per_usd if currency == "cny" else amount
     check("budget", usd, label="--budget (in USD)")
     return usd
