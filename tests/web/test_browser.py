@@ -282,3 +282,12 @@ def test_kernel_switches_reach_the_estimate(page, live_server) -> None:  # type:
     fast = post(live_server, "/api/estimate", {**body, "cuda_graphs": "full"})["step_time_s"]
     assert fast < slow and eager != graphed
     assert page.locator("#f-fp8_attention").count() == 1
+
+
+def test_compare_marks_an_option_whose_layouts_are_all_over_the_memory(page) -> None:  # type: ignore[no-untyped-def]
+    page.click('#tabs button[data-view="compare"]')
+    page.wait_for_selector("body[data-ready=compare]", timeout=TIMEOUT_MS)
+    settle(page, lambda: (page.fill("#f-model", "deepseek-v3"), page.fill("#f-options", "256xh100-sxm, 128xh100-sxm")))
+    over = page.locator('#compare-out .banner[data-option="128xh100-sxm"]')
+    assert over.inner_text().startswith("MAY NOT FIT 128xh100-sxm: over the GPU's memory")
+    assert page.locator('#compare-out .banner[data-option="256xh100-sxm"]').count() == 0

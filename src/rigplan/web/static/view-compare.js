@@ -30,9 +30,12 @@ export function renderCompare(data) {
       text: v === null || v === undefined ? "–" : formatByKey(r.key, v)})),
     el("td", {text: r.winner || ""})));
   const unpriced = data.unpriced || [];
-  const reasons = data.options.map((o, i) => why[i] ? el("div", {class: "banner bad", "data-option": o,
-    text: `${t("infeasible")} ${o}: ${why[i]}`}) : unpriced[i] ? el("div", {class: "banner", "data-option": o,
-    text: `${t("unpriced")} ${o}: ${t("unpriced.note")}`}) : null).filter(Boolean);
+  const over = data.over_limit || [];
+  const reasons = data.options.flatMap((o, i) => why[i] ? [el("div", {class: "banner bad", "data-option": o,
+    text: `${t("infeasible")} ${o}: ${why[i]}`})] : [
+    over[i] ? el("div", {class: "banner bad", "data-option": o, text: `${t("overlimit")} ${o}: ${t("overlimit.note")}`}) : null,
+    unpriced[i] ? el("div", {class: "banner", "data-option": o, text: `${t("unpriced")} ${o}: ${t("unpriced.note")}`}) : null,
+  ]).filter(Boolean);
   $("#compare-out").replaceChildren(el("table", {id: "compare-table"}, el("thead", {}, head), el("tbody", {}, rows)),
     ...reasons);
 }
