@@ -50,6 +50,7 @@ follows the load, and uneven expert counts per rank.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -93,6 +94,7 @@ def load_factor(job: Job) -> float:
     return float(load)
 
 
+@functools.lru_cache(maxsize=256)
 def single_rank_job(job: Job) -> Job:
     """The job as it runs where one expert rank holds every expert (ep = 1): the rank receives all k copies of
     every token, the mean load, whatever the routing imbalance between experts; tokens over an expert's capacity
