@@ -209,3 +209,18 @@ def test_the_estimate_says_when_a_part_runs_above_its_datasheet_peak() -> None:
                               "TFLOP/s datasheet peak, from a 2,500 TFLOP/s part of the same SM design at 1,200 W by "
                               "the square-root power law (catalog power_basis)"]
     assert notes("gb200") == [] and notes("h100-sxm") == []
+
+
+def test_sdpa_runs_its_memory_efficient_backend_for_unequal_head_dims() -> None:
+    """PyTorch SDPA's flash backend needs equal query, key and value head dims, so MLA (192, 128) runs the
+    memory-efficient backend, measured about 2.5x slower than flash at 16k tokens on an H200 (NVIDIA's Llama-3.2-1B
+    benchmark); fused stacks (cuDNN) and equal head dims are untouched."""
+    from rigplan.estimate.efficiency import HOPPER, attention_efficiency, attention_kernel_for
+
+    assert attention_kernel_for(HOPPER, "eager", None, (192.0, 128.0)) == "sdpa_efficient"
+    assert attention_kernel_for(HOPPER, "eager", None, (128.0, 128.0)) == "sdpa"
+    assert attention_kernel_for(HOPPER, "fused", None, (192.0, 128.0)) == "cudnn"
+    assert attention_kernel_for(HOPPER, "eager", "sdpa", (192.0, 128.0)) == "sdpa_efficient"
+    slow = attention_efficiency(HOPPER, "sdpa_efficient", 16384, 64.0)
+    assert 0.13 < slow < 0.15  # 137 TFLOP/s of 989.5 at head dim 64, as derived from the benchmark
+    assert slow < attention_efficiency(HOPPER, "sdpa", 16384, 64.0)

@@ -206,6 +206,17 @@ _SDPA_H100 = KernelCurve(
            "benchmark (cudnn-frontend, PyTorch 2.7, H200) measures the flash backend's step at 1.18x the cuDNN "
            "backend's at 16k tokens, where this curve gives 1.49x and FlashAttention-2's 1.27x "
            "(python benchmarks/sdpa_backends_llama1b_check.py)")
+_SDPA_EFFICIENT_H100 = KernelCurve(
+    reference_peak_flop_per_s=H100_SXM_BF16_FLOP_PER_S, reference_exp_per_s=H100_SXM_EXP_PER_S,
+    max_fraction=0.172, half_seq=360.0, warp_mma=True,
+    source="PyTorch SDPA's memory-efficient backend (the CUTLASS kernel from xformers, sm80 warp-level MMA), which "
+           "runs where the flash backend cannot (query and value heads of different sizes: MLA). From NVIDIA's "
+           "Llama-3.2-1B training benchmark (cudnn-frontend benchmark/Llama-3.2-1B-Training, PyTorch 2.7, one H200 "
+           "at its 1,500 MHz base clock, head dim 64, batch x sequence 24x768 to 1x16k): the attention time of a step "
+           "is the EFFICIENT_ATTENTION step less the CUDNN_ATTENTION step plus the cuDNN attention time of rigplan's "
+           "Hopper cuDNN curve at that clock; 0.10 (768) to 0.139 (16k) of the boost peak, fitted in head-dim-128 "
+           "units. The same steps on a B200 put it at 146 TFLOP/s at 16k against the H200's 137 (1.07x: a warp-MMA "
+           "kernel at its Hopper speed). python benchmarks/sdpa_backends_llama1b_check.py")
 _SDPA_A100 = KernelCurve(
     max_fraction=0.30, half_seq=300.0,
     source="not re-derived: rigplan's earlier end-to-end figure for PyTorch SDPA (flash backend) in torchtitan on A100 "
@@ -256,7 +267,8 @@ because the published fp8 runs rigplan is checked on used 2024-2025 libraries.""
 HOPPER = Efficiency(
     family="hopper", gemm_max=0.78, gemm_half_dim=400.0, fp8_gemm_max=0.70, fp8_gemm_half_dim=553.0,
     fp8_backward_rate=FP8_SPLIT_ACCUMULATION_RATE,
-    attention={"fa2": _FA2_H100, "fa3": _FA3_H100, "cudnn": _CUDNN_HOPPER, "sdpa": _SDPA_H100},
+    attention={"fa2": _FA2_H100, "fa3": _FA3_H100, "cudnn": _CUDNN_HOPPER, "sdpa": _SDPA_H100,
+               "sdpa_efficient": _SDPA_EFFICIENT_H100},
     fused_attention_kernel="cudnn", eager_attention_kernel="sdpa", hbm=0.90,
     source="cuBLAS bf16 on a 700 W H100 SXM reaches ~750-800 of 989 TFLOP/s on large GEMMs (CUTLASS 3.x Hopper "
            "benchmarks: ~75% of peak at 8192^3, ~70% at 4096^3, ~58% at 1024^3, "
@@ -269,7 +281,8 @@ HOPPER = Efficiency(
 BLACKWELL = Efficiency(
     family="blackwell", gemm_max=0.78, gemm_half_dim=1090.0, fp8_gemm_max=0.70, fp8_grouped_half_dim=3000.0,
     warp_mma_over_reference=WARP_MMA_B200_OVER_H100,
-    attention={"fa2": _FA2_H100, "cudnn": _CUDNN_BLACKWELL, "sdpa": _SDPA_H100}, fused_attention_kernel="cudnn",
+    attention={"fa2": _FA2_H100, "cudnn": _CUDNN_BLACKWELL, "sdpa": _SDPA_H100, "sdpa_efficient": _SDPA_EFFICIENT_H100},
+    fused_attention_kernel="cudnn",
     eager_attention_kernel="sdpa", hbm=0.90,
     source="GEMM ceiling inherited from Hopper (CUTLASS 3.8 reports ~95% of the SM100 peak for its best kernels, but "
            "no end-to-end cuBLAS sweep of B200 in rigplan's sources); the half-efficiency dimension measured against "
@@ -412,15 +425,23 @@ def gemm_efficiency(eff: Efficiency, dims: Num, *, fp8: bool = False, grouped: b
     return top * d / (d + half)
 
 
-def attention_kernel_for(eff: Efficiency, kernels: str, requested: str | None = None) -> str:
-    """The attention kernel that runs: the requested one when this architecture has it, else the stack's."""
+def attention_kernel_for(eff: Efficiency, kernels: str, requested: str | None = None,
+                         head_dims: tuple[float, float] | None = None) -> str:
+    """The attention kernel that runs: the requested one when this architecture has it, else the stack's. PyTorch
+    SDPA's flash backend needs the query, key and value heads of one size ("Flash attention requires q,k,v to have
+    the same last dimension", aten/src/ATen/native/transformers/cuda/sdp_utils); with `head_dims` (d_qk, d_v) unequal
+    (MLA: 192, 128) SDPA dispatches to its memory-efficient backend, 'sdpa_efficient', where the family has it."""
     if requested and requested in eff.attention:
-        return requested
-    if kernels == "fused" and eff.fused_attention_kernel in eff.attention:
-        return eff.fused_attention_kernel
-    if eff.eager_attention_kernel in eff.attention:
-        return eff.eager_attention_kernel
-    return "fa2" if "fa2" in eff.attention else next(iter(eff.attention))
+        kernel = requested
+    elif kernels == "fused" and eff.fused_attention_kernel in eff.attention:
+        kernel = eff.fused_attention_kernel
+    elif eff.eager_attention_kernel in eff.attention:
+        kernel = eff.eager_attention_kernel
+    else:
+        kernel = "fa2" if "fa2" in eff.attention else next(iter(eff.attention))
+    if kernel == "sdpa" and head_dims and head_dims[0] != head_dims[1] and "sdpa_efficient" in eff.attention:
+        return "sdpa_efficient"
+    return kernel
 
 
 def attention_efficiency(eff: Efficiency, kernel: str, seq_len: Num, head_dim: float) -> Num:

@@ -145,7 +145,7 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     head_eff = _gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), clock)
     adapter_eff = _gemm_efficiency(eff, float(job.lora_rank), clock)
     if job.attention == "flash":
-        kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel)
+        kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel, attention_head_dims(arch))
         curve = eff.attention[kernel]
         speedup = gpu.peak("fp8") / gpu.peak("bf16") if fp8 and job.fp8_attention else 1.0
         attn_eff = attention_kernel_efficiency(

@@ -23,6 +23,7 @@ from rigplan.estimate.efficiency import (
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
 from rigplan.estimate.moe import dispatcher, load_factor
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
+from rigplan.estimate.stage_time import attention_head_dims
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.flow.memory import MemoryResult, memory_of
@@ -156,7 +157,8 @@ class EstimateResult:
                          "memory_peak_stage": int(self.memory.breakdown.stage)},
             "efficiency": {"family": eff.family, "measured": eff.measured, "source": eff.source,
                            "attention_kernel": (attention_kernel_for(eff, self.setup.job.kernels,
-                                                                     self.setup.job.attention_kernel)
+                                                                     self.setup.job.attention_kernel,
+                                                                     attention_head_dims(self.setup.arch))
                                                 if self.setup.job.attention == "flash" else "eager")},
             "gpus": n,
             "fits": self.memory.fits,
@@ -233,18 +235,22 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
             f"all-to-all {a2a}")
 
 
-def kernel_note(job: Job, eff: Efficiency, peak_flop_per_s: float) -> str:
+def kernel_note(job: Job, eff: Efficiency, peak_flop_per_s: float, head_dims: tuple[float, float] | None = None) -> str:
     """How the kernels run: stack, torch.compile, autocast, the attention kernel (and when it is an sm80 warp-MMA
-    kernel held near its H100 speed on this part, estimate.efficiency.warp_mma_speedup), the fp8 recipe."""
+    kernel held near its H100 speed on this part, estimate.efficiency.warp_mma_speedup, or SDPA's memory-efficient
+    fallback for unequal head dims), the fp8 recipe."""
     parts = [f"{job.kernels} kernels"]
     if job.compile:
         parts.append("torch.compile")
     if job.autocast:
         parts.append("torch.autocast (fp32 residual stream)")
     if job.attention == "flash":
-        kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel)
+        kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel, head_dims)
         text = f"attention kernel {kernel}"
-        if job.attention_kernel and job.attention_kernel != kernel:
+        if kernel == "sdpa_efficient":
+            text += (" (PyTorch SDPA's flash backend needs query and value heads of one size so MLA runs its "
+                     "memory-efficient backend: --attention-kernel cudnn where the stack runs cuDNN attention)")
+        elif job.attention_kernel and job.attention_kernel != kernel:
             text += f" (--attention-kernel {job.attention_kernel} has no {eff.family} kernel in rigplan's data)"
         elif warp_mma_speedup(eff, eff.attention[kernel], peak_flop_per_s) < 1.0:
             text += (f" (sm80 warp-MMA kernels at about an H100's attention speed on {eff.family}: --attention-kernel "
@@ -303,7 +309,7 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                            f"datasheet peak, from a {basis_flop_per_s / 1e12:,.0f} TFLOP/s part of the same SM design "
                            f"at {basis_w:,.0f} W by the square-root power law (catalog power_basis)")
     assumptions.append(f"{gpu.gpus_per_node} GPUs per node, {gpu.nic_bits_per_s / 1e9:.0f} Gb/s scale-out per GPU, "
-                       f"{kernel_note(job, eff, gpu.peak('bf16'))}")
+                       f"{kernel_note(job, eff, gpu.peak('bf16'), attention_head_dims(setup.arch))}")
     if not gpu.tdp_w:
         assumptions.append(f"{gpu.name}: no published power figure, so power and energy are not estimated")
     if setup.calibration is None and efficiency_for(gpu) is AMPERE and "ampere" not in gpu.architecture.lower():
