@@ -149,3 +149,11 @@ def test_validate_frame_is_chinese_and_case_data_stays(monkeypatch: pytest.Monke
     out = out.replace("megatron_moe_modelzoo_h100", " ")
     left = [(ln, english_words(ln)) for ln in out.splitlines() if english_words(ln)]
     assert not left, left[:5]
+
+
+def test_a_quoted_source_with_colons_keeps_its_line_translated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An inherited-efficiency line quotes the family's source, which holds ': ' (Blackwell's does); the frame around
+    it is still Chinese and no 'assumed' prefix is left."""
+    code, out = _zh(["estimate", "llama-3.1-8b", "--gpu", "b200", "--gpus", "8", "--tokens", "1B"], monkeypatch)
+    assert code == 0
+    assert "效率数据沿用自其他型号" in out and "assumed" not in out

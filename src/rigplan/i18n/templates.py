@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 
-_PLACEHOLDER = re.compile(r"\{(\w+)([*#~]?)\}")
+_PLACEHOLDER = re.compile(r"\{(\w+)([*#~^]?)\}")
 _VALUE = r"(?:(?!: ).)*?"
 """A value copied as typed (a number, a name, a path) holds no ': ' (that would be a message's frame)."""
 _NESTED = r".*?"
-_KINDS = {"": _VALUE, "*": _NESTED, "#": r"[-+~$¥]?\d[\d.,]*(?:e[-+]?\d+)?(?:\s?[A-Za-z%万亿]+)?", "~": r"\S+"}
+_KINDS = {"": _VALUE, "*": _NESTED, "#": r"[-+~$¥]?\d[\d.,]*(?:e[-+]?\d+)?(?:\s?[A-Za-z%万亿]+)?", "~": r"\S+",
+          "^": _NESTED}
 """{name}: a value as typed; {name*}: a nested message, translated; {name#}: a number (with a unit);
-{name~}: one word (a path, a flag, an id)."""
+{name~}: one word (a path, a flag, an id); {name^}: a quoted text (a source), kept as written, ': ' and all."""
 _MARKUP = re.compile(r"^(\[[a-z ]+\])(.*)(\[/[a-z ]*\])$", re.S)
 
 
