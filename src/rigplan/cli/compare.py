@@ -89,7 +89,7 @@ def compare_command(model: str, options: tuple[str, ...], catalog_dirs: tuple[st
             console.print(f"[red]INFEASIBLE[/red] {option}: {reason}")
             continue
         if over:
-            console.print(f"[yellow]MAY NOT FIT[/yellow] {option}: {OVER_LIMIT_REASON}")
+            console.print(f"[yellow]MAY NOT FIT[/yellow] {option}: {OVER_LIMIT_REASON.removesuffix(': may not fit')}")
         if unpriced:
             console.print(f"[yellow]NO PRICE[/yellow] {option}: {UNPRICED_OFFER.source}: speed, memory and power "
                           "only (a catalog overlay can add one, --catalog)")
