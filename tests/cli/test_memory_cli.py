@@ -257,3 +257,13 @@ def test_a_stage_too_small_for_ep_names_the_ep_that_fit_and_the_gpus_that_would(
     assert out.returncode == 2 and "ep that do at etp 1: 1, 2, 4, 8, 16, 32" in out.stderr
     alone = run("memory", "qwen3-30b-a3b", "--ep", "8")
     assert alone.returncode == 2 and "or --gpus 8 or a multiple of it" in alone.stderr
+
+
+def test_the_offload_remedy_says_what_it_costs_each_step() -> None:
+    data = json.loads(run("memory", "llama-3.1-8b", "--gpu", "h100-sxm", "--json").stdout)
+    offload = next(r for r in data["advice"] if r["flag"] == "--offload optimizer")
+    # 8.03B parameters on one GPU: 30 B each over 60 GB/s of host memory plus 2 B each back over PCIe Gen5
+    assert offload["host_s_per_step"] == pytest.approx(8.03e9 * (30 / 60e9 + 2 / 50e9), rel=0.01)
+    assert all("host_s_per_step" not in r for r in data["advice"] if not r["flag"].startswith("--offload"))
+    text = run("memory", "llama-3.1-8b", "--gpu", "h100-sxm").stdout
+    assert "try --offload optimizer" in text and "a step on the host" in text

@@ -10,6 +10,7 @@ Nothing that is already on is suggested again, and nothing that needs GPUs the j
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +18,8 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.memory import peak_memory
+from rigplan.estimate.offload import optimizer_offload_s
+from rigplan.estimate.states import model_states
 from rigplan.flow.resolve import TrainingSetup
 
 MEMORY_UNCERTAINTY_FRACTION = 0.105
@@ -81,10 +84,21 @@ def advice(setup: TrainingSetup, total_bytes: float, usable_bytes: float) -> lis
         saves = total_bytes - new_total
         if saves <= 0:
             continue
-        rows.append({"flag": flag, "saves_bytes": saves, "total_bytes": new_total,
-                     "fits": new_total <= usable_bytes})
+        row: dict[str, Any] = {"flag": flag, "saves_bytes": saves, "total_bytes": new_total,
+                               "fits": new_total <= usable_bytes}
+        if job.offload != setup.job.offload:
+            row["host_s_per_step"] = _host_optimizer_s(setup, job, layout)
+        rows.append(row)
     rows.sort(key=lambda r: -r["saves_bytes"])
     return rows
+
+
+def _host_optimizer_s(setup: TrainingSetup, job: Job, layout: Layout) -> float:
+    """What an offload remedy costs each step at least: the host optimizer and the weights' copy back
+    (estimate.offload; the gradients' copy is taken as hidden behind the backward)."""
+    states = model_states(setup.arch, job, layout, 0)
+    shards = layout.dp * layout.cp if layout.zero >= 1 else 1
+    return float(optimizer_offload_s(job, setup.gpu, float(states.trainable_params) / shards, math.inf))
 
 
 def nothing_fits_note(setup: TrainingSetup, weights_bytes: float, fixed_bytes: float,

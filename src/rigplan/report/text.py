@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from rigplan.units import format_bytes, format_count, format_tokens
+from rigplan.units import format_bytes, format_count, format_duration, format_tokens
 
 MEMORY_ROWS = (
     ("weights_bytes", "weights"),
@@ -118,8 +118,10 @@ def render_fit(data: dict[str, Any], console: Console) -> None:
         console.print(f"[red]DOES NOT FIT[/red]: over by {format_bytes(-headroom)} of {usable}")
     for row in data["advice"]:
         verdict = "fits" if row["fits"] else "still over"
+        cost = (f", at least {format_duration(row['host_s_per_step'])} a step on the host"
+                if row.get("host_s_per_step") else "")
         console.print(f"  try {row['flag']}: saves {format_bytes(row['saves_bytes'])} "
-                      f"-> {format_bytes(row['total_bytes'])} ({verdict})")
+                      f"-> {format_bytes(row['total_bytes'])} ({verdict}){cost}")
 
 
 def _runs(values: list[int]) -> str:
@@ -135,8 +137,6 @@ def _runs(values: list[int]) -> str:
 
 
 def render_estimate(data: dict[str, Any], console: Console | None = None) -> None:
-    from rigplan.units import format_duration
-
     console = console or stdout_console(emoji=False)  # no :name: codes: names from config files print as written
     mem = data["memory"]
     model, gpu, layout = mem["model"], mem["gpu"], mem["layout"]
