@@ -383,17 +383,12 @@ def layer_activation_bytes(
         return _layer_activation_bytes(arch, job, layout, moe_layer=moe_layer, dropout=dropout)
     from rigplan.estimate.moe import by_expert_ranks
 
-    many = _layer_activation_bytes(arch, job, layout, moe_layer=True, dropout=dropout)
-    values = {job: many}
+    def both(j: Job) -> tuple[Any, Any]:
+        layer = _layer_activation_bytes(arch, j, layout, moe_layer=True, dropout=dropout)
+        return layer.saved_bytes, layer.full_bytes
 
-    def of(field: str) -> Any:
-        def value(j: Job) -> Any:
-            if j not in values:
-                values[j] = _layer_activation_bytes(arch, j, layout, moe_layer=True, dropout=dropout)
-            return getattr(values[j], field)
-        return by_expert_ranks(layout.ep, job, value)
-
-    return LayerActivations(saved_bytes=of("saved_bytes"), full_bytes=of("full_bytes"))
+    saved, full = by_expert_ranks(layout.ep, job, both)
+    return LayerActivations(saved_bytes=saved, full_bytes=full)
 
 
 def _layer_activation_bytes(

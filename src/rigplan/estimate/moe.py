@@ -105,9 +105,9 @@ def single_rank_job(job: Job) -> Job:
     return replace(job, moe_imbalance=1.0)
 
 
-def by_expert_ranks(ep: Num, job: Job, value: Callable[[Job], Num]) -> Num:
+def by_expert_ranks(ep: Num, job: Job, value: Callable[[Job], Any]) -> Any:
     """value(job) where the experts are spread over ep > 1 ranks, value(single_rank_job(job)) where ep = 1
-    (arrays of ep allowed)."""
+    (arrays of ep allowed; a tuple value is chosen element by element)."""
     if isinstance(ep, int | float):  # one layout: no numpy (rigplan memory stays free of it)
         return value(job) if ep > 1 else value(single_rank_job(job))
     ep_a = xp.asarray(ep)
@@ -116,7 +116,10 @@ def by_expert_ranks(ep: Num, job: Job, value: Callable[[Job], Num]) -> Num:
     single = value(single_rank_job(job))
     if xp.numpy().all(ep_a <= 1):
         return single
-    return xp.where(ep_a > 1, value(job), single)
+    spread = value(job)
+    if isinstance(spread, tuple):
+        return tuple(xp.where(ep_a > 1, a, b) for a, b in zip(spread, single, strict=True))
+    return xp.where(ep_a > 1, spread, single)
 
 
 def dispatcher(job: Job) -> str:

@@ -60,11 +60,9 @@ def optimizer_offload_s(job: Job, gpu: Gpu, updated_params: Num, backward_s: Num
     """Seconds of one step's CPU optimizer and its copies (module docstring); 0 without optimizer offload."""
     if job.offload not in ("optimizer", "all"):
         return 0.0 * xp.asarray(updated_params)
-    link = host_link_bytes_per_s(gpu)
     cpu_s = updated_params * CPU_OPTIMIZER_BYTES_TOUCHED[job.optimizer] / HOST_MEMORY_BYTES_PER_S_PER_GPU
-    weights_back_s = updated_params * float(job.compute_dtype_bytes) / link
-    grads_out_s = updated_params * float(job.compute_dtype_bytes) / link
-    return cpu_s + weights_back_s + xp.maximum(grads_out_s - backward_s, 0.0)
+    copy_s = updated_params * float(job.compute_dtype_bytes) / host_link_bytes_per_s(gpu)  # p = g bytes each way
+    return cpu_s + copy_s + xp.maximum(copy_s - backward_s, 0.0)
 
 
 def parameter_offload_s(job: Job, gpu: Gpu, shard_params: Num, compute_s: Num) -> Num:

@@ -207,8 +207,7 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     # every element-wise op of the layer (norms, rotary, activation, residual adds) runs again in backward.
     redone = recomputed_share + (1.0 if job.recompute == "op" else 0.0)
     passes = 3.0 + redone
-    replicated = moe.by_expert_ranks(ep, job, lambda j: elementwise_bytes_per_token(arch, j)[0])
-    split = moe.by_expert_ranks(ep, job, lambda j: elementwise_bytes_per_token(arch, j)[1])
+    replicated, split = moe.by_expert_ranks(ep, job, lambda j: elementwise_bytes_per_token(arch, j))
     per_token = replicated / (tp if layout.sequence_parallel else 1.0) + split / tp
     elementwise = per_token * tokens * layers * passes
     if arch.moe is not None and moe.act_recomputed(job):
