@@ -132,3 +132,19 @@ def test_a_switch_that_changes_nothing_says_so() -> None:
     assert "--recompute-mla-up-proj changes nothing" in notes and "add --a2a-overlap" in notes
     full = json.loads(CliRunner().invoke(cli, [*base, "--recompute", "full", "--recompute-moe-act"]).output)
     assert any("--recompute-moe-act changes nothing beside --recompute full" in a for a in full["assumptions"])
+
+
+@pytest.mark.parametrize("lang,text", [("en", "has no NVFP4 tensor cores, so --fp8-recipe nvfp4 cannot run on it"),
+                                       ("zh", "没有 NVFP4 张量核心，无法运行 --fp8-recipe nvfp4")])
+def test_nvfp4_needs_blackwell_in_both_languages(lang: str, text: str) -> None:
+    result = CliRunner().invoke(cli, ["--lang", lang, "estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                      "--precision", "fp8", "--fp8-recipe", "nvfp4", "--tokens", "1B"])
+    assert result.exit_code == 2
+    assert text in result.output and "Traceback" not in result.output
+
+
+def test_nvfp4_estimate_names_its_linear_layers_in_chinese() -> None:
+    result = CliRunner().invoke(cli, ["--lang", "zh", "estimate", "llama-3.1-8b", "--gpu", "b200", "--gpus", "8",
+                                      "--precision", "fp8", "--fp8-recipe", "nvfp4", "--tokens", "1B"])
+    assert result.exit_code == 0, result.output
+    assert "NVFP4 线性层" in result.output and "请把它当作上限" in result.output

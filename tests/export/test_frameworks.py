@@ -46,7 +46,9 @@ def need(module: str) -> None:
                                           ("moe", {"tp": 2, "etp": 1, "ep": 4, "sequence_parallel": True}),
                                           ("moe", {"a2a_overlap": True}),
                                           ("moe", {"a2a_overlap": True, "moe_dispatcher": "alltoall",
-                                                   "capacity_factor": 1.0, "moe_pad_to_capacity": True})])
+                                                   "capacity_factor": 1.0, "moe_pad_to_capacity": True}),
+                                          ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "mxfp8"}),
+                                          ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "nvfp4"})])
 def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> None:
     need("megatron.core")
     import torch
@@ -85,6 +87,11 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
                     use_distributed_optimizer=args["use_distributed_optimizer"])
     for flag in ("--tensor-model-parallel-size", "--micro-batch-size", "--global-batch-size"):
         assert flag in out.command
+    if setup.job.precision == "fp8" and setup.job.fp8_recipe == "nvfp4":
+        assert (config.fp4, config.fp4_recipe, config.fp8) == ("e2m1", "nvfp4", None)
+        assert "--fp4-recipe nvfp4" in out.command and "--fp8-format" not in out.command
+    elif setup.job.precision == "fp8":
+        assert config.fp8_recipe == {"current": "tensorwise"}.get(setup.job.fp8_recipe, setup.job.fp8_recipe)
 
 
 def test_megatron_moe_layer_freq_follows_interleaved_and_leading_dense_layers() -> None:
@@ -129,6 +136,8 @@ def torchtitan_config_manager():
     ("dense-fsdp", {"recompute": "op", "tp": 2}),
     ("pipeline", {"zero": 3, "recompute": "op", "vpp": 2}),
     ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "zero": 3}),
+    ("dense-fsdp", {"recompute": "op", "gpu": "b200", "precision": "fp8", "fp8_recipe": "mxfp8"}),
+    ("dense-fsdp", {"recompute": "op", "gpu": "h100-sxm", "precision": "fp8", "fp8_recipe": "current"}),
 ])
 def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: str, changes: dict) -> None:
     config_manager = torchtitan_config_manager()
@@ -148,6 +157,12 @@ def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: st
         assert p.pipeline_parallel_layers_per_stage * lay.pp * lay.vpp == setup.arch.num_layers
     assert config.activation_checkpoint.mode == {"none": "none", "op": "selective", "full": "full"}[
         setup.job.recompute]
+    if setup.job.precision == "fp8" and setup.job.fp8_recipe == "mxfp8":
+        assert config.model.converters == ["quantize.linear.mx"]
+        assert config.quantize.linear.mx.recipe_name == "mxfp8_cublas"
+    elif setup.job.precision == "fp8":
+        assert config.model.converters == ["quantize.linear.float8"]
+        assert config.quantize.linear.float8.enable_fsdp_float8_all_gather is True
 
 
 def test_torchtitan_refuses_lora_zero1_and_unknown_models() -> None:
@@ -325,3 +340,13 @@ def test_cli_export_writes_files_and_refuses_overwrite(tmp_path: Path) -> None:
     as_json = runner.invoke(cli, ["export", "llama-3.1-8b", "--gpus", "8", "--fsdp", "--framework", "accelerate",
                                   "--json"])
     assert json.loads(as_json.output)["values"]["distributed_type"] == "FSDP"
+
+
+def test_nvfp4_exports_to_megatron_only() -> None:
+    nvfp4 = {"gpu": "b200", "precision": "fp8", "fp8_recipe": "nvfp4"}
+    with pytest.raises(Unsupported, match=r"torchtitan cannot express --fp8-recipe nvfp4; .*--framework megatron"):
+        export(setup_of("dense-fsdp", **nvfp4), "torchtitan")
+    with pytest.raises(Unsupported, match="accelerate cannot express --fp8-recipe nvfp4"):
+        export(setup_of("dense-fsdp", **nvfp4), "accelerate")
+    mx = export(setup_of("dense-fsdp", gpu="b200", precision="fp8", fp8_recipe="mxfp8"), "torchtitan").values
+    assert mx["model"]["converters"] == ["quantize.linear.mx"]

@@ -262,10 +262,12 @@ def kernel_option_list() -> list[Callable[[F], F]]:
                           "NVTE_FP8_DPA=1): the cuDNN kernel at its measured fp8 rate (1.26x bf16 on Blackwell, "
                           "0.90x on Hopper, cuDNN 9.19), other kernels with the matrix products in fp8 and the "
                           "softmax exponentials at their own rate; needs --precision fp8."),
-        click.option("--fp8-recipe", type=click.Choice(["delayed", "current", "mxfp8"]), default="delayed",
+        click.option("--fp8-recipe", type=click.Choice(["delayed", "current", "mxfp8", "nvfp4"]), default="delayed",
                      show_default=True,
                      help="fp8 scaling with --precision fp8: delayed per-tensor (Transformer Engine on Hopper), "
-                          "current per-tensor (torchao float8 tensorwise, torchtitan), mxfp8 blockwise (Blackwell)."),
+                          "current per-tensor (torchao float8 tensorwise, torchtitan), mxfp8 blockwise (Blackwell), "
+                          "nvfp4: the linear layers' GEMMs in 4-bit NVFP4 (Transformer Engine NVFP4BlockScaling; "
+                          "NVIDIA Blackwell)."),
     ]
 
 

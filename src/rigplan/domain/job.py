@@ -24,7 +24,7 @@ KERNEL_STACKS: tuple[str, ...] = get_args(KernelStack)
 """The kernel stacks in the order --kernels lists them."""
 CheckpointLoad = Literal["sharded", "full"]
 Nf4Quantizer = Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]
-Fp8Recipe = Literal["delayed", "current", "mxfp8"]
+Fp8Recipe = Literal["delayed", "current", "mxfp8", "nvfp4"]
 AttentionKernel = Literal["fa2", "fa3", "cudnn", "triton", "sdpa"]
 GradReduceDtype = Literal["fp32", "bf16"]
 
@@ -106,7 +106,10 @@ class Job:
     kernel (llm-foundry attn_impl triton)."""
     fp8_recipe: Fp8Recipe = "delayed"
     """fp8 scaling when precision is fp8: 'delayed' per-tensor (Transformer Engine default on Hopper),
-    'current' per-tensor dynamic (torchao float8 tensorwise, torchtitan), 'mxfp8' blockwise (Blackwell)."""
+    'current' per-tensor dynamic (torchao float8 tensorwise, torchtitan), 'mxfp8' blockwise (Blackwell);
+    'nvfp4' runs the linear layers' GEMMs in 4-bit E2M1 with E4M3 scales per 16 elements (Transformer Engine's
+    NVFP4BlockScaling, passed to the same fp8 autocast; Megatron --fp4-format e2m1 --fp4-recipe nvfp4;
+    NVIDIA Blackwell)."""
     dropout: bool = False
     """Dropout layers are active (1-byte masks saved); off for most modern LLM recipes."""
     checkpoint_load: CheckpointLoad = "sharded"

@@ -83,6 +83,9 @@ backward layouts, caches shared with concurrent kernels, sustained rather than b
 Measured once, on A100: cuBLAS's ~0.87 of peak on large square GEMMs against ~0.78 in the GEMMs of
 the Megatron-LM A100 runs (Narayanan et al. 2021, 163 TFLOP/s incl. recompute at 1T parameters);
 applied unchanged to every architecture."""
+NVFP4_OVER_BF16_SUSTAINED = 0.979
+"""NVFP4's sustained fraction of the fp4 peak over bf16's of the bf16 peak, timed in one harness on a B200
+(pytorch/ao #2427; python benchmarks/nvfp4_gemm_fit.py)."""
 IDLE_POWER_FRACTION = 0.10
 """Idle board power / TDP; H100 SXM reports ~60-75 W idle against 700 W in nvidia-smi."""
 CLOCK_POWER_EXPONENT = 0.5
@@ -163,6 +166,14 @@ class Efficiency:
     DeepSeek-V3 pairs it was not fitted on: 1.144 against 1.132 measured (revised 25.11 Megatron-Bridge tables,
     256 GB300) and 1.049 against 1.047 (Megatron-Bridge #1869, B200), where the dense fp8 curve gives 1.34 and
     1.25. Hopper: no paired measurement, the dense fp8 curve."""
+    fp4_gemm_max: float = 0.0
+    """Large NVFP4 GEMMs (the GEMM alone, E2M1 data with E4M3 scales per 16 elements), fraction of the fp4 dense
+    peak (0: no NVFP4 tensor cores). Blackwell: gemm_max x 0.979, the ratio of the sustained fractions of peak
+    of NVFP4 and bf16 timed in one harness on a B200 (torchao's bench_matmul.py, pytorch/ao #2427: 5.57 of 9
+    PFLOP/s against 1.42 of 2.25 PFLOP/s, each from a straight-line fit of time against FLOPs over square GEMMs
+    of 2,048-8,192; python benchmarks/nvfp4_gemm_fit.py). The curve keeps the fp8 half-efficiency dimension: the
+    same fit gives NVFP4 a fixed ~5 us a call more than bf16, which at a training step's GEMMs is under 1% of
+    their time and is left out."""
     warp_mma_over_reference: float = 0.0
     """Absolute rate of a warp_mma attention kernel on this family over its rate on the curve's reference part (0:
     the curve's fraction of peak applies unchanged, as on the family it was measured on)."""
@@ -280,6 +291,7 @@ HOPPER = Efficiency(
 )
 BLACKWELL = Efficiency(
     family="blackwell", gemm_max=0.78, gemm_half_dim=1090.0, fp8_gemm_max=0.70, fp8_grouped_half_dim=3000.0,
+    fp4_gemm_max=round(0.78 * NVFP4_OVER_BF16_SUSTAINED, 3),
     warp_mma_over_reference=WARP_MMA_B200_OVER_H100,
     attention={"fa2": _FA2_H100, "cudnn": _CUDNN_BLACKWELL, "sdpa": _SDPA_H100, "sdpa_efficient": _SDPA_EFFICIENT_H100},
     fused_attention_kernel="cudnn",
@@ -414,11 +426,13 @@ def clock_fraction(gpu: Gpu) -> float:
     return float(max((limit - idle) / (gpu.tdp_w - idle), 0.05) ** CLOCK_POWER_EXPONENT)
 
 
-def gemm_efficiency(eff: Efficiency, dims: Num, *, fp8: bool = False, grouped: bool = False) -> Num:
+def gemm_efficiency(eff: Efficiency, dims: Num, *, fp8: bool = False, grouped: bool = False,
+                    fp4: bool = False) -> Num:
     """Fraction of the dense peak for GEMMs whose smaller dimension is `dims` (array-friendly); `grouped`:
-    an MoE layer's grouped expert GEMMs (fp8_grouped_half_dim)."""
+    an MoE layer's grouped expert GEMMs (fp8_grouped_half_dim); `fp4` (with `fp8`): NVFP4 GEMMs, a fraction
+    of the fp4 peak (fp4_gemm_max) on the fp8 curve's shape."""
     d = np.asarray(dims, dtype=np.float64)
-    top = (eff.fp8_gemm_max if fp8 else eff.gemm_max) * IN_STEP_GEMM_FRACTION
+    top = (eff.fp4_gemm_max if fp8 and fp4 else eff.fp8_gemm_max if fp8 else eff.gemm_max) * IN_STEP_GEMM_FRACTION
     half = eff.fp8_gemm_half_dim if fp8 and eff.fp8_gemm_half_dim else eff.gemm_half_dim
     if fp8 and grouped and eff.fp8_grouped_half_dim:
         half = eff.fp8_grouped_half_dim

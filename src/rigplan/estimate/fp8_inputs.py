@@ -35,6 +35,23 @@ FP8_INPUT_BYTES = 1.0
 MXFP8_SCALE_BYTES = 1 / 32
 """MXFP8: one E8M0 scale byte per block of 32 elements (OCP Microscaling spec v1.0; Transformer Engine
 MXFP8Quantizer, MXFP8_BLOCK_SCALING_SIZE = 32)."""
+NVFP4_DATA_BYTES = 0.5
+"""NVFP4: two E2M1 values per byte."""
+NVFP4_ACTIVATION_SCALE_BYTES = 1 / 16
+"""NVFP4 activations and gradients: one E4M3 scale byte per 16 elements along a row (1D blocks), beside one fp32
+scale per tensor (left out) (Transformer Engine NVFP4BlockScaling, NVFP4_BLOCK_SCALING_SIZE = 16; NVIDIA,
+'Pretraining Large Language Models with NVFP4', arXiv 2509.25149, 2025)."""
+NVFP4_WEIGHT_SCALE_BYTES = 1 / 256
+"""NVFP4 weights: one E4M3 scale byte per 16 x 16 block (2D scaling, so the transposed copy shares the scales'
+values; the same sources)."""
+
+
+def quantized_bytes(job: Job, *, weight: bool = False) -> float:
+    """Bytes per element of one quantized copy of a GEMM operand under the job's fp8 recipe: 1 (per-tensor
+    scaling), 1 + 1/32 (MXFP8), 0.5 + 1/16 for NVFP4 activations and gradients, 0.5 + 1/256 for NVFP4 weights."""
+    if job.fp8_recipe == "nvfp4":
+        return NVFP4_DATA_BYTES + (NVFP4_WEIGHT_SCALE_BYTES if weight else NVFP4_ACTIVATION_SCALE_BYTES)
+    return FP8_INPUT_BYTES + (MXFP8_SCALE_BYTES if job.fp8_recipe == "mxfp8" else 0.0)
 
 
 def applies(job: Job) -> bool:
@@ -46,7 +63,7 @@ def saved_input_bytes(job: Job) -> float:
     """Bytes per element of one saved linear input: q (fp8 under Transformer Engine), else the compute dtype p."""
     if not applies(job):
         return float(job.compute_dtype_bytes)
-    return FP8_INPUT_BYTES + (MXFP8_SCALE_BYTES if job.fp8_recipe == "mxfp8" else 0.0)
+    return quantized_bytes(job)
 
 
 def out_proj_extra_bytes(job: Job) -> float:

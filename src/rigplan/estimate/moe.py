@@ -58,7 +58,7 @@ from typing import Any
 from rigplan.domain.job import CUDA_GRAPH_SCOPES, Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
-from rigplan.estimate import comm
+from rigplan.estimate import comm, fp8_inputs
 
 Num = Any
 
@@ -164,12 +164,12 @@ def local_expert_params(arch: Architecture, ep: Num, etp: Num) -> Num:
 
 def expert_weight_bytes(job: Job, fp8: bool) -> tuple[float, float]:
     """HBM bytes per local expert parameter and micro-batch: (read by one GEMM pass over the weights, moved by
-    the weight-gradient GEMM). A forward, a recompute and a data-gradient GEMM each read the weights once (fp8
-    copies under an fp8 recipe, else the compute dtype). The weight-gradient GEMM with Megatron-Core's
-    gradient-accumulation fusion (TE GroupedLinear fuse_wgrad_accumulation, on with fp32 main grads) adds its
-    product into the fp32 main grad in its epilogue, reading and writing it: 8 B; otherwise it writes its
-    output in the compute dtype."""
-    read = 1.0 if fp8 else float(job.compute_dtype_bytes)
+    the weight-gradient GEMM). A forward, a recompute and a data-gradient GEMM each read the weights once (the
+    quantized copies under an fp8 or NVFP4 recipe, fp8_inputs.quantized_bytes, else the compute dtype). The
+    weight-gradient GEMM with Megatron-Core's gradient-accumulation fusion (TE GroupedLinear
+    fuse_wgrad_accumulation, on with fp32 main grads) adds its product into the fp32 main grad in its epilogue,
+    reading and writing it: 8 B; otherwise it writes its output in the compute dtype."""
+    read = fp8_inputs.quantized_bytes(job, weight=True) if fp8 else float(job.compute_dtype_bytes)
     grads = 8.0 if job.main_grads_fp32 else float(job.compute_dtype_bytes)
     return read, grads
 

@@ -57,8 +57,14 @@ Num = Any
 
 
 def _gemm_efficiency(eff: Efficiency, dims: Num, clock: float = 1.0, *, fp8: bool = False,
-                     grouped: bool = False) -> Num:
-    return gemm_efficiency(eff, dims, fp8=fp8, grouped=grouped) * clock
+                     grouped: bool = False, fp4: bool = False) -> Num:
+    return gemm_efficiency(eff, dims, fp8=fp8, grouped=grouped, fp4=fp4) * clock
+
+
+def runs_nvfp4(job: Job, gpu: Gpu, eff: Efficiency) -> bool:
+    """Whether the linear layers' GEMMs run in NVFP4 (--fp8-recipe nvfp4 on a part with fp4 tensor cores)."""
+    return bool(job.precision == "fp8" and job.fp8_recipe == "nvfp4" and gpu.peak_flop_per_s.get("fp4")
+                and eff.fp4_gemm_max)
 
 
 def _proj_dims(arch: Architecture, tp: Num, tokens: Num) -> Num:
@@ -134,14 +140,15 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     if job.precision == "fp32":
         bf16_peak = gpu.peak("tf32")
     fp8 = bool(job.precision == "fp8" and gpu.peak_flop_per_s.get("fp8") and eff.fp8_gemm_max)
-    gemm_peak = gpu.peak("fp8") if fp8 else bf16_peak
-    proj_eff = _gemm_efficiency(eff, _proj_dims(arch, tp, tokens), clock, fp8=fp8)
-    mlp_eff = _gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), clock, fp8=fp8)
+    fp4 = fp8 and runs_nvfp4(job, gpu, eff)
+    gemm_peak = gpu.peak("fp4") if fp4 else gpu.peak("fp8") if fp8 else bf16_peak
+    proj_eff = _gemm_efficiency(eff, _proj_dims(arch, tp, tokens), clock, fp8=fp8, fp4=fp4)
+    mlp_eff = _gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), clock, fp8=fp8, fp4=fp4)
     # Routed experts: grouped GEMMs of the busiest rank's thin shapes, paced by its load (estimate.moe).
     load = moe.by_expert_ranks(ep, job, moe.load_factor)
     expert_tp = tp if etp is None else etp
     expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), clock, fp8=fp8,
-                                  grouped=not job.moe_fused_grouped_mlp)
+                                  grouped=not job.moe_fused_grouped_mlp, fp4=fp4)
     head_eff = _gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), clock)
     adapter_eff = _gemm_efficiency(eff, float(job.lora_rank), clock)
     if job.attention == "flash":

@@ -47,7 +47,7 @@ from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, DensePattern, rank_layer_counts
 from rigplan.estimate import arrays as xp
 from rigplan.estimate.arrays import scalar_or_array as _out
-from rigplan.estimate.fp8_inputs import FP8_INPUT_BYTES, MXFP8_SCALE_BYTES
+from rigplan.estimate.fp8_inputs import quantized_bytes
 from rigplan.estimate.params import ParamCounts, count_params
 
 Num = Any
@@ -64,10 +64,10 @@ def fp8_copy_bytes_per_param(job: Job) -> float:
     data), plus MXFP8's scale byte per 32 elements (Transformer Engine's weight-cache size, which its test checks
     against the allocations it measures: tests/pytorch/test_cpu_offloading.py _estimate_cached_weight_size, 2
     bytes per element for tensor scaling where non-TN fp8 GEMMs are unsupported, else 1; 2 x (1 + 1/32) for
-    MXFP8). Only the transformer blocks' linears have one: embeddings, norms and Megatron's output layer (its own
+    MXFP8; NVFP4 keeps row- and column-wise 4-bit data with a scale byte per 16 x 16 block, 2 x (0.5 + 1/256)).
+    Only the transformer blocks' linears have one: embeddings, norms and Megatron's output layer (its own
     ColumnParallelLinear, not a Transformer Engine module) stay bf16."""
-    copy = FP8_INPUT_BYTES + (MXFP8_SCALE_BYTES if job.fp8_recipe == "mxfp8" else 0.0)
-    return copy * (2.0 if job.fp8_transpose_cache else 1.0)
+    return quantized_bytes(job, weight=True) * (2.0 if job.fp8_transpose_cache else 1.0)
 
 
 def weight_bytes_per_param(job: Job) -> float:

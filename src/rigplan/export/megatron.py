@@ -22,6 +22,15 @@ from rigplan.flow.resolve import TrainingSetup
 NAME = "Megatron-LM"
 
 
+LOW_PRECISION_RECIPE_ARGS: dict[str, dict[str, Any]] = {
+    "delayed": {"fp8_recipe": "delayed"},
+    "current": {"fp8_recipe": "tensorwise"},
+    "mxfp8": {"fp8_format": "e4m3", "fp8_recipe": "mxfp8"},
+    "nvfp4": {"fp8_format": None, "fp4_format": "e2m1", "fp4_recipe": "nvfp4"},
+}
+"""Megatron-LM's flags for each of rigplan's fp8 recipes (megatron/training/arguments.py --fp8-recipe
+{delayed, tensorwise, mxfp8, blockwise}; --fp4-format e2m1 --fp4-recipe nvfp4, which replace --fp8-format)."""
+
 def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
     """Megatron-LM's arguments for the setup, in the order they are printed."""
     arch, job, lay = setup.arch, setup.job, setup.layout
@@ -103,6 +112,8 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
     precision = {"bf16-mixed": {"bf16": True}, "fp16-mixed": {"fp16": True},
                  "fp8": {"bf16": True, "fp8_format": "hybrid", "transformer_impl": "transformer_engine"},
                  "fp32": {}}[job.precision]
+    if job.precision == "fp8":
+        precision = dict(precision, **LOW_PRECISION_RECIPE_ARGS[job.fp8_recipe])
     args.update(precision)
     args["attention_backend"] = "flash" if job.attention == "flash" else "unfused"
     args["optimizer"] = "adam" if job.optimizer == "adamw" else "sgd"
@@ -133,6 +144,11 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
         out["virtual_pipeline_model_parallel_size"] = per_stage // args["num_layers_per_virtual_pipeline_stage"]
     if args.get("fp8_format"):
         out["fp8"] = args["fp8_format"]
+    for key in ("fp8_recipe", "fp4_recipe"):
+        if args.get(key):
+            out[key] = args[key]
+    if args.get("fp4_format"):
+        out["fp4"] = args["fp4_format"]
     return out
 
 
@@ -144,5 +160,7 @@ def export_megatron(setup: TrainingSetup) -> Exported:
              "your tokenizer (e.g. --tokenizer-type HuggingFaceTokenizer --tokenizer-model ...) for real data"]
     if args.get("fp8_format"):
         notes.append("fp8 needs TransformerEngine and an fp8-capable GPU (Hopper or later)")
+    if args.get("fp4_format"):
+        notes.append("NVFP4 needs TransformerEngine with NVFP4BlockScaling and an NVIDIA Blackwell GPU")
     return Exported(framework="megatron", files={"megatron_args.sh": command + "\n"}, command=command, notes=notes,
                     values=args)

@@ -38,17 +38,21 @@ def _toml_value(value: Any) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _table_lines(name: str, table: dict[str, Any]) -> list[str]:
+    """One TOML table and, after it, its nested tables under dotted names ([quantize.linear.float8])."""
+    lines = [f"[{name}]"]
+    lines.extend(f"{k} = {_toml_value(v)}" for k, v in table.items() if v is not None and not isinstance(v, dict))
+    for sub, values in table.items():
+        if isinstance(values, dict):
+            lines.extend(["", *_table_lines(f"{name}.{sub}", values)])
+    return lines
+
+
 def to_toml(sections: dict[str, dict[str, Any]]) -> str:
-    """TOML text of one level of tables (what a torchtitan job file holds); None values are left out."""
+    """TOML text of a torchtitan job file's tables, nested ones included; None values are left out."""
     lines: list[str] = []
     for name, table in sections.items():
-        nested = {k: v for k, v in table.items() if isinstance(v, dict)}
-        lines.append(f"[{name}]")
-        lines.extend(f"{k} = {_toml_value(v)}" for k, v in table.items() if v is not None and not isinstance(v, dict))
-        for sub, values in nested.items():
-            lines.append(f"\n[{name}.{sub}]")
-            lines.extend(f"{k} = {_toml_value(v)}" for k, v in values.items() if v is not None)
-        lines.append("")
+        lines.extend([*_table_lines(name, table), ""])
     return "\n".join(lines)
 
 
@@ -69,6 +73,9 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
     if job.precision in ("fp16-mixed", "bf16-true"):
         raise unsupported(NAME, f"--precision {job.precision}", "torchtitan trains fp32 parameters with bf16 compute "
                                                                  "(bf16-mixed), fp32 or fp8")
+    if job.precision == "fp8" and job.fp8_recipe == "nvfp4":
+        raise unsupported(NAME, "--fp8-recipe nvfp4", "its float8 and MX converters train in fp8 (--fp8-recipe current "
+                                                      "or mxfp8); --framework megatron runs NVFP4")
     if job.offload == "optimizer":
         raise unsupported(NAME, "optimizer-only offload", "--offload all (enable_cpu_offload) moves parameters too")
     if job.optimizer != "adamw":
@@ -105,7 +112,10 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
         "activation_checkpoint": {"mode": ac_mode, "selective_ac_option": "op" if ac_mode == "selective" else None},
         "compile": {"enable": job.kernels == "fused"},
     }
-    if job.precision == "fp8":
+    if job.precision == "fp8" and job.fp8_recipe == "mxfp8":
+        sections["model"]["converters"] = ["quantize.linear.mx"]
+        sections["quantize"] = {"linear": {"mx": {"recipe_name": "mxfp8_cublas"}}}
+    elif job.precision == "fp8":
         sections["model"]["converters"] = ["quantize.linear.float8"]
         sections["quantize"] = {"linear": {"float8": {"enable_fsdp_float8_all_gather": fsdp,
                                                       "precompute_float8_dynamic_scale_for_fsdp": fsdp}}}

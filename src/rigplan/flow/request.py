@@ -207,7 +207,7 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """torch.compile: element-wise chains fused (the eager stack's extra traffic goes)."""
     attention_kernel: Literal["fa2", "fa3", "cudnn", "triton", "sdpa"] | None = None
     """Flash-attention kernel; None = the kernel stack's default on the GPU."""
-    fp8_recipe: Literal["delayed", "current", "mxfp8"] = "delayed"
+    fp8_recipe: Literal["delayed", "current", "mxfp8", "nvfp4"] = "delayed"
     """fp8 scaling recipe when --precision fp8."""
     gpu: str = "h100-sxm"
     gpus: Annotated[int, Bounded("gpus")] | None = None
@@ -303,7 +303,7 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     compile: bool = False
     autocast: bool = False
     attention_kernel: Literal["fa2", "fa3", "cudnn", "triton", "sdpa"] | None = None
-    fp8_recipe: Literal["delayed", "current", "mxfp8"] = "delayed"
+    fp8_recipe: Literal["delayed", "current", "mxfp8", "nvfp4"] = "delayed"
     fp8_attention: bool = False
     fp8_param_gather: bool = False
     bf16_moments: bool = False

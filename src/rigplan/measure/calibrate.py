@@ -79,6 +79,8 @@ def _calibration(gpu_id: str, base: Any, link_default: float, nic_default: float
            "attention_eager": attention_ceiling(base, "eager") * c}
     if base.fp8_gemm_max:
         eff["fp8_gemm_max"] = base.fp8_gemm_max * c
+    if base.fp4_gemm_max:
+        eff["fp4_gemm_max"] = base.fp4_gemm_max * c
     return Calibration(gpu_id=gpu_id, efficiency=eff,
                        link_efficiency=min(link_default * k, 1.0) if k is not None else None,
                        nic_efficiency=min(nic_default * k, 1.0) if k is not None else None, source="rigplan calibrate")
