@@ -350,3 +350,14 @@ def test_nvfp4_exports_to_megatron_only() -> None:
         export(setup_of("dense-fsdp", **nvfp4), "accelerate")
     mx = export(setup_of("dense-fsdp", gpu="b200", precision="fp8", fp8_recipe="mxfp8"), "torchtitan").values
     assert mx["model"]["converters"] == ["quantize.linear.mx"]
+
+
+def test_muon_exports_to_megatron_dist_muon_and_is_refused_elsewhere() -> None:
+    out = export(setup_of("dense", optimizer="muon"), "megatron")
+    assert out.values["optimizer"] == "dist_muon" and out.values["use_distributed_optimizer"] is False
+    assert "--optimizer dist_muon" in out.command and "--muon-num-ns-steps 5" in out.command
+    with pytest.raises(Unsupported, match="Muon with ZeRO-3"):
+        export(setup_of("dense-fsdp", optimizer="muon"), "megatron")
+    for framework in ("torchtitan", "deepspeed", "hf-trainer"):
+        with pytest.raises(Unsupported, match="muon optimizer"):
+            export(setup_of("dense-fsdp", optimizer="muon"), framework)

@@ -326,8 +326,10 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="Precision recipe (bf16 = bf16-mixed). Default: bf16-mixed for full training, "
                           "bf16-true for LoRA/QLoRA."),
         click.option("--optimizer", type=click.Choice(["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd",
-                                                       "sgd-momentum", "adafactor"]),
-                     default="adamw", show_default=True),
+                                                       "sgd-momentum", "adafactor", "muon"]),
+                     default="adamw", show_default=True,
+                     help="muon: one momentum per hidden-layer matrix, orthogonalised by five Newton-Schulz "
+                          "iterations each step (Moonlight, Kimi K2); embeddings, head and norms on AdamW."),
         click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
                      help="ZeRO stage over the data-parallel group."),
         click.option("--fsdp", is_flag=True, help="FSDP full sharding (same as --zero 3)."),

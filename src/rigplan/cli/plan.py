@@ -109,7 +109,8 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
               help="purchase: buying counts in full; amortized: the job's share of a busy owned cluster.")
 @recipe_options
 @click.option("--optimizer", type=click.Choice(["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd",
-                                                "sgd-momentum", "adafactor"]), default="adamw", show_default=True)
+                                                "sgd-momentum", "adafactor", "muon"]),
+              default="adamw", show_default=True)
 @KERNELS_OPTION
 @click.option("--currency", type=click.Choice(["usd", "cny"]), default="usd", show_default=True)
 @click.option("--fx", "fx_cny_per_usd", type=float, help="CNY per USD (default 7.1, 2026-12).")

@@ -13,7 +13,8 @@ CudaGraphScope = Literal["attn", "moe_router", "moe_preprocess"]
 """Per-module CUDA graph scopes rigplan models (Megatron-Core cuda_graph_scope names)."""
 CUDA_GRAPH_SCOPES: tuple[str, ...] = get_args(CudaGraphScope)
 PrecisionRecipe = Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8"]
-Optimizer = Literal["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"]
+Optimizer = Literal["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor",
+                    "muon"]
 Recompute = Literal["none", "selective", "op", "full"]
 RecomputeMethod = Literal["uniform", "block", "every"]
 AttentionImpl = Literal["flash", "eager"]
@@ -253,6 +254,9 @@ class Job:
         if self.fp8_param_gather and self.precision != "fp8":
             raise InvalidSpec("--fp8-param-gather keeps the weights in fp8: it needs --precision fp8 (drop it "
                               "for other precisions)")
+        if self.optimizer == "muon" and self.offload != "none":
+            raise InvalidSpec("Muon's Newton-Schulz iterations run on the GPU: --offload needs another optimizer "
+                              "(drop --offload, or use --optimizer adamw)")
         if self.bf16_moments and self.optimizer not in ("adamw", "paged-adamw"):
             raise InvalidSpec("--bf16-moments keeps Adam's moments in bf16: it needs --optimizer adamw (drop it "
                               "otherwise)")

@@ -181,3 +181,21 @@ def count_params(arch: Architecture) -> ParamCounts:
         head_matmul=arch.vocab * h,
         active_excludes_input_embedding=arch.active_excludes_input_embedding,
     )
+
+
+def lora_module_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
+    """(d_in, d_out) of each linear of a dense layer (the modules LoRA targets; the matrices Muon orthogonalises)."""
+    h = arch.hidden
+    if arch.mla is not None:
+        a = arch.num_heads
+        q_out = a * arch.mla.qk_head_dim
+        kv_out = arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim
+        return {"q": (h, q_out), "k": (h, kv_out), "v": (arch.mla.kv_lora_rank, a * (arch.mla.qk_nope_head_dim
+                + arch.mla.v_head_dim)), "o": (a * arch.mla.v_head_dim, h),
+                "gate": (h, arch.ffn), "up": (h, arch.ffn), "down": (arch.ffn, h)}
+    q_w = arch.num_heads * arch.dim_per_head
+    kv_w = arch.kv_heads * arch.dim_per_head
+    shapes = {"q": (h, q_w), "k": (h, kv_w), "v": (h, kv_w), "o": (q_w, h), "up": (h, arch.ffn), "down": (arch.ffn, h)}
+    if arch.mlp == "gated":
+        shapes["gate"] = (h, arch.ffn)
+    return shapes

@@ -44,7 +44,8 @@ from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
 from rigplan.estimate.arrays import scalar_or_array as _out
-from rigplan.estimate.states import ModelStates, lora_module_shapes
+from rigplan.estimate.params import lora_module_shapes
+from rigplan.estimate.states import ModelStates
 
 Num = Any
 

@@ -46,9 +46,10 @@ from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, DensePattern, rank_layer_counts
 from rigplan.estimate import arrays as xp
+from rigplan.estimate import muon
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.fp8_inputs import quantized_bytes
-from rigplan.estimate.params import ParamCounts, count_params
+from rigplan.estimate.params import ParamCounts, count_params, lora_module_shapes
 
 Num = Any
 """A float, or a numpy array of floats when many layouts are evaluated at once."""
@@ -98,25 +99,10 @@ def optimizer_state_bytes_per_param(job: Job, arch: Architecture) -> float:
         return moment
     if job.optimizer == "adafactor":
         return 4 * 2 / arch.hidden
+    if job.optimizer == "muon":  # one momentum per matrix parameter, AdamW's two on the rest (estimate.muon)
+        share = muon.matrix_share(arch)
+        return moment * share + 2 * moment * (1.0 - share)
     return 0.0
-
-
-def lora_module_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
-    """(d_in, d_out) of each LoRA-targetable linear in a dense layer."""
-    h = arch.hidden
-    if arch.mla is not None:
-        a = arch.num_heads
-        q_out = a * arch.mla.qk_head_dim
-        kv_out = arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim
-        return {"q": (h, q_out), "k": (h, kv_out), "v": (arch.mla.kv_lora_rank, a * (arch.mla.qk_nope_head_dim
-                + arch.mla.v_head_dim)), "o": (a * arch.mla.v_head_dim, h),
-                "gate": (h, arch.ffn), "up": (h, arch.ffn), "down": (arch.ffn, h)}
-    q_w = arch.num_heads * arch.dim_per_head
-    kv_w = arch.kv_heads * arch.dim_per_head
-    shapes = {"q": (h, q_w), "k": (h, kv_w), "v": (h, kv_w), "o": (q_w, h), "up": (h, arch.ffn), "down": (arch.ffn, h)}
-    if arch.mlp == "gated":
-        shapes["gate"] = (h, arch.ffn)
-    return shapes
 
 
 def lora_params_per_layer(arch: Architecture, job: Job) -> int:

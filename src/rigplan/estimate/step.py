@@ -44,9 +44,10 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.estimate import comm, offload, overlap
+from rigplan.estimate import comm, muon, offload, overlap
 from rigplan.estimate.arrays import first_argmax, select
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
+from rigplan.estimate.efficiency import clock_fraction, gemm_efficiency
 from rigplan.estimate.elementwise import elementwise_bytes_per_token as elementwise_bytes_per_token
 from rigplan.estimate.elementwise import fp8_cast_bytes_per_token as fp8_cast_bytes_per_token
 from rigplan.estimate.flops import causal_fraction_for, micro_batch_flops
@@ -64,9 +65,11 @@ Num = Any
 
 OPTIMIZER_BYTES_TOUCHED = {"adamw": 16.0 + 12.0, "paged-adamw": 16.0 + 12.0,
                            "adamw-8bit": 6.0 + 6.0, "paged-adamw-8bit": 6.0 + 6.0,
-                           "sgd": 8.0 + 4.0, "sgd-momentum": 12.0 + 8.0, "adafactor": 10.0 + 6.0}
+                           "sgd": 8.0 + 4.0, "sgd-momentum": 12.0 + 8.0, "adafactor": 10.0 + 6.0,
+                           "muon": 12.0 + 8.0}
 """Bytes read + written per trainable parameter by one optimizer step in mixed precision (AdamW:
-read grad, master, m, v; write master, m, v, bf16 weight copy). bf16-true halves the state terms."""
+read grad, master, m, v; write master, m, v, bf16 weight copy). bf16-true halves the state terms. Muon moves
+SGD-momentum's bytes; its Newton-Schulz GEMMs are timed apart (estimate.muon)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -243,6 +246,9 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     else:
         touched = OPTIMIZER_BYTES_TOUCHED[job.optimizer] * (0.5 if job.precision == "bf16-true" else 1.0)
         optimizer_s = updated * touched / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
+        if job.optimizer == "muon":  # Newton-Schulz on the rank's share of the matrices (estimate.muon)
+            optimizer_s = optimizer_s + updated * muon.newton_schulz_s_per_param(
+                arch, gpu.peak("bf16") * clock_fraction(gpu), lambda dim: float(gemm_efficiency(eff, dim)))
         host_optimizer_s = 0.0 * updated
     offload_s = host_optimizer_s + m * param_offload_mb
     step = m * t_mb + bubble + dp_exposed + dp_tax + optimizer_s + host_optimizer_s

@@ -56,7 +56,8 @@ def deepspeed_config(setup: TrainingSetup) -> dict[str, Any]:
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
     optimizer = {"adamw": ("AdamW", {"lr": 3e-4, "betas": [0.9, 0.95], "weight_decay": 0.1}),
                  "sgd": ("SGD", {"lr": 1e-2}), "sgd-momentum": ("SGD", {"lr": 1e-2, "momentum": 0.9}),
-                 "adamw-8bit": None, "paged-adamw": None, "paged-adamw-8bit": None, "adafactor": None}[job.optimizer]
+                 "adamw-8bit": None, "paged-adamw": None, "paged-adamw-8bit": None, "adafactor": None,
+                 "muon": None}[job.optimizer]
     if optimizer is None:
         raise unsupported(NAME, f"the {job.optimizer} optimizer in its config",
                           "pass it as a client optimizer in code, or use adamw/sgd")

@@ -32,6 +32,9 @@ def hf_training_file(setup: TrainingSetup) -> dict[str, Any]:
                           "export a DeepSpeed config (--framework deepspeed) and pass deepspeed=ds_config.json")
     if job.offload == "optimizer":
         raise unsupported(NAME, "optimizer-only offload", "FSDP offload moves parameters too: use --offload all")
+    if job.optimizer not in OPTIM:
+        raise unsupported(NAME, f"the {job.optimizer} optimizer in TrainingArguments",
+                          "pass it to the Trainer as optimizers=(...) in code, or use adamw")
     if job.offload == "all" and lay.zero < 2:
         raise unsupported(NAME, "offload without FSDP", "use --zero 3")
     if job.recompute in ("selective", "op"):

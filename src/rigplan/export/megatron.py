@@ -47,8 +47,10 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
                           "use --recompute selective (attention core) or full")
     if job.offload == "all":
         raise unsupported(NAME, "parameter offload (--offload all)", "--offload optimizer is supported")
-    if job.optimizer not in ("adamw", "sgd"):
-        raise unsupported(NAME, f"the {job.optimizer} optimizer", "Megatron-LM has adam (AdamW) and sgd")
+    if job.optimizer not in ("adamw", "sgd", "muon"):
+        raise unsupported(NAME, f"the {job.optimizer} optimizer", "Megatron-LM has adam (AdamW), sgd and muon")
+    if job.optimizer == "muon" and lay.zero not in (0, 1):
+        raise unsupported(NAME, f"Muon with ZeRO-{lay.zero}", "Megatron's dist_muon shards by layer: use --zero 1 or 0")
     if job.activation_offload or job.optimizer_in_backward:
         raise unsupported(NAME, "activation offload / optimizer-in-backward")
     if arch.positions != "rope":
@@ -116,7 +118,9 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         precision = dict(precision, **LOW_PRECISION_RECIPE_ARGS[job.fp8_recipe])
     args.update(precision)
     args["attention_backend"] = "flash" if job.attention == "flash" else "unfused"
-    args["optimizer"] = "adam" if job.optimizer == "adamw" else "sgd"
+    args["optimizer"] = {"adamw": "adam", "sgd": "sgd"}.get(job.optimizer, "dist_muon" if lay.zero == 1 else "muon")
+    if job.optimizer == "muon":  # layer-wise sharding in place of the distributed (Adam) optimizer
+        args.update({"use_distributed_optimizer": False, "overlap_param_gather": False, "muon_num_ns_steps": 5})
     if job.offload == "optimizer":
         args.update({"optimizer_cpu_offload": True, "use_precision_aware_optimizer": True})
     return args

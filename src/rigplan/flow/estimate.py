@@ -11,6 +11,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
+from rigplan.estimate import muon
 from rigplan.estimate.calibration import calibrated_efficiency
 from rigplan.estimate.efficiency import (
     AMPERE,
@@ -319,6 +320,11 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                        f"{kernel_note(job, eff, gpu.peak('bf16'), attention_head_dims(setup.arch))}")
     if job.precision == "fp8" and job.fp8_recipe == "nvfp4":
         assumptions.append(NVFP4_NOTE)
+    if job.optimizer == "muon":
+        share = muon.matrix_share(setup.arch)
+        assumptions.append(f"Muon: one fp32 momentum on the hidden matrices ({share:.1%} of the parameters), AdamW on "
+                           "embeddings, head and norms; five Newton-Schulz iterations a step on each rank's share of "
+                           "the matrices, timed as bf16 GEMMs (optimizer row)")
     if not gpu.tdp_w:
         assumptions.append(f"{gpu.name}: no published power figure, so power and energy are not estimated")
     if setup.calibration is None and efficiency_for(gpu) is AMPERE and "ampere" not in gpu.architecture.lower():

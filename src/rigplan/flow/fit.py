@@ -45,7 +45,7 @@ def fit_verdict(total_bytes: float, usable_bytes: float) -> dict[str, Any]:
 
 def _remedies(job: Job, layout: Layout) -> list[tuple[str, Job, Layout]]:
     out: list[tuple[str, Job, Layout]] = []
-    if job.offload == "none":
+    if job.offload == "none" and job.optimizer != "muon":  # Muon's Newton-Schulz stays on the GPU
         out.append(("--offload optimizer", replace(job, offload="optimizer"), layout))
     if not job.expandable_segments:
         out.append(("--expandable-segments", replace(job, expandable_segments=True), layout))

@@ -135,7 +135,7 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
     """None: bf16-mixed for full training, bf16-true for LoRA/QLoRA (base model loaded in bf16)."""
     optimizer: Literal[
-        "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"
+        "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "muon"
     ] = "adamw"
     zero: Literal[0, 1, 2, 3] = 0
     tp: Annotated[int, Bounded("tp")] = 1
@@ -297,7 +297,7 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     """0 (the default, never accepted when given): about 4M tokens per step (see flow.estimate)."""
     precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
     optimizer: Literal[
-        "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor"
+        "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "muon"
     ] = "adamw"
     kernels: KernelStack = "fused"
     compile: bool = False
