@@ -44,3 +44,15 @@ def test_the_layout_row_names_expert_and_virtual_stage_degrees() -> None:
     # a dense model's expert tp (Megatron's default: tp) is not shown
     assert layout_text(dict(tp=4, pp=2, vpp=1, dp=1, cp=1, ep=1, etp=4, zero=0, micro_batch=1,
                             recompute="none")) == "tp4 pp2 dp1 z0 mb1 none"
+
+
+def test_a_part_without_the_precision_is_marked_and_the_others_compared() -> None:
+    args = ["compare", "llama-3.1-8b", "8xb200", "8xh100-sxm", "--tokens", "10B", "--precision", "fp8",
+            "--fp8-recipe", "nvfp4"]
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["infeasible"][0] is None
+    assert "has no NVFP4 tensor cores" in data["infeasible"][1] and "use --fp8-recipe delayed" in data["infeasible"][1]
+    refused = CliRunner().invoke(cli, ["compare", "llama-3.1-8b", "8xh100-sxm", "8xa100-80gb-sxm", *args[4:]])
+    assert refused.exit_code == 2 and "no NVFP4 tensor cores" in refused.output and "Traceback" not in refused.output

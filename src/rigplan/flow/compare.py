@@ -8,7 +8,7 @@ from typing import Any
 
 from rigplan.bounds import check
 from rigplan.catalog.load import load_catalog
-from rigplan.errors import InvalidSpec
+from rigplan.errors import InvalidSpec, UnsupportedPrecision
 from rigplan.flow.estimate import estimate
 from rigplan.flow.framework import FrameworkApplied
 from rigplan.flow.model_source import ResolvedModel
@@ -74,11 +74,21 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
     catalog = load_catalog(base.catalog)
     model: ResolvedModel | None = None
     framework: FrameworkApplied | None = None
+    refused: list[UnsupportedPrecision] = []
     for text in options:
         count, gpu_id = parse_option(text)
-        result = plan(base.model_copy(update={"gpu": [gpu_id], "gpu_counts": [count], "mode": "both",
-                                              "budget": None, "deadline": None, "top": 100, "unpriced": True}),
-                      catalog=catalog, model=model)
+        try:
+            result = plan(base.model_copy(update={"gpu": [gpu_id], "gpu_counts": [count], "mode": "both",
+                                                  "budget": None, "deadline": None, "top": 100, "unpriced": True}),
+                          catalog=catalog, model=model)
+        except UnsupportedPrecision as error:  # this part lacks the precision; the others may have it
+            refused.append(error)
+            values.append({})
+            best.append(None)
+            infeasible.append(str(error))
+            unpriced.append(False)
+            over_limit.append(False)
+            continue
         model = result.model
         framework = framework or result.framework
         fitting = [c for c in result.candidates if c.gpus == count]
@@ -109,6 +119,8 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
             "layout": chosen.layout,
         })
         best.append(chosen)
+    if len(refused) == len(options):
+        raise refused[0]
     rows = []
     for key, label, better in COMPARE_ROWS:
         row_values = [v.get(key) for v in values]
