@@ -68,6 +68,7 @@ def test_nvfp4_step_is_faster_than_mxfp8_by_less_than_the_peak_ratio() -> None:
     nv = estimate(EstimateRequest(**LLAMA_70B_GB300, fp8_recipe="nvfp4")).step
     gain = mx.step_time_s / nv.step_time_s
     assert 1.2 < gain < 3.0  # GB300: fp4 is 3x the fp8 peak, attention and the rest stay
+    assert nv.peak_flop_per_s == pytest.approx(3 * mx.peak_flop_per_s)  # MFU against the fp4 peak
 
 
 def test_nvfp4_job_says_what_it_assumes() -> None:

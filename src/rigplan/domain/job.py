@@ -301,6 +301,8 @@ class Job:
 
     @property
     def matmul_precision(self) -> str:
+        if self.precision == "fp8" and self.fp8_recipe == "nvfp4":
+            return "fp4"
         return {"fp32": "tf32", "fp8": "fp8", "fp16-mixed": "fp16"}.get(self.precision, "bf16")
 
     @property
