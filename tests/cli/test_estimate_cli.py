@@ -148,3 +148,10 @@ def test_nvfp4_estimate_names_its_linear_layers_in_chinese() -> None:
                                       "--precision", "fp8", "--fp8-recipe", "nvfp4", "--tokens", "1B"])
     assert result.exit_code == 0, result.output
     assert "NVFP4 线性层" in result.output and "请把它当作上限" in result.output
+
+
+def test_an_fp8_recipe_without_fp8_precision_is_refused() -> None:
+    result = CliRunner().invoke(cli, ["estimate", "llama-3.1-8b", "--gpu", "b200", "--gpus", "8", "--fp8-recipe",
+                                      "nvfp4", "--tokens", "1B"])
+    assert result.exit_code == 2
+    assert "--fp8-recipe nvfp4 sets how the low-precision GEMMs scale: it needs --precision fp8" in result.output

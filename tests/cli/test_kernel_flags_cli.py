@@ -59,7 +59,7 @@ def test_fp8_current_scaling_costs_more_than_delayed() -> None:
 
 def test_memory_takes_the_flags_and_echoes_them() -> None:
     data = run("memory", *JOB, "--kernels", "eager", "--compile", "--autocast", "--attention-kernel", "fa2",
-               "--fp8-recipe", "current")
+               "--precision", "fp8", "--fp8-recipe", "current")
     assert {k: data["job"][k] for k in ("kernels", "compile", "autocast", "attention_kernel", "fp8_recipe")} == {
         "kernels": "eager", "compile": True, "autocast": True, "attention_kernel": "fa2", "fp8_recipe": "current"}
 

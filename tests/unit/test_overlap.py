@@ -229,7 +229,7 @@ def test_async_tp_speedup_against_torchtitans_benchmark(model: str, gpus: int, m
         req = EstimateRequest(model=model, gpu="h100-sxm-96gb-500w", gpus=gpus, tp=8, zero=3, sequence_parallel=True,
                               seq=8192, micro_batch=mb, global_batch=mb * gpus // 8, recompute=recompute,
                               kernels="eager", compile=True, precision=precision, tp_comm_overlap=on,
-                              fp8_recipe="current")
+                              fp8_recipe="current" if precision == "fp8" else "delayed")
         return float(estimate(req).to_dict()["tokens_per_s_per_gpu"])
 
     predicted = rate(True) / rate(False)

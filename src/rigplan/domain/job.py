@@ -251,6 +251,9 @@ class Job:
             )
         if self.method != "full" and not self.lora_targets:
             raise InvalidSpec("LoRA needs at least one target module (--lora-targets q,v)")
+        if self.fp8_recipe != "delayed" and self.precision != "fp8":
+            raise InvalidSpec(f"--fp8-recipe {self.fp8_recipe} sets how the low-precision GEMMs scale: it needs "
+                              "--precision fp8 (drop it for other precisions)")
         if self.fp8_param_gather and self.precision != "fp8":
             raise InvalidSpec("--fp8-param-gather keeps the weights in fp8: it needs --precision fp8 (drop it "
                               "for other precisions)")

@@ -37,7 +37,7 @@ from rigplan.reliab import reliability_for_job
 from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, PREEMPTIONS_PER_NODE_MONTH, with_preemptions
 from rigplan.search.evaluate import SpaceMemory, fastest_per_count, space_memory
 from rigplan.search.pareto import pareto_front, thin_front
-from rigplan.search.space import RECOMPUTE, gpu_counts, layout_space
+from rigplan.search.space import RECOMPUTE, ZERO_STAGES, gpu_counts, layout_space
 from rigplan.units import parse_count, parse_duration
 
 Progress = Callable[[int, int], None]
@@ -212,6 +212,7 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
                         ("--attention-kernel", request.attention_kernel if "attention_kernel" in own else None),
                         ("--fp8-recipe", request.fp8_recipe if request.fp8_recipe != "delayed" and "fp8_recipe" in own
                          else None),
+                        ("--optimizer", request.optimizer if request.optimizer != "adamw" else None),
                         ("--cuda-graphs", request.cuda_graphs if request.cuda_graphs != "none" else None),
                         ("--cuda-graph-scope", ",".join(request.cuda_graph_scope))):
         if value:
@@ -332,12 +333,19 @@ def _reference_setup(request: PlanRequest, records: list[GpuRecord], catalog: Ca
     raise first_error
 
 
+MUON_ZERO_STAGES = (0, 1)
+"""ZeRO stages the search tries for Muon: its distributed implementations shard its states by layer over data
+parallel (Megatron-Core's dist_muon, with the distributed Adam optimizer off; Liu et al. 2025's Distributed Muon),
+which ZeRO-1 stands for; none runs under FSDP, so layouts with ZeRO-2 or 3 could not be launched."""
+
+
 def _space_memory_for(arch: Architecture, job: Job, key: tuple[int, tuple[int, ...]], target: int,
                       cache: dict[tuple[int, tuple[int, ...]], Any]) -> SpaceMemory | None:
     """Peak memory of the layout space of (NVLink domain, GPU counts), taking every layout another
     space of this plan holds from there (search.evaluate.space_memory)."""
     domain, counts = key
-    layouts = layout_space(arch, domain, list(counts), job.seq_len, sequence_parallel=True)
+    layouts = layout_space(arch, domain, list(counts), job.seq_len, sequence_parallel=True,
+                           zero_stages=MUON_ZERO_STAGES if job.optimizer == "muon" else ZERO_STAGES)
     if not len(layouts):
         return None
     known = [memory for memory in cache.values() if memory is not None]
