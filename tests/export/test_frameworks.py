@@ -48,7 +48,12 @@ def need(module: str) -> None:
                                           ("moe", {"a2a_overlap": True, "moe_dispatcher": "alltoall",
                                                    "capacity_factor": 1.0, "moe_pad_to_capacity": True}),
                                           ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "mxfp8"}),
-                                          ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "nvfp4"})])
+                                          ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "nvfp4"}),
+                                          ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "mxfp8",
+                                                     "fp8_attention": True, "fp8_param_gather": True,
+                                                     "tp_comm_overlap": True, "bf16_moments": True,
+                                                     "cuda_graph_scope": ["attn"]}),
+                                          ("moe", {"cuda_graphs": "full"})])
 def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> None:
     need("megatron.core")
     import torch
@@ -87,6 +92,15 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
                     use_distributed_optimizer=args["use_distributed_optimizer"])
     for flag in ("--tensor-model-parallel-size", "--micro-batch-size", "--global-batch-size"):
         assert flag in out.command
+    job = setup.job
+    assert (config.fp8_dot_product_attention, config.fp8_param, config.tp_comm_overlap) == (
+        job.fp8_attention, job.fp8_param_gather, job.tp_comm_overlap)
+    if job.cuda_graphs == "full":
+        assert (config.cuda_graph_impl, "--cuda-graph-scope full_iteration" in out.command) == ("local", True)
+    elif job.cuda_graph_scope:
+        assert config.cuda_graph_impl == "transformer_engine"
+    if job.bf16_moments:
+        assert "--exp-avg-dtype bf16" in out.command and "--use-precision-aware-optimizer" in out.command
     if setup.job.precision == "fp8" and setup.job.fp8_recipe == "nvfp4":
         assert (config.fp4, config.fp4_recipe, config.fp8) == ("e2m1", "nvfp4", None)
         assert "--fp4-recipe nvfp4" in out.command and "--fp8-format" not in out.command
@@ -361,3 +375,11 @@ def test_muon_exports_to_megatron_dist_muon_and_is_refused_elsewhere() -> None:
     for framework in ("torchtitan", "deepspeed", "hf-trainer"):
         with pytest.raises(Unsupported, match="muon optimizer"):
             export(setup_of("dense-fsdp", optimizer="muon"), framework)
+
+
+def test_hf_trainer_points_nvfp4_to_megatron_and_accelerate_names_a_non_default_optimizer() -> None:
+    nvfp4 = {"gpu": "b200", "precision": "fp8", "fp8_recipe": "nvfp4"}
+    with pytest.raises(Unsupported, match="--framework megatron runs NVFP4"):
+        export(setup_of("dense-fsdp", **nvfp4), "hf-trainer")
+    notes = export(setup_of("dense-fsdp", optimizer="muon"), "accelerate").notes
+    assert any(note.startswith("optimizer muon: build it in train.py") for note in notes)

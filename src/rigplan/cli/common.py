@@ -31,6 +31,12 @@ KERNELS_OPTION = click.option(
          "litgpt: lit-gpt's 2023 modules (fp32 RMSNorm, LoRA dropout); "
          "torchtune: torchtune's modules (fp32 RMSNorm, GQA k/v copies, the chunked loss's fp32 log-probabilities).")
 """--kernels, as memory, estimate, plan and compare take it."""
+OPTIMIZERS = ["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "muon"]
+OPTIMIZER_HELP = ("muon: one momentum per hidden-layer matrix, orthogonalised by five Newton-Schulz iterations each "
+                  "step (Moonlight, Kimi K2); embeddings, head and norms on AdamW.")
+OPTIMIZER_OPTION = click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True,
+                                help=OPTIMIZER_HELP)
+"""--optimizer, as plan and compare take it (memory and estimate take it with their recipe options)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M", bound="BaseModel")
@@ -325,11 +331,8 @@ def _job_options(func: F, *, preset: bool) -> F:
                                                        "bf16", "fp16"]),
                      help="Precision recipe (bf16 = bf16-mixed). Default: bf16-mixed for full training, "
                           "bf16-true for LoRA/QLoRA."),
-        click.option("--optimizer", type=click.Choice(["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd",
-                                                       "sgd-momentum", "adafactor", "muon"]),
-                     default="adamw", show_default=True,
-                     help="muon: one momentum per hidden-layer matrix, orthogonalised by five Newton-Schulz "
-                          "iterations each step (Moonlight, Kimi K2); embeddings, head and norms on AdamW."),
+        click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True,
+                     help=OPTIMIZER_HELP),
         click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
                      help="ZeRO stage over the data-parallel group."),
         click.option("--fsdp", is_flag=True, help="FSDP full sharding (same as --zero 3)."),

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from rigplan.cli.common import (
     KERNELS_OPTION,
+    OPTIMIZER_OPTION,
     build_request,
     check_option,
     echo_json,
@@ -48,6 +49,7 @@ def _cell(key: str, value: Any) -> str:
 @model_options
 @click.option("--tokens", required=True, help="Tokens to train on, e.g. 50B.")
 @recipe_options
+@OPTIMIZER_OPTION
 @KERNELS_OPTION
 @click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from rigplan.cli.common import (
     KERNELS_OPTION,
+    OPTIMIZER_OPTION,
     build_request,
     check_option,
     check_output_path,
@@ -108,9 +109,7 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
 @click.option("--onprem-basis", type=click.Choice(["purchase", "amortized"]), default="purchase", show_default=True,
               help="purchase: buying counts in full; amortized: the job's share of a busy owned cluster.")
 @recipe_options
-@click.option("--optimizer", type=click.Choice(["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd",
-                                                "sgd-momentum", "adafactor", "muon"]),
-              default="adamw", show_default=True)
+@OPTIMIZER_OPTION
 @KERNELS_OPTION
 @click.option("--currency", type=click.Choice(["usd", "cny"]), default="usd", show_default=True)
 @click.option("--fx", "fx_cny_per_usd", type=float, help="CNY per USD (default 7.1, 2026-12).")

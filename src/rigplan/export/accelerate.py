@@ -61,6 +61,8 @@ def export_accelerate(setup: TrainingSetup) -> Exported:
     job = setup.job
     command = "accelerate launch --config_file accelerate_config.yaml train.py"
     notes = [f"per-process micro-batch {job.micro_batch}, sequence {job.seq_len}: set them in train.py's DataLoader"]
+    if job.optimizer != "adamw":
+        notes.append(f"optimizer {job.optimizer}: build it in train.py (accelerate's config does not name one)")
     if job.precision == "bf16-true":
         notes.append("bf16-true: load the model with torch_dtype=torch.bfloat16 (mixed_precision stays 'no')")
     if job.is_peft:

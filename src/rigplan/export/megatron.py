@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigplan.domain.job import Job
 from rigplan.domain.stages import dense_layer_mask
 from rigplan.estimate.moe import dispatcher
 from rigplan.export.common import Exported, batch_of, flag_line, require, torchrun_prefix, unsupported
@@ -123,6 +124,25 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         args.update({"use_distributed_optimizer": False, "overlap_param_gather": False, "muon_num_ns_steps": 5})
     if job.offload == "optimizer":
         args.update({"optimizer_cpu_offload": True, "use_precision_aware_optimizer": True})
+    args.update(_switch_args(job))
+    return args
+
+
+def _switch_args(job: Job) -> dict[str, Any]:
+    """Megatron-LM's flags for the job's switches that change the estimate: fp8 attention and parameter gather,
+    bf16 Adam moments (the precision-aware optimizer), TP communication overlap and CUDA graphs (full-iteration
+    graphs are Megatron-Core's 'local' implementation with scope full_iteration; per-module ones Transformer
+    Engine's), and dropout off where the estimate has it off."""
+    args: dict[str, Any] = {"fp8_dot_product_attention": job.fp8_attention, "fp8_param_gather": job.fp8_param_gather,
+                            "tp_comm_overlap": job.tp_comm_overlap}
+    if not job.dropout:  # Megatron-LM's defaults are 0.1 each; the estimate took dropout off
+        args.update({"attention_dropout": 0.0, "hidden_dropout": 0.0})
+    if job.bf16_moments:
+        args.update({"use_precision_aware_optimizer": True, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16"})
+    if job.cuda_graphs == "full":
+        args.update({"cuda_graph_impl": "local", "cuda_graph_scope": "full_iteration"})
+    elif job.cuda_graph_scope:
+        args.update({"cuda_graph_impl": "transformer_engine", "cuda_graph_scope": " ".join(job.cuda_graph_scope)})
     return args
 
 
@@ -148,9 +168,16 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
         out["virtual_pipeline_model_parallel_size"] = per_stage // args["num_layers_per_virtual_pipeline_stage"]
     if args.get("fp8_format"):
         out["fp8"] = args["fp8_format"]
-    for key in ("fp8_recipe", "fp4_recipe"):
+    for key in ("fp8_recipe", "fp4_recipe", "fp8_dot_product_attention", "tp_comm_overlap", "cuda_graph_impl"):
         if args.get(key):
             out[key] = args[key]
+    if args.get("fp8_param_gather"):
+        out["fp8_param"] = True
+    for key in ("attention_dropout", "hidden_dropout"):
+        if key in args:
+            out[key] = args[key]
+    if args.get("cuda_graph_scope"):
+        out["cuda_graph_scope"] = args["cuda_graph_scope"].split()
     if args.get("fp4_format"):
         out["fp4"] = args["fp4_format"]
     return out

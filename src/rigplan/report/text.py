@@ -57,8 +57,11 @@ def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
         f"on [bold]{gpu['name']}[/bold] ({format_bytes(gpu['usable_bytes'])} usable)"
     )
     lora = f" r={job['lora_rank']} on {','.join(job['lora_targets'])}" if job["lora_rank"] else ""
+    precision = job["precision"]
+    if precision == "fp8" and job.get("fp8_recipe", "delayed") != "delayed":
+        precision = f"fp8 {job['fp8_recipe']}"
     console.print(
-        f"{job['method']}{lora}, {job['precision']}, {job['optimizer']}, seq {job['seq_len']} x micro-batch "
+        f"{job['method']}{lora}, {precision}, {job['optimizer']}, seq {job['seq_len']} x micro-batch "
         f"{job['micro_batch']}, recompute {job['recompute']}, {job['attention']} attention; "
         f"tp={layout['tp']} pp={layout['pp']} dp={layout['dp']} cp={layout['cp']} ep={layout['ep']} "
         f"zero={layout['zero']}" + (" +SP" if layout["sequence_parallel"] else "")
