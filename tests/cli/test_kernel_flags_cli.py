@@ -75,6 +75,9 @@ def test_plan_and_compare_carry_the_flags_into_their_estimates() -> None:
                   "--precision", "fp8", "--cloud")
     command = planned["ranked"][0]["estimate_command"]
     assert "--compile" in command and "--fp8-recipe current" in command
+    muon = run("plan", *base, "--gpu", "h100-sxm", "--gpus-exact", "8", "--optimizer", "muon", "--cloud")
+    best = muon["ranked"][0]
+    assert "--optimizer muon" in best["estimate_command"] and best["layout"]["zero"] in (0, 1)
 
 
 def test_help_describes_each_flag() -> None:
