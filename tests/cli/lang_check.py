@@ -28,7 +28,7 @@ matplotlib web plot rank memory estimate plan compare tco servers lint serve val
 calibrate export autocast logits peft torchtune true false id ids runs install nan inf null Ctrl Young Daly Meta
 Chinchilla http https localhost hccs ici mtlink blink mlu Gold Platinum Threadripper PRO Xeon nvme hdd sata ssd
 nemo NeMo unsloth Unsloth fsdp PyTorch DTensor Trainer TrainingArguments DeepEP HybridEP DualPipe NCCL flex
-Transformer Engine Blackwell Hopper Ampere Ada CDNA delayed current mxfp8 nvfp4 NVFP4 Muon muon
+Transformer Engine TransformerEngine Blackwell Hopper Ampere Ada CDNA delayed current mxfp8 nvfp4 NVFP4 Muon muon adam
 """
 STAY_ENGLISH = frozenset(_STAY_ENGLISH_WORDS.split())
 """Units, option values as typed, library, framework, vendor and format names."""

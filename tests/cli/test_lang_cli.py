@@ -157,3 +157,19 @@ def test_a_quoted_source_with_colons_keeps_its_line_translated(monkeypatch: pyte
     code, out = _zh(["estimate", "llama-3.1-8b", "--gpu", "b200", "--gpus", "8", "--tokens", "1B"], monkeypatch)
     assert code == 0
     assert "效率数据沿用自其他型号" in out and "assumed" not in out
+
+
+@pytest.mark.parametrize("framework,args", [
+    ("accelerate", ["--zero", "1"]),
+    ("deepspeed", ["--zero", "0", "--offload", "optimizer"]),
+    ("hf-trainer", ["--zero", "3", "--optimizer", "muon"]),
+    ("megatron", ["--zero", "3", "--optimizer", "muon"]),
+    ("torchtitan", ["--gpu", "b200", "--zero", "3", "--precision", "fp8", "--fp8-recipe", "nvfp4"]),
+    ("torchtitan", ["--tp", "2", "--zero", "1"]),
+])
+def test_export_refusals_are_translated(framework: str, args: list[str]) -> None:
+    result = CliRunner().invoke(cli, ["--lang", "zh", "export", "llama-3.1-8b", "--gpus", "8", *args,
+                                      "--framework", framework])
+    assert result.exit_code == 2
+    line = result.output.strip().splitlines()[-1]
+    assert "无法表达" in line and not english_words(line), line
