@@ -35,6 +35,7 @@ export const FIELDS = [
   {name: "moe_dispatcher", group: "recipe", type: "select", sub: "sub.moe", empty: "h.default"},
   {name: "moe_pad_to_capacity", group: "recipe", type: "bool", sub: "sub.moe"},
   {name: "moe_fused_grouped_mlp", group: "recipe", type: "bool", sub: "sub.moe"},
+  {name: "fp8_recipe", group: "recipe", type: "select"},
   {name: "fp8_attention", group: "recipe", type: "bool"},
   {name: "cuda_graphs", group: "recipe", type: "select"},
   ...["tp", "pp", "vpp", "cp", "ep", "etp", "dp"].map((n) => ({name: n, group: "layout", type: "int", grid: true})),
