@@ -407,3 +407,18 @@ def test_one_expert_rank_carries_the_mean_load_whatever_the_routing() -> None:
         assert any("one expert rank holds every expert (ep=1)" in n for n in notes)
     # across 8 expert ranks the busiest one carries more, and more imbalance costs time
     assert run(8, moe_imbalance=4.0)[0] > run(8, moe_imbalance=1.6)[0] > run(8, balanced_routing=True)[0]
+
+
+def test_biased_experts_run_unfused_under_the_fused_grouped_mlp_switch() -> None:
+    from rigplan.flow.estimate import estimate
+    from rigplan.flow.request import EstimateRequest
+
+    base = dict(model="gpt-oss-120b", gpu="gb300", gpus=64, ep=16, zero=1, seq=4096, micro_batch=4,
+                global_batch=1280, precision="fp8", fp8_recipe="mxfp8", balanced_routing=True, framework="nemo")
+    fused = estimate(EstimateRequest(**base, moe_fused_grouped_mlp=True))
+    plain = estimate(EstimateRequest(**base))
+    assert fused.step.step_time_s == pytest.approx(plain.step.step_time_s)
+    assert any("these experts carry biases" in a for a in fused.setup.assumptions)
+    unbiased = dict(base, model="qwen3-30b-a3b", gpus=8, ep=8, global_batch=512)
+    assert (estimate(EstimateRequest(**unbiased, moe_fused_grouped_mlp=True)).step.step_time_s
+            < estimate(EstimateRequest(**unbiased)).step.step_time_s)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from rigplan.catalog.load import Catalog, load_catalog
@@ -91,6 +91,14 @@ NVFP4_ARCHITECTURE = "blackwell"
 """NVFP4 (E2M1 with E4M3 scales per 16 elements) is NVIDIA's format: Blackwell's tensor cores take it (sm_100,
 sm_103, sm_120); CDNA 4's fp4 is OCP MXFP4 (E8M0 scales per 32), which Transformer Engine's NVFP4 recipe does not
 use."""
+
+
+BIASED_EXPERTS_UNFUSED = (
+    "--moe-fused-grouped-mlp: these experts carry biases, which Transformer Engine's fused grouped MLP takes only "
+    "where cudnn-frontend's grouped GEMM has a bias input (ForwardGroupedMLP_CuTeGEMMSwiGLU_MXFP8."
+    "is_fc1_bias_supported), else it runs the grouped linears unfused; rigplan times them unfused, as gpt-oss-120b "
+    "measures in Megatron-Bridge's 26.06 table and model card (+2-7% unfused, +28-36% fused)")
+"""The fused grouped MLP's gate for biased experts (gpt-oss): the runs that set it measure the unfused speed."""
 
 
 def _inert_switches(arch: Architecture, job: Job) -> list[str]:
@@ -242,6 +250,9 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         assumptions.append("--fsdp-flat-params describes FSDP1 (ZeRO-3) and changes nothing at --zero "
                            f"{layout.zero}; add --zero 3 (or --fsdp) for it")
     assumptions.extend(_inert_switches(arch, job))
+    if job.moe_fused_grouped_mlp and arch.moe is not None and arch.moe.expert_bias:
+        job = replace(job, moe_fused_grouped_mlp=False)
+        assumptions.append(BIASED_EXPERTS_UNFUSED)
     calibration = None
     if spec.calibration is not None:
         from rigplan.calibration.file import applied_note, calibration_from  # pydantic and YAML: only when asked
