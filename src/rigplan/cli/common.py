@@ -16,7 +16,7 @@ from rigplan import i18n
 from rigplan.bounds import BOUND_ERROR_TYPE
 from rigplan.cli.language import error_line
 from rigplan.domain.frameworks import FRAMEWORK_NAMES
-from rigplan.domain.job import KERNEL_STACKS
+from rigplan.domain.job import FP8_RECIPES, KERNEL_STACKS, OPTIMIZERS
 from rigplan.errors import RigplanError
 from rigplan.flow.fields import validated
 from rigplan.flow.framework import PRESET_FIELDS
@@ -31,10 +31,9 @@ KERNELS_OPTION = click.option(
          "litgpt: lit-gpt's 2023 modules (fp32 RMSNorm, LoRA dropout); "
          "torchtune: torchtune's modules (fp32 RMSNorm, GQA k/v copies, the chunked loss's fp32 log-probabilities).")
 """--kernels, as memory, estimate, plan and compare take it."""
-OPTIMIZERS = ["adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "muon"]
 OPTIMIZER_HELP = ("muon: one momentum per hidden-layer matrix, orthogonalised by five Newton-Schulz iterations each "
                   "step (Moonlight, Kimi K2); embeddings, head and norms on AdamW.")
-OPTIMIZER_OPTION = click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True,
+OPTIMIZER_OPTION = click.option("--optimizer", type=click.Choice(list(OPTIMIZERS)), default="adamw", show_default=True,
                                 help=OPTIMIZER_HELP)
 """--optimizer, as plan and compare take it (memory and estimate take it with their recipe options)."""
 
@@ -268,7 +267,7 @@ def kernel_option_list() -> list[Callable[[F], F]]:
                           "NVTE_FP8_DPA=1): the cuDNN kernel at its measured fp8 rate (1.26x bf16 on Blackwell, "
                           "0.90x on Hopper, cuDNN 9.19), other kernels with the matrix products in fp8 and the "
                           "softmax exponentials at their own rate; needs --precision fp8."),
-        click.option("--fp8-recipe", type=click.Choice(["delayed", "current", "mxfp8", "nvfp4"]), default="delayed",
+        click.option("--fp8-recipe", type=click.Choice(list(FP8_RECIPES)), default="delayed",
                      show_default=True,
                      help="fp8 scaling with --precision fp8: delayed per-tensor (Transformer Engine on Hopper), "
                           "current per-tensor (torchao float8 tensorwise, torchtitan), mxfp8 blockwise (Blackwell), "
@@ -331,7 +330,7 @@ def _job_options(func: F, *, preset: bool) -> F:
                                                        "bf16", "fp16"]),
                      help="Precision recipe (bf16 = bf16-mixed). Default: bf16-mixed for full training, "
                           "bf16-true for LoRA/QLoRA."),
-        click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True,
+        click.option("--optimizer", type=click.Choice(list(OPTIMIZERS)), default="adamw", show_default=True,
                      help=OPTIMIZER_HELP),
         click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
                      help="ZeRO stage over the data-parallel group."),

@@ -23,9 +23,11 @@ LossImpl = Literal["unfused", "fused", "chunked", "bf16"]
 KernelStack = Literal["fused", "eager", "hf", "litgpt", "torchtune"]
 KERNEL_STACKS: tuple[str, ...] = get_args(KernelStack)
 """The kernel stacks in the order --kernels lists them."""
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 CheckpointLoad = Literal["sharded", "full"]
 Nf4Quantizer = Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]
 Fp8Recipe = Literal["delayed", "current", "mxfp8", "nvfp4"]
+FP8_RECIPES: tuple[str, ...] = get_args(Fp8Recipe)
 AttentionKernel = Literal["fa2", "fa3", "cudnn", "triton", "sdpa"]
 GradReduceDtype = Literal["fp32", "bf16"]
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from rigplan.bounds import Bounded
 from rigplan.domain.frameworks import FrameworkName
-from rigplan.domain.job import CudaGraphs, CudaGraphScope, KernelStack
+from rigplan.domain.job import CudaGraphs, CudaGraphScope, Fp8Recipe, KernelStack, Optimizer
 from rigplan.flow import fields as rules
 from rigplan.flow.framework import FrameworkApplied, apply_preset
 
@@ -134,9 +134,7 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """0 (the default, never accepted when given): about 4M tokens per step (see flow.estimate)."""
     precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
     """None: bf16-mixed for full training, bf16-true for LoRA/QLoRA (base model loaded in bf16)."""
-    optimizer: Literal[
-        "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "muon"
-    ] = "adamw"
+    optimizer: Optimizer = "adamw"
     zero: Literal[0, 1, 2, 3] = 0
     tp: Annotated[int, Bounded("tp")] = 1
     pp: Annotated[int, Bounded("pp")] = 1
@@ -207,7 +205,7 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     """torch.compile: element-wise chains fused (the eager stack's extra traffic goes)."""
     attention_kernel: Literal["fa2", "fa3", "cudnn", "triton", "sdpa"] | None = None
     """Flash-attention kernel; None = the kernel stack's default on the GPU."""
-    fp8_recipe: Literal["delayed", "current", "mxfp8", "nvfp4"] = "delayed"
+    fp8_recipe: Fp8Recipe = "delayed"
     """fp8 scaling recipe when --precision fp8."""
     gpu: str = "h100-sxm"
     gpus: Annotated[int, Bounded("gpus")] | None = None
@@ -296,14 +294,12 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     global_batch: Annotated[int, Bounded("global_batch")] = 0
     """0 (the default, never accepted when given): about 4M tokens per step (see flow.estimate)."""
     precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
-    optimizer: Literal[
-        "adamw", "paged-adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "muon"
-    ] = "adamw"
+    optimizer: Optimizer = "adamw"
     kernels: KernelStack = "fused"
     compile: bool = False
     autocast: bool = False
     attention_kernel: Literal["fa2", "fa3", "cudnn", "triton", "sdpa"] | None = None
-    fp8_recipe: Literal["delayed", "current", "mxfp8", "nvfp4"] = "delayed"
+    fp8_recipe: Fp8Recipe = "delayed"
     fp8_attention: bool = False
     fp8_param_gather: bool = False
     bf16_moments: bool = False
