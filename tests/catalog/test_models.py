@@ -74,6 +74,10 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         "the model card gives '22B activated' (two significant figures); the exact count with both "
         "embedding tables is 22.19B (0.87% above)",
     ),
+    ("moonlight-16b-a3b", "active"): (
+        0.03, "the name and card give '3B activated' (one significant figure); the exact count with both "
+              "embedding tables is 2.915B (2.8% below)",
+    ),
     ("llama-4-scout", "total"): (
         0.015,
         "the card's 109B counts the vision encoder too; the text decoder of config.json has 107.77B (1.1% below)",
