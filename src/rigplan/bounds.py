@@ -122,7 +122,7 @@ BOUNDS: dict[str, Bound] = {
     "top_k": _int("--top-k", 1, 1 << 16),
     "expert_ffn": _int("--expert-ffn", 1, 1 << 21),
     "shared_experts": _int("--shared-experts", 0, 1_000),
-    "mtp_layers": _int("multi-token-prediction modules", 0, 64),  # DeepSeek-V3 has 1
+    "mtp_layers": _int("--mtp-layers (multi-token-prediction modules)", 0, 64),  # DeepSeek-V3 has 1
     "context": _int("context length", 1, 1 << 30),
     "params": _pos("the model's parameter count", 1e14, "count"),
     # recipe and layout

@@ -422,3 +422,35 @@ def test_biased_experts_run_unfused_under_the_fused_grouped_mlp_switch() -> None
     unbiased = dict(base, model="qwen3-30b-a3b", gpus=8, ep=8, global_batch=512)
     assert (estimate(EstimateRequest(**unbiased, moe_fused_grouped_mlp=True)).step.step_time_s
             < estimate(EstimateRequest(**unbiased)).step.step_time_s)
+
+
+def test_mtp_layers_flag_trains_deepseek_v3_without_its_mtp_module() -> None:
+    from rigplan.flow.model_source import resolve_model
+
+    catalog = load_catalog()
+    base = resolve_model("deepseek-v3", catalog).arch
+    plain = resolve_model("deepseek-v3", catalog, {"mtp_layers": 0}).arch
+    assert base.moe is not None and plain.moe is not None
+    assert base.moe.mtp_layers == 1 and plain.moe.mtp_layers == 0
+    # everything else of the model's MoE block stays: sigmoid routing, shared expert, dense-first layers
+    assert replace(plain.moe, mtp_layers=1) == base.moe
+    with_mtp = EstimateRequest(model="deepseek-v3", gpu="gb200", gpus=256, pp=8, vpp=4, ep=32, global_batch=2048)
+    without = with_mtp.model_copy(update={"mtp_layers": 0})
+    flops_with = speed.estimate(with_mtp).step.model_flop_per_step
+    flops_without = speed.estimate(without).step.model_flop_per_step
+    assert flops_without < flops_with
+
+
+def test_moe_overrides_keep_the_catalog_router_and_mtp() -> None:
+    from rigplan.flow.model_source import resolve_model
+
+    arch = resolve_model("deepseek-v3", load_catalog(), {"top_k": 4}).arch
+    assert arch.moe is not None
+    assert (arch.moe.top_k, arch.moe.router, arch.moe.mtp_layers, arch.moe.first_dense_layers) == (4, "sigmoid", 1, 3)
+
+
+def test_mtp_layers_on_a_dense_model_is_refused() -> None:
+    from rigplan.flow.model_source import resolve_model
+
+    with pytest.raises(InvalidSpec, match="--mtp-layers need --experts"):
+        resolve_model("llama-3.1-8b", load_catalog(), {"mtp_layers": 1})

@@ -186,6 +186,9 @@ def model_options(func: F) -> F:
         click.option("--top-k", type=int, help="MoE: experts per token."),
         click.option("--expert-ffn", type=int, help="MoE: intermediate size of one expert."),
         click.option("--shared-experts", type=int, help="MoE: shared experts per layer."),
+        click.option("--mtp-layers", type=int,
+                     help="MoE: multi-token-prediction modules trained with the model (DeepSeek-V3: 1); "
+                          "0 trains without them."),
     ]
     for option in reversed(options):
         func = option(func)

@@ -33,7 +33,7 @@ GENERIC_SHAPES = (
 GENERIC_VOCAB = 128_256
 
 SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "mlp", "positions",
-               "norm", "tied_embeddings", "experts", "top_k", "expert_ffn", "shared_experts")
+               "norm", "tied_embeddings", "experts", "top_k", "expert_ffn", "shared_experts", "mtp_layers")
 
 
 @dataclass(frozen=True)
@@ -153,23 +153,19 @@ def _apply_shape_flags(arch: Architecture | None, flags: dict[str, Any]) -> Arch
             changes[attr] = given[flag]
     if changes.get("positions") == "learned" and not arch.max_positions:
         changes["max_positions"] = arch.context_length or 2048
-    moe_flags = {k: given[k] for k in ("experts", "top_k", "expert_ffn", "shared_experts") if k in given}
+    moe_flags = {k: given[k] for k in ("experts", "top_k", "expert_ffn", "shared_experts", "mtp_layers") if k in given}
     if moe_flags:
         base = arch.moe
         if base is None and "experts" not in moe_flags:
-            raise InvalidSpec("--top-k/--expert-ffn/--shared-experts need --experts for a dense model")
-        changes["moe"] = MoE(
-            num_experts=moe_flags.get("experts", base.num_experts if base else 1),
-            top_k=moe_flags.get("top_k", base.top_k if base else 2),
-            expert_ffn=moe_flags.get("expert_ffn", base.expert_ffn if base else changes.get("ffn", arch.ffn)),
-            num_shared_experts=moe_flags.get("shared_experts", base.num_shared_experts if base else 0),
-            shared_expert_ffn=base.shared_expert_ffn if base else 0,
-            first_dense_layers=base.first_dense_layers if base else 0,
-            moe_layer_step=base.moe_layer_step if base else 1,
-            expert_bias=base.expert_bias if base else False,
-            router_bias=base.router_bias if base else False,
-            shared_expert_gate=base.shared_expert_gate if base else False,
-        )
+            raise InvalidSpec("--top-k/--expert-ffn/--shared-experts/--mtp-layers need --experts for a dense model")
+        fields = {"experts": "num_experts", "top_k": "top_k", "expert_ffn": "expert_ffn",
+                  "shared_experts": "num_shared_experts", "mtp_layers": "mtp_layers"}
+        overrides = {fields[k]: v for k, v in moe_flags.items()}
+        if base is not None:
+            # the model's own routing, shared-expert width, dense layers and MTP stay unless a flag says otherwise
+            changes["moe"] = replace(base, **overrides)
+        else:
+            changes["moe"] = MoE(**{"top_k": 2, "expert_ffn": changes.get("ffn", arch.ffn), **overrides})
     if changes:
         changes["official_params"] = 0.0
         changes["official_active_params"] = 0.0

@@ -56,6 +56,7 @@ class ModelSpec(BaseModel):
     top_k: Annotated[int, Bounded("top_k")] | None = None
     expert_ffn: Annotated[int, Bounded("expert_ffn")] | None = None
     shared_experts: Annotated[int, Bounded("shared_experts")] | None = None
+    mtp_layers: Annotated[int, Bounded("mtp_layers")] | None = None
 
     def shape_flags(self) -> dict[str, object]:
         return rules.shape_flags(self, [n for n in ModelSpec.model_fields if n != "model"])
