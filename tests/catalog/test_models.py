@@ -54,6 +54,7 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
     "glm-4.5-air": "GLM-4.5's convention; 12.80B exact without the input embedding vs 12B (13.42B with it)",
     "deepseek-v2": "DeepSeek's V3 convention; 20.85B exact without the input embedding vs 21B (21.38B with it)",
     "deepseek-v2-lite": "DeepSeek's V3 convention; 2.45B exact without the input embedding vs 2.4B (2.66B with it)",
+    "minimax-m2": "10.41B exact without the input embedding vs the release's 10B (11.03B with it)",
 }
 """The records whose active_excludes_input_embedding is true, and why."""
 
@@ -73,6 +74,13 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         0.01,
         "the model card gives '22B activated' (two significant figures); the exact count with both "
         "embedding tables is 22.19B (0.87% above)",
+    ),
+    ("minimax-m2", "total"): (
+        0.01, "the release gives '230 billion' (two significant figures); the shape gives 228.69B (0.57% below)",
+    ),
+    ("minimax-m2", "active"): (
+        0.05, "the release gives '10 billion active'; the exact count without the input embedding is 10.41B (4.1% "
+              "above), 9.80B without either embedding table",
     ),
     ("moonlight-16b-a3b", "active"): (
         0.03, "the name and card give '3B activated' (one significant figure); the exact count with both "
@@ -163,6 +171,8 @@ FAMILIES_WITHOUT_HF_READER: dict[str, str] = {
     "gpt-3": "paper family: no weights or config.json were released",
     "falcon": "Hugging Face model_type of the Falcon records; rigplan's config.json reader has no falcon reader",
     "nemotron": "Hugging Face model_type of Nemotron-4; rigplan's config.json reader has no nemotron reader",
+    "minimax_m2": "Hugging Face model_type of MiniMax-M2; rigplan's config.json reader has no minimax_m2 reader "
+                  "(no copy of the published config.json at hand to test one against)",
 }
 """Record families that are not model types of rigplan's Hugging Face config reader, and why."""
 
