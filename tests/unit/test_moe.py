@@ -454,3 +454,16 @@ def test_mtp_layers_on_a_dense_model_is_refused() -> None:
 
     with pytest.raises(InvalidSpec, match="--mtp-layers need --experts"):
         resolve_model("llama-3.1-8b", load_catalog(), {"mtp_layers": 1})
+
+
+def test_multi_node_nvlink_ep_note_names_the_rack_and_the_tray_fallback() -> None:
+    def notes(**kw: object) -> list[str]:
+        request = EstimateRequest(model="deepseek-v3", gpu="gb200", gpus=256, pp=8, global_batch=2048, **kw)
+        return [a for a in speed.estimate(request).setup.assumptions if a.startswith("EP all-to-all on multi-node")]
+
+    (note,) = notes(ep=32)
+    assert "EP group of 32 GPUs" in note and "--gpus-per-node 4" in note
+    assert notes(ep=4) == []  # inside one 4-GPU tray
+    assert notes(ep=32, gpus_per_node=4) == []  # the user already times the trays over the network
+    h100 = EstimateRequest(model="deepseek-v3", gpu="h100-sxm", gpus=256, pp=8, ep=32, global_batch=2048)
+    assert not any(a.startswith("EP all-to-all on multi-node") for a in speed.estimate(h100).setup.assumptions)

@@ -236,6 +236,16 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
             f"all-to-all {a2a}")
 
 
+NVL_TRAY_GPUS = 4
+"""GPUs in one GB200/GB300 NVL72 compute tray (two Grace CPUs and four Blackwell GPUs per tray)."""
+NVL_RACK_GPUS = 36
+"""Smallest multi-node NVLink domain (NVL36); at or above it the EP all-to-all may cross trays on NVLink."""
+MNNVL_EP_NOTE = ("EP all-to-all on multi-node NVLink: each EP group of {n} GPUs must sit inside one NVLink domain of "
+                 "{domain} (a Slurm segment per rack, as Megatron-LM's DeepSeek-V3 GB200 guide sets it) with NCCL's "
+                 "multi-node NVLink (IMEX) on; where it is not, --gpus-per-node 4 times it over the network between "
+                 "4-GPU trays (NeMo 25.04's published DeepSeek-V3 GB200 runs are 2.8x slower than the NVLink estimate "
+                 "and within 5-13% of the tray one: rigplan validate --suite moe)")
+
 NVFP4_NOTE = ("NVFP4: the linear layers' GEMMs at the fp4 peak (E2M1 with E4M3 scales per 16 elements, Transformer "
               "Engine's NVFP4BlockScaling); attention, the LM head and the router stay bf16. On Megatron-Bridge's ten "
               "published NVFP4 rows (Llama 3 70B and 405B on GB300 and GB200) this step runs 18-37% faster than "
@@ -342,6 +352,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                            "H200); the Trainer's bf16=True runs under autocast (--autocast)")
     if setup.arch.moe is not None:
         assumptions.append(moe_routing_note(setup.arch, job, setup.layout))
+        ep_group = setup.layout.ep * setup.layout.expert_tp
+        if gpu.link.domain_size >= NVL_RACK_GPUS and ep_group > NVL_TRAY_GPUS and gpu.gpus_per_node > NVL_TRAY_GPUS:
+            assumptions.append(MNNVL_EP_NOTE.format(n=ep_group, domain=gpu.link.domain_size))
         if job.cuda_graphs == "full":
             assumptions.append("full-iteration CUDA graph: the host launches the step once, so dropless routing's "
                                "per-layer host sync no longer paces it")
