@@ -206,11 +206,6 @@ def default_global_batch(micro_batch: int, dp: int, seq_len: int) -> int:
     return max(round(DEFAULT_BATCH_TOKENS / seq_len / unit), 1) * unit
 
 
-def small_microbatch_moe(job: Job, layout: Layout) -> bool:
-    """Whether each GPU's micro-batch is at most SMALL_MICROBATCH_MOE_TOKENS tokens (mb·s/(tp·cp))."""
-    return job.micro_batch * job.seq_len / (layout.tp * layout.cp) <= SMALL_MICROBATCH_MOE_TOKENS
-
-
 def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
     """One line saying how the MoE layers were routed and laid out."""
     load = load_factor(job)
@@ -315,6 +310,11 @@ SMALL_MICROBATCH_MOE_EVIDENCE = (
     "DeepEP TP2/EP32 layouts within 3%); read this estimate as optimistic, more so at one sequence per micro-batch")
 """Validation evidence shown beside such an estimate (the estimate itself is not changed; tests/validation/
 test_moe_cases.py recomputes the figures from the MoE suite)."""
+
+
+def small_microbatch_moe(job: Job, layout: Layout) -> bool:
+    """Whether each GPU's micro-batch is at most SMALL_MICROBATCH_MOE_TOKENS tokens (mb·s/(tp·cp))."""
+    return job.micro_batch * job.seq_len / (layout.tp * layout.cp) <= SMALL_MICROBATCH_MOE_TOKENS
 
 
 def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: ResolvedModel | None = None,

@@ -153,14 +153,13 @@ def _apply_shape_flags(arch: Architecture | None, flags: dict[str, Any]) -> Arch
             changes[attr] = given[flag]
     if changes.get("positions") == "learned" and not arch.max_positions:
         changes["max_positions"] = arch.context_length or 2048
-    moe_flags = {k: given[k] for k in ("experts", "top_k", "expert_ffn", "shared_experts", "mtp_layers") if k in given}
-    if moe_flags:
-        base = arch.moe
-        if base is None and "experts" not in moe_flags:
-            raise InvalidSpec("--top-k/--expert-ffn/--shared-experts/--mtp-layers need --experts for a dense model")
-        fields = {"experts": "num_experts", "top_k": "top_k", "expert_ffn": "expert_ffn",
+    moe_fields = {"experts": "num_experts", "top_k": "top_k", "expert_ffn": "expert_ffn",
                   "shared_experts": "num_shared_experts", "mtp_layers": "mtp_layers"}
-        overrides = {fields[k]: v for k, v in moe_flags.items()}
+    overrides = {attr: given[flag] for flag, attr in moe_fields.items() if flag in given}
+    if overrides:
+        base = arch.moe
+        if base is None and "num_experts" not in overrides:
+            raise InvalidSpec("--top-k/--expert-ffn/--shared-experts/--mtp-layers need --experts for a dense model")
         if base is not None:
             # the model's own routing, shared-expert width, dense layers and MTP stay unless a flag says otherwise
             changes["moe"] = replace(base, **overrides)
