@@ -6,7 +6,7 @@ model. rigplan had no NVFP4 recipe when these rows were published; they were not
 figures: the NVFP4 GEMM rate comes from torchao's B200 GEMM benchmark (benchmarks/nvfp4_gemm_fit.py) and the
 rest of the step is the fp8 step's model with NVFP4's cast traffic and 4-bit weight and activation copies.
 
-The rows are estimated with the conventions of benchmarks/bridge2602_dense_check.py (Megatron-Core with
+The rows are estimated with the conventions of the first dense out-of-sample check (Megatron-Core with
 Transformer Engine, fused kernels and loss, fp32 main grads reduced in bf16, distributed optimizer, overlapped
 parameter gather and pipeline p2p, TP communication overlap and sequence parallelism where tp > 1, no
 recompute). Printed: each row's measured and predicted tokens/s per GPU, and for each NVFP4 row its gain over

@@ -1,7 +1,8 @@
-"""Which published MoE runs rigplan says do not fit in memory (every one of them ran).
+"""Which published runs of the out-of-sample suites rigplan says do not fit in memory (every one of them ran).
 
-Each case of the MoE validation suite is estimated as the suite runs it; a run whose predicted peak is over
-the GPU's usable memory is listed, marked 'borderline' when it is within rigplan's memory uncertainty.
+Each case of the MoE suite and of the out-of-sample dense suite (dense_oos) is estimated as the suite runs it; a
+run whose predicted peak is over the GPU's usable memory is listed, marked 'borderline' when it is within
+rigplan's memory uncertainty.
 
 Run: python benchmarks/moe_fit_check.py
 """
@@ -12,8 +13,8 @@ from rigplan.flow.estimate import estimate
 from rigplan.validation.run import SUITES, load_case_file
 
 
-def main() -> None:
-    cases = load_case_file(SUITES["moe"].default_file).cases
+def check(suite: str) -> None:
+    cases = load_case_file(SUITES[suite].default_file).cases
     over = beyond = 0
     for case in cases:
         memory = estimate(case.request).to_dict(with_advice=False)["memory"]
@@ -24,7 +25,13 @@ def main() -> None:
         beyond += not borderline
         print(f"{case.id:50s} needs {memory['per_gpu']['total_bytes'] / 2**30:7.1f} of "
               f"{memory['gpu']['usable_bytes'] / 2**30:6.1f} GiB{' (borderline)' if borderline else ''}")
-    print(f"{over} of {len(cases)} published runs predicted not to fit; {beyond} beyond the memory uncertainty")
+    print(f"{suite}: {over} of {len(cases)} published runs predicted not to fit; "
+          f"{beyond} beyond the memory uncertainty")
+
+
+def main() -> None:
+    for suite in ("moe", "dense_oos"):
+        check(suite)
 
 
 if __name__ == "__main__":

@@ -178,8 +178,8 @@ def test_packaged_throughput_suite_runs_every_case() -> None:
 
 def test_suite_all_runs_memory_throughput_moe_and_frontier() -> None:
     data = json.loads(invoke("--suite", "all", "--json").output)
-    assert {r["suite"] for r in data["results"]} == {"memory", "throughput", "moe", "frontier"}
-    assert {s["suite"] for s in data["suites"]} == {"memory", "throughput", "moe", "frontier"}
+    assert {r["suite"] for r in data["results"]} == {"memory", "throughput", "moe", "frontier", "dense_oos"}
+    assert {s["suite"] for s in data["suites"]} == {"memory", "throughput", "moe", "frontier", "dense_oos"}
 
 
 def test_throughput_table_shows_group_medians_and_the_overall_line() -> None:

@@ -24,7 +24,8 @@ A case passes when |error| <= THROUGHPUT_CASE_TOLERANCE (0.15). On top of the ca
 fails when a group's median |error| exceeds 0.08, a group's median signed error lies outside +/-0.05
 (a one-sided group is a missing mechanism) or the whole suite's median |error| exceeds 0.07
 (`suite_thresholds_breached`). The rule is the same for every case and group, fixed a priori; the
-frontier suite (cases/frontier.yaml) is held to the same case and group rules.
+frontier suite (cases/frontier.yaml) is held to the same case and group rules; the dense_oos suite
+(cases/dense_oos.yaml: dense rows added out of sample) to the case rule only, and reports its medians.
 
 Relative paths in `request.catalog` are resolved against this package's folder, so the overlay
 of validation-only models (`models/`) works wherever the package is installed.
@@ -57,7 +58,12 @@ from rigplan.validation.common import (
     SourceRef,
     Status,
 )
-from rigplan.validation.frontier_suite import FrontierCaseFile, evaluate_frontier_case
+from rigplan.validation.frontier_suite import (
+    DenseOutOfSampleCaseFile,
+    FrontierCaseFile,
+    evaluate_dense_oos_case,
+    evaluate_frontier_case,
+)
 from rigplan.validation.memory_suite import (
     BREAKDOWN_PARTS,
     COMPARABLE_FIELDS,
@@ -150,6 +156,7 @@ SUITES: dict[str, Suite] = {
     "frontier": Suite("frontier", CASES_DIR / "frontier.yaml", FrontierCaseFile, evaluate_frontier_case,
                       group_median_limit=THROUGHPUT_GROUP_MEDIAN_LIMIT,
                       group_signed_limit=THROUGHPUT_GROUP_SIGNED_LIMIT),
+    "dense_oos": Suite("dense_oos", CASES_DIR / "dense_oos.yaml", DenseOutOfSampleCaseFile, evaluate_dense_oos_case),
 }
 
 
