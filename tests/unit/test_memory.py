@@ -91,6 +91,27 @@ def test_qlora_base_weights_are_nf4() -> None:
     assert qlora.weights_bytes > 2 * embeddings
 
 
+def test_lora_on_the_fused_stack_keeps_the_frozen_base_in_bf16_or_fp8() -> None:
+    """Megatron-Core / NeMo LoRA: the frozen base is built in bf16 (no fp32 copy: the optimizer's main weights are
+    the adapters' only), under fp8 with fp8 params as the fp8 weight and its transpose; the autocast stacks keep
+    Hugging Face's fp32 base with a bf16 copy (4 + 2 B/param)."""
+    llama2 = Architecture(id="l2", num_layers=32, hidden=4096, num_heads=32, ffn=11008, vocab=32000)
+    counts = count_params(llama2)
+    base = counts.total
+    blocks = (counts.dense_layer.attention + counts.dense_layer.mlp_dense) * llama2.num_layers
+    adapters = model_states(llama2, Job(method="lora", precision="bf16-mixed", kernels="fused"),
+                            Layout(), rank=0).trainable_params
+
+    def weights(**kw: object) -> float:
+        return model_states(llama2, Job(method="lora", **kw), Layout(), rank=0).weights_bytes  # type: ignore[arg-type]
+
+    assert weights(precision="bf16-mixed", kernels="fused") == pytest.approx(2 * base + 2 * adapters)
+    fp8 = weights(precision="fp8", fp8_recipe="delayed", kernels="fused", fp8_param_gather=True,
+                  fp8_transpose_cache=True)
+    assert fp8 == pytest.approx(2 * (base - blocks) + 2 * blocks + 2 * adapters)
+    assert weights(precision="bf16-mixed", kernels="hf") == pytest.approx(6 * base + 2 * adapters)
+
+
 def test_first_stage_holds_pp_micro_batches() -> None:
     """1F1B: the first stage keeps pp micro-batches of its layers, so its activations equal a whole model's."""
     job = Job(seq_len=2048, recompute="selective")

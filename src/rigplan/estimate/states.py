@@ -21,7 +21,10 @@ dp·cp, and expert parameters over their expert-data-parallel group tp·cp·dp/(
 
 LoRA (Hu et al. 2021): frozen base weights in the compute dtype, no gradients or optimizer states
 for them; adapters A (r×d_in) and B (d_out×r) per target module are trained with the recipe's
-bytes. QLoRA (Dettmers et al. 2023): base linear layers in NF4, 0.5 B/param plus one fp32 absmax
+bytes. Under mixed precision the autocast stacks keep the frozen base in fp32 with a bf16 copy (4 + 2
+B/param); the fused (Megatron-Core / NeMo) stack keeps it in bf16, its block linears under fp8 as
+Transformer Engine holds them (megatron_frozen_base_bytes). QLoRA (Dettmers et al. 2023): base linear
+layers in NF4, 0.5 B/param plus one fp32 absmax
 per 64 weights (0.0625 B/param), or with double quantization 8-bit absmax per 64 and one fp32
 constant per 256 blocks (about 0.127 bits/param, Sec. 3 of the paper); embeddings, norms and the
 LM head stay in bf16.
@@ -78,6 +81,18 @@ def weight_bytes_per_param(job: Job) -> float:
         bf16_copy = 0.0 if job.fp8_param_gather else 2.0  # Megatron --fp8-param-gather: fp8 weights only
         return bf16_copy + fp8_copy_bytes_per_param(job)
     return 4.0 if job.precision == "fp32" else 2.0
+
+
+def megatron_frozen_base_bytes(job: Job, local: Num, linear_local: Num) -> Num:
+    """Bytes of a LoRA job's frozen base on the fused (Megatron-Core / NeMo) stack: the model is built in its
+    params_dtype (bf16) and only trainable parameters get fp32 main weights, which the distributed optimizer
+    creates for the parameters that require a gradient (Megatron-Core's DistributedOptimizer builds its shard
+    groups from param.requires_grad); under fp8 the block linears are held as Transformer Engine holds them
+    (weight_bytes_per_param: the bf16 copy unless fp8 params, and the quantized copy), the rest stays bf16.
+    Where the base is kept in fp32 with autocast copies (Hugging Face Trainer) the caller's 4 + 2 B/param
+    applies instead."""
+    linear = linear_local if job.precision == "fp8" else 0.0 * linear_local
+    return (local - linear) * float(job.compute_dtype_bytes) + linear * weight_bytes_per_param(job)
 
 
 def grad_bytes_per_param(job: Job) -> float:
@@ -230,6 +245,8 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
         # it multiplies until backward has used it: 4 + 2 B/param (bf16-true: 2).
         base_per_param = 4.0 + 2.0 if master_bytes_per_param(job) else float(job.compute_dtype_bytes)
         base_bytes = local * base_per_param
+        if job.kernels == "fused" and job.method == "lora":
+            base_bytes = megatron_frozen_base_bytes(job, local, quant_local)
         if job.method == "qlora":
             nf4 = NF4_DOUBLE_QUANT_BYTES_PER_PARAM if job.qlora_double_quant else NF4_BYTES_PER_PARAM
             base_bytes -= quant_local * (base_per_param - nf4)
