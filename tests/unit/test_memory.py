@@ -157,3 +157,22 @@ def test_eager_single_step_frees_gradients_before_forward() -> None:
     # gradients held between steps are not part of the step's churn: the allocator overheads are equal
     assert fused.unreleasable_bytes == pytest.approx(eager.unreleasable_bytes)
     assert fused.total_bytes - eager.total_bytes == pytest.approx(fused.model_gradients_bytes, rel=1e-6)
+
+
+def test_lora_under_zero1_regathers_only_the_adapters() -> None:
+    """ZeRO-1/2 all-gather the weights the optimizer updated; under LoRA those are the adapters, so fp8 parameters
+    (which halve a full model's gather) leave a LoRA job's data-parallel traffic unchanged, and it is a small part of
+    a full fine-tune's."""
+    from rigplan.flow.estimate import estimate
+    from rigplan.flow.request import EstimateRequest
+
+    base = {"model": "llama-2-70b", "gpu": "h200-sxm", "gpus": 64, "tp": 4, "cp": 2, "seq": 8192, "micro_batch": 1,
+            "global_batch": 8, "precision": "fp8", "framework": "nemo", "zero": 1}
+
+    def dp_total(**kw: object) -> float:
+        comm = estimate(EstimateRequest(**{**base, **kw})).to_dict(with_advice=False)["breakdown"]["comm_by_axis"]
+        return float(comm["dp"]["total_s"])
+
+    lora = {"method": "lora", "lora_rank": 16, "lora_targets": "q,k,v,o"}
+    assert dp_total(**lora, fp8_param_gather=True) == pytest.approx(dp_total(**lora, fp8_param_gather=False))
+    assert dp_total(**lora) < 0.05 * dp_total()

@@ -184,6 +184,9 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     sync_rs = sync(comm.hierarchical_reduce_scatter_s, trainable * g, expert_local * g)
     w = 1.0 if job.fp8_param_gather else p  # Megatron --fp8-param-gather all-gathers the fp8 weights
     gather = sync(comm.hierarchical_all_gather_s, dense_local * w, expert_local * w)
+    # ZeRO-1/2 all-gather what the optimizer updated: under LoRA the adapters alone, in the compute dtype
+    # (the frozen base is replicated, never re-gathered)
+    updated_gather = sync(comm.hierarchical_all_gather_s, trainable * p, 0.0) if peft else gather
     if not peft:
         trainable = local_params
     # ZeRO-0: all-reduce; ZeRO-1/2: reduce-scatter, then the updated weights all-gathered;
@@ -226,7 +229,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     tail = np.where(zero >= 3, 0.0, np.where(zero >= 1, sync_rs, sync_ar))
     tail_exposed, _, tail_tax = overlap.hide(tail, backward_mb, overlap.DP_OVERLAP_SM_SHARE, on=reduce_on,
                                              floor_s=tail / np.maximum(pace_layers, 1.0))
-    zero12_gather = np.where((zero >= 1) & (zero < 3), gather, 0.0)
+    zero12_gather = np.where((zero >= 1) & (zero < 3), updated_gather, 0.0)
     gather_exposed, _, gather_tax = overlap.hide(zero12_gather, compute_mb - backward_mb, overlap.DP_OVERLAP_SM_SHARE,
                                                  on=gather_on, floor_s=zero12_gather / np.maximum(pace_layers, 1.0))
     dp_exposed = np.where(group > 1, tail_exposed + gather_exposed, 0.0)
