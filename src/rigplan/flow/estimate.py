@@ -313,10 +313,10 @@ test_moe_cases.py recomputes the figures from the MoE suite)."""
 
 
 GB200_DENSE_EVIDENCE = (
-    "dense model on GB200 with Megatron-Core kernels: on the 34 published runs of this kind rigplan checks (NVIDIA's "
-    "Megatron-Bridge 25.11 to 26.06, NeMo 25.02 and 25.04 and DGX Cloud tables; rigplan validate --suite frontier and "
-    "--suite dense_oos), its tokens/s were from 3% below to 22% above the measured, median 11% above, where the same "
-    "tables' GB300 runs are 6% below; read this estimate as optimistic by about a tenth")
+    "dense model on GB200 with Megatron-Core kernels: on the 36 published runs of this kind rigplan checks (NVIDIA's "
+    "Megatron-Bridge 25.11 to 26.06, NeMo 25.02 and 25.04, DGX Cloud and MLPerf tables; rigplan validate --suite "
+    "frontier and --suite dense_oos), its tokens/s were from 3% below to 22% above the measured, median 11% above, "
+    "where the same tables' GB300 runs are 6% below; read this estimate as optimistic by about a tenth")
 """Validation evidence shown beside a dense GB200 estimate with fused kernels and without NVFP4 (the estimate itself is
 not changed; tests/validation/test_dense_oos_cases.py recomputes the figures from the two suites)."""
 
