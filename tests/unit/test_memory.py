@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rigplan.domain.job import Job
@@ -176,3 +178,22 @@ def test_lora_under_zero1_regathers_only_the_adapters() -> None:
     lora = {"method": "lora", "lora_rank": 16, "lora_targets": "q,k,v,o"}
     assert dp_total(**lora, fp8_param_gather=True) == pytest.approx(dp_total(**lora, fp8_param_gather=False))
     assert dp_total(**lora) < 0.05 * dp_total()
+
+
+def test_lora_on_the_fused_stack_saves_no_frozen_linear_input() -> None:
+    """Transformer Engine saves a linear's input only when its weight needs a gradient: under LoRA on q, k, v, o
+    (fp8, delayed scaling) a Llama 2 70B layer drops the fc1 and fc2 fp8 inputs and the out-projection's fp8
+    copy, keeps the qkv input in bf16 for its adapter (its fp8 copy goes), and adds lora_A's two outputs."""
+    from rigplan.estimate.activations import fused_lora_token_bytes
+
+    llama2_70b = Architecture(id="l2-70b", num_layers=80, hidden=8192, num_heads=64, num_kv_heads=8, ffn=28672,
+                              vocab=32000)
+    job = Job(method="lora", lora_rank=16, lora_targets=("q", "k", "v", "o"), precision="fp8",
+              fp8_recipe="delayed", kernels="fused")
+    delta = fused_lora_token_bytes(llama2_70b, job)
+    assert delta.replicated_under_tp == pytest.approx((2 - 1) * 8192 - 1 * 8192)
+    assert delta.split_by_tp == pytest.approx(-28672 - 8192 + 2 * 16 * 2)
+    full = layer_activation_bytes(llama2_70b, Job(precision="fp8", fp8_recipe="delayed", kernels="fused",
+                                                  seq_len=4096), Layout(), moe_layer=False).saved_bytes
+    lora = layer_activation_bytes(llama2_70b, replace(job, seq_len=4096), Layout(), moe_layer=False).saved_bytes
+    assert lora == pytest.approx(full + 4096 * (delta.replicated_under_tp + delta.split_by_tp))

@@ -36,7 +36,9 @@ attention-core terms; full recompute keeps only each layer's input.
 The norm inputs are the residual stream, in r bytes (residual_bytes: 4 under torch.autocast over fp32
 weights and under PEFT's k-bit preparation, else p), as is the layer input full recompute keeps.
 
-LoRA/QLoRA use the full-training set. PyTorch does not save a frozen linear's input (autograd saves
+The fused stack under LoRA (fused_lora_token_bytes): Transformer Engine saves no frozen linear's input, and each
+adapter saves its own input and lora_A's output. Otherwise LoRA/QLoRA use the full-training set. PyTorch does not
+save a frozen linear's input (autograd saves
 mm's mat1 only when the weight needs a gradient), so that set holds p·(h_qkv_in + q_w + h_fc1_in +
 f) per token that a frozen base does not, which stands in for what the stacks' adapters and norms
 add; kernels='hf' counts peft's adapters on Hugging Face modules exactly instead (peft_lora_token_bytes),
@@ -335,6 +337,31 @@ def peft_lora_token_bytes(arch: Architecture, job: Job) -> TokenActivation:
                            attention_core=0.0)
 
 
+def fused_lora_token_bytes(arch: Architecture, job: Job) -> TokenActivation:
+    """Per token: the fused (Megatron-Core / Transformer Engine) stack under LoRA minus the full-training set
+    (a negative delta), for a dense layer with standard attention.
+
+    Transformer Engine's Linear and LayerNormLinear save their input only when the weight needs a gradient
+    (backward_needs_input = is_grad_enabled and weight.requires_grad, transformer_engine/pytorch/module/
+    linear.py and layernorm_linear.py), so a frozen base saves none of the linear inputs the full set counts
+    (the qkv and fc1 inputs s·h, the fc2 input s·f, and the out-projection's fp8 copy under delayed scaling;
+    s is the saved input's bytes, fp8 or the compute dtype). An adapter on a module saves its own input in the
+    compute dtype for lora_A's weight gradient (p·h on the qkv or fc1 input, p·f on fc2's; on the output
+    projection it is the attention kernel's output, saved already) and lora_A's output p·r for lora_B's.
+    Left out: an adapter dropout's mask (NeMo's LoRA takes dropout 0 unless set).
+    """
+    p = job.compute_dtype_bytes
+    saved = fp8_inputs.saved_input_bytes(job)
+    h, f, rank = arch.hidden, arch.ffn, job.lora_rank
+    q_w = arch.num_heads * arch.dim_per_head
+    targets = set(job.lora_targets)
+    qkv, fc1, fc2 = bool(targets & {"q", "k", "v"}), bool(targets & {"gate", "up"}), "down" in targets
+    adapters = sum((qkv, "o" in targets, fc1, fc2))
+    replicated = (p if qkv else 0.0) * h - saved * h + (p if fc1 else 0.0) * h - saved * h
+    split = ((p if fc2 else 0.0) - saved) * f - fp8_inputs.out_proj_extra_bytes(job) * q_w + p * rank * adapters
+    return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=0.0)
+
+
 def bnb_saved_inputs(arch: Architecture, job: Job, moe_layer: bool) -> TokenActivation:
     """Per token: what bitsandbytes before 0.43.2 saves for backward in a QLoRA layer beyond the weights.
 
@@ -405,6 +432,8 @@ def _layer_activation_bytes(
     full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy
     if job.kernels == "hf" and job.is_peft and not moe_layer and arch.mla is None:
         full_per_token = full_per_token + peft_lora_token_bytes(arch, job).per_gpu(tp, sp)
+    if job.kernels == "fused" and job.method == "lora" and not moe_layer and arch.mla is None:
+        full_per_token = full_per_token + fused_lora_token_bytes(arch, job).per_gpu(tp, sp)
     if peft_kbit.applies(arch, job, moe_layer):
         replicated, split, core = peft_kbit.kbit_layer_parts(arch, job, dropout=PEFT_LORA_DROPOUT)
         stack = TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
