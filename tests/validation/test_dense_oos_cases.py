@@ -8,6 +8,7 @@ the suite reports a bias instead of being tuned to hide it. `rigplan validate --
 from __future__ import annotations
 
 import pytest
+from published_cases import check_published_case
 
 from rigplan.validation.frontier_suite import evaluate_dense_oos_case
 from rigplan.validation.run import SUITES, THROUGHPUT_CASE_TOLERANCE, load_case_file, summarize_suites
@@ -18,15 +19,7 @@ CASES = list(CASE_FILE.cases)
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_dense_oos_case(case) -> None:  # type: ignore[no-untyped-def]
-    result = evaluate_dense_oos_case(case)
-    assert result.status != "error", f"{case.id}: {result.message}"
-    assert result.suite == "dense_oos" and result.error is not None
-    if case.known_gap is not None:
-        assert abs(result.error) > THROUGHPUT_CASE_TOLERANCE, f"{case.id}: within tolerance now; drop known_gap"
-        pytest.xfail(f"known gap ({result.error:+.1%}): {case.known_gap}")
-    assert abs(result.error) <= THROUGHPUT_CASE_TOLERANCE, (
-        f"predicted {result.predicted:,.4g} vs measured {case.measured.value:,.4g} {case.measured.unit}: "
-        f"{result.error:+.1%}")
+    check_published_case(evaluate_dense_oos_case(case), case, "dense_oos", THROUGHPUT_CASE_TOLERANCE)
 
 
 def test_every_case_keeps_its_source_printed_row_and_first_estimate() -> None:

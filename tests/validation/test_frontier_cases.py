@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
+from published_cases import check_published_case
 
 from rigplan.validation.frontier_suite import evaluate_frontier_case
 from rigplan.validation.run import (
@@ -26,15 +27,7 @@ CASES = list(CASE_FILE.cases)
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_frontier_case(case) -> None:  # type: ignore[no-untyped-def]
-    result = evaluate_frontier_case(case)
-    assert result.status != "error", f"{case.id}: {result.message}"
-    assert result.suite == "frontier" and result.error is not None
-    if case.known_gap is not None:
-        assert abs(result.error) > THROUGHPUT_CASE_TOLERANCE, f"{case.id}: within tolerance now; drop known_gap"
-        pytest.xfail(f"known gap ({result.error:+.1%}): {case.known_gap}")
-    assert abs(result.error) <= THROUGHPUT_CASE_TOLERANCE, (
-        f"predicted {result.predicted:,.4g} vs measured {case.measured.value:,.4g} {case.measured.unit}: "
-        f"{result.error:+.1%}")
+    check_published_case(evaluate_frontier_case(case), case, "frontier", THROUGHPUT_CASE_TOLERANCE)
 
 
 def test_group_medians() -> None:

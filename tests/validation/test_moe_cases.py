@@ -8,6 +8,7 @@ printed by `rigplan validate --suite moe`.
 from __future__ import annotations
 
 import pytest
+from published_cases import check_published_case
 
 from rigplan.validation.moe_suite import MOE_CASE_TOLERANCE, evaluate_moe_case
 from rigplan.validation.run import SUITES, load_case_file
@@ -17,15 +18,7 @@ CASES = list(load_case_file(SUITES["moe"].default_file).cases)
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_moe_case(case) -> None:  # type: ignore[no-untyped-def]
-    result = evaluate_moe_case(case)
-    assert result.status != "error", f"{case.id}: {result.message}"
-    assert result.suite == "moe" and result.error is not None
-    if case.known_gap is not None:
-        assert abs(result.error) > MOE_CASE_TOLERANCE, f"{case.id}: within tolerance now; drop known_gap"
-        pytest.xfail(f"known gap ({result.error:+.1%}): {case.known_gap}")
-    assert abs(result.error) <= MOE_CASE_TOLERANCE, (
-        f"predicted {result.predicted:,.4g} vs measured {case.measured.value:,.4g} {case.measured.unit}: "
-        f"{result.error:+.1%}")
+    check_published_case(evaluate_moe_case(case), case, "moe", MOE_CASE_TOLERANCE)
 
 
 def test_every_case_is_a_moe_model_with_a_source() -> None:
