@@ -37,11 +37,11 @@ The norm inputs are the residual stream, in r bytes (residual_bytes: 4 under tor
 weights and under PEFT's k-bit preparation, else p), as is the layer input full recompute keeps.
 
 The fused stack under LoRA (fused_lora_token_bytes): Transformer Engine saves no frozen linear's input, and each
-adapter saves its own input and lora_A's output. Otherwise LoRA/QLoRA use the full-training set. PyTorch does not
-save a frozen linear's input (autograd saves
-mm's mat1 only when the weight needs a gradient), so that set holds p·(h_qkv_in + q_w + h_fc1_in +
-f) per token that a frozen base does not, which stands in for what the stacks' adapters and norms
-add; kernels='hf' counts peft's adapters on Hugging Face modules exactly instead (peft_lora_token_bytes),
+adapter saves its own input and lora_A's output. Otherwise LoRA/QLoRA use the full-training set. PyTorch does
+not save a frozen linear's input (autograd saves mm's mat1 only when the weight needs a gradient), so that set
+holds p·(h_qkv_in + q_w + h_fc1_in + f) per token that a frozen base does not, which stands in for what the
+stacks' adapters and norms add; kernels='hf' counts peft's adapters on Hugging Face modules exactly instead
+(peft_lora_token_bytes),
 kernels='litgpt' lit-gpt's own modules (estimate/litgpt.py: fp32 RMSNorm, the merged qkv output held by
 v, LoRA dropout and index_copy source; 43.2·h on Llama 2 7B), and kernels='torchtune' torchtune's
 (estimate/torchtune.py: fp32 RMSNorm, k and v expanded under GQA, frozen linears saving nothing), also as
@@ -357,7 +357,7 @@ def fused_lora_token_bytes(arch: Architecture, job: Job) -> TokenActivation:
     targets = set(job.lora_targets)
     qkv, fc1, fc2 = bool(targets & {"q", "k", "v"}), bool(targets & {"gate", "up"}), "down" in targets
     adapters = sum((qkv, "o" in targets, fc1, fc2))
-    replicated = (p if qkv else 0.0) * h - saved * h + (p if fc1 else 0.0) * h - saved * h
+    replicated = ((p if qkv else 0.0) + (p if fc1 else 0.0) - 2 * saved) * h
     split = ((p if fc2 else 0.0) - saved) * f - fp8_inputs.out_proj_extra_bytes(job) * q_w + p * rank * adapters
     return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=0.0)
 

@@ -244,9 +244,10 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
         # Mixed precision keeps the frozen base in fp32 and autocast holds a bf16 copy of each weight
         # it multiplies until backward has used it: 4 + 2 B/param (bf16-true: 2).
         base_per_param = 4.0 + 2.0 if master_bytes_per_param(job) else float(job.compute_dtype_bytes)
-        base_bytes = local * base_per_param
         if job.kernels == "fused" and job.method == "lora":
             base_bytes = megatron_frozen_base_bytes(job, local, quant_local)
+        else:
+            base_bytes = local * base_per_param
         if job.method == "qlora":
             nf4 = NF4_DOUBLE_QUANT_BYTES_PER_PARAM if job.qlora_double_quant else NF4_BYTES_PER_PARAM
             base_bytes -= quant_local * (base_per_param - nf4)
