@@ -51,7 +51,18 @@ def test_cny_offers_convert_at_the_requests_rate() -> None:
     at_7 = offers_for(h20, cny_per_usd=7.0)
     same = next(o for o in at_7 if o.provider == offer.provider)
     assert same.usd_per_gpu_hour == pytest.approx(offer.cny_per_gpu_hour / 7.0)
-    assert offer.as_of is None  # the source gives no snapshot date: "undated", not the compile date
+    dates = {o.provider: o.as_of for o in quoted}
+    assert dates["AutoDL (视拓云)"] is not None  # dated by its source
+    assert dates["优云智算 (UCloud compshare)"] is None  # no snapshot date in its source: "undated"
+
+
+@pytest.mark.parametrize("gpu", ["h20", "h800-sxm", "a800-80gb-sxm", "l20"])
+def test_the_china_market_parts_have_a_dated_cny_offer(gpu: str) -> None:
+    """H800 and L20 had no offer at all; every China-market part now has a CNY quote with its source's date."""
+    record = load_catalog().gpus[gpu]
+    dated = [p for p in record.cloud_prices if p.cny_per_gpu_hour is not None and p.as_of is not None]
+    assert dated, gpu
+    assert all(p.as_of.year >= 2026 and "github.com/" in p.source for p in dated)
 
 
 def test_chinese_clouds_are_capped_at_one_machine() -> None:
