@@ -23,21 +23,22 @@ from rigplan.cost.cloud import DEFAULT_CAPACITY_GPUS, INTERRUPTIBLE_KINDS, inter
 from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
 from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
 from rigplan.cost.power import HOURS_PER_YEAR
+from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
-from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
 from rigplan.estimate.step import scale_up_domain, with_network
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
 from rigplan.flow.fit import MEMORY_UNCERTAINTY_FRACTION
 from rigplan.flow.framework import FrameworkApplied, given_fields
 from rigplan.flow.model_source import ResolvedModel
+from rigplan.flow.plan_spaces import PlanSpaces, SpaceKey
 from rigplan.flow.request import EstimateRequest, PlanRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup, check_precision_on_gpu
 from rigplan.reliab import reliability_for_job
 from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, PREEMPTIONS_PER_NODE_MONTH, with_preemptions
-from rigplan.search.evaluate import SpaceMemory, fastest_per_count, space_memory
+from rigplan.search.evaluate import fastest_per_count
 from rigplan.search.pareto import pareto_front, thin_front
-from rigplan.search.space import RECOMPUTE, ZERO_STAGES, gpu_counts, layout_space
+from rigplan.search.space import gpu_counts
 from rigplan.units import parse_count, parse_duration
 
 Progress = Callable[[int, int], None]
@@ -333,23 +334,40 @@ def _reference_setup(request: PlanRequest, records: list[GpuRecord], catalog: Ca
     raise first_error
 
 
-MUON_ZERO_STAGES = (0, 1)
-"""ZeRO stages the search tries for Muon: its distributed implementations shard its states by layer over data
-parallel (Megatron-Core's dist_muon, with the distributed Adam optimizer off; Liu et al. 2025's Distributed Muon),
-which ZeRO-1 stands for; none runs under FSDP, so layouts with ZeRO-2 or 3 could not be launched."""
+@dataclass
+class _GpuEntry:
+    """One GPU type of a plan before its search: why it is skipped (reason codes and counts, in the order
+    they are reported), or its domain values, offers and layout space (NVLink domain, GPU counts)."""
+
+    record: GpuRecord
+    gpu: Gpu
+    offers: list[Offer] = field(default_factory=list)
+    key: SpaceKey | None = None
+    skipped: list[tuple[str, int]] = field(default_factory=list)
 
 
-def _space_memory_for(arch: Architecture, job: Job, key: tuple[int, tuple[int, ...]], target: int,
-                      cache: dict[tuple[int, tuple[int, ...]], Any]) -> SpaceMemory | None:
-    """Peak memory of the layout space of (NVLink domain, GPU counts), taking every layout another
-    space of this plan holds from there (search.evaluate.space_memory)."""
-    domain, counts = key
-    layouts = layout_space(arch, domain, list(counts), job.seq_len, sequence_parallel=True,
-                           zero_stages=MUON_ZERO_STAGES if job.optimizer == "muon" else ZERO_STAGES)
-    if not len(layouts):
-        return None
-    known = [memory for memory in cache.values() if memory is not None]
-    return space_memory(arch, job, layouts, RECOMPUTE, target, known=known)
+def _prepare_gpu(request: PlanRequest, record: GpuRecord, job: Job, cny_per_usd: float) -> _GpuEntry:
+    gpu = with_network(record.to_domain(), gpus_per_node=request.gpus_per_node)
+    entry = _GpuEntry(record=record, gpu=gpu)
+    try:
+        check_precision_on_gpu(gpu, job.precision, defaulted=request.precision is None, fp8_recipe=job.fp8_recipe)
+    except UnsupportedPrecision:
+        entry.skipped.append(("precision.unsupported", 1))
+        return entry
+    offers = _offers_for(record, request.mode, request.onprem_basis, cny_per_usd)
+    if not offers and request.unpriced:
+        offers = [UNPRICED_OFFER]
+    if not offers:
+        entry.skipped.append(("price.unknown", 1))
+        return entry
+    counts = sorted(set(request.gpu_counts)) or gpu_counts(gpu.gpus_per_node, request.gpus_max, request.gpus_min)
+    if not gpu.nic_bits_per_s:  # no published scale-out rate: one node at most
+        beyond = [c for c in counts if c > gpu.gpus_per_node]
+        if beyond:
+            entry.skipped.append(("network.unknown", len(beyond)))
+            counts = [c for c in counts if c <= gpu.gpus_per_node]
+    entry.offers, entry.key = offers, (scale_up_domain(gpu), tuple(counts))
+    return entry
 
 
 def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Catalog | None = None,
@@ -397,51 +415,36 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
                              "gpu_types": len(records)}
     reasons: dict[str, int] = stats["infeasible_by_reason"]
     candidates: list[Candidate] = []
-    memory_cache: dict[tuple[int, tuple[int, ...]], Any] = {}
-    for done, record in enumerate(records):
-        if progress:
-            progress(done, len(records))
-        gpu = with_network(record.to_domain(), gpus_per_node=request.gpus_per_node)
-        try:
-            check_precision_on_gpu(gpu, job.precision, defaulted=request.precision is None,
-                                   fp8_recipe=job.fp8_recipe)
-        except UnsupportedPrecision:
-            reasons["precision.unsupported"] = reasons.get("precision.unsupported", 0) + 1
-            continue
-        domain = scale_up_domain(gpu)
-        offers = _offers_for(record, request.mode, request.onprem_basis, cny_per_usd)
-        if not offers and request.unpriced:
-            offers = [UNPRICED_OFFER]
-        if not offers:
-            reasons["price.unknown"] = reasons.get("price.unknown", 0) + 1
-            continue
-        counts = sorted(set(request.gpu_counts)) or gpu_counts(gpu.gpus_per_node, request.gpus_max, request.gpus_min)
-        if not gpu.nic_bits_per_s:  # no published scale-out rate: one node at most
-            beyond = [c for c in counts if c > gpu.gpus_per_node]
-            if beyond:
-                reasons["network.unknown"] = reasons.get("network.unknown", 0) + len(beyond)
-                counts = [c for c in counts if c <= gpu.gpus_per_node]
-        key = (domain, tuple(counts))
-        if key not in memory_cache:
-            memory_cache[key] = _space_memory_for(arch, job, key, target, memory_cache)
-        memory = memory_cache[key]
-        if memory is None:
-            continue
-        usable = gpu.usable_bytes()
-        for count, best in sorted(fastest_per_count(arch, job, gpu, memory, usable, reference.calibration,
-                                                   over_limit_bytes=usable / (1 - MEMORY_UNCERTAINTY_FRACTION)
-                                                   ).items()):
-            stats["evaluated"] += best.evaluated
-            stats["feasible"] += best.feasible
-            reasons["memory.exceeds_capacity"] = reasons.get("memory.exceeds_capacity", 0) + best.infeasible_memory
-            if best.infeasible_batch:
-                reasons["batch.smaller_than_dp"] = reasons.get("batch.smaller_than_dp", 0) + best.infeasible_batch
-            for winner, over in ((best, False), (best.borderline, True)):
-                if winner is None or winner.index < 0:
-                    continue
-                stats["kept_over_limit"] += over
-                candidates.extend(_priced(record, gpu, count, memory.layouts, winner, offers, over, tokens,
-                                          ckpt_bytes, request.interruptible, reasons, overrides))
+    prepared = [_prepare_gpu(request, record, job, cny_per_usd) for record in records]
+    keys = [entry.key for entry in prepared if entry.key is not None]
+    with PlanSpaces(arch, job, keys, target) as spaces:
+        for done, entry in enumerate(prepared):
+            if progress:
+                progress(done, len(records))
+            for code, n in entry.skipped:
+                reasons[code] = reasons.get(code, 0) + n
+            if entry.key is None:
+                continue
+            memory = spaces.get(entry.key)
+            if memory is None:
+                continue
+            record, gpu = entry.record, entry.gpu
+            usable = gpu.usable_bytes()
+            for count, best in sorted(fastest_per_count(arch, job, gpu, memory, usable, reference.calibration,
+                                                       over_limit_bytes=usable / (1 - MEMORY_UNCERTAINTY_FRACTION)
+                                                       ).items()):
+                stats["evaluated"] += best.evaluated
+                stats["feasible"] += best.feasible
+                reasons["memory.exceeds_capacity"] = (reasons.get("memory.exceeds_capacity", 0)
+                                                      + best.infeasible_memory)
+                if best.infeasible_batch:
+                    reasons["batch.smaller_than_dp"] = reasons.get("batch.smaller_than_dp", 0) + best.infeasible_batch
+                for winner, over in ((best, False), (best.borderline, True)):
+                    if winner is None or winner.index < 0:
+                        continue
+                    stats["kept_over_limit"] += over
+                    candidates.extend(_priced(record, gpu, count, memory.layouts, winner, entry.offers, over,
+                                              tokens, ckpt_bytes, request.interruptible, reasons, overrides))
     if progress:
         progress(len(records), len(records))
     for c in candidates:
