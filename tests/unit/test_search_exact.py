@@ -181,3 +181,25 @@ def test_stage_tables_answer_batches_with_repeated_pipelines() -> None:
             one = (rank_layer_counts(DEFAULT_SPLIT, 61, 3, int(pp[i]), int(vpp[i]), int(rank[i])) if chunk is None
                    else chunk_layer_counts(DEFAULT_SPLIT, 61, 3, int(pp[i]), int(vpp[i]), int(rank[i]), chunk))
             assert (got[0][i], got[1][i]) == one
+
+
+def test_threads_change_no_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spaces computed in a background thread, and each space's micro-batch groups in parallel, give the
+    plan the serial order gives (flow.plan_spaces, search.evaluate.parallel_map)."""
+    from rigplan.flow import plan_spaces
+
+    request = PlanRequest(model="mixtral-8x7b", tokens="100B", gpus_max=64,
+                          gpu=["h100-sxm", "gb200", "rtx-4090", "mi300x"])
+
+    def outcome() -> tuple[Any, ...]:
+        result = plan(request)
+        stats = {k: v for k, v in result.stats.items() if k != "elapsed_s"}
+        return ([(c.gpu, c.gpus, c.layout, c.cost_usd, c.tokens_per_s) for c in result.ranked + result.pareto], stats)
+
+    answers = []
+    for threads in (1, 2):
+        monkeypatch.setattr(evaluate, "SEARCH_THREADS", threads)
+        monkeypatch.setattr(plan_spaces, "SEARCH_THREADS", threads)
+        answers.append(outcome())
+    assert answers[0] == answers[1]
+    assert answers[0][0], "the plan found options"
