@@ -467,3 +467,23 @@ def test_multi_node_nvlink_ep_note_names_the_rack_and_the_tray_fallback() -> Non
     assert notes(ep=32, gpus_per_node=4) == []  # the user already times the trays over the network
     h100 = EstimateRequest(model="deepseek-v3", gpu="h100-sxm", gpus=256, pp=8, ep=32, global_batch=2048)
     assert not any(a.startswith("EP all-to-all on multi-node") for a in speed.estimate(h100).setup.assumptions)
+
+
+def test_the_host_runs_ahead_while_the_gpu_waits_on_exposed_tensor_parallel_traffic() -> None:
+    """The GPU waits for the host only beyond its whole stream of the micro-batch: compute and the exposed TP, CP
+    and EP collectives (the host keeps issuing while an NCCL kernel runs), not beyond compute and EP alone."""
+    from rigplan.estimate import stage_time
+
+    catalog = load_catalog()
+    arch = catalog.model("qwen3-30b-a3b").to_domain()
+    gpu = catalog.gpu("h100-sxm").to_domain()
+    job = Job(seq_len=4096, micro_batch=1, moe_imbalance=1.0)
+    layout = Layout(tp=4, dp=2, ep=2, zero=1, sequence_parallel=True)
+    pace = stage_time.pace_terms(arch, job, layout, gpu)
+    shape = stage_time.pace_candidates(arch, job, layout, 1.0, 1.0)[0]
+    first = pace.ranks[0]
+    assert float(first["tp"]) > 0.0 and float(first["host"]) > 0.0  # a host-paced layout with exposed TP traffic
+    stream = first["compute"] + first["tp"] + first["cp"] + first["ep"]
+    assert float(first["host"]) == pytest.approx(float(stage_time._exposed_host_s(arch, job, gpu, 2.0, shape, stream)))
+    before = stage_time._exposed_host_s(arch, job, gpu, 2.0, shape, first["compute"] + first["ep"])
+    assert float(first["host"]) == pytest.approx(max(float(before) - float(first["tp"]), 0.0))

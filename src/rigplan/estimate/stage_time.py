@@ -308,7 +308,9 @@ def whole_model_recompute_fraction(arch: Architecture, job: Job, layout: Any, pp
 
 def _exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, stage: StageShape, gpu_s: Num) -> Num:
     """Seconds by which issuing one micro-batch's ops on the host outlasts its GPU time on this
-    stage (MoE models only: the per-layer host sync of dropless routing, estimate.moe.host_paced_s)."""
+    stage (MoE models only: the per-layer host sync of dropless routing, estimate.moe.host_paced_s).
+    `gpu_s` is the GPU's whole stream of the micro-batch, compute and the exposed collectives: the host
+    keeps issuing while a collective runs."""
     if arch.moe is None or job.cuda_graphs == "full":
         return 0.0 * np.asarray(gpu_s)
     op_s = moe.HOST_OP_S.get(gpu.host_cpu, moe.HOST_OP_S["x86"])
@@ -460,7 +462,7 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             ep_s, ep_tax = moe.exposed_all_to_all_s(job, a2a, compute)
         tax = tp_tax + cp_tax + ep_tax
         compute = compute + tax
-        host_s = _exposed_host_s(arch, job, gpu, ep, stage, compute + ep_s)
+        host_s = _exposed_host_s(arch, job, gpu, ep, stage, compute + tp_s + cp_s + ep_s)
         return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s, "host": host_s,
                 "tp_total": tp_total, "cp_total": ring, "ep_total": a2a + 0.0 * tp_s, "tax": tax,
                 "layers": layers, "rank": stage.rank}
