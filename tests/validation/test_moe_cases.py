@@ -48,3 +48,42 @@ def test_small_microbatch_hopper_note_states_the_suite_as_it_is() -> None:
     assert round(-min(errors) * 100) == 14 and round(max(errors) * 100) == 154
     assert round(statistics.median(errors) * 100) == 31
     assert sum(e > 0.35 for e in errors) == 10
+
+
+def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
+    """The figures GB300_MOE_EVIDENCE quotes are those of the MoE cases whose estimate shows it (gpt-oss apart), and the
+    GB200 figure is the median of the suite's GB200 cases (NVFP4 rows aside)."""
+    import statistics
+
+    from rigplan.flow import estimate as speed
+
+    def tokens_error(case) -> float:  # type: ignore[no-untyped-def]
+        result = evaluate_moe_case(case)
+        assert result.error is not None
+        return 1.0 / (1.0 + result.error) - 1.0 if case.compare == "step_time_s" else result.error
+
+    others, gpt_oss, gb200 = [], [], []
+    for case in CASES:
+        if speed.GB300_MOE_EVIDENCE in speed.estimate(case.request).setup.assumptions:
+            (gpt_oss if case.request.model.startswith("gpt-oss") else others).append(tokens_error(case))
+        elif case.request.gpu == "gb200" and case.request.fp8_recipe != "nvfp4":
+            gb200.append(tokens_error(case))
+    assert (len(others), len(gpt_oss)) == (29, 8)
+    assert round(-max(others) * 100) == 7 and round(-min(others) * 100) == 36
+    assert round(-statistics.median(others) * 100) == 16
+    assert round(min(gpt_oss) * 100) == 3 and round(max(gpt_oss) * 100) == 86
+    assert round(-statistics.median(gb200) * 100) == 2
+
+
+def test_gb300_moe_note_is_not_shown_for_dense_nvfp4_or_other_parts() -> None:
+    from rigplan.flow import estimate as speed
+    from rigplan.flow.request import EstimateRequest
+
+    base = {"gpu": "gb300", "gpus": 8, "precision": "fp8", "seq": 4096, "micro_batch": 1, "global_batch": 64,
+            "framework": "megatron", "ep": 8}
+    shown = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", **base)).setup.assumptions
+    assert speed.GB300_MOE_EVIDENCE in shown
+    for changed in ({"model": "llama-3.1-8b", "ep": 1}, {"model": "qwen3-30b-a3b", "fp8_recipe": "nvfp4"},
+                    {"model": "qwen3-30b-a3b", "gpu": "gb200"}, {"model": "qwen3-30b-a3b", "kernels": "eager"}):
+        request = EstimateRequest(**{**base, **changed})
+        assert speed.GB300_MOE_EVIDENCE not in speed.estimate(request).setup.assumptions, changed
