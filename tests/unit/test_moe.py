@@ -487,3 +487,22 @@ def test_the_host_runs_ahead_while_the_gpu_waits_on_exposed_tensor_parallel_traf
     assert float(first["host"]) == pytest.approx(float(stage_time._exposed_host_s(arch, job, gpu, 2.0, shape, stream)))
     before = stage_time._exposed_host_s(arch, job, gpu, 2.0, shape, first["compute"] + first["ep"])
     assert float(first["host"]) == pytest.approx(max(float(before) - float(first["tp"]), 0.0))
+
+
+def test_the_host_runs_ahead_while_zero3_gathers_run() -> None:
+    """Under ZeRO-3 the exposed per-micro-batch gathers and reduce-scatters are GPU-stream time too: a host-paced
+    micro-batch waits for the host only beyond them (estimate.step), so more hidden gather time never makes the
+    host wait longer."""
+    from rigplan.estimate import stage_time
+
+    catalog = load_catalog()
+    arch = catalog.model("qwen3-30b-a3b").to_domain()
+    gpu = catalog.gpu("h100-sxm").to_domain()
+    job = Job(seq_len=2048, micro_batch=1, moe_imbalance=1.0)
+    layout = Layout(tp=1, dp=16, ep=2, zero=3)
+    step = step_time(arch, job, layout, gpu, global_batch=64)
+    paced = float(stage_time.pace_terms(arch, job, layout, gpu).ranks[0]["host"])
+    m = float(step.micro_batches)
+    fsdp_per_micro_batch = float(step.dp_comm_s) / m  # ZeRO-3: no step-end gradient or weight sync
+    assert paced > fsdp_per_micro_batch > 0.0
+    assert float(step.host_s) == pytest.approx(m * (paced - fsdp_per_micro_batch))
