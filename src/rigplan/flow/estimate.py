@@ -333,7 +333,7 @@ GB300_MOE_EVIDENCE = (
     "Megatron-Bridge 25.11 to 26.06 and its model cards, Megatron-LM's MoE recipes and ModelZoo, and MLPerf Training "
     "v6.0; rigplan validate --suite moe), its tokens/s were 7% to 36% below the measured on the 29 DeepSeek-V3, Qwen3 "
     "and Kimi K2 runs, median 16% below, and 0% to 95% above on the 9 gpt-oss runs, where the same tables' "
-    "GB200 MoE runs are 2% below; read this estimate, gpt-oss aside, as pessimistic by about a sixth")
+    "GB200 MoE runs are 1% below; read this estimate, gpt-oss aside, as pessimistic by about a sixth")
 """Validation evidence shown beside an MoE estimate on GB300 with fused kernels and without NVFP4 (the estimate itself
 is not changed: no datasheet figure separates GB300 from GB200 by more than rigplan's 1.08x clock, and the cause is
 not identified; tests/validation/test_moe_cases.py recomputes the figures from the suite)."""
