@@ -427,6 +427,21 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
     # Megatron-Core / Transformer Engine linears issue their backward TP collectives asynchronously
     tp_async_backward = job.kernels == "fused" if job.tp_async_backward is None else job.tp_async_backward
 
+    # Per layer and micro-batch, the same on every rank: one TP collective of T·h·p, the ring K/V exchange
+    # (forward and backward) and, for MoE, one layer's dispatch and combine.
+    tp_collective_s = comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node, tp_place.intra,
+                                                     inter)
+    kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
+    block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
+                                            head_dim=arch.dim_per_head, dtype_bytes=p)
+    ring_per_layer = (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
+                      + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
+    a2a_per_layer: Num = 0.0
+    if arch.moe is not None:
+        ep_intra = comm.place_group(gpu, ep, stride=etp, domain_size=domain, intra=intra, inter=inter).intra
+        a2a_per_layer = moe.expert_all_to_all_s(arch, job, tokens=tokens, tp=tp, ep=ep, etp=etp, domain=domain,
+                                                intra=ep_intra, inter=inter)
+
     def stage_terms(stage: StageShape, flops: StepFlops) -> dict[str, Num]:  # one rank's micro-batch, by cause
         timed = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp,
                               need_gemm=tp_overlap_any or tp_async_backward, flops=flops)
@@ -435,19 +450,14 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         # Tensor parallel (estimate.tensor_parallel): forward, backward and recompute collectives of T·h·p,
         # exposed, async beside the backward GEMMs (Megatron/TE), or overlapped with userbuffers.
         tp_total, tp_s, tp_tax = tensor_parallel.tensor_parallel_s(
-            comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node, tp_place.intra, inter),
-            layers, stage.recomputed_layers, sequence_parallel=bool(layout.sequence_parallel),
+            tp_collective_s, layers, stage.recomputed_layers, sequence_parallel=bool(layout.sequence_parallel),
             async_backward=tp_async_backward, overlap_on=tp_overlap, gemm_s=timed.gemm_s,
             column_backward_gemm_s=timed.column_backward_gemm_s)
         tp_total = np.where(tp > 1, tp_total, 0.0)
         tp_s = np.where(tp > 1, tp_s, 0.0)
         tp_tax = np.where(tp > 1, tp_tax, 0.0)
         # Context parallel: ring K/V exchange per layer, hidden behind the attention core when overlapped.
-        kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
-        block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
-                                                head_dim=arch.dim_per_head, dtype_bytes=p)
-        ring = layers * (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
-                         + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
+        ring = layers * ring_per_layer
         cp_s, _, cp_tax = overlap.hide(ring, core, overlap.P2P_OVERLAP_SM_SHARE, on=job.cp_comm_overlap)
         # Expert parallel: dispatch and combine all-to-all per MoE layer of this stage (MTP modules on
         # the last), exposed or overlapped with another micro-batch's computation (estimate.moe).
@@ -455,10 +465,8 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         a2a: Num = 0.0
         ep_tax: Num = 0.0
         if arch.moe is not None:
-            ep_intra = comm.place_group(gpu, ep, stride=etp, domain_size=domain, intra=intra, inter=inter).intra
             moe_layers = layers - stage.dense_layers + stage.lm_head * arch.moe.mtp_layers
-            a2a = moe_layers * moe.expert_all_to_all_s(arch, job, tokens=tokens, tp=tp, ep=ep, etp=etp,
-                                                       domain=domain, intra=ep_intra, inter=inter)
+            a2a = moe_layers * a2a_per_layer
             ep_s, ep_tax = moe.exposed_all_to_all_s(job, a2a, compute)
         tax = tp_tax + cp_tax + ep_tax
         compute = compute + tax
