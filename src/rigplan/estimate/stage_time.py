@@ -126,14 +126,42 @@ class ComputeTime:
     """The column-parallel linears' backward GEMMs (Megatron's async TP backward); 0 unless asked."""
 
 
-def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency,
-                  tp: Num, cp: Num, ep: Num, mb: Num, stage: StageShape,
-                  etp: Num | None = None, need_gemm: bool = True, flops: StepFlops | None = None) -> ComputeTime:
-    """One micro-batch on one stage: its compute seconds and their parts (ComputeTime); the GEMM
-    windows are computed only when need_gemm. `flops`: the stage's stage_flops, when known already."""
-    recomputed_share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
-    if flops is None:
-        flops = stage_flops(arch, job, layout, stage, tp=tp, cp=cp, micro_batch=mb)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Rates:
+    """The parts of _compute_time that are the same on every pipeline rank of one layout: peaks, GEMM and
+    attention efficiencies, per-token element-wise bytes and kernel counts (computed once per pace_terms call)."""
+
+    tokens: Num
+    bf16_peak: float
+    gemm_peak: float
+    fp8: bool
+    proj_eff: Num
+    mlp_eff: Num
+    expert_rate: Num
+    load: Num
+    head_eff: Num
+    adapter_eff: Num
+    attn_eff: Num
+    backward_rate: float
+    read_bytes: float
+    grad_bytes: float
+    local_expert_params: Num
+    """One MoE layer's expert parameters on this rank (0 for a dense model)."""
+    hbm_bytes_per_s: float
+    attn_share: Num
+    mlp_share: Num
+    elementwise_per_token: Num
+    moe_act_per_token: Num
+    mla_up_proj_per_token: Num
+    layernorm_per_token: Num
+    dense_mlp_per_token: Num
+    casts_per_token: Num
+    kernels: float
+    kbit: tuple[Num, Num, Num] | None
+
+
+def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency, tp: Num, cp: Num, ep: Num,
+           mb: Num, etp: Num | None = None) -> _Rates:
     tokens = mb * job.seq_len / cp
     clock = clock_fraction(gpu)
     bf16_peak = gpu.peak("fp16" if job.precision == "fp16-mixed" else "bf16")
@@ -142,15 +170,11 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
     fp8 = bool(job.precision == "fp8" and gpu.peak_flop_per_s.get("fp8") and eff.fp8_gemm_max)
     fp4 = fp8 and runs_nvfp4(job, gpu, eff)
     gemm_peak = gpu.peak("fp4") if fp4 else gpu.peak("fp8") if fp8 else bf16_peak
-    proj_eff = _gemm_efficiency(eff, _proj_dims(arch, tp, tokens), clock, fp8=fp8, fp4=fp4)
-    mlp_eff = _gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), clock, fp8=fp8, fp4=fp4)
     # Routed experts: grouped GEMMs of the busiest rank's thin shapes, paced by its load (estimate.moe).
     load = moe.by_expert_ranks(ep, job, moe.load_factor)
     expert_tp = tp if etp is None else etp
     expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), clock, fp8=fp8,
                                   grouped=not job.moe_fused_grouped_mlp, fp4=fp4)
-    head_eff = _gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), clock)
-    adapter_eff = _gemm_efficiency(eff, float(job.lora_rank), clock)
     if job.attention == "flash":
         kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel, attention_head_dims(arch))
         curve = eff.attention[kernel]
@@ -161,36 +185,79 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
             flop_per_exp=attention_flop_per_exp(*attention_head_dims(arch)), fp8_speedup=speedup) * clock
     else:
         attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), clock)
+    read_bytes, grad_bytes = moe.expert_weight_bytes(job, fp8)
+    q_w = arch.num_heads * arch.dim_per_head
+    kv_w = arch.kv_heads * arch.dim_per_head
+    f_in = (2.0 if arch.mlp == "gated" else 1.0) * arch.ffn
+    replicated, split = moe.by_expert_ranks(ep, job, lambda j: elementwise_bytes_per_token(arch, j))
+    norm_tp = tp if layout.sequence_parallel else 1.0
+    moe_act: Num = 0.0
+    if arch.moe is not None and moe.act_recomputed(job):
+        moe_act = moe.by_expert_ranks(ep, job, lambda j: moe.activation_bytes_per_token(arch, j)) / tp
+    mla: Num = 0.0
+    if recompute_modules.mla_up_proj_recomputed(arch, job):
+        mla = recompute_modules.mla_up_proj_rope_bytes_per_token(arch, job) / tp
+    layernorm: Num = 0.0
+    if recompute_modules.layernorm_recomputed(job):
+        layernorm = recompute_modules.layernorm_bytes_per_token(arch, job) / norm_tp
+    dense_mlp: Num = 0.0
+    if recompute_modules.dense_mlp_recomputed(job):
+        dense_mlp = recompute_modules.dense_mlp_activation_bytes_per_token(arch, job) / tp
+    casts: Num = 0.0
+    if fp8:
+        casts = moe.by_expert_ranks(ep, job, lambda j: fp8_cast_bytes_per_token(arch, j, tp))
+    return _Rates(
+        tokens=tokens, bf16_peak=bf16_peak, gemm_peak=gemm_peak, fp8=fp8,
+        proj_eff=_gemm_efficiency(eff, _proj_dims(arch, tp, tokens), clock, fp8=fp8, fp4=fp4),
+        mlp_eff=_gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), clock, fp8=fp8, fp4=fp4),
+        expert_rate=gemm_peak * expert_eff, load=load,
+        head_eff=_gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), clock),
+        adapter_eff=_gemm_efficiency(eff, float(job.lora_rank), clock), attn_eff=attn_eff,
+        backward_rate=eff.fp8_backward_rate if fp8 else 1.0, read_bytes=read_bytes, grad_bytes=grad_bytes,
+        local_expert_params=moe.local_expert_params(arch, ep, expert_tp) if arch.moe is not None else 0.0,
+        hbm_bytes_per_s=gpu.memory_bandwidth_bytes_per_s * eff.hbm,
+        attn_share=tensor_parallel.column_parallel_share(q_w, kv_w, 0.0, 0.0),
+        mlp_share=tensor_parallel.column_parallel_share(0.0, 0.0, f_in, float(arch.ffn)),
+        elementwise_per_token=replicated / norm_tp + split / tp, moe_act_per_token=moe_act,
+        mla_up_proj_per_token=mla, layernorm_per_token=layernorm, dense_mlp_per_token=dense_mlp,
+        casts_per_token=casts, kernels=kernels_per_layer(arch, job),
+        kbit=peft_kbit.kbit_traffic(arch, job) if peft_kbit.applies(arch, job, moe_layer=False) else None)
+
+
+def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape, need_gemm: bool,
+                  flops: StepFlops) -> ComputeTime:
+    """One micro-batch on one stage: its compute seconds and their parts (ComputeTime); the GEMM
+    windows are computed only when need_gemm. `rates`: the layout's _rates, the same on every stage;
+    `flops`: the stage's stage_flops."""
+    r = rates
+    recomputed_share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
+    gemm_peak, bf16_peak, load, backward_rate = r.gemm_peak, r.bf16_peak, r.load, r.backward_rate
 
     # Expert GEMMs: the longer of their FLOPs and their weights' traffic (estimate.moe, expert_weight_bytes)
-    backward_rate = eff.fp8_backward_rate if fp8 else 1.0
-    expert_rate = gemm_peak * expert_eff
     moe_layers = np.maximum(stage.layers - stage.dense_layers, 0.0) if arch.moe is not None else 0.0
-    read_bytes, grad_bytes = moe.expert_weight_bytes(job, fp8)
-    weights_pass_s = moe_layers * moe.local_expert_params(arch, ep, expert_tp) / (
-        gpu.memory_bandwidth_bytes_per_s * eff.hbm)
-    forward_expert_s = flops.forward.expert_flop * load / expert_rate
-    backward_expert_s = flops.backward.expert_flop * load / expert_rate / backward_rate
+    weights_pass_s = moe_layers * r.local_expert_params / r.hbm_bytes_per_s
+    forward_expert_s = flops.forward.expert_flop * load / r.expert_rate
+    backward_expert_s = flops.backward.expert_flop * load / r.expert_rate / backward_rate
     recompute_share = np.where(flops.forward.expert_flop > 0,
                                flops.recompute.expert_flop / np.maximum(flops.forward.expert_flop, 1e-30), 0.0)
     expert_s = {
-        "forward": np.maximum(forward_expert_s, weights_pass_s * read_bytes),
-        "backward": (np.maximum(backward_expert_s, weights_pass_s * read_bytes) if job.is_peft else
-                     np.maximum(backward_expert_s / 2.0, weights_pass_s * read_bytes)
-                     + np.maximum(backward_expert_s / 2.0, weights_pass_s * grad_bytes)),
-        "recompute": np.maximum(flops.recompute.expert_flop * load / expert_rate,
-                                weights_pass_s * read_bytes * recompute_share),
+        "forward": np.maximum(forward_expert_s, weights_pass_s * r.read_bytes),
+        "backward": (np.maximum(backward_expert_s, weights_pass_s * r.read_bytes) if job.is_peft else
+                     np.maximum(backward_expert_s / 2.0, weights_pass_s * r.read_bytes)
+                     + np.maximum(backward_expert_s / 2.0, weights_pass_s * r.grad_bytes)),
+        "recompute": np.maximum(flops.recompute.expert_flop * load / r.expert_rate,
+                                weights_pass_s * r.read_bytes * recompute_share),
     }
 
     def gemm_of(ops: Any, phase: str, rate: float = 1.0) -> Num:  # the GEMMs TP collectives feed or drain
-        return ((ops.attention_proj_flop / (gemm_peak * proj_eff) + ops.mlp_flop / (gemm_peak * mlp_eff)) / rate
+        return ((ops.attention_proj_flop / (gemm_peak * r.proj_eff) + ops.mlp_flop / (gemm_peak * r.mlp_eff)) / rate
                 + expert_s[phase])
 
     def time_of(ops: Any, phase: str, rate: float = 1.0) -> Num:
         return (gemm_of(ops, phase, rate)
-                + ops.router_flop / (bf16_peak * head_eff) + ops.lm_head_flop / (bf16_peak * head_eff)
-                + ops.adapter_flop / (bf16_peak * adapter_eff)
-                + ops.attention_core_flop / (bf16_peak * attn_eff))
+                + ops.router_flop / (bf16_peak * r.head_eff) + ops.lm_head_flop / (bf16_peak * r.head_eff)
+                + ops.adapter_flop / (bf16_peak * r.adapter_eff)
+                + ops.attention_core_flop / (bf16_peak * r.attn_eff))
 
     # fp8 dgrad/wgrad GEMMs run with split accumulation where the part has a fast mode (efficiency.py)
     forward_s = time_of(flops.forward, "forward")
@@ -200,53 +267,42 @@ def _compute_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: E
               + gemm_of(flops.recompute, "recompute")) if need_gemm else 0.0
     column_backward_s: Num = 0.0
     if need_gemm:
-        q_w = arch.num_heads * arch.dim_per_head
-        kv_w = arch.kv_heads * arch.dim_per_head
-        f_in = (2.0 if arch.mlp == "gated" else 1.0) * arch.ffn
-        attn_share = tensor_parallel.column_parallel_share(q_w, kv_w, 0.0, 0.0)
-        mlp_share = tensor_parallel.column_parallel_share(0.0, 0.0, f_in, float(arch.ffn))
-        column_backward_s = (flops.backward.attention_proj_flop / (gemm_peak * proj_eff) * attn_share
-                             + flops.backward.mlp_flop / (gemm_peak * mlp_eff) * mlp_share) / backward_rate
+        column_backward_s = (flops.backward.attention_proj_flop / (gemm_peak * r.proj_eff) * r.attn_share
+                             + flops.backward.mlp_flop / (gemm_peak * r.mlp_eff) * r.mlp_share) / backward_rate
     core_s = (flops.forward.attention_core_flop + flops.backward.attention_core_flop
-              + flops.recompute.attention_core_flop) / (bf16_peak * attn_eff)
+              + flops.recompute.attention_core_flop) / (bf16_peak * r.attn_eff)
     layers = stage.layers
+    tokens = r.tokens
     # torchtitan's per-op checkpointing ('op', its _save_list) keeps matmul and attention outputs only, so
     # every element-wise op of the layer (norms, rotary, activation, residual adds) runs again in backward.
     redone = recomputed_share + (1.0 if job.recompute == "op" else 0.0)
     passes = 3.0 + redone
-    replicated, split = moe.by_expert_ranks(ep, job, lambda j: elementwise_bytes_per_token(arch, j))
-    per_token = replicated / (tp if layout.sequence_parallel else 1.0) + split / tp
-    elementwise = per_token * tokens * layers * passes
+    elementwise = r.elementwise_per_token * tokens * layers * passes
     if arch.moe is not None and moe.act_recomputed(job):
         # moe_act: the routed experts' activation runs once more, before fc2's backward
-        moe_layers = layers - stage.dense_layers
-        act = moe.by_expert_ranks(ep, job, lambda j: moe.activation_bytes_per_token(arch, j))
-        elementwise = elementwise + act / tp * tokens * moe_layers
+        elementwise = elementwise + r.moe_act_per_token * tokens * (layers - stage.dense_layers)
     # Megatron's per-module recompute (estimate.recompute_modules): the element-wise part of what reruns
     if recompute_modules.mla_up_proj_recomputed(arch, job):
-        elementwise = elementwise + recompute_modules.mla_up_proj_rope_bytes_per_token(arch, job) / tp * tokens * layers
+        elementwise = elementwise + r.mla_up_proj_per_token * tokens * layers
     if recompute_modules.layernorm_recomputed(job):
         attn_norms, _ = recompute_modules.separate_norms(arch, moe_layer=False)
         norms = attn_norms * layers + (layers - stage.dense_layers if arch.moe is not None else 0.0)
-        norm_tp = tp if layout.sequence_parallel else 1.0
-        elementwise = elementwise + recompute_modules.layernorm_bytes_per_token(arch, job) / norm_tp * tokens * norms
+        elementwise = elementwise + r.layernorm_per_token * tokens * norms
     if recompute_modules.dense_mlp_recomputed(job):
         dense = stage.dense_layers if arch.moe is not None else layers
-        act = recompute_modules.dense_mlp_activation_bytes_per_token(arch, job)
-        elementwise = elementwise + act / tp * tokens * dense
-    if fp8:
+        elementwise = elementwise + r.dense_mlp_per_token * tokens * dense
+    if r.fp8:
         recast = 1.0 if job.recompute == "full" else op_recompute_matmul_share(arch) if job.recompute == "op" else 0.0
-        casts = moe.by_expert_ranks(ep, job, lambda j: fp8_cast_bytes_per_token(arch, j, tp))
-        elementwise = elementwise + casts * tokens * layers * (1.0 + recast / 2.0)
-    launches = kernels_per_layer(arch, job) * layers * passes
-    if peft_kbit.applies(arch, job, moe_layer=False):
+        elementwise = elementwise + r.casts_per_token * tokens * layers * (1.0 + recast / 2.0)
+    launches = r.kernels * layers * passes
+    if r.kbit is not None:
         # QLoRA through peft on Hugging Face modules: fp32 casts, adapters and dequantization (estimate.peft_kbit),
         # once forward, once backward and once more where a layer is recomputed
-        per_token_bytes, per_layer_bytes, kernels = peft_kbit.kbit_traffic(arch, job)
+        per_token_bytes, per_layer_bytes, kernels = r.kbit
         dense = stage.dense_layers if arch.moe is not None else layers
         elementwise = elementwise + (per_token_bytes * tokens + per_layer_bytes) * dense * (2.0 + redone)
         launches = launches + kernels * dense * passes
-    elementwise_s = elementwise / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
+    elementwise_s = elementwise / r.hbm_bytes_per_s
     gaps_s = launches * KERNEL_GAP_S
     compute = forward_s + backward_s + recompute_s + elementwise_s + gaps_s
     return ComputeTime(compute_s=compute, backward_s=backward_s, core_s=core_s, gemm_s=gemm_s,
@@ -442,9 +498,10 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         a2a_per_layer = moe.expert_all_to_all_s(arch, job, tokens=tokens, tp=tp, ep=ep, etp=etp, domain=domain,
                                                 intra=ep_intra, inter=inter)
 
+    rates = _rates(arch, job, layout, gpu, eff, tp, cp, ep, mb, etp)
+
     def stage_terms(stage: StageShape, flops: StepFlops) -> dict[str, Num]:  # one rank's micro-batch, by cause
-        timed = _compute_time(arch, job, layout, gpu, eff, tp, cp, ep, mb, stage, etp,
-                              need_gemm=tp_overlap_any or tp_async_backward, flops=flops)
+        timed = _compute_time(arch, job, rates, stage, need_gemm=tp_overlap_any or tp_async_backward, flops=flops)
         compute, backward, core = timed.compute_s, timed.backward_s, timed.core_s
         layers = stage.layers
         # Tensor parallel (estimate.tensor_parallel): forward, backward and recompute collectives of T·h·p,
