@@ -312,6 +312,11 @@ SMALL_MICROBATCH_MOE_EVIDENCE = (
 test_moe_cases.py recomputes the figures from the MoE suite)."""
 
 
+def _fused_not_nvfp4(job: Job) -> bool:
+    """Fused (Megatron-Core / Transformer Engine) kernels, not in NVFP4: the runs the evidence lines below count."""
+    return job.kernels == "fused" and not (job.precision == "fp8" and job.fp8_recipe == "nvfp4")
+
+
 GB200_DENSE_EVIDENCE = (
     "dense model on GB200 with Megatron-Core kernels: on the 36 published runs of this kind rigplan checks (NVIDIA's "
     "Megatron-Bridge 25.11 to 26.06, NeMo 25.02 and 25.04, DGX Cloud and MLPerf tables; rigplan validate --suite "
@@ -324,8 +329,7 @@ not changed; tests/validation/test_dense_oos_cases.py recomputes the figures fro
 def gb200_dense_evidence_applies(gpu_id: str, arch: Architecture, job: Job) -> bool:
     """Whether GB200_DENSE_EVIDENCE describes this estimate: a dense model on a GB200 with fused (Megatron-Core /
     Transformer Engine) kernels, not in NVFP4."""
-    return (gpu_id == "gb200" and arch.moe is None and job.kernels == "fused"
-            and not (job.precision == "fp8" and job.fp8_recipe == "nvfp4"))
+    return gpu_id == "gb200" and arch.moe is None and _fused_not_nvfp4(job)
 
 
 GB300_MOE_EVIDENCE = (
@@ -342,8 +346,7 @@ not identified; tests/validation/test_moe_cases.py recomputes the figures from t
 def gb300_moe_evidence_applies(gpu_id: str, arch: Architecture, job: Job) -> bool:
     """Whether GB300_MOE_EVIDENCE describes this estimate: an MoE model on a GB300 with fused (Megatron-Core /
     Transformer Engine) kernels, not in NVFP4."""
-    return (gpu_id == "gb300" and arch.moe is not None and job.kernels == "fused"
-            and not (job.precision == "fp8" and job.fp8_recipe == "nvfp4"))
+    return gpu_id == "gb300" and arch.moe is not None and _fused_not_nvfp4(job)
 
 
 def small_microbatch_moe(job: Job, layout: Layout) -> bool:

@@ -195,13 +195,15 @@ def space_memory(arch: Architecture, job: Job, layouts: LayoutArrays, recompute:
         found = sorted_keys[at] == keys[wanted] if sorted_keys.size else np.zeros(wanted.size, dtype=bool)
         totals[:, wanted[found]] = other.total_bytes[:, order[at[found]]]
         todo[wanted[found]] = False
-    masks = [mask for mask in ((layouts.micro_batch == mb) & todo for mb in MICRO_BATCHES) if mask.any()]
+    groups = [(mb, mask) for mb, mask in ((mb, (layouts.micro_batch == mb) & todo) for mb in MICRO_BATCHES)
+              if mask.any()]
 
-    def micro_batch_totals(mask: Any) -> Any:
-        sized = replace(job, micro_batch=int(layouts.micro_batch[np.argmax(mask)]), global_batch=target_sequences)
+    def micro_batch_totals(group: tuple[int, Any]) -> Any:
+        mb, mask = group
+        sized = replace(job, micro_batch=mb, global_batch=target_sequences)
         return peak_total_bytes_choices(arch, sized, layouts.take(mask), recompute)
 
-    for mask, part in zip(masks, parallel_map(micro_batch_totals, masks), strict=True):
+    for (_, mask), part in zip(groups, parallel_map(micro_batch_totals, groups), strict=True):
         totals[:, mask] = part
     if keys is None:
         keys = row_keys(layouts)
