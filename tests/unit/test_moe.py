@@ -506,3 +506,38 @@ def test_the_host_runs_ahead_while_zero3_gathers_run() -> None:
     fsdp_per_micro_batch = float(step.dp_comm_s) / m  # ZeRO-3: no step-end gradient or weight sync
     assert paced > fsdp_per_micro_batch > 0.0
     assert float(step.host_s) == pytest.approx(m * (paced - fsdp_per_micro_batch))
+
+
+def test_permute_bytes_follow_the_dispatcher_and_the_expert_ranks() -> None:
+    """Per token and pass, in h elements of bf16: the alltoall dispatcher's global permute (3k + 1) plus its sort by
+    local expert (4k·load) beyond one expert rank; DeepEP/HybridEP only the receiver's local permute,
+    2k·load·(1 + share)."""
+    arch = tiny_moe()  # k = 2, h = 64
+    unit = 64 * 2.0
+    balanced = Job(moe_imbalance=1.0)
+    assert moe.permute_bytes_per_token(arch, balanced, 1) == pytest.approx(7 * unit)
+    assert moe.permute_bytes_per_token(arch, balanced, 4) == pytest.approx((7 + 8) * unit)
+    share = 4 * (1 - (3 / 4) ** 2) / 2  # two picks over 4 ranks reach 1.75 of them: 0.875 of the copies
+    deepep = replace(balanced, moe_dispatcher="deepep")
+    assert moe.permute_bytes_per_token(arch, deepep, 4) == pytest.approx(4 * (1 + share) * unit)
+    assert moe.permute_bytes_per_token(arch, deepep, 1) == pytest.approx(7 * unit)
+    # the busiest rank's load stretches only what it receives: the sender's global permute stays
+    loaded = Job(moe_imbalance=1.5)
+    assert moe.permute_bytes_per_token(arch, loaded, 4) == pytest.approx((7 + 8 * 1.5) * unit)
+    both = moe.permute_bytes_per_token(arch, balanced, np.array([1.0, 4.0]))
+    assert both == pytest.approx([7 * unit, 15 * unit])
+
+
+def test_permutation_runs_in_two_passes_not_three(h100, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The step charges a permutation's bytes forward and once backward (no recompute): with them set to zero the
+    compute time falls by exactly two passes of them at the part's memory-bound rate."""
+    arch = tiny_moe(num_layers=2)
+    job = Job(micro_batch=1, seq_len=1024, moe_imbalance=1.0)
+    layout = Layout(tp=1, pp=1, dp=1, ep=1)
+    with_permute = step_time(arch, job, layout, h100, global_batch=1)
+    bytes_per_token = moe.permute_bytes_per_token(arch, job, 1)
+    monkeypatch.setattr(moe, "permute_bytes_per_token", lambda *_: 0.0)
+    without = step_time(arch, job, layout, h100, global_batch=1)
+    hbm = h100.memory_bandwidth_bytes_per_s * 0.90  # Hopper's memory-bound fraction (estimate.efficiency)
+    expected_s = 2 * bytes_per_token * 1024 * arch.num_moe_layers / hbm
+    assert float(with_permute.compute_s - without.compute_s) == pytest.approx(expected_s, rel=1e-6)

@@ -1,7 +1,7 @@
 """Memory-bound work of a transformer layer: element-wise HBM traffic, fp8 casts and kernel launches.
 
-Per token and layer, the bytes the norms, residual adds, rotary embedding, MLP activation, MoE token
-permutation and eager softmax move through HBM (`elementwise_bytes_per_token`), the bytes of quantizing
+Per token and layer, the bytes the norms, residual adds, rotary embedding, MLP activation, MoE router
+and eager softmax move through HBM (`elementwise_bytes_per_token`), the bytes of quantizing
 GEMM operands to fp8 (`fp8_cast_bytes_per_token`), and the kernels a layer's forward launches
 (`kernels_per_layer`, each followed by KERNEL_GAP_S of idle GPU). estimate.step turns them into
 seconds at the part's achievable HBM bandwidth. Each constant's source is next to it.
@@ -46,12 +46,13 @@ tokens ran 187 ms a step where rigplan said 121 ms with the fused count
 def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, float]:
     """HBM traffic of one layer's memory-bound ops, forward, per token: (replicated, split by tp).
 
-    Replicated under tensor parallelism without sequence parallelism: the norms (read + write h) and
-    two residual adds (read 2h, write h). Split by tp (heads and MLP columns): rotary on q and k, the
-    MLP activation (gated: read 2f, write f; plain: read f, write f), MoE token permutation (k copies of
-    h in and out) and, for eager attention, one fused scale-mask-softmax pass over the a·s scores (read
-    + write, Megatron's fused kernel), plus one more with attention dropout. With the eager stack and
-    no torch.compile, each op's traffic is multiplied by what its unfused PyTorch form moves
+    Replicated under tensor parallelism without sequence parallelism: the norms (read + write h), two
+    residual adds (read 2h, write h) and an MoE layer's router scores (its token permutation is
+    moe.permute_bytes_per_token, whose backward moves its bytes once). Split by tp (heads and MLP
+    columns): rotary on q and k, the MLP activation (gated: read 2f, write f; plain: read f, write f)
+    and, for eager attention, one fused scale-mask-softmax pass over the a·s scores (read + write,
+    Megatron's fused kernel), plus one more with attention dropout. With the eager stack and no
+    torch.compile, each op's traffic is multiplied by what its unfused PyTorch form moves
     (EAGER_*_TRAFFIC, counted from the ops); fused kernels (Transformer Engine, Liger) and Inductor's
     fusions move the minimum.
     """
@@ -70,7 +71,6 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
         activation = 0.0  # in the fused grouped MLP's GEMM epilogues (domain.job.Job.moe_fused_grouped_mlp)
     split: float = (2 * (q_w + kv_w) * rope_x if arch.positions == "rope" else 0) + activation
     if arch.moe is not None:
-        split += moe.permute_bytes_per_token(arch, 1) * moe.load_factor(job)
         replicated += moe.router_bytes_per_token(arch) / p
     if job.attention == "eager":
         scores = EAGER_SOFTMAX_TRAFFIC if eager else 2.0

@@ -197,10 +197,36 @@ def router_bytes_per_token(arch: Architecture) -> float:
     return 0.0 if arch.moe is None else ROUTER_BYTES_PER_EXPERT * arch.moe.num_experts
 
 
-def permute_bytes_per_token(arch: Architecture, dtype_bytes: int) -> float:
-    """Token permutation before the experts and unpermutation after, per token, forward: k copies
-    of h read and written on each side (Megatron-Core moe_permute / moe_unpermute)."""
-    return 0.0 if arch.moe is None else 4.0 * arch.moe.top_k * arch.hidden * dtype_bytes
+def permute_bytes_per_token(arch: Architecture, job: Job, ep: Num) -> Num:
+    """HBM bytes of one MoE layer's token permutation per token and pass (forward; backward moves as many), on
+    the busiest expert rank before tensor parallelism (array-friendly in ep).
+
+    In units of h elements of the compute dtype, k the top-k and `load` the busiest rank's share (load_factor):
+    - the global permute of Megatron-Core's AlltoAll dispatcher (and of the all-to-all paths of torchtitan and
+      NeMo AutoModel) gathers k copies of each token in expert order before the dispatch (read k, write k) and
+      the unpermute sums them back after the combine (read k, write 1): 3k + 1, on the sender's own tokens;
+    - with ep > 1 the AlltoAll dispatcher sorts the received copies by local expert after the dispatch and
+      back before the combine (sort_chunks_by_idxs; read and write k each way): 4k·load;
+    - DeepEP and HybridEP (the flex dispatcher) fuse the global permute into the communication kernels and
+      leave a local permute on the receiver ("Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200
+      NVL72", Megatron-LM docs/discussions, Sec. 2.1.1): it reads each token once per rank that holds one of
+      its experts (deduplicated_copy_share of k) and writes its k copies, and the unpermute the reverse:
+      2k·load·(1 + share).
+    The backward of a row gather is the scatter-add of the same rows and that of the sum a broadcast, so each
+    pass moves the forward's bytes once (the routing probabilities are applied in the expert activation, not
+    in the unpermute: estimate.activations), not the twice of an element-wise op's backward."""
+    if arch.moe is None:
+        return 0.0 * xp.asfloat(ep)
+    k = float(arch.moe.top_k)
+    ep_a = xp.asfloat(ep)
+    load = by_expert_ranks(ep, job, load_factor)
+    global_permute = 3.0 * k + 1.0
+    if dispatcher(job) == "deepep":
+        spread = 2.0 * k * load * (1.0 + deduplicated_copy_share(arch, ep_a, True))
+    else:
+        spread = global_permute + 4.0 * k * load
+    elements = xp.where(ep_a > 1, spread, global_permute)
+    return elements * arch.hidden * float(job.compute_dtype_bytes)
 
 
 def deduplicated_copy_share(arch: Architecture, destinations: Num, dedup: bool) -> Num:

@@ -152,6 +152,8 @@ class _Rates:
     mlp_share: Num
     elementwise_per_token: Num
     moe_act_per_token: Num
+    permute_per_token: Num
+    """An MoE layer's token permutation bytes per token and pass (moe.permute_bytes_per_token, over tp)."""
     mla_up_proj_per_token: Num
     layernorm_per_token: Num
     dense_mlp_per_token: Num
@@ -219,6 +221,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         attn_share=tensor_parallel.column_parallel_share(q_w, kv_w, 0.0, 0.0),
         mlp_share=tensor_parallel.column_parallel_share(0.0, 0.0, f_in, float(arch.ffn)),
         elementwise_per_token=replicated / norm_tp + split / tp, moe_act_per_token=moe_act,
+        permute_per_token=moe.permute_bytes_per_token(arch, job, ep) / tp if arch.moe is not None else 0.0,
         mla_up_proj_per_token=mla, layernorm_per_token=layernorm, dense_mlp_per_token=dense_mlp,
         casts_per_token=casts, kernels=kernels_per_layer(arch, job),
         kbit=peft_kbit.kbit_traffic(arch, job) if peft_kbit.applies(arch, job, moe_layer=False) else None)
@@ -278,6 +281,8 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
     redone = recomputed_share + (1.0 if job.recompute == "op" else 0.0)
     passes = 3.0 + redone
     elementwise = r.elementwise_per_token * tokens * layers * passes
+    # token permutation: forward, its backward (the same bytes, moe.permute_bytes_per_token) and any recompute
+    elementwise = elementwise + r.permute_per_token * tokens * moe_layers * (2.0 + redone)
     if arch.moe is not None and moe.act_recomputed(job):
         # moe_act: the routed experts' activation runs once more, before fc2's backward
         elementwise = elementwise + r.moe_act_per_token * tokens * (layers - stage.dense_layers)
