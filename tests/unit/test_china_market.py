@@ -65,6 +65,16 @@ def test_the_china_market_parts_have_a_dated_cny_offer(gpu: str) -> None:
     assert all(p.as_of.year >= 2026 and "github.com/" in p.source for p in dated)
 
 
+@pytest.mark.parametrize("gpu", ["rtx-4090d", "rtx-a6000"])
+def test_the_workstation_cards_have_a_dated_cny_offer_that_names_its_weakness(gpu: str) -> None:
+    """The RTX 4090 D and RTX A6000 had only undated index prices; their dated AutoDL quotes come from users' notes,
+    and the source says so."""
+    record = load_catalog().gpus[gpu]
+    dated = [p for p in record.cloud_prices if p.cny_per_gpu_hour is not None and p.as_of is not None]
+    assert dated, gpu
+    assert all(p.as_of.year == 2026 and "not AutoDL's own page" in p.source for p in dated)
+
+
 def test_chinese_clouds_are_capped_at_one_machine() -> None:
     catalog = load_catalog()
     cny = [(g.id, p) for g in catalog.gpus.values() for p in g.cloud_prices if p.cny_per_gpu_hour is not None]
