@@ -201,6 +201,7 @@ BOUNDS: dict[str, Bound] = {
     "dense_tflops": Bound("dense TFLOP/s", 0.01, 1e6),
     "exp_tera_per_s": Bound("exponentials per second (tera)", 0.01, 1000),
     "power_w": Bound("power (W)", 1, 1e6),  # up to a 72-GPU rack-scale node (GB200 NVL72: ~120 kW)
+    "gemm_power_fraction": Bound("sustained GEMM fraction", 0.05, 1.0),
     "link_gb_per_s": Bound("link bandwidth (GB/s)", 0.1, 1e6),
     "link_domain_size": _int("link domain size", 1, MAX_GPUS),
     "devices_per_package": _int("devices per package", 1, 64),

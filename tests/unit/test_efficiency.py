@@ -211,6 +211,35 @@ def test_the_estimate_says_when_a_part_runs_above_its_datasheet_peak() -> None:
     assert notes("gb200") == [] and notes("h100-sxm") == []
 
 
+def test_gb200_gemm_fraction_is_the_median_of_nvidias_same_harness_ratios() -> None:
+    """GB200's gemm_power_limit: NVIDIA's Megatron-Bridge tables (one harness, one recipe per row) measure GB300 over
+    GB200 at 1.19, 1.21, 1.05 and 1.24 and GB200 over DGX-B200 at 1.03; against rigplan's GB300 clock (1.080x) and
+    the datasheets' GB200/B200 ratio (2,500 / 2,250) each gives a GEMM fraction; the catalog takes their median."""
+    import statistics
+
+    gb200, gb300 = _gpu("gb200"), _gpu("gb300")
+    implied = [clock_fraction(gb300) / r for r in (1.19, 1.21, 1.05, 1.24)] + [1.03 / (2500 / 2250)]
+    assert gb200.gemm_power_fraction == round(statistics.median(implied), 2) == 0.91
+    assert gb300.gemm_power_fraction == 1.0 and _gpu("b200").gemm_power_fraction == 1.0
+
+
+def test_the_gemm_fraction_slows_gemms_and_leaves_attention_alone() -> None:
+    """A part's gemm_power_fraction scales its GEMM efficiencies and leaves the attention kernels (whose Blackwell
+    curve was measured on a GB200) and memory-bound work as they are."""
+    from rigplan.estimate.stage_time import _rates
+
+    gb200 = _gpu("gb200")
+    full = replace(gb200, gemm_power_fraction=1.0)
+    arch = load_catalog().model("llama-3.1-8b").to_domain()
+    job = Job(seq_len=4096, micro_batch=1, precision="bf16-mixed")
+    slow, fast = (_rates(arch, job, Layout(tp=2, dp=4), gpu, efficiency_for(gpu), 2.0, 1.0, 1.0, 1.0)
+                  for gpu in (gb200, full))
+    for name in ("proj_eff", "mlp_eff", "head_eff"):
+        assert float(getattr(slow, name)) == pytest.approx(0.91 * float(getattr(fast, name))), name
+    assert float(slow.attn_eff) == pytest.approx(float(fast.attn_eff))
+    assert slow.hbm_bytes_per_s == fast.hbm_bytes_per_s
+
+
 def test_sdpa_runs_its_memory_efficient_backend_for_unequal_head_dims() -> None:
     """PyTorch SDPA's flash backend needs equal query, key and value head dims, so MLA (192, 128) runs the
     memory-efficient backend, measured about 2.5x slower than flash at 16k tokens on an H200 (NVIDIA's Llama-3.2-1B

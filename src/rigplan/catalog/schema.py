@@ -116,6 +116,15 @@ class PowerBasisRecord(Record):
     note: str
 
 
+class GemmPowerLimitRecord(Record):
+    """A measured shortfall of the part's dense GEMMs against its datasheet peak at its board power, where the
+    peak belongs to a clock that power does not sustain under GEMM load (estimate.efficiency.gemm_power_fraction)."""
+
+    fraction: Annotated[float, Bounded("gemm_power_fraction")]
+    """Sustained GEMM rate over what the family's GEMM curve gives at the datasheet peak (0 < f <= 1)."""
+    note: str
+
+
 def as_of_text(date: dt.date | None) -> str:
     """A snapshot date as shown to users: ISO, or 'undated'."""
     return date.isoformat() if date else "undated"
@@ -185,6 +194,9 @@ class GpuRecord(Record):
     derivable from the SM count and clock: softmax's exponentials pace attention kernels beside the tensor
     cores (estimate.efficiency.softmax_exp_ratio). Null where unknown: the family's attention curve is then
     used as measured."""
+    gemm_power_limit: GemmPowerLimitRecord | None = None
+    """Where set, dense GEMMs run at this fraction of the family curve's rate at the datasheet peak (attention and
+    memory-bound work do not: their curves and bandwidths are measured on the part or hold at its power)."""
     power_basis: PowerBasisRecord | None = None
     """Where set, the sustained tensor rate follows the anchor part's by the square root of their board powers above
     idle, not this part's datasheet peak (Blackwell Ultra and MI325X are quoted at their siblings' peaks at more
@@ -239,6 +251,7 @@ class GpuRecord(Record):
             host_cpu=self.host_cpu,
             exp_per_s=(self.exp_tera_per_s or 0.0) * 1e12,
             power_basis=(self.power_basis.bf16_tflops * 1e12, self.power_basis.power_w) if self.power_basis else None,
+            gemm_power_fraction=self.gemm_power_limit.fraction if self.gemm_power_limit else 1.0,
             gpus_per_node=self.node.gpus_per_node,
             nic_bits_per_s=(self.node.nic_gbit_per_s_per_gpu or 0.0) * 1e9,
             price_usd=self.price.usd if self.price else None,

@@ -60,6 +60,9 @@ class Gpu:
     power_basis: tuple[float, float] | None = None
     """(dense bf16 peak in FLOP/s, board power in W) of the part whose SM design this one shares, when its
     sustained tensor rate is to follow that part's by power (estimate.efficiency.sustained_tensor_scale)."""
+    gemm_power_fraction: float = 1.0
+    """Sustained dense-GEMM rate over the family curve's at the datasheet peak, where the part's board power does
+    not hold that peak's clock under GEMM load (measured; estimate.efficiency.gemm_power_fraction)."""
     gpus_per_node: int = 8
     nic_bits_per_s: float = 0.0
     """Scale-out bandwidth per GPU (one direction), in bits/s, for the default node; 0 when none is known."""

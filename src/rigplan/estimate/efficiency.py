@@ -426,6 +426,14 @@ def clock_fraction(gpu: Gpu) -> float:
     return float(max((limit - idle) / (gpu.tdp_w - idle), 0.05) ** CLOCK_POWER_EXPONENT)
 
 
+def gemm_clock_fraction(gpu: Gpu) -> float:
+    """Sustained rate of dense GEMMs relative to the family curve at the datasheet peak: clock_fraction times the
+    part's measured gemm_power_fraction, where its board power does not hold the peak's clock under GEMM load
+    (GB200: catalog gemm_power_limit). Attention keeps clock_fraction alone: its curves are measured on the parts
+    (estimate.stage_time)."""
+    return clock_fraction(gpu) * gpu.gemm_power_fraction
+
+
 def gemm_efficiency(eff: Efficiency, dims: Num, *, fp8: bool = False, grouped: bool = False,
                     fp4: bool = False) -> Num:
     """Fraction of the dense peak for GEMMs whose smaller dimension is `dims` (array-friendly); `grouped`:

@@ -36,6 +36,7 @@ from rigplan.estimate.efficiency import (
     attention_kernel_efficiency,
     attention_kernel_for,
     clock_fraction,
+    gemm_clock_fraction,
     gemm_efficiency,
 )
 from rigplan.estimate.elementwise import (
@@ -165,7 +166,8 @@ class _Rates:
 def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency, tp: Num, cp: Num, ep: Num,
            mb: Num, etp: Num | None = None) -> _Rates:
     tokens = mb * job.seq_len / cp
-    clock = clock_fraction(gpu)
+    clock = clock_fraction(gpu)  # attention kernels
+    gemm_clock = gemm_clock_fraction(gpu)
     bf16_peak = gpu.peak("fp16" if job.precision == "fp16-mixed" else "bf16")
     if job.precision == "fp32":
         bf16_peak = gpu.peak("tf32")
@@ -175,8 +177,8 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     # Routed experts: grouped GEMMs of the busiest rank's thin shapes, paced by its load (estimate.moe).
     load = moe.by_expert_ranks(ep, job, moe.load_factor)
     expert_tp = tp if etp is None else etp
-    expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), clock, fp8=fp8,
-                                  grouped=not job.moe_fused_grouped_mlp, fp4=fp4)
+    expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), gemm_clock,
+                                  fp8=fp8, grouped=not job.moe_fused_grouped_mlp, fp4=fp4)
     if job.attention == "flash":
         kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel, attention_head_dims(arch))
         curve = eff.attention[kernel]
@@ -186,7 +188,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
             peak_flop_per_s=gpu.peak("bf16"), exp_per_s=gpu.exp_per_s,
             flop_per_exp=attention_flop_per_exp(*attention_head_dims(arch)), fp8_speedup=speedup) * clock
     else:
-        attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), clock)
+        attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), gemm_clock)
     read_bytes, grad_bytes = moe.expert_weight_bytes(job, fp8)
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
@@ -210,11 +212,11 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         casts = moe.by_expert_ranks(ep, job, lambda j: fp8_cast_bytes_per_token(arch, j, tp))
     return _Rates(
         tokens=tokens, bf16_peak=bf16_peak, gemm_peak=gemm_peak, fp8=fp8,
-        proj_eff=_gemm_efficiency(eff, _proj_dims(arch, tp, tokens), clock, fp8=fp8, fp4=fp4),
-        mlp_eff=_gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), clock, fp8=fp8, fp4=fp4),
+        proj_eff=_gemm_efficiency(eff, _proj_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
+        mlp_eff=_gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
         expert_rate=gemm_peak * expert_eff, load=load,
-        head_eff=_gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), clock),
-        adapter_eff=_gemm_efficiency(eff, float(job.lora_rank), clock), attn_eff=attn_eff,
+        head_eff=_gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), gemm_clock),
+        adapter_eff=_gemm_efficiency(eff, float(job.lora_rank), gemm_clock), attn_eff=attn_eff,
         backward_rate=eff.fp8_backward_rate if fp8 else 1.0, read_bytes=read_bytes, grad_bytes=grad_bytes,
         local_expert_params=moe.local_expert_params(arch, ep, expert_tp) if arch.moe is not None else 0.0,
         hbm_bytes_per_s=gpu.memory_bandwidth_bytes_per_s * eff.hbm,

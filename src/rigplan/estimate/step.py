@@ -47,7 +47,7 @@ from rigplan.domain.model import Architecture
 from rigplan.estimate import comm, muon, offload, overlap
 from rigplan.estimate.arrays import first_argmax, select
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
-from rigplan.estimate.efficiency import clock_fraction, gemm_efficiency
+from rigplan.estimate.efficiency import gemm_clock_fraction, gemm_efficiency
 from rigplan.estimate.elementwise import elementwise_bytes_per_token as elementwise_bytes_per_token
 from rigplan.estimate.elementwise import fp8_cast_bytes_per_token as fp8_cast_bytes_per_token
 from rigplan.estimate.flops import causal_fraction_for, micro_batch_flops
@@ -254,7 +254,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         optimizer_s = updated * touched / (gpu.memory_bandwidth_bytes_per_s * eff.hbm)
         if job.optimizer == "muon":  # Newton-Schulz on the rank's share of the matrices (estimate.muon)
             optimizer_s = optimizer_s + updated * muon.newton_schulz_s_per_param(
-                arch, gpu.peak("bf16") * clock_fraction(gpu), lambda dim: float(gemm_efficiency(eff, dim)))
+                arch, gpu.peak("bf16") * gemm_clock_fraction(gpu), lambda dim: float(gemm_efficiency(eff, dim)))
         host_optimizer_s = 0.0 * updated
     offload_s = host_optimizer_s + m * param_offload_mb
     step = m * t_mb + bubble + dp_exposed + dp_tax + optimizer_s + host_optimizer_s
