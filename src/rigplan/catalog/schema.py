@@ -118,7 +118,7 @@ class PowerBasisRecord(Record):
 
 class GemmPowerLimitRecord(Record):
     """A measured shortfall of the part's dense GEMMs against its datasheet peak at its board power, where the
-    peak belongs to a clock that power does not sustain under GEMM load (estimate.efficiency.gemm_power_fraction)."""
+    peak belongs to a clock that power does not sustain under GEMM load (estimate.efficiency.gemm_clock_fraction)."""
 
     fraction: Annotated[float, Bounded("gemm_power_fraction")]
     """Sustained GEMM rate over what the family's GEMM curve gives at the datasheet peak (0 < f <= 1)."""

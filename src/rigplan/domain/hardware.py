@@ -62,7 +62,7 @@ class Gpu:
     sustained tensor rate is to follow that part's by power (estimate.efficiency.sustained_tensor_scale)."""
     gemm_power_fraction: float = 1.0
     """Sustained dense-GEMM rate over the family curve's at the datasheet peak, where the part's board power does
-    not hold that peak's clock under GEMM load (measured; estimate.efficiency.gemm_power_fraction)."""
+    not hold that peak's clock under GEMM load (measured; estimate.efficiency.gemm_clock_fraction)."""
     gpus_per_node: int = 8
     nic_bits_per_s: float = 0.0
     """Scale-out bandwidth per GPU (one direction), in bits/s, for the default node; 0 when none is known."""

@@ -223,7 +223,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         attn_share=tensor_parallel.column_parallel_share(q_w, kv_w, 0.0, 0.0),
         mlp_share=tensor_parallel.column_parallel_share(0.0, 0.0, f_in, float(arch.ffn)),
         elementwise_per_token=replicated / norm_tp + split / tp, moe_act_per_token=moe_act,
-        permute_per_token=moe.permute_bytes_per_token(arch, job, ep) / tp if arch.moe is not None else 0.0,
+        permute_per_token=moe.permute_bytes_per_token(arch, job, ep) / tp,
         mla_up_proj_per_token=mla, layernorm_per_token=layernorm, dense_mlp_per_token=dense_mlp,
         casts_per_token=casts, kernels=kernels_per_layer(arch, job),
         kbit=peft_kbit.kbit_traffic(arch, job) if peft_kbit.applies(arch, job, moe_layer=False) else None)
