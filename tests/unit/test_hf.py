@@ -126,6 +126,7 @@ def test_gpt_oss_fixture_fields() -> None:
     arch = architecture_from_hf_config(HF_DIR / "gpt-oss-20b")
     assert arch.moe is not None
     assert arch.moe.top_k == 4 and arch.moe.expert_bias and arch.moe.router_bias
+    assert arch.moe.expert_act_clamp == 7.0  # swiglu_limit
     assert arch.attention_sinks and arch.qkv_bias and arch.attn_out_bias
     assert arch.head_dim == 64
 

@@ -417,7 +417,12 @@ def test_biased_experts_run_unfused_under_the_fused_grouped_mlp_switch() -> None
                 global_batch=1280, precision="fp8", fp8_recipe="mxfp8", balanced_routing=True, framework="nemo")
     fused = estimate(EstimateRequest(**base, moe_fused_grouped_mlp=True))
     plain = estimate(EstimateRequest(**base))
-    assert fused.step.step_time_s == pytest.approx(plain.step.step_time_s)
+    # both through Transformer Engine's operation fuser under a full-iteration graph: the same unfused ops
+    graphed = [estimate(EstimateRequest(**base, cuda_graphs="full", **extra)).step.step_time_s
+               for extra in ({"moe_fused_grouped_mlp": True}, {})]
+    assert graphed[0] == pytest.approx(graphed[1])
+    # without it the plain request is Megatron-Core's TEGroupedMLP, which adds its clamp and fc2 bias loop
+    assert plain.step.step_time_s > fused.step.step_time_s
     assert any("these experts carry biases" in a for a in fused.setup.assumptions)
     unbiased = dict(base, model="qwen3-30b-a3b", gpus=8, ep=8, global_batch=512)
     assert (estimate(EstimateRequest(**unbiased, moe_fused_grouped_mlp=True)).step.step_time_s
@@ -541,3 +546,38 @@ def test_permutation_runs_in_two_passes_not_three(h100, monkeypatch: pytest.Monk
     hbm = h100.memory_bandwidth_bytes_per_s * 0.90  # Hopper's memory-bound fraction (estimate.efficiency)
     expected_s = 2 * bytes_per_token * 1024 * arch.num_moe_layers / hbm
     assert float(with_permute.compute_s - without.compute_s) == pytest.approx(expected_s, rel=1e-6)
+
+
+def test_megatron_expert_path_charges_the_clamp_and_the_fc2_bias_loop() -> None:
+    """gpt-oss in Megatron-Core's TEGroupedMLP: per routed copy CLAMPED_GLU_TRAFFIC f_e and EXPERT_BIAS_LOOP_TRAFFIC
+    h elements, forward and backward; nothing where the experts are unbiased and unclamped, fused, run through
+    Transformer Engine's operation fuser, under a full-iteration graph, or compiled (AutoModel)."""
+    catalog = load_catalog()
+    oss = catalog.model("gpt-oss-120b").to_domain()
+    assert oss.moe is not None and oss.moe.expert_act_clamp == 7.0 and oss.moe.expert_bias
+    job = Job(precision="bf16-mixed", moe_imbalance=1.0)
+    forward, backward = moe.expert_path_bytes_per_token(oss, job)
+    copies = oss.moe.top_k * 2.0
+    assert forward == pytest.approx(copies * (8.0 * oss.moe.expert_ffn + 6.0 * oss.hidden))
+    assert backward == pytest.approx(copies * (10.0 * oss.moe.expert_ffn + 6.0 * oss.hidden))
+    for other in (replace(job, moe_expert_module="te_ops"), replace(job, moe_expert_module="compiled"),
+                  replace(job, cuda_graphs="full"), replace(job, kernels="eager")):
+        assert moe.expert_path_bytes_per_token(oss, other) == (0.0, 0.0)
+    assert moe.expert_path_bytes_per_token(catalog.model("qwen3-30b-a3b").to_domain(), job) == (0.0, 0.0)
+    # the bias loop's host ops grow with the local experts
+    fwd8, bwd8 = moe.host_ops_per_moe_layer(oss, job, 8, 14.0)
+    fwd64, bwd64 = moe.host_ops_per_moe_layer(oss, job, 64, 14.0)
+    plain8 = moe.host_ops_per_moe_layer(oss, replace(job, moe_expert_module="te_ops"), 8, 14.0)
+    assert fwd8 - plain8[0] == pytest.approx(moe.CLAMPED_GLU_HOST_OPS[0] + 16 * moe.EXPERT_BIAS_LOOP_HOST_OPS[0])
+    assert bwd8 - plain8[1] == pytest.approx(moe.CLAMPED_GLU_HOST_OPS[1] + 16 * moe.EXPERT_BIAS_LOOP_HOST_OPS[1])
+    assert fwd8 > fwd64 and bwd8 > bwd64
+
+
+def test_automodel_preset_marks_compiled_experts() -> None:
+    from rigplan.flow.estimate import estimate
+
+    base = dict(model="gpt-oss-20b", gpu="h100-sxm", gpus=8, ep=8, seq=4096, micro_batch=2, global_batch=256,
+                balanced_routing=True)
+    automodel = estimate(EstimateRequest(**base, framework="automodel"))
+    assert automodel.setup.job.moe_expert_module == "compiled"
+    assert estimate(EstimateRequest(**base, framework="megatron")).setup.job.moe_expert_module == "megatron"

@@ -71,7 +71,7 @@ def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
     assert (len(others), len(gpt_oss)) == (29, 12)
     assert round(-max(others) * 100) == 3 and round(-min(others) * 100) == 34
     assert round(-statistics.median(others) * 100) == 15
-    assert round(min(gpt_oss) * 100) == 2 and round(max(gpt_oss) * 100) == 98
+    assert round(min(gpt_oss) * 100) == 2 and round(max(gpt_oss) * 100) == 95
     assert round(-statistics.median(gb200) * 100) == 5
 
 

@@ -176,6 +176,7 @@ def _gpt_oss(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
         expert_ffn=fields["ffn"],
         expert_bias=True,
         router_bias=True,
+        expert_act_clamp=r.number("swiglu_limit", 7.0),
     )
     return fields, []
 

@@ -270,6 +270,8 @@ class MoERecord(Record):
     """After the leading dense layers, every step-th layer is MoE, the others dense (Llama 4: 2)."""
     expert_bias: bool = False
     router_bias: bool = False
+    expert_act_clamp: Annotated[float, Field(ge=0.0, le=1e4)] = 0.0
+    """Clamp on the experts' GLU inputs (gpt-oss config.json swiglu_limit); 0 = none."""
     shared_expert_gate: bool = False
     router: Literal["softmax", "sigmoid"] = "softmax"
     mtp_layers: Annotated[int, Bounded("mtp_layers")] = 0

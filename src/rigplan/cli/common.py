@@ -301,6 +301,12 @@ def overlap_option_list() -> list[Callable[[F], F]]:
                           "hides only with --vpp > 1 (interleaved schedule). Default off."),
         click.option("--cp-comm-overlap/--no-cp-comm-overlap", default=None,
                      help="Context-parallel ring K/V exchange overlapped with attention. Default on."),
+        click.option("--cp-comm-type", type=click.Choice(["p2p", "a2a"]), default=None,
+                     help="Context-parallel exchange: p2p, a ring of K/V blocks under attention (Transformer "
+                          "Engine's default); a2a, all-to-all of q, k, v and the output around the attention "
+                          "core (DeepSpeed-Ulysses, cp_comm_type a2a), which needs heads and kv-heads per "
+                          "tensor-parallel rank divisible by --cp. Default: p2p, a2a for models with learned "
+                          "attention sinks (gpt-oss), which Transformer Engine runs only that way."),
         click.option("--grad-reduce-dtype", type=click.Choice(["fp32", "bf16"]),
                      help="Dtype of the data-parallel gradient reduction (fp32: Megatron with bf16, "
                           "torchtitan). Default: the gradients' own dtype."),

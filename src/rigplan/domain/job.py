@@ -212,6 +212,12 @@ class Job:
     PR #2622 / #2769, transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py and backward_grouped_mlp.py).
     So the experts' activation passes and the casts between their GEMMs leave HBM, and the grouped GEMMs
     run at the dense fp8 curve (estimate.efficiency: fp8_grouped_half_dim is for the unfused path)."""
+    moe_expert_module: Literal["megatron", "te_ops", "compiled"] = "megatron"
+    """Which code runs the routed experts around their grouped GEMMs where the fused grouped MLP does not
+    (estimate.moe.megatron_expert_path): 'megatron', Megatron-Core's TEGroupedMLP with its clamp and per-expert
+    bias loop; 'te_ops', Transformer Engine's operation fuser with unfused ops (flow.resolve sets it for biased
+    experts that asked for the fused grouped MLP); 'compiled', a torch.compile'd activation (NeMo AutoModel's
+    grouped experts, flow.resolve for the automodel preset)."""
     tp_comm_overlap: bool = False
     """Tensor-parallel all-gather/reduce-scatter split into chunks and overlapped with the GEMMs that
     use or produce them (Megatron --tp-comm-overlap with Transformer Engine userbuffers, PyTorch async
@@ -232,6 +238,12 @@ class Job:
     on by default there); it hides only in an interleaved schedule (vpp > 1), where the next chunk's work
     does not wait for the transfer."""
     cp_comm_overlap: bool = True
+    cp_comm_type: Literal["p2p", "a2a"] = "p2p"
+    """How context parallelism exchanges the sequence: 'p2p', a ring passing K/V blocks under the attention of
+    the current block (Liu et al. 2023, ring attention; Transformer Engine's default cp_comm_type); 'a2a',
+    all-to-all of q, k, v before the attention core and of its output after (Jacobs et al. 2023, DeepSpeed-Ulysses,
+    arXiv 2309.14509; Transformer Engine cp_comm_type 'a2a'): each rank then attends over the whole sequence
+    for heads/cp of the heads, and the exchanges are exposed (estimate.comm.ulysses_all_to_all_s)."""
     """Context-parallel ring K/V exchange overlapped with the attention of the current block
     (Transformer Engine's ring attention, torchtitan's context_parallel)."""
     grad_reduce_dtype: GradReduceDtype | None = None

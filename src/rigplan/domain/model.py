@@ -40,6 +40,9 @@ class MoE:
     """Biases in expert projections (gpt-oss)."""
     router_bias: bool = False
     """Bias in the router projection (gpt-oss)."""
+    expert_act_clamp: float = 0.0
+    """Clamp on the routed experts' GLU inputs before the activation, 0 = none (gpt-oss: config.json
+    swiglu_limit 7.0, the gate half clamped from above and the linear half both ways)."""
     shared_expert_gate: bool = False
     """A scalar sigmoid gate on the shared expert output (Qwen2-MoE): hidden params."""
     router: str = "softmax"
@@ -57,6 +60,8 @@ class MoE:
             raise InvalidSpec(f"top-k={self.top_k} cannot exceed experts={self.num_experts}")
         if self.moe_layer_step < 1:
             raise InvalidSpec(f"the MoE layer step must be >= 1, got {self.moe_layer_step}")
+        if not self.expert_act_clamp >= 0.0:
+            raise InvalidSpec(f"the expert activation clamp must be >= 0 (0 = none), got {self.expert_act_clamp}")
         if self.router not in ("softmax", "sigmoid") or self.mtp_layers < 0:
             raise InvalidSpec(f"router must be softmax or sigmoid and mtp-layers >= 0; got {self.router}, "
                               f"{self.mtp_layers}")

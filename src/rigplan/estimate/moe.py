@@ -192,6 +192,61 @@ def activation_bytes_per_token(arch: Architecture, job: Job) -> float:
     return load_factor(job) * arch.moe.top_k * per_copy * float(job.compute_dtype_bytes)
 
 
+CLAMPED_GLU_TRAFFIC = (8.0, 10.0)
+"""(forward, backward) HBM traffic per routed copy, in f_e elements, of the clamp Megatron-Core puts before
+a clamped GLU (weighted_bias_quick_geglu_impl, megatron/core/fusions/fused_bias_geglu.py @1fb2a0c): outside
+the jit-fused activation it chunks fc1's output, clamps the gate half from above and the linear half both
+ways (read f_e, write f_e each) and concatenates them back (read 2f_e, write 2f_e): 8. Backward: each clamp's
+gradient reads the incoming gradient and the input and writes f_e (3 each) and the chunk's backward
+concatenates the two halves (read 2f_e, write 2f_e): 10."""
+EXPERT_BIAS_LOOP_TRAFFIC = (6.0, 6.0)
+"""(forward, backward) HBM traffic per routed copy, in h elements, of the fc2 bias of biased experts in
+Megatron-Core's TEGroupedMLP: fc2 runs with skip_bias_add and the bias is added per local expert in a
+Python loop, torch.cat([t + b * p for t, b, p in zip(split(out), biases, split(probs))]): b·p writes h,
+the add reads 2h and writes h, the cat reads and writes h: 6. Backward: the bias gradient (g·p summed over
+the expert's tokens) and the probability gradient (g·b summed over h) each read g, write a product and
+reduce it: 6."""
+CLAMPED_GLU_HOST_OPS = (5.0, 4.0)
+"""Host ops of that clamp per MoE layer, (forward, backward): chunk, two clamps, cat and the GLU's offset made a
+device tensor; the two clamps' gradients, the chunk's and the cat's."""
+EXPERT_BIAS_LOOP_HOST_OPS = (2.0, 4.0)
+"""Host ops of the fc2 bias loop per local expert, (forward, backward): a multiply and an add; two products and
+two sums (its splits and cat are a few more per layer, left out)."""
+
+
+def megatron_expert_path(arch: Architecture, job: Job) -> bool:
+    """Whether the routed experts run Megatron-Core's TEGroupedMLP element by element around the grouped GEMMs
+    with a clamped GLU or biased experts (gpt-oss): the fused stack ('fused' kernels) with Job.moe_expert_module
+    'megatron', outside Transformer Engine's operation fuser (Job.moe_fused_grouped_mlp, whose GEMM epilogues
+    hold the clamp, the bias and the activation). A full-iteration CUDA graph implies the fuser: TEGroupedMLP
+    reads tokens_per_expert.tolist() on the host, which a graph cannot hold, and Megatron-Core's static-shape MoE
+    (moe_expert_rank_capacity_factor) requires use_transformer_engine_op_fuser."""
+    if (arch.moe is None or job.kernels != "fused" or job.moe_fused_grouped_mlp
+            or job.moe_expert_module != "megatron" or job.cuda_graphs == "full"):
+        return False
+    return arch.moe.expert_bias or arch.moe.expert_act_clamp > 0.0
+
+
+def expert_path_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, float]:
+    """(forward, backward) HBM bytes per token of one MoE layer's clamp and fc2 bias loop on the busiest rank
+    before tp (megatron_expert_path; 0 elsewhere): load·k routed copies, each moving CLAMPED_GLU_TRAFFIC f_e
+    elements (clamped gated experts) and EXPERT_BIAS_LOOP_TRAFFIC h elements (biased experts), in the compute
+    dtype. Left out: the host-to-device copy of the GLU's linear offset (torch.tensor on the device each
+    forward), a stream synchronisation that the dispatcher's own per-layer sync mostly covers."""
+    if arch.moe is None or not megatron_expert_path(arch, job):
+        return 0.0, 0.0
+    copies = load_factor(job) * arch.moe.top_k * float(job.compute_dtype_bytes)
+    f_e = float(arch.moe.expert_ffn) if _clamped(arch) else 0.0
+    h = float(arch.hidden) if arch.moe.expert_bias else 0.0
+    forward = copies * (CLAMPED_GLU_TRAFFIC[0] * f_e + EXPERT_BIAS_LOOP_TRAFFIC[0] * h)
+    backward = copies * (CLAMPED_GLU_TRAFFIC[1] * f_e + EXPERT_BIAS_LOOP_TRAFFIC[1] * h)
+    return forward, backward
+
+
+def _clamped(arch: Architecture) -> bool:
+    return arch.moe is not None and arch.mlp == "gated" and arch.moe.expert_act_clamp > 0.0
+
+
 def router_bytes_per_token(arch: Architecture) -> float:
     """HBM traffic of the router's score function, top-k and auxiliary loss per token, forward."""
     return 0.0 if arch.moe is None else ROUTER_BYTES_PER_EXPERT * arch.moe.num_experts
@@ -352,8 +407,8 @@ def graph_captured_ops(job: Job, scopes: tuple[str, ...] = CUDA_GRAPH_SCOPES) ->
 def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels: float) -> tuple[Num, Num]:
     """(forward, backward) ops the host issues for one MoE layer: the layer's other kernels, the
     router and dispatcher (MOE_LAYER_HOST_OPS) and E/ep local experts' grouped-GEMM ops (or the fused
-    grouped MLP's, FUSED_GROUPED_MLP_HOST_OPS), less what per-module CUDA graphs capture
-    (graph_captured_ops)."""
+    grouped MLP's, FUSED_GROUPED_MLP_HOST_OPS), the clamp and fc2 bias loop of Megatron-Core's biased or
+    clamped experts (megatron_expert_path), less what per-module CUDA graphs capture (graph_captured_ops)."""
     if arch.moe is None:
         return 0.0 * xp.asarray(ep), 0.0 * xp.asarray(ep)
     local = arch.moe.num_experts / xp.asfloat(ep)
@@ -365,6 +420,11 @@ def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels:
                 own + FUSED_GROUPED_MLP_HOST_OPS["backward"] + zero)
     fwd = own + 2.0 * EXPERT_HOST_OPS["forward"][fp8] * local
     bwd = own + 2.0 * EXPERT_HOST_OPS["backward"][fp8] * local
+    if megatron_expert_path(arch, job):
+        clamp = 1.0 if _clamped(arch) else 0.0
+        bias = local if arch.moe.expert_bias else 0.0 * local
+        fwd = fwd + clamp * CLAMPED_GLU_HOST_OPS[0] + bias * EXPERT_BIAS_LOOP_HOST_OPS[0]
+        bwd = bwd + clamp * CLAMPED_GLU_HOST_OPS[1] + bias * EXPERT_BIAS_LOOP_HOST_OPS[1]
     return fwd, bwd
 
 

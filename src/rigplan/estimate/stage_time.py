@@ -87,12 +87,13 @@ def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, ker
     """Fraction of peak of the attention core over the model's layers.
 
     A kernel's efficiency grows with the keys each query block walks (efficiency.attention_efficiency, by
-    sequence length for causal attention). Under context parallelism that is the rank's s/cp; in a
+    sequence length for causal attention). Under ring context parallelism that is the rank's s/cp (all-to-all
+    context parallelism attends over all s for heads/cp of the heads); in a
     sliding-window layer whose kernel skips the blocks outside the band it is min(w, s/cp), the same
     number of key blocks per query block as causal attention over w tokens. Layers are weighted by their
     FLOPs (window_pair_share): e = Σ F_l / Σ (F_l / e_l).
     """
-    span = job.seq_len / cp
+    span = job.seq_len if job.cp_comm_type == "a2a" else job.seq_len / cp
     head = float(arch.dim_per_head)
     if not arch.attention_windows or not skips_window_blocks(job):
         return attention_efficiency(eff, kernel, span, head)
@@ -155,6 +156,9 @@ class _Rates:
     moe_act_per_token: Num
     permute_per_token: Num
     """An MoE layer's token permutation bytes per token and pass (moe.permute_bytes_per_token, over tp)."""
+    expert_path_per_token: tuple[Num, Num]
+    """An MoE layer's clamp and fc2 bias loop bytes per token, (forward, backward), over tp
+    (moe.expert_path_bytes_per_token)."""
     mla_up_proj_per_token: Num
     layernorm_per_token: Num
     dense_mlp_per_token: Num
@@ -210,6 +214,8 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     casts: Num = 0.0
     if fp8:
         casts = moe.by_expert_ranks(ep, job, lambda j: fp8_cast_bytes_per_token(arch, j, tp))
+    expert_path = (moe.by_expert_ranks(ep, job, lambda j: moe.expert_path_bytes_per_token(arch, j)[0]),
+                   moe.by_expert_ranks(ep, job, lambda j: moe.expert_path_bytes_per_token(arch, j)[1]))
     return _Rates(
         tokens=tokens, bf16_peak=bf16_peak, gemm_peak=gemm_peak, fp8=fp8,
         proj_eff=_gemm_efficiency(eff, _proj_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
@@ -224,6 +230,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         mlp_share=tensor_parallel.column_parallel_share(0.0, 0.0, f_in, float(arch.ffn)),
         elementwise_per_token=replicated / norm_tp + split / tp, moe_act_per_token=moe_act,
         permute_per_token=moe.permute_bytes_per_token(arch, job, ep) / tp,
+        expert_path_per_token=(expert_path[0] / tp, expert_path[1] / tp),
         mla_up_proj_per_token=mla, layernorm_per_token=layernorm, dense_mlp_per_token=dense_mlp,
         casts_per_token=casts, kernels=kernels_per_layer(arch, job),
         kbit=peft_kbit.kbit_traffic(arch, job) if peft_kbit.applies(arch, job, moe_layer=False) else None)
@@ -285,6 +292,10 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
     elementwise = r.elementwise_per_token * tokens * layers * passes
     # token permutation: forward, its backward (the same bytes, moe.permute_bytes_per_token) and any recompute
     elementwise = elementwise + r.permute_per_token * tokens * moe_layers * (2.0 + redone)
+    # Megatron-Core's clamp and fc2 bias loop around biased or clamped experts: forward (again where recomputed)
+    # and backward
+    path_forward, path_backward = r.expert_path_per_token
+    elementwise = elementwise + (path_forward * (1.0 + redone) + path_backward) * tokens * moe_layers
     if arch.moe is not None and moe.act_recomputed(job):
         # moe_act: the routed experts' activation runs once more, before fc2's backward
         elementwise = elementwise + r.moe_act_per_token * tokens * (layers - stage.dense_layers)
@@ -499,6 +510,11 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
                                             head_dim=arch.dim_per_head, dtype_bytes=p)
     ring_per_layer = (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
                       + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
+    ulysses = job.cp_comm_type == "a2a"
+    if ulysses:
+        ring_per_layer = comm.ulysses_all_to_all_s(
+            tokens=tokens, q_width=arch.num_heads * arch.dim_per_head, kv_width=arch.kv_heads * arch.dim_per_head,
+            tp=tp, cp=cp, dtype_bytes=p, per_node=cp_place.per_node, intra=cp_place.intra, inter=inter)
     a2a_per_layer: Num = 0.0
     if arch.moe is not None:
         ep_intra = comm.place_group(gpu, ep, stride=etp, domain_size=domain, intra=intra, inter=inter).intra
@@ -520,9 +536,13 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         tp_total = np.where(tp > 1, tp_total, 0.0)
         tp_s = np.where(tp > 1, tp_s, 0.0)
         tp_tax = np.where(tp > 1, tp_tax, 0.0)
-        # Context parallel: ring K/V exchange per layer, hidden behind the attention core when overlapped.
+        # Context parallel: ring K/V exchange per layer, hidden behind the attention core when overlapped; the
+        # all-to-all form is exposed, its forward half again in recomputed layers.
         ring = layers * ring_per_layer
-        cp_s, _, cp_tax = overlap.hide(ring, core, overlap.P2P_OVERLAP_SM_SHARE, on=job.cp_comm_overlap)
+        cp_s, _, cp_tax = overlap.hide(ring, core, overlap.P2P_OVERLAP_SM_SHARE, on=job.cp_comm_overlap and not ulysses)
+        if ulysses:
+            ring = ring + stage.recomputed_layers * ring_per_layer / 2.0
+            cp_s = ring
         # Expert parallel: dispatch and combine all-to-all per MoE layer of this stage (MTP modules on
         # the last), exposed or overlapped with another micro-batch's computation (estimate.moe).
         ep_s = np.zeros_like(tp_s)

@@ -195,7 +195,8 @@ def overlap_note(job: Job, layout: Layout) -> str:
     if layout.tp > 1 and not (job.tp_comm_overlap and layout.sequence_parallel):
         tp += ", backward beside GEMMs" if async_backward else ", all in line"
     dtype = {4.0: "fp32", 2.0: "bf16"}.get(grad_reduce_bytes_per_param(job), "bf16")
-    return (f"communication overlap: tp {tp}, cp {on(job.cp_comm_overlap)}, pp {on(job.pp_comm_overlap)}, "
+    cp = "all-to-all, exposed" if job.cp_comm_type == "a2a" else on(job.cp_comm_overlap)
+    return (f"communication overlap: tp {tp}, cp {cp}, pp {on(job.pp_comm_overlap)}, "
             f"grad reduce {on(job.overlap_grad_reduce)}, param gather {on(gather_on)}; gradients reduced in "
             f"{dtype} (docs/methodology/communication.md)")
 
@@ -321,7 +322,7 @@ GB300_MOE_EVIDENCE = (
     "MoE model on GB300 with Megatron-Core kernels: on the 41 published runs of this kind rigplan checks (NVIDIA's "
     "Megatron-Bridge 25.11 to 26.06 and its model cards, Megatron-LM's MoE recipes and ModelZoo, and MLPerf Training "
     "v6.0; rigplan validate --suite moe), its tokens/s were 3% to 34% below the measured on the 29 DeepSeek-V3, Qwen3 "
-    "and Kimi K2 runs, median 15% below, and 2% to 98% above on the 12 gpt-oss runs, where the same tables' "
+    "and Kimi K2 runs, median 15% below, and 2% to 95% above on the 12 gpt-oss runs, where the same tables' "
     "GB200 MoE runs are 5% below; read this estimate, gpt-oss aside, as pessimistic by about 15%")
 """Validation evidence shown beside an MoE estimate on GB300 with fused kernels and without NVFP4 (the estimate itself
 is not changed: no datasheet figure separates GB300 from GB200 by more than rigplan's 1.08x clock, and the cause is

@@ -34,7 +34,8 @@ def space_memory_for(arch: Architecture, job: Job, key: SpaceKey, target: int,
     space holds from there (search.evaluate.space_memory); None when the space has no layout."""
     domain, counts = key
     layouts = layout_space(arch, domain, list(counts), job.seq_len, sequence_parallel=True,
-                           zero_stages=MUON_ZERO_STAGES if job.optimizer == "muon" else ZERO_STAGES)
+                           zero_stages=MUON_ZERO_STAGES if job.optimizer == "muon" else ZERO_STAGES,
+                           heads_split_by_cp=job.cp_comm_type == "a2a")
     if not len(layouts):
         return None
     return space_memory(arch, job, layouts, RECOMPUTE, target, known=known)

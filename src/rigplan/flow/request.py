@@ -114,6 +114,9 @@ class CommOverlapSpec(BaseModel):
                                                            "(Megatron --overlap-p2p-communication)")
     cp_comm_overlap: bool | None = Field(None, description="Ring-attention K/V exchange overlapped with "
                                                            "the attention core")
+    cp_comm_type: Literal["p2p", "a2a"] | None = Field(
+        None, description="Context-parallel exchange: p2p (ring K/V) or a2a (all-to-all of q, k, v and the "
+                          "output, DeepSpeed-Ulysses); default p2p, a2a for models with learned attention sinks")
     grad_reduce_dtype: Literal["fp32", "bf16"] | None = Field(
         None, description="Dtype of the data-parallel gradient reduction; default: the gradients' own")
 

@@ -101,6 +101,39 @@ BIASED_EXPERTS_UNFUSED = (
 """The fused grouped MLP's gate for biased experts (gpt-oss): the runs that set it measure the unfused speed."""
 
 
+SINKS_CP_ALL_TO_ALL = (
+    "context parallelism as all-to-all (--cp-comm-type a2a): Transformer Engine runs learned attention sinks only "
+    "in its FusedAttention backend, which takes context parallelism only as all-to-all "
+    "(dot_product_attention/utils.py get_attention_backend; Megatron-Bridge's gpt-oss recipe sets cp_comm_type a2a)")
+"""Why a model with attention sinks gets all-to-all context parallelism by default."""
+
+
+def ulysses_heads_problem(arch: Architecture, tp: int, cp: int) -> str | None:
+    """Why all-to-all context parallelism cannot split this model's heads over tp x cp ranks (None if it can):
+    each cp rank takes heads/cp of the heads and of the kv heads that its tensor-parallel rank holds."""
+    heads, kv = arch.num_heads // tp, arch.kv_heads // tp
+    if cp > 1 and (heads % cp or kv % cp):
+        return (f"--cp-comm-type a2a splits the heads over context-parallel ranks: heads per tensor-parallel rank "
+                f"({heads}) and kv-heads ({kv}) must be divisible by cp={cp}; use --cp-comm-type p2p or a cp "
+                "that divides both")
+    return None
+
+
+def _context_parallel_exchange(arch: Architecture, job: Job, layout: Layout, given: str | None,
+                               assumptions: list[str]) -> Job:
+    """The job with its context-parallel exchange: the one given, else all-to-all where Transformer Engine needs
+    it (learned attention sinks under its fused attention), else the ring."""
+    if given is None and arch.attention_sinks and job.kernels == "fused" and job.attention == "flash":
+        job = replace(job, cp_comm_type="a2a")
+        if layout.cp > 1:
+            assumptions.append(SINKS_CP_ALL_TO_ALL)
+    if job.cp_comm_type == "a2a":
+        problem = ulysses_heads_problem(arch, layout.tp, layout.cp)
+        if problem:
+            raise InvalidSpec(problem)
+    return job
+
+
 def _inert_switches(arch: Architecture, job: Job) -> list[str]:
     """One line for each switch given that changes nothing in this job, and what it needs."""
     notes = []
@@ -251,8 +284,13 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
                            f"{layout.zero}; add --zero 3 (or --fsdp) for it")
     assumptions.extend(_inert_switches(arch, job))
     if job.moe_fused_grouped_mlp and arch.moe is not None and arch.moe.expert_bias:
-        job = replace(job, moe_fused_grouped_mlp=False)
+        job = replace(job, moe_fused_grouped_mlp=False, moe_expert_module="te_ops")
         assumptions.append(BIASED_EXPERTS_UNFUSED)
+    job = _context_parallel_exchange(arch, job, layout, getattr(spec, "cp_comm_type", None), assumptions)
+    if arch.moe is not None and spec.framework_applied is not None and spec.framework_applied.name == "automodel":
+        # nemo_automodel/components/moe/layers.py: quick_geglu_deepep and the other expert activations are
+        # torch.compile'd, clamp and routing weights included
+        job = replace(job, moe_expert_module="compiled")
     calibration = None
     if spec.calibration is not None:
         from rigplan.calibration.file import applied_note, calibration_from  # pydantic and YAML: only when asked

@@ -119,14 +119,17 @@ class LayoutArrays:
 
 
 def _count_blocks(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
-                  zero_stages: tuple[int, ...]) -> Iterator[Any]:
+                  zero_stages: tuple[int, ...], heads_split_by_cp: bool = False) -> Iterator[Any]:
     """The layouts of one GPU count as (9, n) blocks of (tp, pp, vpp, dp, cp, ep, etp, zero, micro_batch),
-    in the order of nested loops tp, pp, cp, then vpp x (ep, etp) x zero x micro-batch."""
+    in the order of nested loops tp, pp, cp, then vpp x (ep, etp) x zero x micro-batch. With
+    `heads_split_by_cp` (all-to-all context parallelism) cp must also divide the heads and kv-heads of a tp rank."""
     for tp in tensor_parallel_options(arch, domain, num_gpus):
         for pp in pipeline_options(arch.num_layers, num_gpus // tp):
             vpps = [v for v in VPP_OPTIONS if v == 1 or (pp > 1 and fills_stages(arch.num_layers, pp, v))]
             for cp in CP_OPTIONS:
                 if cp > 1 and (seq_len % cp or seq_len // cp < MIN_TOKENS_PER_CP_RANK):
+                    continue
+                if cp > 1 and heads_split_by_cp and ((arch.num_heads // tp) % cp or (arch.kv_heads // tp) % cp):
                     continue
                 if num_gpus % (tp * pp * cp):
                     continue
@@ -156,11 +159,13 @@ def _product(vpps: tuple[int, ...], experts: int, zeros: tuple[int, ...]) -> tup
 
 
 def layout_space(arch: Architecture, domain: int, num_gpus: int | list[int], seq_len: int, *,
-                 sequence_parallel: bool, zero_stages: tuple[int, ...] = ZERO_STAGES) -> LayoutArrays:
+                 sequence_parallel: bool, zero_stages: tuple[int, ...] = ZERO_STAGES,
+                 heads_split_by_cp: bool = False) -> LayoutArrays:
     """All layouts for `num_gpus` GPUs (or for each of several counts) whose NVLink domain holds
-    `domain` GPUs."""
+    `domain` GPUs (`heads_split_by_cp`: see _count_blocks)."""
     counts = num_gpus if isinstance(num_gpus, list) else [num_gpus]
-    blocks = [block for count in counts for block in _count_blocks(arch, domain, count, seq_len, zero_stages)]
+    blocks = [block for count in counts
+              for block in _count_blocks(arch, domain, count, seq_len, zero_stages, heads_split_by_cp)]
     if not blocks:
         empty = np.zeros(0, dtype=np.int64)
         return LayoutArrays(tp=empty, pp=empty, vpp=empty, dp=empty, cp=empty, ep=empty, etp=empty, zero=empty,
