@@ -319,10 +319,10 @@ def _fused_not_nvfp4(job: Job) -> bool:
 
 
 GB300_MOE_EVIDENCE = (
-    "MoE model on GB300 with Megatron-Core kernels: on the 41 published runs of this kind rigplan checks (NVIDIA's "
+    "MoE model on GB300 with Megatron-Core kernels: on the 44 published runs of this kind rigplan checks (NVIDIA's "
     "Megatron-Bridge 25.11 to 26.06 and its model cards, Megatron-LM's MoE recipes and ModelZoo, and MLPerf Training "
     "v6.0; rigplan validate --suite moe), its tokens/s were 3% to 34% below the measured on the 29 DeepSeek-V3, Qwen3 "
-    "and Kimi K2 runs, median 15% below, and 2% to 95% above on the 12 gpt-oss runs, where the same tables' "
+    "and Kimi K2 runs, median 15% below, and 2% to 95% above on the 15 gpt-oss runs, where the same tables' "
     "GB200 MoE runs are 5% below; read this estimate, gpt-oss aside, as pessimistic by about 15%")
 """Validation evidence shown beside an MoE estimate on GB300 with fused kernels and without NVFP4 (the estimate itself
 is not changed: no datasheet figure separates GB300 from GB200 by more than rigplan's 1.08x clock, and the cause is
