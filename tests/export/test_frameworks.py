@@ -53,7 +53,8 @@ def need(module: str) -> None:
                                                      "fp8_attention": True, "fp8_param_gather": True,
                                                      "tp_comm_overlap": True, "bf16_moments": True,
                                                      "cuda_graph_scope": ["attn"]}),
-                                          ("moe", {"cuda_graphs": "full"})])
+                                          ("moe", {"cuda_graphs": "full"}),
+                                          ("dense", {"cp": 2, "seq": 8192, "cp_comm_type": "a2a"})])
 def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> None:
     need("megatron.core")
     import torch
@@ -99,6 +100,9 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
         assert (config.cuda_graph_impl, "--cuda-graph-scope full_iteration" in out.command) == ("local", True)
     elif job.cuda_graph_scope:
         assert config.cuda_graph_impl == "transformer_engine"
+    if lay.cp > 1:
+        assert config.context_parallel_size == lay.cp and config.cp_comm_type == job.cp_comm_type
+        assert f"--cp-comm-type {job.cp_comm_type}" in out.command
     if job.bf16_moments:
         assert "--exp-avg-dtype bf16" in out.command and "--use-precision-aware-optimizer" in out.command
     if setup.job.precision == "fp8" and setup.job.fp8_recipe == "nvfp4":
@@ -177,6 +181,11 @@ def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: st
     elif setup.job.precision == "fp8":
         assert config.model.converters == ["quantize.linear.float8"]
         assert config.quantize.linear.float8.enable_fsdp_float8_all_gather is True
+
+
+def test_torchtitan_refuses_all_to_all_context_parallelism() -> None:
+    with pytest.raises(Unsupported, match=r"torchtitan cannot express all-to-all context parallelism.*p2p"):
+        export(setup_of("dense-fsdp", cp=2, seq=8192, cp_comm_type="a2a"), "torchtitan")
 
 
 def test_torchtitan_refuses_lora_zero1_and_unknown_models() -> None:

@@ -101,7 +101,8 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
     args.update({
         "tensor_model_parallel_size": lay.tp, "pipeline_model_parallel_size": lay.pp,
         "num_layers_per_virtual_pipeline_stage": arch.num_layers // (lay.pp * lay.vpp) if lay.vpp > 1 else None,
-        "context_parallel_size": lay.cp, "expert_model_parallel_size": lay.ep,
+        "context_parallel_size": lay.cp, "cp_comm_type": job.cp_comm_type if lay.cp > 1 else None,
+        "expert_model_parallel_size": lay.ep,
         "expert_tensor_parallel_size": lay.expert_tp if arch.moe is not None and lay.expert_tp != lay.tp else None,
         "sequence_parallel": lay.sequence_parallel,
         "use_distributed_optimizer": lay.zero == 1, "use_torch_fsdp2": lay.zero == 3,
@@ -151,7 +152,7 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
     renamed = {"num_experts": "num_moe_experts"}
     direct = ("num_layers", "hidden_size", "num_attention_heads", "kv_channels", "num_query_groups",
               "ffn_hidden_size", "normalization", "qk_layernorm", "tensor_model_parallel_size",
-              "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
+              "pipeline_model_parallel_size", "context_parallel_size", "cp_comm_type", "expert_model_parallel_size",
               "expert_tensor_parallel_size",
               "sequence_parallel", "recompute_granularity", "recompute_method", "recompute_num_layers",
               "bf16", "fp16", "num_experts", "moe_router_topk", "moe_ffn_hidden_size",

@@ -80,6 +80,9 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
         raise unsupported(NAME, "optimizer-only offload", "--offload all (enable_cpu_offload) moves parameters too")
     if job.optimizer != "adamw":
         raise unsupported(NAME, f"the {job.optimizer} optimizer", "torchtitan ships AdamW and Adam")
+    if lay.cp > 1 and job.cp_comm_type == "a2a":
+        raise unsupported(NAME, "all-to-all context parallelism (--cp-comm-type a2a)",
+                          "torchtitan's context parallelism is ring attention: --cp-comm-type p2p")
     if arch.moe is not None and lay.expert_tp not in (1, lay.tp):
         raise unsupported(NAME, f"expert tensor parallelism etp={lay.expert_tp} other than 1 or tp={lay.tp}")
     model_name, flavor = FLAVORS[arch.id]
