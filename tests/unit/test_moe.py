@@ -580,4 +580,7 @@ def test_automodel_preset_marks_compiled_experts() -> None:
                 balanced_routing=True)
     automodel = estimate(EstimateRequest(**base, framework="automodel"))
     assert automodel.setup.job.moe_expert_module == "compiled"
-    assert estimate(EstimateRequest(**base, framework="megatron")).setup.job.moe_expert_module == "megatron"
+    assert speed.MEGATRON_EXPERT_PATH_NOTE not in automodel.setup.assumptions
+    megatron = estimate(EstimateRequest(**base, framework="megatron"))
+    assert megatron.setup.job.moe_expert_module == "megatron"
+    assert speed.MEGATRON_EXPERT_PATH_NOTE in megatron.setup.assumptions

@@ -22,7 +22,7 @@ from rigplan.estimate.efficiency import (
     warp_mma_speedup,
 )
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
-from rigplan.estimate.moe import dispatcher, load_factor
+from rigplan.estimate.moe import dispatcher, load_factor, megatron_expert_path
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
 from rigplan.estimate.stage_time import attention_head_dims
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
@@ -329,6 +329,13 @@ is not changed: no datasheet figure separates GB300 from GB200 by more than rigp
 not identified; tests/validation/test_moe_cases.py recomputes the figures from the suite)."""
 
 
+MEGATRON_EXPERT_PATH_NOTE = (
+    "MoE experts through Megatron-Core's TEGroupedMLP: the clamp of their GLU inputs and the per-expert fc2 bias loop "
+    "are charged as memory traffic and host ops (docs/methodology/moe.md); Transformer Engine's operation fuser "
+    "(--moe-fused-grouped-mlp with MXFP8, or --cuda-graphs full) runs them without")
+"""Shown where estimate.moe.megatron_expert_path holds (gpt-oss's biased, clamped experts in the fused stack)."""
+
+
 def gb300_moe_evidence_applies(gpu_id: str, arch: Architecture, job: Job) -> bool:
     """Whether GB300_MOE_EVIDENCE describes this estimate: an MoE model on a GB300 with fused (Megatron-Core /
     Transformer Engine) kernels, not in NVFP4."""
@@ -406,6 +413,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
             if job.cuda_graph_scope:
                 assumptions.append("--cuda-graph-scope is ignored under --cuda-graphs full (the whole iteration is "
                                    "captured)")
+        if megatron_expert_path(setup.arch, job):
+            assumptions.append(MEGATRON_EXPERT_PATH_NOTE)
         if job.moe_fused_grouped_mlp:
             assumptions.append("MoE in fp8: the routed experts run Transformer Engine's fused grouped MLP (SwiGLU and "
                                "casts in the GEMM epilogues, grouped GEMMs at the dense fp8 curve)")
