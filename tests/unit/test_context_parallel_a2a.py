@@ -20,13 +20,13 @@ IDEAL = Tier(name="ideal", bandwidth_bytes_per_s=100e9, latency_s=0.0, efficienc
 
 def test_ulysses_moves_q_k_v_and_the_output_each_way() -> None:
     tokens, q_w, kv_w, cp = 4096.0, 4096.0, 1024.0, 4.0
-    seconds = comm.ulysses_all_to_all_s(tokens=tokens, q_width=q_w, kv_width=kv_w, tp=1.0, cp=cp, dtype_bytes=2.0,
-                                        per_node=8.0, intra=IDEAL, inter=IDEAL)
+    seconds = comm.ulysses_all_to_all_s(tokens=tokens, qkv_width=q_w + 2 * kv_w, out_width=q_w, tp=1.0, cp=cp,
+                                        dtype_bytes=2.0, per_node=8.0, intra=IDEAL, inter=IDEAL)
     # forward: (cp-1)/cp of q, k, v and of the output leaves each rank; backward the same for the gradients
     sent = (cp - 1) / cp * tokens * (q_w + 2 * kv_w + q_w) * 2.0
     assert seconds == pytest.approx(2.0 * sent / 100e9)
-    assert comm.ulysses_all_to_all_s(tokens=tokens, q_width=q_w, kv_width=kv_w, tp=1.0, cp=1.0, dtype_bytes=2.0,
-                                     per_node=8.0, intra=IDEAL, inter=IDEAL) == 0.0
+    assert comm.ulysses_all_to_all_s(tokens=tokens, qkv_width=q_w + 2 * kv_w, out_width=q_w, tp=1.0, cp=1.0,
+                                     dtype_bytes=2.0, per_node=8.0, intra=IDEAL, inter=IDEAL) == 0.0
 
 
 def _llama(**extra: object) -> dict:

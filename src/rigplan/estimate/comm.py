@@ -338,20 +338,21 @@ def ring_attention_s(block_bytes: NumIn, cp: NumIn, per_node: NumIn, intra: Tier
         return _out(xp.where(xp.asarray(c) > 1, (xp.asarray(c) - 1) * step, 0.0))
 
 
-def ulysses_all_to_all_s(*, tokens: NumIn, q_width: NumIn, kv_width: NumIn, tp: NumIn, cp: NumIn,
+def ulysses_all_to_all_s(*, tokens: NumIn, qkv_width: NumIn, out_width: NumIn, tp: NumIn, cp: NumIn,
                          dtype_bytes: NumIn, per_node: NumIn, intra: Tier, inter: Tier) -> Num:
     """All-to-all context parallelism of one layer, forward and backward (Jacobs et al. 2023, DeepSpeed-Ulysses,
     arXiv 2309.14509, Sec. 3; Transformer Engine cp_comm_type 'a2a').
 
-    Forward: one all-to-all of the rank's q, k and v, T·(q_w + 2·kv_w)/tp elements for its T = b·s/cp tokens,
-    turns sequence shards into head shards, and one of the attention output, T·q_w/tp, turns them back;
-    backward moves the same volumes for the gradients. Each is a hierarchical_all_to_all_s over the cp group.
+    Forward: one all-to-all of the rank's q, k and v, T·qkv_width/tp elements for its T = b·s/cp tokens (qkv_width
+    = a·d_qk + g·(d_qk + d_v) for a query and g kv heads), turns sequence shards into head shards, and one of the
+    attention output, T·out_width/tp (a·d_v), turns them back; backward moves the same volumes for the gradients.
+    Each is a hierarchical_all_to_all_s over the cp group.
     Left out: overlap of one tensor's exchange with another's reshaping (Transformer Engine's cp stream), taken
     as exposed.
     """
     t, c, p_ = _num(tokens), _num(cp), _num(dtype_bytes)
-    qkv = t * (_num(q_width) + 2.0 * _num(kv_width)) / _num(tp) * p_
-    out = t * _num(q_width) / _num(tp) * p_
+    qkv = t * _num(qkv_width) / _num(tp) * p_
+    out = t * _num(out_width) / _num(tp) * p_
     one_pass = (hierarchical_all_to_all_s(qkv, c, per_node, intra, inter)
                 + hierarchical_all_to_all_s(out, c, per_node, intra, inter))
     return _out(xp.where(xp.asarray(c) > 1, 2.0 * one_pass, 0.0))

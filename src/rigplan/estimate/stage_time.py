@@ -505,16 +505,19 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
     # (forward and backward) and, for MoE, one layer's dispatch and combine.
     tp_collective_s = comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node, tp_place.intra,
                                                      inter)
-    kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
-    block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
-                                            head_dim=arch.dim_per_head, dtype_bytes=p)
-    ring_per_layer = (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
-                      + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
     ulysses = job.cp_comm_type == "a2a"
     if ulysses:
-        ring_per_layer = comm.ulysses_all_to_all_s(
-            tokens=tokens, q_width=arch.num_heads * arch.dim_per_head, kv_width=arch.kv_heads * arch.dim_per_head,
-            tp=tp, cp=cp, dtype_bytes=p, per_node=cp_place.per_node, intra=cp_place.intra, inter=inter)
+        d_qk, d_v = attention_head_dims(arch)
+        cp_per_layer = comm.ulysses_all_to_all_s(
+            tokens=tokens, qkv_width=arch.num_heads * d_qk + arch.kv_heads * (d_qk + d_v),
+            out_width=arch.num_heads * d_v, tp=tp, cp=cp, dtype_bytes=p, per_node=cp_place.per_node,
+            intra=cp_place.intra, inter=inter)
+    else:
+        kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
+        block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
+                                                head_dim=arch.dim_per_head, dtype_bytes=p)
+        cp_per_layer = (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
+                        + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
     a2a_per_layer: Num = 0.0
     if arch.moe is not None:
         ep_intra = comm.place_group(gpu, ep, stride=etp, domain_size=domain, intra=intra, inter=inter).intra
@@ -538,10 +541,10 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         tp_tax = np.where(tp > 1, tp_tax, 0.0)
         # Context parallel: ring K/V exchange per layer, hidden behind the attention core when overlapped; the
         # all-to-all form is exposed, its forward half again in recomputed layers.
-        ring = layers * ring_per_layer
+        ring = layers * cp_per_layer
         cp_s, _, cp_tax = overlap.hide(ring, core, overlap.P2P_OVERLAP_SM_SHARE, on=job.cp_comm_overlap and not ulysses)
         if ulysses:
-            ring = ring + stage.recomputed_layers * ring_per_layer / 2.0
+            ring = ring + stage.recomputed_layers * cp_per_layer / 2.0
             cp_s = ring
         # Expert parallel: dispatch and combine all-to-all per MoE layer of this stage (MTP modules on
         # the last), exposed or overlapped with another micro-batch's computation (estimate.moe).
