@@ -87,3 +87,28 @@ def test_gb300_moe_note_is_not_shown_for_dense_nvfp4_or_other_parts() -> None:
                     {"model": "qwen3-30b-a3b", "gpu": "gb200"}, {"model": "qwen3-30b-a3b", "kernels": "eager"}):
         request = EstimateRequest(**{**base, **changed})
         assert speed.GB300_MOE_EVIDENCE not in speed.estimate(request).setup.assumptions, changed
+
+
+def test_hopper_gpt_oss_note_states_the_suite_as_it_is() -> None:
+    """HOPPER_GPT_OSS_EVIDENCE quotes the tokens/s errors of the MoE cases whose estimate shows it, and it is shown for
+    gpt-oss on Hopper with fused kernels only."""
+    import statistics
+
+    from rigplan.flow import estimate as speed
+    from rigplan.flow.request import EstimateRequest
+
+    errors = []
+    for case in CASES:
+        if speed.HOPPER_GPT_OSS_EVIDENCE not in speed.estimate(case.request).setup.assumptions:
+            continue
+        result = evaluate_moe_case(case)
+        assert result.error is not None
+        errors.append(1.0 / (1.0 + result.error) - 1.0 if case.compare == "step_time_s" else result.error)
+    assert len(errors) == 7
+    assert round(min(errors) * 100) == 0 and round(max(errors) * 100) == 72
+    assert round(statistics.median(errors) * 100) == 45 and sum(e > 0.35 for e in errors) == 5
+    base = {"model": "gpt-oss-20b", "gpu": "h100-sxm", "gpus": 8, "ep": 8, "framework": "megatron"}
+    assert speed.HOPPER_GPT_OSS_EVIDENCE in speed.estimate(EstimateRequest(**base)).setup.assumptions
+    for changed in ({"gpu": "b200"}, {"model": "qwen3-30b-a3b"}, {"kernels": "eager"}):
+        request = EstimateRequest(**{**base, **changed})
+        assert speed.HOPPER_GPT_OSS_EVIDENCE not in speed.estimate(request).setup.assumptions, changed
