@@ -19,6 +19,7 @@ from rigplan.estimate.states import model_states
 from rigplan.estimate.step import step_time
 from rigplan.flow import estimate as speed
 from rigplan.flow.request import EstimateRequest
+from rigplan.flow.resolve import build_setup
 
 
 def tiny_moe(**changes: object) -> Architecture:
@@ -551,7 +552,7 @@ def test_permutation_runs_in_two_passes_not_three(h100, monkeypatch: pytest.Monk
 def test_megatron_expert_path_charges_the_clamp_and_the_fc2_bias_loop() -> None:
     """gpt-oss in Megatron-Core's TEGroupedMLP: per routed copy CLAMPED_GLU_TRAFFIC f_e and EXPERT_BIAS_LOOP_TRAFFIC
     h elements, forward and backward; nothing where the experts are unbiased and unclamped, fused, run through
-    Transformer Engine's operation fuser, under a full-iteration graph, or compiled (AutoModel)."""
+    Transformer Engine's operation fuser, under a full-iteration graph, or in a framework's own code (AutoModel)."""
     catalog = load_catalog()
     oss = catalog.model("gpt-oss-120b").to_domain()
     assert oss.moe is not None and oss.moe.expert_act_clamp == 7.0 and oss.moe.expert_bias
@@ -560,7 +561,7 @@ def test_megatron_expert_path_charges_the_clamp_and_the_fc2_bias_loop() -> None:
     copies = oss.moe.top_k * 2.0
     assert forward == pytest.approx(copies * (8.0 * oss.moe.expert_ffn + 6.0 * oss.hidden))
     assert backward == pytest.approx(copies * (10.0 * oss.moe.expert_ffn + 6.0 * oss.hidden))
-    for other in (replace(job, moe_expert_module="te_ops"), replace(job, moe_expert_module="compiled"),
+    for other in (replace(job, moe_expert_module="te_ops"), replace(job, moe_expert_module="own"),
                   replace(job, cuda_graphs="full"), replace(job, kernels="eager")):
         assert moe.expert_path_bytes_per_token(oss, other) == (0.0, 0.0)
     assert moe.expert_path_bytes_per_token(catalog.model("qwen3-30b-a3b").to_domain(), job) == (0.0, 0.0)
@@ -573,13 +574,15 @@ def test_megatron_expert_path_charges_the_clamp_and_the_fc2_bias_loop() -> None:
     assert fwd8 > fwd64 and bwd8 > bwd64
 
 
-def test_automodel_preset_marks_compiled_experts() -> None:
+def test_automodel_and_unsloth_presets_mark_their_own_experts() -> None:
     from rigplan.flow.estimate import estimate
 
     base = dict(model="gpt-oss-20b", gpu="h100-sxm", gpus=8, ep=8, seq=4096, micro_batch=2, global_batch=256,
                 balanced_routing=True)
     automodel = estimate(EstimateRequest(**base, framework="automodel"))
-    assert automodel.setup.job.moe_expert_module == "compiled"
+    assert automodel.setup.job.moe_expert_module == "own"
+    assert build_setup(EstimateRequest(**dict(base, gpus=1, ep=1, method="lora"), framework="unsloth")
+                       ).job.moe_expert_module == "own"
     assert speed.MEGATRON_EXPERT_PATH_NOTE not in automodel.setup.assumptions
     megatron = estimate(EstimateRequest(**base, framework="megatron"))
     assert megatron.setup.job.moe_expert_module == "megatron"

@@ -212,12 +212,12 @@ class Job:
     PR #2622 / #2769, transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py and backward_grouped_mlp.py).
     So the experts' activation passes and the casts between their GEMMs leave HBM, and the grouped GEMMs
     run at the dense fp8 curve (estimate.efficiency: fp8_grouped_half_dim is for the unfused path)."""
-    moe_expert_module: Literal["megatron", "te_ops", "compiled"] = "megatron"
+    moe_expert_module: Literal["megatron", "te_ops", "own"] = "megatron"
     """Which code runs the routed experts around their grouped GEMMs where the fused grouped MLP does not
     (estimate.moe.megatron_expert_path): 'megatron', Megatron-Core's TEGroupedMLP with its clamp and per-expert
     bias loop; 'te_ops', Transformer Engine's operation fuser with unfused ops (flow.resolve sets it for biased
-    experts that asked for the fused grouped MLP); 'compiled', a torch.compile'd activation (NeMo AutoModel's
-    grouped experts, flow.resolve for the automodel preset)."""
+    experts that asked for the fused grouped MLP); 'own', a framework's own expert code outside Megatron-Core (NeMo
+    AutoModel's torch.compile'd activations, Unsloth's kernels: flow.resolve for those presets)."""
     tp_comm_overlap: bool = False
     """Tensor-parallel all-gather/reduce-scatter split into chunks and overlapped with the GEMMs that
     use or produce them (Megatron --tp-comm-overlap with Transformer Engine userbuffers, PyTorch async
