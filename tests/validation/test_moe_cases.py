@@ -16,6 +16,20 @@ from rigplan.validation.run import SUITES, load_case_file
 CASES = list(load_case_file(SUITES["moe"].default_file).cases)
 
 
+def tokens_error(case) -> float:  # type: ignore[no-untyped-def]
+    """A case's error as a tokens/s error: a step-time case's error e is a tokens/s error of 1/(1 + e) - 1."""
+    result = evaluate_moe_case(case)
+    assert result.error is not None
+    return 1.0 / (1.0 + result.error) - 1.0 if case.compare == "step_time_s" else result.error
+
+
+def errors_where_shown(note: str) -> list[float]:
+    """The tokens/s errors of the MoE cases whose estimate shows `note` among its assumptions."""
+    from rigplan.flow import estimate as speed
+
+    return [tokens_error(case) for case in CASES if note in speed.estimate(case.request).setup.assumptions]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_moe_case(case) -> None:  # type: ignore[no-untyped-def]
     check_published_case(evaluate_moe_case(case), case, "moe", MOE_CASE_TOLERANCE)
@@ -36,14 +50,7 @@ def test_small_microbatch_hopper_note_states_the_suite_as_it_is() -> None:
 
     from rigplan.flow import estimate as speed
 
-    errors = []
-    for case in CASES:
-        if speed.SMALL_MICROBATCH_MOE_EVIDENCE not in speed.estimate(case.request).setup.assumptions:
-            continue
-        result = evaluate_moe_case(case)
-        assert result.error is not None
-        # as tokens/s: a step-time case's error e is a tokens/s error of 1/(1 + e) - 1
-        errors.append(1.0 / (1.0 + result.error) - 1.0 if case.compare == "step_time_s" else result.error)
+    errors = errors_where_shown(speed.SMALL_MICROBATCH_MOE_EVIDENCE)
     assert len(errors) == 26
     assert round(-min(errors) * 100) == 14 and round(max(errors) * 100) == 160
     assert round(statistics.median(errors) * 100) == 32
@@ -56,11 +63,6 @@ def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
     import statistics
 
     from rigplan.flow import estimate as speed
-
-    def tokens_error(case) -> float:  # type: ignore[no-untyped-def]
-        result = evaluate_moe_case(case)
-        assert result.error is not None
-        return 1.0 / (1.0 + result.error) - 1.0 if case.compare == "step_time_s" else result.error
 
     others, gpt_oss, gb200 = [], [], []
     for case in CASES:
@@ -97,13 +99,7 @@ def test_hopper_gpt_oss_note_states_the_suite_as_it_is() -> None:
     from rigplan.flow import estimate as speed
     from rigplan.flow.request import EstimateRequest
 
-    errors = []
-    for case in CASES:
-        if speed.HOPPER_GPT_OSS_EVIDENCE not in speed.estimate(case.request).setup.assumptions:
-            continue
-        result = evaluate_moe_case(case)
-        assert result.error is not None
-        errors.append(1.0 / (1.0 + result.error) - 1.0 if case.compare == "step_time_s" else result.error)
+    errors = errors_where_shown(speed.HOPPER_GPT_OSS_EVIDENCE)
     assert len(errors) == 7
     assert round(min(errors) * 100) == 0 and round(max(errors) * 100) == 72
     assert round(statistics.median(errors) * 100) == 45 and sum(e > 0.35 for e in errors) == 5

@@ -82,6 +82,17 @@ class Layout:
         return self.cp * (self.tp if self.sequence_parallel else 1)
 
 
+def heads_per_cp_problem(num_heads: int, num_kv_heads: int, tp: int, cp: int) -> str | None:
+    """Why all-to-all context parallelism cannot split these heads over tp x cp ranks (None if it can): each cp
+    rank takes heads/cp of the heads and of the kv heads that its tensor-parallel rank holds."""
+    heads, kv = num_heads // tp, num_kv_heads // tp
+    if cp > 1 and (heads % cp or kv % cp):
+        return (f"--cp-comm-type a2a splits the heads over context-parallel ranks: heads per tensor-parallel rank "
+                f"({heads}) and kv-heads ({kv}) must be divisible by cp={cp}; use --cp-comm-type p2p or a cp "
+                "that divides both")
+    return None
+
+
 def check_layout_for_model(layout: Layout, *, num_layers: int, num_heads: int, num_kv_heads: int,
                            num_experts: int, seq_len: int) -> None:
     """Raise InvalidSpec, showing every factor, when the layout cannot split this model."""

@@ -214,8 +214,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     casts: Num = 0.0
     if fp8:
         casts = moe.by_expert_ranks(ep, job, lambda j: fp8_cast_bytes_per_token(arch, j, tp))
-    expert_path = (moe.by_expert_ranks(ep, job, lambda j: moe.expert_path_bytes_per_token(arch, j)[0]),
-                   moe.by_expert_ranks(ep, job, lambda j: moe.expert_path_bytes_per_token(arch, j)[1]))
+    expert_path = moe.by_expert_ranks(ep, job, lambda j: moe.expert_path_bytes_per_token(arch, j))
     return _Rates(
         tokens=tokens, bf16_peak=bf16_peak, gemm_peak=gemm_peak, fp8=fp8,
         proj_eff=_gemm_efficiency(eff, _proj_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
@@ -501,8 +500,8 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
     # Megatron-Core / Transformer Engine linears issue their backward TP collectives asynchronously
     tp_async_backward = job.kernels == "fused" if job.tp_async_backward is None else job.tp_async_backward
 
-    # Per layer and micro-batch, the same on every rank: one TP collective of T·h·p, the ring K/V exchange
-    # (forward and backward) and, for MoE, one layer's dispatch and combine.
+    # Per layer and micro-batch, the same on every rank: one TP collective of T·h·p, the context-parallel exchange
+    # (ring or all-to-all, forward and backward) and, for MoE, one layer's dispatch and combine.
     tp_collective_s = comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node, tp_place.intra,
                                                      inter)
     ulysses = job.cp_comm_type == "a2a"
@@ -541,11 +540,12 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         tp_tax = np.where(tp > 1, tp_tax, 0.0)
         # Context parallel: ring K/V exchange per layer, hidden behind the attention core when overlapped; the
         # all-to-all form is exposed, its forward half again in recomputed layers.
-        ring = layers * cp_per_layer
-        cp_s, _, cp_tax = overlap.hide(ring, core, overlap.P2P_OVERLAP_SM_SHARE, on=job.cp_comm_overlap and not ulysses)
+        cp_total = layers * cp_per_layer
         if ulysses:
-            ring = ring + stage.recomputed_layers * cp_per_layer / 2.0
-            cp_s = ring
+            cp_total = cp_total + stage.recomputed_layers * cp_per_layer / 2.0
+            cp_s, cp_tax = cp_total, 0.0 * cp_total
+        else:
+            cp_s, _, cp_tax = overlap.hide(cp_total, core, overlap.P2P_OVERLAP_SM_SHARE, on=job.cp_comm_overlap)
         # Expert parallel: dispatch and combine all-to-all per MoE layer of this stage (MTP modules on
         # the last), exposed or overlapped with another micro-batch's computation (estimate.moe).
         ep_s = np.zeros_like(tp_s)
@@ -559,7 +559,7 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         compute = compute + tax
         host_s = _exposed_host_s(arch, job, gpu, ep, stage, compute + tp_s + cp_s + ep_s)
         return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s, "host": host_s,
-                "tp_total": tp_total, "cp_total": ring, "ep_total": a2a + 0.0 * tp_s, "tax": tax,
+                "tp_total": tp_total, "cp_total": cp_total, "ep_total": a2a + 0.0 * tp_s, "tax": tax,
                 "layers": layers, "rank": stage.rank}
 
     if work is None:

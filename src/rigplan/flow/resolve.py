@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
-from rigplan.domain.layout import Layout, check_layout_for_model
+from rigplan.domain.layout import Layout, check_layout_for_model, heads_per_cp_problem
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
 from rigplan.errors import InvalidSpec, UnsupportedPrecision
@@ -112,17 +112,6 @@ SINKS_CP_ALL_TO_ALL = (
 """Why a model with attention sinks gets all-to-all context parallelism by default."""
 
 
-def ulysses_heads_problem(arch: Architecture, tp: int, cp: int) -> str | None:
-    """Why all-to-all context parallelism cannot split this model's heads over tp x cp ranks (None if it can):
-    each cp rank takes heads/cp of the heads and of the kv heads that its tensor-parallel rank holds."""
-    heads, kv = arch.num_heads // tp, arch.kv_heads // tp
-    if cp > 1 and (heads % cp or kv % cp):
-        return (f"--cp-comm-type a2a splits the heads over context-parallel ranks: heads per tensor-parallel rank "
-                f"({heads}) and kv-heads ({kv}) must be divisible by cp={cp}; use --cp-comm-type p2p or a cp "
-                "that divides both")
-    return None
-
-
 def _context_parallel_exchange(arch: Architecture, job: Job, layout: Layout, given: str | None,
                                assumptions: list[str]) -> Job:
     """The job with its context-parallel exchange: the one given, else all-to-all where Transformer Engine needs
@@ -132,7 +121,7 @@ def _context_parallel_exchange(arch: Architecture, job: Job, layout: Layout, giv
         if layout.cp > 1:
             assumptions.append(SINKS_CP_ALL_TO_ALL)
     if job.cp_comm_type == "a2a":
-        problem = ulysses_heads_problem(arch, layout.tp, layout.cp)
+        problem = heads_per_cp_problem(arch.num_heads, arch.kv_heads, layout.tp, layout.cp)
         if problem:
             raise InvalidSpec(problem)
     return job

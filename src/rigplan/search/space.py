@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from rigplan.domain.layout import heads_per_cp_problem
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, split_problem, virtual_stage_layers
 
@@ -129,7 +130,7 @@ def _count_blocks(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
             for cp in CP_OPTIONS:
                 if cp > 1 and (seq_len % cp or seq_len // cp < MIN_TOKENS_PER_CP_RANK):
                     continue
-                if cp > 1 and heads_split_by_cp and ((arch.num_heads // tp) % cp or (arch.kv_heads // tp) % cp):
+                if heads_split_by_cp and heads_per_cp_problem(arch.num_heads, arch.kv_heads, tp, cp):
                     continue
                 if num_gpus % (tp * pp * cp):
                     continue
