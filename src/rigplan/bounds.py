@@ -146,6 +146,7 @@ BOUNDS: dict[str, Bound] = {
     "recompute_every": _int("--recompute-every", 1, 10_000),
     "fsdp_prefetch": _int("--fsdp-prefetch", 0, 64),
     "moe_imbalance": Bound("--moe-imbalance", 1.0, 1000.0),
+    "step_overhead_ms": _amount("--step-overhead-ms", 600_000.0),
     "capacity_factor": _amount("--capacity-factor", 1000.0),
     "gpus": _int("--gpus", 1, MAX_GPUS),
     # cluster and training length

@@ -72,3 +72,29 @@ def test_compare_and_plan_take_the_preset() -> None:
     plan = as_json("plan", "llama-3.1-8b", "--tokens", "10B", "--gpu", "h100-sxm", "--gpus-max", "8",
                    "--framework", "deepspeed")
     assert plan["framework"]["name"] == "deepspeed"
+
+
+def test_the_megatron_core_presets_charge_the_training_loop_once_a_step() -> None:
+    """--framework megatron/nemo add MEGATRON_STEP_OVERHEAD_MS to every step (reported with the host time);
+    --step-overhead-ms overrides it, and other presets leave it at 0."""
+    from rigplan.domain.frameworks import MEGATRON_STEP_OVERHEAD_MS
+
+    base = ("estimate", "llama-3.1-8b", "--gpus", "8", "--global-batch", "64")
+    nemo = as_json(*base, "--framework", "nemo")
+    plain = as_json(*base, "--framework", "nemo", "--step-overhead-ms", "0")
+    assert nemo["framework"]["set"]["step_overhead_ms"] == MEGATRON_STEP_OVERHEAD_MS
+    added = nemo["step_time_s"] - plain["step_time_s"]
+    assert abs(added - MEGATRON_STEP_OVERHEAD_MS / 1000) < 1e-9
+    assert abs(nemo["breakdown"]["host_s"] - plain["breakdown"]["host_s"] - added) < 1e-9
+    assert "step_overhead_ms" in plain["framework"]["kept"]
+    doubled = as_json(*base, "--step-overhead-ms", "90")
+    assert abs(doubled["step_time_s"] - as_json(*base)["step_time_s"] - 0.090) < 1e-9
+    titan = as_json(*base, "--framework", "torchtitan")
+    assert "step_overhead_ms" not in titan["framework"]["set"] and titan["breakdown"]["host_s"] == 0.0
+
+
+def test_a_negative_step_overhead_is_one_line_and_exit_2() -> None:
+    out = invoke("estimate", "llama-3.1-8b", "--gpus", "8", "--step-overhead-ms", "-5")
+    assert out.exit_code == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--step-overhead-ms" in lines[0] and ">= 0" in lines[0]

@@ -448,6 +448,9 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,
                      help="NCCL NVLS buffers on NVSwitch nodes (NCCL 2.18-2.19 default): 1 GiB per 8-GPU "
                           "communicator."),
+        click.option("--step-overhead-ms", type=float, default=None,
+                     help="Host-side training-loop time per optimizer step (host syncs, optimizer issue, logging), "
+                          "added once per step. Default: 45 with --framework megatron or nemo, else 0."),
         click.option("--expandable-segments/--no-expandable-segments", default=False,
                      help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (torchtitan's and Unsloth's "
                           "default): the caching allocator keeps far less reserved beyond the live tensors."),

@@ -233,6 +233,11 @@ class Job:
     """Parameter all-gather overlapped with compute: Megatron --overlap-param-gather (ZeRO-1/2, gathered
     during the next forward), FSDP prefetch (ZeRO-3). None = FSDP's default for ZeRO-3 (on) and
     Megatron's for ZeRO-1/2 (off)."""
+    step_overhead_s: float = 0.0
+    """Seconds of every optimizer step outside the micro-batches' computation and communication that the GPU
+    spends waiting on the host: the training loop's host synchronisations, issuing the optimizer step, loss
+    reduction and logging (estimate.step: STEP time gains it once per step). 0 = not modelled; the Megatron-Core
+    presets (megatron, nemo) set MEGATRON_STEP_OVERHEAD_MS."""
     pp_comm_overlap: bool = False
     """Pipeline send/recv overlapped with another chunk's compute (Megatron --overlap-p2p-communication,
     on by default there); it hides only in an interleaved schedule (vpp > 1), where the next chunk's work
@@ -287,6 +292,8 @@ class Job:
         if self.moe_fused_grouped_mlp and not (self.precision == "fp8" and self.fp8_recipe == "mxfp8"):
             raise InvalidSpec("--moe-fused-grouped-mlp is Transformer Engine's MXFP8 kernel: it needs --precision fp8 "
                               "--fp8-recipe mxfp8 (drop it for other precisions)")
+        if self.step_overhead_s < 0:
+            raise InvalidSpec(f"--step-overhead-ms must be >= 0, got {self.step_overhead_s * 1000:g}")
         if self.moe_imbalance and self.moe_imbalance < 1.0:
             raise InvalidSpec(f"--moe-imbalance (busiest rank load / mean) must be >= 1, got {self.moe_imbalance}")
         if self.capacity_factor and self.capacity_factor < 1.0:

@@ -9,7 +9,7 @@ Per GPU of the busiest pipeline stage, one micro-batch takes
 
 and a step of m = global_batch / (micro_batch · dp) micro-batches takes
 
-    step = (m + (pp - 1)/vpp) · t_mb + exposed data-parallel gradient sync + optimizer step
+    step = (m + (pp - 1)/vpp) · t_mb + exposed data-parallel gradient sync + optimizer step + loop overhead
 
 The bubble (pp - 1)/vpp · t_mb is the 1F1B / interleaved 1F1B bubble of Narayanan et al. 2021
 (arXiv 2104.04473, Sec. 2.2). Each axis' overlap is a switch of the job (estimate.overlap gives the
@@ -21,6 +21,11 @@ micro-batch's backward (overlap_grad_reduce: DDP buckets, Megatron --overlap-gra
 parameter all-gather behind the next forward (overlap_param_gather), FSDP's gathers and
 reduce-scatters behind the micro-batch that uses them (prefetch). Every term is returned, per axis
 as total, hidden and exposed seconds, so that the report shows where time goes.
+
+The loop overhead is Job.step_overhead_s, once per step whatever the number of micro-batches: the time
+the GPU waits on the training loop's host work between steps (host synchronisations, issuing the optimizer
+step, loss reduction, logging; the Megatron-Core presets set MEGATRON_STEP_OVERHEAD_MS, domain.frameworks).
+It is reported with the host-paced time (host_s).
 
 MoE stages add the time the GPU waits for the host to issue each pass (the per-layer host sync of
 dropless routing, estimate.moe.host_paced_s). Left out: host overhead of dense models (large for
@@ -90,7 +95,8 @@ class StepBreakdown:
     optimizer_s: Num
     micro_batches: Num
     host_s: Num = 0.0
-    """All micro-batches' time the GPU waits for the host to issue work (MoE host sync, estimate.moe)."""
+    """All micro-batches' time the GPU waits for the host to issue work (MoE host sync, estimate.moe), and the
+    training loop's overhead once per step (Job.step_overhead_s)."""
     offload_s: Num = 0.0
     """CPU offload: the host optimizer step and its copies, and the weight shards brought over the host link for
     each micro-batch beyond what its computation hides (estimate.offload)."""
@@ -257,7 +263,8 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
                 arch, gpu.peak("bf16") * gemm_clock_fraction(gpu), lambda dim: float(gemm_efficiency(eff, dim)))
         host_optimizer_s = 0.0 * updated
     offload_s = host_optimizer_s + m * param_offload_mb
-    step = m * t_mb + bubble + dp_exposed + dp_tax + optimizer_s + host_optimizer_s
+    loop_s = job.step_overhead_s + 0.0 * m
+    step = m * t_mb + bubble + dp_exposed + dp_tax + optimizer_s + host_optimizer_s + loop_s
 
     whole = micro_batch_flops(arch, job, micro_batch=mb, causal_fraction=causal_fraction_for(job.attention),
                               recompute_fraction=whole_model_recompute_fraction(arch, job, layout, pp, vpp))
@@ -270,7 +277,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         step_time_s=step, compute_s=m * compute_mb + dp_tax, bubble_s=bubble,
         exposed_comm_s=m * (tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb) + dp_exposed,
         tp_comm_s=m * tp_mb, cp_comm_s=m * cp_mb, ep_comm_s=m * ep_mb, pp_comm_s=m * pp_mb,
-        dp_comm_s=m * fsdp_mb + dp_exposed, optimizer_s=optimizer_s, host_s=m * host_mb, offload_s=offload_s,
+        dp_comm_s=m * fsdp_mb + dp_exposed, optimizer_s=optimizer_s, host_s=m * host_mb + loop_s, offload_s=offload_s,
         micro_batches=m,
         tokens_per_step=sequences * seq,
         model_flop_per_step=whole.model_flop / mb * sequences,

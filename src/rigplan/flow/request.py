@@ -199,6 +199,9 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     recompute_mlp: bool = False
     """Megatron --recompute-modules mlp, dense layers only (domain.job.Job.recompute_mlp)."""
     nvls_buffers: bool = False
+    step_overhead_ms: Annotated[float, Bounded("step_overhead_ms")] | None = None
+    """Milliseconds of host-side training-loop work per optimizer step (domain.job.Job.step_overhead_s);
+    None = the framework preset's figure, else 0."""
     expandable_segments: bool = False
     """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (estimate.allocator)."""
     varying_lengths: bool = False

@@ -171,7 +171,7 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
         table.add_row("CPU offload (host optimizer, host-link copies)",
                       f"{format_duration(b['offload_s'])} ({100 * b['offload_s'] / data['step_time_s']:.0f}%)")
     if b.get("host_s", 0.0) > 0:
-        table.add_row("waiting for the host (MoE sync)",
+        table.add_row("waiting for the host (MoE sync, training loop)",
                       f"{format_duration(b['host_s'])} ({100 * b['host_s'] / data['step_time_s']:.0f}%)")
     for axis, c in (b.get("comm_by_axis") or {}).items():
         if c["total_s"] > 0:

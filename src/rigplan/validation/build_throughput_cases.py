@@ -319,12 +319,6 @@ KNOWN_GAPS: dict[str, str] = {
         "the measured tokens/s per GPU falls 2.37x (2540 -> 1071), where a sequence twice as long at most doubles the "
         "per-token work (6N + a term linear in s); rigplan follows the cp1, cp4 and cp8 rows (about -10%, +6%, +9%) "
         "and cannot also follow cp2"),
-    "nemo2407-h100-fp8-llama3-8b-8gpus": (
-        "a software generation rigplan does not model: NeMo 24.07 measures 12,036 tokens/s per GPU for Llama 3 8B on 8 "
-        "H100 (CP 2, no recompute, fp8 delayed scaling) while Megatron-Bridge 25.11 measures 14,451 on the same part "
-        "with more work per token (FSDP, 5 recomputed layers, fp8 current scaling, frontier suite); rigplan ranks the "
-        "two layouts the other way, so the year of Transformer Engine / cuDNN releases and the CUDA graphs of 25.11 "
-        "between them are the difference"),
 }
 """Case id -> the effect in the measurement that rigplan does not model, as the source documents it, or
 the source's own contradiction (a row that its neighbouring rows of identical settings disagree with). A
