@@ -587,3 +587,25 @@ def test_automodel_and_unsloth_presets_mark_their_own_experts() -> None:
     megatron = estimate(EstimateRequest(**base, framework="megatron"))
     assert megatron.setup.job.moe_expert_module == "megatron"
     assert speed.MEGATRON_EXPERT_PATH_NOTE in megatron.setup.assumptions
+
+
+def test_the_1f1b_overlap_has_no_partner_for_one_micro_batch_a_step() -> None:
+    """Megatron-Core's combined 1F1B pairs micro-batch i+1's forward with micro-batch i's backward: without a
+    pipeline, one micro-batch a step hides nothing (the step equals the step without the overlap), and m of them
+    hide m - 1 micro-batches' worth; with a pipeline nothing is added (the calibrated share holds the warm-up)."""
+    base = {"model": "qwen3-30b-a3b", "gpu": "h100-sxm", "gpus": 16, "ep": 16, "micro_batch": 1,
+            "framework": "megatron", "zero": 1, "moe_dispatcher": "deepep", "balanced_routing": True}
+
+    def step(global_batch: int, overlap: bool, **extra: object) -> float:
+        request = EstimateRequest(**{**base, **extra, "global_batch": global_batch, "a2a_overlap": overlap})
+        return float(speed.estimate(request).step.step_time_s)
+
+    assert step(16, True) == pytest.approx(step(16, False), rel=1e-9)
+    saved_4 = step(64, False) - step(64, True)
+    per_pair = step(32, False) - step(32, True)
+    assert saved_4 == pytest.approx(3 * per_pair, rel=1e-6) and per_pair > 0
+    piped = {"pp": 2, "gpus": 32}
+    unpaired = moe.unpaired_all_to_all_s(Job(a2a_overlap=True), 1.0, 0.4)
+    assert unpaired == pytest.approx(0.6 * (1 - moe.A2A_OVERLAP_SM_SHARE / (1 - moe.A2A_OVERLAP_SM_SHARE)))
+    assert moe.unpaired_all_to_all_s(Job(a2a_overlap=True, a2a_overlap_schedule="dualpipe"), 1.0, 0.0) == 0.0
+    assert step(64, True, **piped) < step(64, False, **piped)

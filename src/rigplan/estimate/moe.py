@@ -366,6 +366,20 @@ def exposed_all_to_all_s(job: Job, a2a_s: Num, compute_s: Num) -> tuple[Num, Num
     return a2a - overlapped, slowdown
 
 
+def unpaired_all_to_all_s(job: Job, a2a_s: Num, exposed_s: Num) -> Num:
+    """Seconds a step adds, without pipeline parallelism, for the one micro-batch whose all-to-all Megatron-Core's
+    1F1B EP overlap cannot pair. The schedule merges the forward of micro-batch i+1 with the backward of micro-batch
+    i (megatron/core/pipeline_parallel combined 1F1B): m micro-batches a step make m - 1 pairs, and the first
+    forward and last backward, one micro-batch's worth, run alone, so the part exposed_all_to_all_s hid (a2a_s less
+    exposed_s) is exposed once a step, less the SM tax it no longer pays. At one micro-batch a step nothing hides.
+    With a pipeline the warm-up and cool-down already hold such chunks (A2A_1F1B_HIDDEN_SHARE was measured on one):
+    0 there, and 0 without the overlap or under DualPipe."""
+    if not job.a2a_overlap or job.a2a_overlap_schedule != "1f1b":
+        return 0.0 * xp.asfloat(a2a_s)
+    hidden = xp.asfloat(a2a_s) - xp.asfloat(exposed_s)
+    return hidden * (1.0 - A2A_OVERLAP_SM_SHARE / (1.0 - A2A_OVERLAP_SM_SHARE))
+
+
 HOST_OP_S = {"x86": 13.48e-6, "grace": 37.08e-6}
 """Host seconds to issue one PyTorch op with autograd recording, by CPU family: torch.nn.Linear's
 forward (bf16, hidden 2048, 8192 tokens) takes 13.48 us of CPU time on a DGX H100 (Xeon Platinum

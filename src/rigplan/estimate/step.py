@@ -49,7 +49,7 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.estimate import comm, muon, offload, overlap
+from rigplan.estimate import comm, moe, muon, offload, overlap
 from rigplan.estimate.arrays import first_argmax, select
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import gemm_clock_fraction, gemm_efficiency
@@ -264,7 +264,9 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         host_optimizer_s = 0.0 * updated
     offload_s = host_optimizer_s + m * param_offload_mb
     loop_s = job.step_overhead_s + 0.0 * m
-    step = m * t_mb + bubble + dp_exposed + dp_tax + optimizer_s + host_optimizer_s + loop_s
+    unpaired_ep = np.where(pp == 1, moe.unpaired_all_to_all_s(job, pick("ep_total"), ep_mb), 0.0) if (
+        arch.moe is not None) else 0.0 * m
+    step = m * t_mb + bubble + dp_exposed + dp_tax + optimizer_s + host_optimizer_s + loop_s + unpaired_ep
 
     whole = micro_batch_flops(arch, job, micro_batch=mb, causal_fraction=causal_fraction_for(job.attention),
                               recompute_fraction=whole_model_recompute_fraction(arch, job, layout, pp, vpp))
@@ -275,8 +277,8 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
               "pp": m * pp_total, "dp": m * pick("fsdp_total") + dp_step_total}
     return StepBreakdown(
         step_time_s=step, compute_s=m * compute_mb + dp_tax, bubble_s=bubble,
-        exposed_comm_s=m * (tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb) + dp_exposed,
-        tp_comm_s=m * tp_mb, cp_comm_s=m * cp_mb, ep_comm_s=m * ep_mb, pp_comm_s=m * pp_mb,
+        exposed_comm_s=m * (tp_mb + cp_mb + ep_mb + pp_mb + fsdp_mb) + dp_exposed + unpaired_ep,
+        tp_comm_s=m * tp_mb, cp_comm_s=m * cp_mb, ep_comm_s=m * ep_mb + unpaired_ep, pp_comm_s=m * pp_mb,
         dp_comm_s=m * fsdp_mb + dp_exposed, optimizer_s=optimizer_s, host_s=m * host_mb + loop_s, offload_s=offload_s,
         micro_batches=m,
         tokens_per_step=sequences * seq,

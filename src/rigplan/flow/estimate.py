@@ -341,7 +341,7 @@ HOPPER_GPT_OSS_EVIDENCE = (
     "gpt-oss-shaped MoE (learned attention sinks, biased experts) on Hopper with fused kernels: on the 7 published "
     "runs of this kind rigplan checks (Megatron-Bridge 25.11 to 26.04 in BF16 on 64 H100, NeMo AutoModel on 8 and 64 "
     "H100, MLPerf Training v6.0 in FP8 on 64 and 128 H100 from Cisco; rigplan validate --suite moe), its tokens/s "
-    "were from 0% to 46% above the measured, median 42% above, 5 beyond 35%; read this estimate as optimistic")
+    "were from 0% to 46% above the measured, median 41% above, 5 beyond 35%; read this estimate as optimistic")
 """Validation evidence shown beside such an estimate (the estimate itself is not changed: the missing cost is not
 identified; tests/validation/test_moe_cases.py recomputes the figures from the MoE suite)."""
 
