@@ -236,7 +236,7 @@ class Job:
     step_overhead_s: float = 0.0
     """Seconds of every optimizer step outside the micro-batches' computation and communication that the GPU
     spends waiting on the host: the training loop's host synchronisations, issuing the optimizer step, loss
-    reduction and logging (estimate.step: STEP time gains it once per step). 0 = not modelled; the Megatron-Core
+    reduction and logging (estimate.step adds it once to each step). 0 = not modelled; the Megatron-Core
     presets (megatron, nemo) set MEGATRON_STEP_OVERHEAD_MS."""
     pp_comm_overlap: bool = False
     """Pipeline send/recv overlapped with another chunk's compute (Megatron --overlap-p2p-communication,

@@ -28,9 +28,11 @@ step, loss reduction, logging; the Megatron-Core presets set MEGATRON_STEP_OVERH
 It is reported with the host-paced time (host_s).
 
 MoE stages add the time the GPU waits for the host to issue each pass (the per-layer host sync of
-dropless routing, estimate.moe.host_paced_s). Left out: host overhead of dense models (large for
-tiny ones), stragglers, network congestion from other jobs, dataloader stalls, and checkpointing (reliability
-is a separate estimate). Arguments that are counts may be numpy arrays of layouts.
+dropless routing, estimate.moe.host_paced_s); without a pipeline, the one micro-batch a step that
+Megatron-Core's 1F1B EP overlap cannot pair runs its all-to-all exposed (estimate.moe.unpaired_all_to_all_s).
+Left out: per-micro-batch host overhead of dense models (large for tiny ones), stragglers, network
+congestion from other jobs, dataloader stalls, and checkpointing (reliability is a separate estimate).
+Arguments that are counts may be numpy arrays of layouts.
 
 One micro-batch on one pipeline rank (compute, tp/cp/ep traffic, host time: the first and third lines
 of t_mb) is estimate.stage_time's; this module adds pipeline, FSDP and data-parallel terms, the
@@ -264,8 +266,9 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         host_optimizer_s = 0.0 * updated
     offload_s = host_optimizer_s + m * param_offload_mb
     loop_s = job.step_overhead_s + 0.0 * m
-    unpaired_ep = np.where(pp == 1, moe.unpaired_all_to_all_s(job, pick("ep_total"), ep_mb), 0.0) if (
-        arch.moe is not None) else 0.0 * m
+    unpaired_ep = 0.0 * m
+    if arch.moe is not None:  # one micro-batch a step has no 1F1B EP overlap partner (moe.unpaired_all_to_all_s)
+        unpaired_ep = np.where(pp == 1, moe.unpaired_all_to_all_s(job, pick("ep_total"), ep_mb), 0.0)
     step = m * t_mb + bubble + dp_exposed + dp_tax + optimizer_s + host_optimizer_s + loop_s + unpaired_ep
 
     whole = micro_batch_flops(arch, job, micro_batch=mb, causal_fraction=causal_fraction_for(job.attention),
