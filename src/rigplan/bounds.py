@@ -147,6 +147,7 @@ BOUNDS: dict[str, Bound] = {
     "fsdp_prefetch": _int("--fsdp-prefetch", 0, 64),
     "moe_imbalance": Bound("--moe-imbalance", 1.0, 1000.0),
     "step_overhead_ms": _amount("--step-overhead-ms", 600_000.0),
+    "grad_bucket_params": _amount("--grad-bucket-params", 1e13, shown="count"),
     "capacity_factor": _amount("--capacity-factor", 1000.0),
     "gpus": _int("--gpus", 1, MAX_GPUS),
     # cluster and training length

@@ -98,3 +98,14 @@ def test_a_negative_step_overhead_is_one_line_and_exit_2() -> None:
     assert out.exit_code == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "--step-overhead-ms" in lines[0] and ">= 0" in lines[0]
+
+
+def test_grad_bucket_params_reaches_the_megatron_and_deepspeed_exports_and_refuses_a_negative() -> None:
+    out = invoke("export", "llama-3.1-8b", "--gpus", "8", "--zero", "1", "--framework", "megatron",
+                 "--grad-bucket-params", "7.68e8")
+    assert out.exit_code == 0, out.output
+    assert "--ddp-bucket-size 768000000" in out.output
+    refused = invoke("estimate", "llama-3.1-8b", "--gpus", "8", "--grad-bucket-params", "-1")
+    assert refused.exit_code == 2
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--grad-bucket-params" in lines[0]

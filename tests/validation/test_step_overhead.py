@@ -33,17 +33,18 @@ def test_the_overhead_is_the_median_gap_of_the_single_domain_mlperf_runs() -> No
     assert len(calibration) == 12
     assert all(c.compare == "tokens_per_s_per_gpu" and c.request.framework == "nemo" for c in calibration)
     gaps_ms = sorted(1000.0 * _missing_step_s(c, 0.0) for c in calibration)
-    assert round(gaps_ms[0], 1) == 7.5 and round(gaps_ms[-1], 1) == 65.9
+    assert round(gaps_ms[0], 1) == 3.8 and round(gaps_ms[-1], 1) == 62.8
+    assert all(c.request.grad_bucket_params == 768e6 for c in calibration)
     assert abs(statistics.median(gaps_ms) - MEGATRON_STEP_OVERHEAD_MS) < 1.0
 
 
 def test_the_held_out_mlperf_runs_with_expert_and_context_parallelism() -> None:
     """The seven GB200/GB300/B300 runs with CP 2 x EP 4 or TP 2 x CP 4 x EP 8 (one sequence a GPU a step) were 26-95%
-    fast without the overhead; with it every one is within 7% (the two H100 runs stay 40-44% fast, a known gap)."""
+    fast without the overhead; with it every one is within 9% (the two H100 runs stay 31-35% fast, a known gap)."""
     held_out = [c for c in MLPERF_GPT_OSS if not _single_domain(c) and c.request.gpu != "h100-sxm"]
     assert len(held_out) == 7
     for case in held_out:
         without = _missing_step_s(case, 0.0)
         with_overhead = _missing_step_s(case, MEGATRON_STEP_OVERHEAD_MS)
-        assert 0.030 < without < 0.050, case.id
-        assert abs(with_overhead) < 0.012, case.id
+        assert 0.025 < without < 0.040, case.id
+        assert abs(with_overhead) < 0.015, case.id

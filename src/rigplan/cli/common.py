@@ -448,9 +448,13 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,
                      help="NCCL NVLS buffers on NVSwitch nodes (NCCL 2.18-2.19 default): 1 GiB per 8-GPU "
                           "communicator."),
+        click.option("--grad-bucket-params", type=float, default=None,
+                     help="Parameters per data-parallel gradient bucket (Megatron --ddp-bucket-size, e.g. 7.68e8): the "
+                          "last bucket's reduce-scatter and the first one's all-gather run exposed. Default: one "
+                          "layer's share."),
         click.option("--step-overhead-ms", type=float, default=None,
                      help="Host-side training-loop time per optimizer step (host syncs, optimizer issue, logging), "
-                          "added once per step. Default: 45 with --framework megatron or nemo, else 0."),
+                          "added once per step. Default: 42 with --framework megatron or nemo, else 0."),
         click.option("--expandable-segments/--no-expandable-segments", default=False,
                      help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (torchtitan's and Unsloth's "
                           "default): the caching allocator keeps far less reserved beyond the live tensors."),

@@ -101,15 +101,15 @@ def _s(source: str, when: Condition = "always", **values: object) -> PresetSetti
 
 _MCORE_ARGS = "Megatron-LM megatron/training/arguments.py"
 
-MEGATRON_STEP_OVERHEAD_MS = 45.0
+MEGATRON_STEP_OVERHEAD_MS = 42.0
 """Host-side training-loop time per optimizer step of a Megatron-Core stack (Job.step_overhead_s). The mechanism:
 Megatron-LM's training iteration blocks the host 142 times (Megatron-LM pull request #7076, 2026-09: NaN checks
 reading one device flag per gradient bucket, loss and grad-norm reductions, logging), and each block leaves the GPU
 launch-starved until the host issues work again; removing 104 of them cut 105.8 ms of launch-starved time per
 iteration there. The figure: the median of measured minus predicted step time over the 12 MLPerf Training v6.0
 GPT-OSS-20B runs that use neither expert nor context parallelism (one micro-batch per step, 8 to 32 B200, B300 and
-GB300; 7.5 to 65.9 ms, median 45.5 ms), recomputed by tests/validation/test_step_overhead.py. Other frameworks' loop
-overhead is not modelled (0)."""
+GB300, their 768M-parameter gradient buckets counted; 3.8 to 62.8 ms, median 42.4 ms), recomputed by
+tests/validation/test_step_overhead.py. Other frameworks' loop overhead is not modelled (0)."""
 _MEGATRON_CORE: tuple[PresetSetting, ...] = (
     _s(f"{_MCORE_ARGS}: --transformer-impl defaults to transformer_engine (TE fused norm-linear, fused "
        "softmax/attention through TE DotProductAttention)", kernels="fused"),

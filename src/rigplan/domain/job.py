@@ -233,6 +233,11 @@ class Job:
     """Parameter all-gather overlapped with compute: Megatron --overlap-param-gather (ZeRO-1/2, gathered
     during the next forward), FSDP prefetch (ZeRO-3). None = FSDP's default for ZeRO-3 (on) and
     Megatron's for ZeRO-1/2 (off)."""
+    grad_bucket_params: float = 0.0
+    """Parameters per gradient bucket of the data-parallel reduction (Megatron --ddp-bucket-size, DeepSpeed's
+    reduce_bucket_size): the last bucket's reduce-scatter and the first bucket's all-gather have no computation to
+    hide behind (estimate.step). 0 = not given: one layer's share stands in for the bucket, as before (Megatron-Core's
+    own default, max(40M, 1M x dp) parameters, is below a layer's share for most models)."""
     step_overhead_s: float = 0.0
     """Seconds of every optimizer step outside the micro-batches' computation and communication that the GPU
     spends waiting on the host: the training loop's host synchronisations, issuing the optimizer step, loss
@@ -292,6 +297,8 @@ class Job:
         if self.moe_fused_grouped_mlp and not (self.precision == "fp8" and self.fp8_recipe == "mxfp8"):
             raise InvalidSpec("--moe-fused-grouped-mlp is Transformer Engine's MXFP8 kernel: it needs --precision fp8 "
                               "--fp8-recipe mxfp8 (drop it for other precisions)")
+        if self.grad_bucket_params < 0:
+            raise InvalidSpec(f"--grad-bucket-params must be >= 0, got {self.grad_bucket_params:g}")
         if self.step_overhead_s < 0:
             raise InvalidSpec(f"--step-overhead-ms must be >= 0, got {self.step_overhead_s * 1000:g}")
         if self.moe_imbalance and self.moe_imbalance < 1.0:

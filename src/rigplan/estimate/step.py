@@ -17,7 +17,8 @@ formula, the SM share each overlap takes and its source): TP collectives hide be
 same layer (tp_comm_overlap), ring attention behind the attention core (cp_comm_overlap), pipeline
 send/recv behind the micro-batch's compute (pp_comm_overlap, interleaved schedules), the expert
 all-to-all behind another micro-batch (a2a_overlap, estimate.moe), gradient sync behind the last
-micro-batch's backward (overlap_grad_reduce: DDP buckets, Megatron --overlap-grad-reduce), ZeRO-1/2's
+micro-batch's backward (overlap_grad_reduce: DDP buckets, Megatron --overlap-grad-reduce; the last bucket, one
+layer's share or Job.grad_bucket_params, stays exposed, as the first one of the all-gather does), ZeRO-1/2's
 parameter all-gather behind the next forward (overlap_param_gather), FSDP's gathers and
 reduce-scatters behind the micro-batch that uses them (prefetch). Every term is returned, per axis
 as total, hidden and exposed seconds, so that the report shows where time goes.
@@ -195,6 +196,21 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     # ZeRO-1/2 all-gather what the optimizer updated: under LoRA the adapters alone, in the compute dtype
     # (the frozen base is replicated, never re-gathered)
     updated_gather = sync(comm.hierarchical_all_gather_s, trainable * p, 0.0) if peft else gather
+    # With buckets (Megatron --ddp-bucket-size), the last bucket's reduction and the first bucket's all-gather
+    # of a step have nothing to hide behind: a bucket of B parameters is min(1, B / buffer) of each buffer
+    # (dense and expert parameters sit in buffers of their own, megatron/core/distributed/param_and_grad_buffer.py).
+    bucket_tail: Num = 0.0
+    bucket_gather: Num = 0.0
+    if job.grad_bucket_params > 0:
+        dense_share = np.minimum(1.0, job.grad_bucket_params / np.maximum(trainable, 1.0))
+        expert_share = np.minimum(1.0, job.grad_bucket_params / np.maximum(expert_local, 1.0))
+        bucket_tail = np.where(zero >= 1, sync(comm.hierarchical_reduce_scatter_s, trainable * g * dense_share,
+                                               expert_local * g * expert_share),
+                               sync(comm.hierarchical_all_reduce_s, trainable * g * dense_share,
+                                    expert_local * g * expert_share))
+        gathered = trainable * p if peft else dense_local * w
+        bucket_gather = sync(comm.hierarchical_all_gather_s, gathered * dense_share,
+                             0.0 if peft else expert_local * w * expert_share)
     if not peft:
         trainable = local_params
     # ZeRO-0: all-reduce; ZeRO-1/2: reduce-scatter, then the updated weights all-gathered;
@@ -239,10 +255,11 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     # bucket; ZeRO-1/2's all-gather of the updated weights behind the next step's first forward.
     tail = np.where(zero >= 3, 0.0, np.where(zero >= 1, sync_rs, sync_ar))
     tail_exposed, _, tail_tax = overlap.hide(tail, backward_mb, overlap.DP_OVERLAP_SM_SHARE, on=reduce_on,
-                                             floor_s=tail / np.maximum(pace_layers, 1.0))
+                                             floor_s=np.maximum(tail / np.maximum(pace_layers, 1.0), bucket_tail))
     zero12_gather = np.where((zero >= 1) & (zero < 3), updated_gather, 0.0)
+    first_gather = np.maximum(zero12_gather / np.maximum(pace_layers, 1.0), bucket_gather)
     gather_exposed, _, gather_tax = overlap.hide(zero12_gather, compute_mb - backward_mb, overlap.DP_OVERLAP_SM_SHARE,
-                                                 on=gather_on, floor_s=zero12_gather / np.maximum(pace_layers, 1.0))
+                                                 on=gather_on, floor_s=first_gather)
     dp_exposed = np.where(group > 1, tail_exposed + gather_exposed, 0.0)
     dp_tax = np.where(group > 1, tail_tax + gather_tax, 0.0)
     dp_step_total = np.where(group > 1, tail + zero12_gather, 0.0)

@@ -7,8 +7,9 @@ deepspeed.moe.layer.MoE(ep_size=ep)); those layouts export with a note saying so
 engine supports ZeRO stage 0 and 1 only. Not expressible: tensor parallelism (Megatron-DeepSpeed does
 it in model code), context parallelism (DeepSpeed-Ulysses is a different sequence split), QLoRA,
 bf16-true below ZeRO-1 (bf16_master_weights_and_grads needs ZeRO), torchtitan per-op recompute.
-Bucket sizes: reduce/allgather 5e8 elements, DeepSpeed's defaults (deepspeed/runtime/zero/config.py);
-stage-3 prefetch 5e7 and persistence threshold 1e5, also its defaults, written out so users see them.
+Bucket sizes: reduce/allgather 5e8 elements, DeepSpeed's defaults (deepspeed/runtime/zero/config.py), or
+--grad-bucket-params; stage-3 prefetch 5e7 and persistence threshold 1e5, also its defaults, written out so users
+see them.
 """
 
 from __future__ import annotations
@@ -42,12 +43,13 @@ def deepspeed_config(setup: TrainingSetup) -> dict[str, Any]:
     if job.offload == "optimizer" and lay.zero == 0:
         raise unsupported(NAME, "optimizer offload without ZeRO", "use --zero 1, 2 or 3")
     b = batch_of(setup)
+    bucket = int(job.grad_bucket_params) if job.grad_bucket_params else BUCKET_ELEMENTS
     zero: dict[str, Any] = {"stage": lay.zero}
     if lay.zero in (1, 2):
         zero.update({"overlap_comm": True, "contiguous_gradients": True, "reduce_scatter": True,
-                     "reduce_bucket_size": BUCKET_ELEMENTS, "allgather_bucket_size": BUCKET_ELEMENTS})
+                     "reduce_bucket_size": bucket, "allgather_bucket_size": bucket})
     if lay.zero == 3:
-        zero.update({"overlap_comm": True, "contiguous_gradients": True, "reduce_bucket_size": BUCKET_ELEMENTS,
+        zero.update({"overlap_comm": True, "contiguous_gradients": True, "reduce_bucket_size": bucket,
                      "stage3_prefetch_bucket_size": PREFETCH_ELEMENTS,
                      "stage3_param_persistence_threshold": PERSISTENCE_THRESHOLD})
     if job.offload in ("optimizer", "all"):

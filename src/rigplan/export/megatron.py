@@ -107,6 +107,7 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         "sequence_parallel": lay.sequence_parallel,
         "use_distributed_optimizer": lay.zero == 1, "use_torch_fsdp2": lay.zero == 3,
         "overlap_grad_reduce": lay.dp * lay.cp > 1, "overlap_param_gather": lay.zero == 1 and lay.dp * lay.cp > 1,
+        "ddp_bucket_size": int(job.grad_bucket_params) if job.grad_bucket_params else None,
         "micro_batch_size": b.micro_batch, "global_batch_size": b.global_batch,
     })
     if job.recompute == "selective":

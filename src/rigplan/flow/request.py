@@ -199,6 +199,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     recompute_mlp: bool = False
     """Megatron --recompute-modules mlp, dense layers only (domain.job.Job.recompute_mlp)."""
     nvls_buffers: bool = False
+    grad_bucket_params: Annotated[float, Bounded("grad_bucket_params")] | None = None
+    """Parameters per data-parallel gradient bucket (domain.job.Job.grad_bucket_params); None = one layer's share."""
     step_overhead_ms: Annotated[float, Bounded("step_overhead_ms")] | None = None
     """Milliseconds of host-side training-loop work per optimizer step (domain.job.Job.step_overhead_s);
     None = the framework preset's figure, else 0."""

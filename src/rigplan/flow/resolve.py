@@ -264,6 +264,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         recompute_moe_act=spec.recompute_moe_act, recompute_mla_up_proj=spec.recompute_mla_up_proj,
         recompute_layernorm=spec.recompute_layernorm, recompute_mlp=spec.recompute_mlp,
         nvls_buffers=spec.nvls_buffers, step_overhead_s=(spec.step_overhead_ms or 0.0) / 1000.0,
+        grad_bucket_params=spec.grad_bucket_params or 0.0,
         expandable_segments=spec.expandable_segments, varying_lengths=spec.varying_lengths,
         **_routing(spec), **spec.overlap_values(),
         compile=spec.compile, autocast=spec.autocast, attention_kernel=spec.attention_kernel,

@@ -39,6 +39,7 @@ export const FIELDS = [
   {name: "fp8_attention", group: "recipe", type: "bool"},
   {name: "cuda_graphs", group: "recipe", type: "select"},
   {name: "step_overhead_ms", group: "recipe", type: "num", placeholder: "h.default"},
+  {name: "grad_bucket_params", group: "recipe", type: "num", placeholder: "h.default"},
   ...["tp", "pp", "vpp", "cp", "ep", "etp", "dp"].map((n) => ({name: n, group: "layout", type: "int", grid: true})),
   {name: "sequence_parallel", group: "layout", type: "bool"},
   {name: "cp_comm_type", group: "layout", type: "select", empty: "h.default"},
