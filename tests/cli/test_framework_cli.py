@@ -109,3 +109,11 @@ def test_grad_bucket_params_reaches_the_megatron_and_deepspeed_exports_and_refus
     assert refused.exit_code == 2
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and "--grad-bucket-params" in lines[0]
+
+
+def test_plan_takes_the_step_costs_and_its_reproduce_line_repeats_them() -> None:
+    out = invoke("plan", "qwen3-30b-a3b", "--tokens", "10B", "--gpus-max", "16", "--framework", "nemo",
+                 "--grad-bucket-params", "7.68e8", "--step-overhead-ms", "50")
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "--step-overhead-ms 50" in text and "--grad-bucket-params 768000000" in text

@@ -310,6 +310,13 @@ def overlap_option_list() -> list[Callable[[F], F]]:
         click.option("--grad-reduce-dtype", type=click.Choice(["fp32", "bf16"]),
                      help="Dtype of the data-parallel gradient reduction (fp32: Megatron with bf16, "
                           "torchtitan). Default: the gradients' own dtype."),
+        click.option("--grad-bucket-params", type=float, default=None,
+                     help="Parameters per data-parallel gradient bucket (Megatron --ddp-bucket-size, e.g. 7.68e8): the "
+                          "last bucket's reduce-scatter and the first one's all-gather run exposed. Default: one "
+                          "layer's share."),
+        click.option("--step-overhead-ms", type=float, default=None,
+                     help="Host-side training-loop time per optimizer step (host syncs, optimizer issue, logging), "
+                          "added once per step. Default: 42 with --framework megatron or nemo, else 0."),
     ]
 
 
@@ -448,13 +455,6 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,
                      help="NCCL NVLS buffers on NVSwitch nodes (NCCL 2.18-2.19 default): 1 GiB per 8-GPU "
                           "communicator."),
-        click.option("--grad-bucket-params", type=float, default=None,
-                     help="Parameters per data-parallel gradient bucket (Megatron --ddp-bucket-size, e.g. 7.68e8): the "
-                          "last bucket's reduce-scatter and the first one's all-gather run exposed. Default: one "
-                          "layer's share."),
-        click.option("--step-overhead-ms", type=float, default=None,
-                     help="Host-side training-loop time per optimizer step (host syncs, optimizer issue, logging), "
-                          "added once per step. Default: 42 with --framework megatron or nemo, else 0."),
         click.option("--expandable-segments/--no-expandable-segments", default=False,
                      help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (torchtitan's and Unsloth's "
                           "default): the caching allocator keeps far less reserved beyond the live tensors."),

@@ -150,7 +150,8 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
             "fp8_attention": request.fp8_attention, "cuda_graphs": request.cuda_graphs,
             "fp8_param_gather": request.fp8_param_gather, "bf16_moments": request.bf16_moments,
-            "cuda_graph_scope": list(request.cuda_graph_scope),
+            "cuda_graph_scope": list(request.cuda_graph_scope), "step_overhead_ms": request.step_overhead_ms,
+            "grad_bucket_params": request.grad_bucket_params,
             **request.overlap_values(), "framework": request.framework})
 
 
@@ -199,6 +200,10 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
         parts.append(f"{flag} {value}" if isinstance(value, str) else (flag if value else off))
     if request.moe_imbalance:
         parts.append(f"--moe-imbalance {request.moe_imbalance:g}")
+    if request.step_overhead_ms is not None and "step_overhead_ms" in request.model_fields_set:
+        parts.append(f"--step-overhead-ms {request.step_overhead_ms:g}")
+    if request.grad_bucket_params:
+        parts.append(f"--grad-bucket-params {request.grad_bucket_params:.0f}")
     if request.capacity_factor:
         parts.append(f"--capacity-factor {request.capacity_factor:g}")
     if request.moe_dispatcher:

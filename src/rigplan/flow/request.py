@@ -125,7 +125,20 @@ class CommOverlapSpec(BaseModel):
         return rules.overlap_values(self, CommOverlapSpec.model_fields)
 
 
-class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
+class StepCostSpec(BaseModel):
+    """What a step costs beyond its micro-batches: the training loop's host work and the gradient buckets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step_overhead_ms: Annotated[float, Bounded("step_overhead_ms")] | None = Field(
+        None, description="Milliseconds of host-side training-loop work per optimizer step (host syncs, optimizer "
+                          "issue, logging); default: the framework preset's figure (megatron, nemo: 42), else 0")
+    grad_bucket_params: Annotated[float, Bounded("grad_bucket_params")] | None = Field(
+        None, description="Parameters per data-parallel gradient bucket (Megatron --ddp-bucket-size): the last "
+                          "bucket's reduction and the first one's all-gather run exposed; default: one layer's share")
+
+
+class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, StepCostSpec):
     """Model, training recipe, parallel layout and GPU: the inputs of `rigplan memory`."""
 
     method: Literal["full", "lora", "qlora"] = "full"
@@ -199,11 +212,6 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
     recompute_mlp: bool = False
     """Megatron --recompute-modules mlp, dense layers only (domain.job.Job.recompute_mlp)."""
     nvls_buffers: bool = False
-    grad_bucket_params: Annotated[float, Bounded("grad_bucket_params")] | None = None
-    """Parameters per data-parallel gradient bucket (domain.job.Job.grad_bucket_params); None = one layer's share."""
-    step_overhead_ms: Annotated[float, Bounded("step_overhead_ms")] | None = None
-    """Milliseconds of host-side training-loop work per optimizer step (domain.job.Job.step_overhead_s);
-    None = the framework preset's figure, else 0."""
     expandable_segments: bool = False
     """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (estimate.allocator)."""
     varying_lengths: bool = False
@@ -269,7 +277,7 @@ class EstimateRequest(JobSpec):
     checkpoint_interval_s: Annotated[float, Bounded("checkpoint_interval_s")] | None = None
 
 
-class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec):
+class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, StepCostSpec):
     """`rigplan plan`: what to train, and the limits of budget, time and cluster size."""
 
     tokens: Annotated[str | float, Bounded("tokens", parse="count")] = Field(
