@@ -248,14 +248,14 @@ class Job:
     on by default there); it hides only in an interleaved schedule (vpp > 1), where the next chunk's work
     does not wait for the transfer."""
     cp_comm_overlap: bool = True
+    """Context-parallel ring K/V exchange overlapped with the attention of the current block
+    (Transformer Engine's ring attention, torchtitan's context_parallel)."""
     cp_comm_type: Literal["p2p", "a2a"] = "p2p"
     """How context parallelism exchanges the sequence: 'p2p', a ring passing K/V blocks under the attention of
     the current block (Liu et al. 2023, ring attention; Transformer Engine's default cp_comm_type); 'a2a',
     all-to-all of q, k, v before the attention core and of its output after (Jacobs et al. 2023, DeepSpeed-Ulysses,
     arXiv 2309.14509; Transformer Engine cp_comm_type 'a2a'): each rank then attends over the whole sequence
     for heads/cp of the heads, and the exchanges are exposed (estimate.comm.ulysses_all_to_all_s)."""
-    """Context-parallel ring K/V exchange overlapped with the attention of the current block
-    (Transformer Engine's ring attention, torchtitan's context_parallel)."""
     grad_reduce_dtype: GradReduceDtype | None = None
     """Data type of the data-parallel gradient reduction: 'fp32' (Megatron with fp32 main grads,
     torchtitan's FSDP2 mixed_precision_reduce), 'bf16' (16-bit: FSDP MixedPrecision reduce_dtype bf16);
