@@ -1,4 +1,4 @@
-"""Blackwell's fp8 half-efficiency dimension for grouped expert GEMMs, from paired MXFP8 / BF16 runs.
+"""Blackwell's and Hopper's fp8 half-efficiency dimension for grouped expert GEMMs, from paired fp8 / bf16 runs.
 
 Two published pairs ran the same MoE model, layout and stack on Blackwell in BF16 and in MXFP8, so their
 tokens/s ratio isolates what fp8 does to the step (everything else cancels):
@@ -25,11 +25,19 @@ on two DeepSeek-V3 pairs it was not fitted on (expert ffn 2048):
 - Megatron-Bridge PR #1869, 256 B200 in the 25.11 tracker: MXFP8 557 against BF16 532 TFLOP/s, 1.047,
   taken in the 25.11 table's B200 layout (PP16, EP8, MBS 1, GBS 2048; the PR does not print its layout).
 
-Run: python benchmarks/fp8_grouped_half_dim.py
+Hopper gets the same treatment from the two FP8 / BF16 pairs of one model, layout and stack on H100 in the MoE
+suite: Megatron-LM's MoE recipes (2026-07), Qwen3-30B-A3B on 32 H100, EP8, blockwise FP8 242.9 against BF16
+240.5 TFLOP/s/GPU (1.010; the FP8 recipe also captures partial CUDA graphs, which rigplan models), and NVIDIA
+DGX Cloud's Grok-1 recipe on NeMo 25.04, 512 H100, per-tensor delayed scaling, 13.433 against 15.933 s a step
+(1.186). The check is the same release's Llama 4 Maverick pair on 512 H100 (3.855 against 4.426 s, 1.148; its
+FP8 run also with full CUDA graphs).
+
+Run: python benchmarks/fp8_grouped_half_dim.py [--family blackwell|hopper]
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 from typing import Any
@@ -51,6 +59,26 @@ CHECKS = (
 )
 """Pairs the fit does not use: the first from the MoE suite, the second built below (B200_DEEPSEEK)."""
 
+HOPPER_PAIRS = (
+    ("recipes2607-h100-qwen3-30b-fp8", "recipes2607-h100-qwen3-30b-bf16", 242.9 / 240.5),
+    ("dgxc-h100-grok1-fp8-512", "dgxc-h100-grok1-bf16-512", 15.933 / 13.433),
+)
+"""Hopper's (fp8 case, bf16 case, measured fp8 / bf16 tokens/s), from the MoE validation suite's sources."""
+
+HOPPER_CHECKS = (
+    ("dgxc-h100-llama4-maverick-fp8-512", "dgxc-h100-llama4-maverick-bf16-512", 4.426 / 3.855),
+)
+"""The Hopper pair the fit does not use."""
+
+FAMILIES = {
+    "blackwell": ("BLACKWELL", PAIRS, CHECKS, [0.0, 1090.0, 1500.0, 2000.0, 2500.0, 2600.0, 3000.0, 3500.0],
+                  (1000.0, 5000.0)),
+    "hopper": ("HOPPER", HOPPER_PAIRS, HOPPER_CHECKS, [0.0, 553.0, 800.0, 910.0, 1070.0, 1500.0, 2000.0],
+               (553.0, 3000.0)),
+}
+"""Per family: its efficiency record in rigplan.estimate.efficiency, the fitted pairs, the checks, the printed grid
+and the search interval of the half dimension (0 on the grid: the family's dense fp8 curve)."""
+
 B200_DEEPSEEK = dict(model="deepseek-v3", gpu="b200", gpus=256, seq=4096, micro_batch=1, global_batch=2048, tp=1,
                      pp=16, ep=8, etp=1, zero=1, recompute="none", attention="flash", framework="nemo",
                      grad_reduce_dtype="bf16", balanced_routing=True)
@@ -63,38 +91,43 @@ def _requests() -> dict[str, EstimateRequest]:
     return requests
 
 
-def predicted_ratio(requests: dict[str, EstimateRequest], fp8_id: str, bf16_id: str, half_dim: float) -> float:
-    saved = efficiency.BLACKWELL
-    efficiency.BLACKWELL = dataclasses.replace(saved, fp8_grouped_half_dim=half_dim)
+def predicted_ratio(requests: dict[str, EstimateRequest], fp8_id: str, bf16_id: str, half_dim: float,
+                    record: str = "BLACKWELL") -> float:
+    saved = getattr(efficiency, record)
+    setattr(efficiency, record, dataclasses.replace(saved, fp8_grouped_half_dim=half_dim))
     try:
         fast, slow = (estimate(requests[i]).step for i in (fp8_id, bf16_id))
         return float((fast.tokens_per_step / fast.step_time_s) / (slow.tokens_per_step / slow.step_time_s))
     finally:
-        efficiency.BLACKWELL = saved
+        setattr(efficiency, record, saved)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="blackwell")
+    record, pairs, checks, grid, (lo, hi) = FAMILIES[parser.parse_args().family]
     requests = _requests()
-    grid = [0.0, 1090.0, 1500.0, 2000.0, 2500.0, 2600.0, 3000.0, 3500.0]
+
+    def ratio(fp8_id: str, bf16_id: str, half: float) -> float:
+        return predicted_ratio(requests, fp8_id, bf16_id, half, record)
 
     def loss(half: float) -> float:
-        return sum(math.log(predicted_ratio(requests, f, b, half) / measured) ** 2 for f, b, measured in PAIRS)
+        return sum(math.log(ratio(f, b, half) / measured) ** 2 for f, b, measured in pairs)
 
-    print("half dim | " + " | ".join(f"{f.split('-')[0]} pred (meas {m:.3f})" for f, _, m in PAIRS))
+    print("half dim | " + " | ".join(f"{f.split('-')[0]} pred (meas {m:.3f})" for f, _, m in pairs))
     for half in grid:
-        ratios = [predicted_ratio(requests, f, b, half) for f, b, _ in PAIRS]
+        ratios = [ratio(f, b, half) for f, b, _ in pairs]
         label = "dense fp8 curve" if half == 0.0 else f"{half:,.0f}"
         print(f"{label:>15} | " + " | ".join(f"{r:.3f}" for r in ratios))
-    lo, hi = 1000.0, 5000.0
     for _ in range(40):  # golden-section search on the log-ratio loss
         a, b = hi - (hi - lo) / 1.618, lo + (hi - lo) / 1.618
         lo, hi = (lo, b) if loss(a) < loss(b) else (a, hi)
     best: Any = (lo + hi) / 2
     print(f"least-squares half dimension: {best:,.0f} (loss {loss(best):.4f}); "
-          f"ratios {', '.join(f'{predicted_ratio(requests, f, b, best):.3f}' for f, b, _ in PAIRS)}")
-    used = efficiency.BLACKWELL.fp8_grouped_half_dim
-    for fp8_id, bf16_id, measured in CHECKS:
-        grouped, dense = (predicted_ratio(requests, fp8_id, bf16_id, half) for half in (used, 0.0))
+          f"ratios {', '.join(f'{ratio(f, b, best):.3f}' for f, b, _ in pairs)}")
+    used = getattr(efficiency, record).fp8_grouped_half_dim
+    for fp8_id, bf16_id, measured in checks:
+        grouped, dense = (ratio(fp8_id, bf16_id, half) for half in (used, 0.0))
         print(f"check {fp8_id} / {bf16_id}: measured {measured:.3f}; rigplan {grouped:.3f} with the catalog's "
               f"{used:,.0f}, {dense:.3f} with the dense fp8 curve")
 

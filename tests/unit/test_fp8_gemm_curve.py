@@ -50,8 +50,8 @@ def test_blackwell_grouped_fp8_gains_little_on_thin_experts_and_more_on_wide_one
     """Blackwell's grouped fp8 curve (fp8_grouped_half_dim, fitted on two MXFP8 / BF16 pairs of Qwen3-30B-A3B) puts
     the expert GEMMs in fp8 at 0.89x bf16 at an expert ffn of 768, 1.12x at DeepSeek-V3's 2048 and 1.37x at Llama 4's
     5120 (the smaller side): the order of torchao's B200 grouped GEMM benchmarks (1.19-1.60x, 1.64-1.81x), below them
-    as their bf16 baseline ran at 32-43% of peak; dense fp8 GEMMs keep their own curve, and Hopper, with no paired
-    measurement, uses its dense fp8 curve for experts too."""
+    as their bf16 baseline ran at 32-43% of peak; dense fp8 GEMMs keep their own curve. Hopper's grouped curve (fitted
+    on its own two FP8 / BF16 pairs) also sits below its dense fp8 curve, by less: 1,070 against 553."""
     from rigplan.estimate.efficiency import BLACKWELL
 
     def speedup(d: float, grouped: bool) -> float:
@@ -62,4 +62,6 @@ def test_blackwell_grouped_fp8_gains_little_on_thin_experts_and_more_on_wide_one
     assert 1.05 < speedup(2048, True) < 1.2
     assert 1.3 < speedup(5120, True) < 1.5
     assert speedup(768, False) > 1.5  # a dense GEMM of the same shape keeps the dense curve
-    assert gemm_efficiency(HOPPER, 768, fp8=True, grouped=True) == gemm_efficiency(HOPPER, 768, fp8=True)
+    hopper_grouped = gemm_efficiency(HOPPER, 768, fp8=True, grouped=True)
+    assert gemm_efficiency(HOPPER, 768, fp8=True) * 0.6 < hopper_grouped < gemm_efficiency(HOPPER, 768, fp8=True)
+    assert hopper_grouped > gemm_efficiency(BLACKWELL, 768, fp8=True, grouped=True)

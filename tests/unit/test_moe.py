@@ -360,16 +360,19 @@ def test_expert_weight_traffic_binds_with_few_tokens_per_expert(h100, monkeypatc
     assert compute_s(16384, None) == pytest.approx(compute_s(16384, (0.0, 0.0)), rel=1e-9)
 
 
-def test_fp8_moe_on_blackwell_says_its_expert_gemms_follow_the_grouped_curve() -> None:
-    """A Blackwell fp8 MoE estimate names the grouped fp8 curve its experts run on, and is slower than the dense
-    fp8 curve would make it; Hopper, with no grouped measurement, says nothing of it."""
-    def note(gpu: str) -> list[str]:
+def test_fp8_moe_says_its_expert_gemms_follow_the_grouped_curve() -> None:
+    """An fp8 MoE estimate names the grouped fp8 curve its experts run on: Blackwell's (3,000, with the fused MXFP8
+    grouped MLP hint under MXFP8) and Hopper's (1,070, without it); a part with no grouped measurement says nothing."""
+    def note(gpu: str, **extra: object) -> list[str]:
         result = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu=gpu, gpus=8, ep=8, precision="fp8",
-                                                micro_batch=4, global_batch=512))
+                                                micro_batch=4, global_batch=512, **extra))
         return [a for a in result.setup.assumptions if a.startswith("MoE in fp8")]
 
-    assert note("b200") and "3,000" in note("b200")[0]
-    assert note("h100-sxm") == []
+    blackwell = note("b200", fp8_recipe="mxfp8")
+    assert blackwell and "3,000" in blackwell[0] and "--moe-fused-grouped-mlp" in blackwell[0]
+    hopper = note("h100-sxm")
+    assert hopper and "1,070" in hopper[0] and "--moe-fused-grouped-mlp" not in hopper[0]
+    assert note("mi300x") == []
 
 
 def test_fused_grouped_mlp_runs_experts_at_the_dense_fp8_curve_and_needs_mxfp8() -> None:

@@ -165,7 +165,13 @@ class Efficiency:
     a user's 0.95x for a whole layer at dim 2048, ffn 1408 (pytorch/torchtitan #2086). Checked on two
     DeepSeek-V3 pairs it was not fitted on: 1.144 against 1.132 measured (revised 25.11 Megatron-Bridge tables,
     256 GB300) and 1.049 against 1.047 (Megatron-Bridge #1869, B200), where the dense fp8 curve gives 1.34 and
-    1.25. Hopper: no paired measurement, the dense fp8 curve."""
+    1.25. Hopper: 1,070, the least-squares fit to the two published FP8 / BF16 pairs of one model, layout and stack
+    on H100 (Megatron-LM MoE recipes 2026-07, Qwen3-30B-A3B on 32 H100, EP8, blockwise FP8 whose recipe also
+    captures partial CUDA graphs, 1.010; NVIDIA DGX Cloud's Grok-1 recipe on NeMo 25.04, 512 H100, TP4 PP8 CP2 EP8,
+    per-tensor delayed scaling, 1.186), which it reproduces at 1.006 and 1.189 where the dense fp8 curve (553)
+    gives 1.065 and 1.334; checked on the same DGX Cloud release's Llama 4 Maverick pair it was not fitted on (512
+    H100, EP128, the fp8 run with full CUDA graphs), 1.168 against 1.148 measured (python
+    benchmarks/fp8_grouped_half_dim.py; tests/validation/test_fp8_grouped_pairs.py)."""
     fp4_gemm_max: float = 0.0
     """Large NVFP4 GEMMs (the GEMM alone, E2M1 data with E4M3 scales per 16 elements), fraction of the fp4 dense
     peak (0: no NVFP4 tensor cores). Blackwell: gemm_max x 0.979, the ratio of the sustained fractions of peak
@@ -277,6 +283,7 @@ because the published fp8 runs rigplan is checked on used 2024-2025 libraries.""
 
 HOPPER = Efficiency(
     family="hopper", gemm_max=0.78, gemm_half_dim=400.0, fp8_gemm_max=0.70, fp8_gemm_half_dim=553.0,
+    fp8_grouped_half_dim=1070.0,
     fp8_backward_rate=FP8_SPLIT_ACCUMULATION_RATE,
     attention={"fa2": _FA2_H100, "fa3": _FA3_H100, "cudnn": _CUDNN_HOPPER, "sdpa": _SDPA_H100,
                "sdpa_efficient": _SDPA_EFFICIENT_H100},
@@ -286,7 +293,8 @@ HOPPER = Efficiency(
            "i.e. d_half ~400), fp8 ~1400 of 1979; STREAM triad ~3.07 of 3.35 TB/s "
            "measured on H100 80GB HBM3. Checked on an H200 (docs/measurements/h200-2026-12/fp8_gemm.json, 19 GEMMs "
            "of 0.1-2 TFLOP: square, MoE expert and Llama 3 8B shapes): bf16 fits (0.77, 380); fp8 with fast "
-           "accumulation (torch._scaled_mm, per-tensor scales) fits (0.75, 910), the fp8 curve used here",
+           "accumulation (torch._scaled_mm, per-tensor scales) fits (0.75, 910) jointly and 553 with rigplan's 0.70 "
+           "ceiling, the fp8 curve used here (docs/measurements/h200-2026-12.md, section 11)",
     measured=True,
 )
 BLACKWELL = Efficiency(
