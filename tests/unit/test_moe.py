@@ -612,3 +612,21 @@ def test_the_1f1b_overlap_has_no_partner_for_one_micro_batch_a_step() -> None:
     assert unpaired == pytest.approx(0.6 * (1 - moe.A2A_OVERLAP_SM_SHARE / (1 - moe.A2A_OVERLAP_SM_SHARE)))
     assert moe.unpaired_all_to_all_s(Job(a2a_overlap=True, a2a_overlap_schedule="dualpipe"), 1.0, 0.0) == 0.0
     assert step(64, True, **piped) < step(64, False, **piped)
+
+
+def test_only_the_recomputed_layers_repeat_their_forward_all_to_all() -> None:
+    """Full recomputation of some layers (Megatron --recompute-num-layers with the block method) runs the forward
+    dispatch and combine again in those layers only: the all-to-all a step grows by their share of what full
+    recomputation of every layer adds."""
+    base = {"model": "qwen3-30b-a3b", "gpu": "mi355x", "gpus": 8, "ep": 8, "micro_batch": 8, "global_batch": 512,
+            "framework": "megatron", "zero": 1, "moe_dispatcher": "deepep", "balanced_routing": True}
+
+    def ep_total_s(**extra: object) -> float:
+        result = speed.estimate(EstimateRequest(**{**base, **extra})).to_dict()
+        return float(result["breakdown"]["comm_by_axis"]["ep"]["total_s"])
+
+    plain = ep_total_s(recompute="none")
+    every = ep_total_s(recompute="full")
+    five = ep_total_s(recompute="full", recompute_method="block", recompute_num_layers=5)
+    assert every == pytest.approx(1.5 * plain, rel=1e-6)  # forward (dispatch + combine) is half of the four
+    assert five == pytest.approx(plain + 5 / 48 * (every - plain), rel=1e-6)

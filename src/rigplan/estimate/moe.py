@@ -28,7 +28,7 @@ gradient, so it binds below m = 4·rate/bandwidth tokens per expert: about 1,180
 on a B200 in fp8, where EP 8 with 16-32 experts per GPU and one sequence per micro-batch gives 256-512.
 
 All-to-all per MoE layer and micro-batch: dispatch and combine forward, their gradients backward
-(and one more forward pair under full recompute). Each carries (T/tp)·k·h elements per rank;
+(and one more forward pair in each layer that full recomputation runs again). Each carries (T/tp)·k·h elements per rank;
 dispatch in fp8 for fp8 recipes (DeepSeek-V3 Sec. 3.3.2 and DeepEP), everything else in bf16.
 The EP group's members are etp ranks apart, so ep·etp consecutive GPUs per scale-up domain keep it
 on NVLink; beyond, the (ep - k)/ep share of each rank's copies leaves over its NIC
@@ -296,11 +296,15 @@ def deduplicated_copy_share(arch: Architecture, destinations: Num, dedup: bool) 
 
 
 def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, ep: Num, etp: Num,
-                        domain: int, intra: comm.Tier, inter: comm.Tier) -> Num:
+                        domain: int, intra: comm.Tier, inter: comm.Tier, recomputed_share: Num | None = None) -> Num:
     """All-to-all seconds of one MoE layer for one micro-batch (forward, backward, recompute), on the
-    busiest rank, before any overlap (formula in the module docstring)."""
+    busiest rank, before any overlap (formula in the module docstring). `recomputed_share`: the share of the
+    layers whose forward runs again (full recomputation of some layers, Megatron --recompute-num-layers);
+    default 1 under full recomputation, else 0."""
     if arch.moe is None:
         return 0.0 * xp.asarray(tokens)
+    if recomputed_share is None:
+        recomputed_share = 1.0 if job.recompute == "full" else 0.0
     ep_a = xp.asfloat(ep)
     etp_a = xp.asfloat(etp)
     per_domain = xp.clip(xp.floor(domain / etp_a), 1.0, ep_a)
@@ -324,8 +328,7 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
     dispatch_bytes = 1.0 if job.precision == "fp8" else float(job.compute_dtype_bytes)
     forward = one(dispatch_bytes) + one(float(job.compute_dtype_bytes))
     backward = 2.0 * one(float(job.compute_dtype_bytes))
-    recompute = forward if job.recompute == "full" else 0.0
-    a2a = forward + backward + recompute
+    a2a = forward + backward + forward * xp.asfloat(recomputed_share)
     # Expert tensor parallelism: the ep-received copies are all-gathered over etp before the experts
     # and reduce-scattered after (forward), and the reverse backward: 4 collectives of m·h per rank.
     gathered = elements * etp_a * float(job.compute_dtype_bytes)

@@ -518,10 +518,14 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         cp_per_layer = (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
                         + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
     a2a_per_layer: Num = 0.0
+    a2a_recompute_per_layer: Num = 0.0
     if arch.moe is not None:
         ep_intra = comm.place_group(gpu, ep, stride=etp, domain_size=domain, intra=intra, inter=inter).intra
-        a2a_per_layer = moe.expert_all_to_all_s(arch, job, tokens=tokens, tp=tp, ep=ep, etp=etp, domain=domain,
-                                                intra=ep_intra, inter=inter)
+        a2a_args = dict(tokens=tokens, tp=tp, ep=ep, etp=etp, domain=domain, intra=ep_intra, inter=inter)
+        a2a_per_layer = moe.expert_all_to_all_s(arch, job, recomputed_share=0.0, **a2a_args)
+        if job.recompute == "full":  # the forward dispatch and combine of a recomputed layer run again
+            a2a_recompute_per_layer = moe.expert_all_to_all_s(arch, job, recomputed_share=1.0,
+                                                              **a2a_args) - a2a_per_layer
 
     rates = _rates(arch, job, layout, gpu, eff, tp, cp, ep, mb, etp)
 
@@ -553,7 +557,8 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         ep_tax: Num = 0.0
         if arch.moe is not None:
             moe_layers = layers - stage.dense_layers + stage.lm_head * arch.moe.mtp_layers
-            a2a = moe_layers * a2a_per_layer
+            recomputed_moe_layers = moe_layers * stage.recomputed_layers / np.maximum(layers, 1.0)
+            a2a = moe_layers * a2a_per_layer + recomputed_moe_layers * a2a_recompute_per_layer
             ep_s, ep_tax = moe.exposed_all_to_all_s(job, a2a, compute)
         tax = tp_tax + cp_tax + ep_tax
         compute = compute + tax
