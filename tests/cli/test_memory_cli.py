@@ -71,7 +71,7 @@ def test_shape_flags_without_model() -> None:
 @pytest.mark.parametrize("args,expected", [
     (("memory", "llama-3.1-8bb"), "did you mean llama-3.1-8b"),
     (("memory", "llama-3.1-8b", "--gpu", "h100"), "unknown gpu 'h100'"),
-    (("memory", "llama-3.1-8b", "--tp", "3"), "tp=3 must divide heads=32 and kv_heads=8"),
+    (("memory", "llama-3.1-8b", "--tp", "3"), "tp=3 must divide heads=32, and divide kv_heads=8 or be a multiple"),
     (("memory", "llama-3.1-8b", "--pp", "4", "--stage-layers", "8,8,8"), "4 virtual stages need one each"),
     (("memory", "llama-3.1-8b", "--pp", "4", "--stage-layers", "8,8,8,9"), "sums to 33, the model has 32"),
     (("memory", "llama-3.1-8b", "--pp", "4", "--stage-layers", "8,a"), "comma-separated layer counts"),

@@ -32,7 +32,8 @@ def test_errors_are_translated_with_their_status_and_field(client) -> None:  # t
     en = client.post("/api/memory", json=bad)
     zh = client.post("/api/memory", json=bad, headers={"accept-language": "zh"})
     assert en.status_code == zh.status_code == 400 and zh.json()["field"] == en.json()["field"]
-    assert zh.json()["detail"] == "tp=3 必须整除 heads=64 和 kv_heads=8"
+    assert zh.json()["detail"] == ("tp=3 必须整除 heads=64，并且整除 kv_heads=8 或是它的倍数"
+                                   "（此时每个键值头由 tp/kv_heads 个张量并行进程共同持有）")
     invalid = client.post("/api/memory", json={**BODY, "micro_batch": "many"}, headers={"accept-language": "zh"})
     assert invalid.status_code == 422 and "应为有效的整数" in invalid.json()["detail"]
 

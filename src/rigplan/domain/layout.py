@@ -97,8 +97,9 @@ def check_layout_for_model(layout: Layout, *, num_layers: int, num_heads: int, n
                            num_experts: int, seq_len: int) -> None:
     """Raise InvalidSpec, showing every factor, when the layout cannot split this model."""
     problems: list[str] = []
-    if num_heads % layout.tp or num_kv_heads % layout.tp:
-        problems.append(f"tp={layout.tp} must divide heads={num_heads} and kv_heads={num_kv_heads}")
+    if num_heads % layout.tp or (num_kv_heads % layout.tp and layout.tp % num_kv_heads):
+        problems.append(f"tp={layout.tp} must divide heads={num_heads}, and divide kv_heads={num_kv_heads} or be a "
+                        "multiple of it (each kv head then held by tp/kv_heads ranks)")
     split = split_problem(layout.split, num_layers, layout.pp, layout.vpp)
     if split:
         problems.append(split)

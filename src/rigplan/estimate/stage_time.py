@@ -504,6 +504,9 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
     # (ring or all-to-all, forward and backward) and, for MoE, one layer's dispatch and combine.
     tp_collective_s = comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node, tp_place.intra,
                                                      inter)
+    kv_gather_s = tensor_parallel.kv_replica_gather_s(arch, tokens=tokens, tp=tp, head_dims=attention_head_dims(arch),
+                                                      dtype_bytes=p, per_node=tp_place.per_node,
+                                                      intra=tp_place.intra, inter=inter)
     ulysses = job.cp_comm_type == "a2a"
     if ulysses:
         d_qk, d_v = attention_head_dims(arch)
@@ -539,8 +542,9 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             tp_collective_s, layers, stage.recomputed_layers, sequence_parallel=bool(layout.sequence_parallel),
             async_backward=tp_async_backward, overlap_on=tp_overlap, gemm_s=timed.gemm_s,
             column_backward_gemm_s=timed.column_backward_gemm_s)
-        tp_total = np.where(tp > 1, tp_total, 0.0)
-        tp_s = np.where(tp > 1, tp_s, 0.0)
+        kv_s = kv_gather_s * (2.0 * layers + stage.recomputed_layers)
+        tp_total = np.where(tp > 1, tp_total, 0.0) + kv_s
+        tp_s = np.where(tp > 1, tp_s, 0.0) + kv_s
         tp_tax = np.where(tp > 1, tp_tax, 0.0)
         # Context parallel: ring K/V exchange per layer, hidden behind the attention core when overlapped; the
         # all-to-all form is exposed, its forward half again in recomputed layers.

@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from rigplan.estimate import overlap
+from rigplan.domain.model import Architecture
+from rigplan.estimate import comm, overlap
 
 Num = Any
 
@@ -87,3 +88,25 @@ def tensor_parallel_s(all_reduce_s: Num, layers: Num, recomputed_layers: Num, *,
     on = np.asarray(overlap_on, dtype=bool)
     return (np.where(on, total_plain, total_async), np.where(on, ub_exposed, exposed_async),
             np.where(on, ub_tax, tax))
+
+
+def kv_replica_gather_s(arch: Architecture, *, tokens: Num, tp: Num, head_dims: tuple[float, float],
+                        dtype_bytes: float, per_node: Num, intra: comm.Tier, inter: comm.Tier) -> Num:
+    """Seconds of one layer's forward all-gather of a kv group's fused QKV output when the tensor-parallel ranks
+    outnumber the kv heads (0 where they do not); its backward reduce-scatter takes the same.
+
+    Megatron-Core (0.16 and later) slices the fused QKV weight by rows as always, so with tp = r·g for g kv heads
+    each rank computes 1/r of one kv group's rows; the r ranks of a group all-gather the group's output (its
+    a/g query heads and its key and value head, T tokens) before attention and reduce-scatter its gradient after
+    (ms-swift issue #8219: 'num_query_groups must be a multiple of tensor_model_parallel_size' under
+    Megatron-Core 0.15, running under 0.16; the gather described in ISEEKYAN/Megatron-LM PR #91 and
+    ai-dynamo/modelexpress PR #650). Left out: the kv activations each rank then keeps for a whole head (the
+    memory estimate charges 1/tp of the layer's kv heads)."""
+    replicas = np.maximum(np.asarray(tp, dtype=np.float64) / arch.kv_heads, 1.0)
+    if not np.any(replicas > 1.0):
+        return 0.0 * replicas
+    d_qk, d_v = head_dims  # query/key and value head dimensions
+    group_width = arch.num_heads / arch.kv_heads * d_qk + d_qk + d_v
+    gather = comm.hierarchical_all_gather_s(tokens * group_width * dtype_bytes, replicas,
+                                            np.minimum(replicas, per_node), intra, inter)
+    return np.where(replicas > 1.0, gather, 0.0)

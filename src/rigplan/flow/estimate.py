@@ -247,6 +247,11 @@ MNNVL_EP_NOTE = ("EP all-to-all on multi-node NVLink: each EP group of {n} GPUs 
                  "4-GPU trays (NeMo 25.04's published DeepSeek-V3 GB200 runs are 2.8x slower than the NVLink estimate "
                  "and within 5-13% of the tray one: rigplan validate --suite moe)")
 
+KV_REPLICA_NOTE = ("tp={tp} exceeds the model's {kv} kv heads: each kv group's fused QKV rows are split over {r} "
+                   "tensor-parallel ranks, which all-gather the group's output before attention and reduce-scatter its "
+                   "gradient after (Megatron-Core 0.16 and later; earlier versions and most other stacks need tp to "
+                   "divide the kv heads)")
+
 NVFP4_NOTE = ("NVFP4: the linear layers' GEMMs at the fp4 peak (E2M1 with E4M3 scales per 16 elements, Transformer "
               "Engine's NVFP4BlockScaling); attention, the LM head and the router stay bf16. On Megatron-Bridge's ten "
               "published NVFP4 rows (Llama 3 70B and 405B on GB300 and GB200) this step runs 18-37% faster than "
@@ -402,6 +407,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
         assumptions.append(f"Muon: one fp32 momentum on the hidden matrices ({share:.1%} of the parameters), AdamW on "
                            "embeddings, head and norms; five Newton-Schulz iterations a step on each rank's share of "
                            "the matrices, timed as bf16 GEMMs (optimizer row)")
+    if setup.layout.tp > setup.arch.kv_heads:
+        assumptions.append(KV_REPLICA_NOTE.format(tp=setup.layout.tp, kv=setup.arch.kv_heads,
+                                                  r=setup.layout.tp // setup.arch.kv_heads))
     if not gpu.tdp_w:
         assumptions.append(f"{gpu.name}: no published power figure, so power and energy are not estimated")
     if setup.calibration is None and efficiency_for(gpu) is AMPERE and "ampere" not in gpu.architecture.lower():

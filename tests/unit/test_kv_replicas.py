@@ -1,0 +1,65 @@
+"""Tensor parallelism beyond the kv heads (Megatron-Core 0.16 and later): the layout check accepts a tp that is a
+multiple of the kv heads, and the step pays each layer's all-gather of a kv group's QKV output (forward) and its
+reduce-scatter (backward) over the ranks that share the group."""
+
+from __future__ import annotations
+
+import pytest
+
+from rigplan.domain.layout import Layout, check_layout_for_model
+from rigplan.errors import InvalidSpec
+from rigplan.estimate import comm
+from rigplan.estimate.stage_time import attention_head_dims
+from rigplan.estimate.tensor_parallel import kv_replica_gather_s
+from rigplan.flow import estimate as speed
+from rigplan.flow.request import EstimateRequest
+
+
+def check(tp: int, heads: int = 32, kv: int = 4) -> None:
+    check_layout_for_model(Layout(tp=tp), num_layers=48, num_heads=heads, num_kv_heads=kv, num_experts=0,
+                           seq_len=4096)
+
+
+def test_tp_may_be_a_multiple_of_the_kv_heads_but_must_divide_the_heads() -> None:
+    check(4)
+    check(8)
+    check(16)
+    with pytest.raises(InvalidSpec, match="tp=6 must divide heads=48, and divide kv_heads=4 or be a multiple"):
+        check(6, heads=48)
+    with pytest.raises(InvalidSpec, match="tp=64 must divide heads=32"):
+        check(64)
+
+
+def test_kv_replica_gather_is_zero_until_tp_exceeds_the_kv_heads() -> None:
+    setup = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm")).setup
+    arch, gpu = setup.arch, setup.gpu  # 32 query heads, 4 kv heads of 128
+    intra, inter = comm.link_tier(gpu.link), comm.nic_tier(gpu)
+    kw = dict(tokens=4096.0, head_dims=attention_head_dims(arch), dtype_bytes=2.0, per_node=8.0, intra=intra,
+              inter=inter)
+    assert kv_replica_gather_s(arch, tp=4, **kw) == 0.0
+    two = float(kv_replica_gather_s(arch, tp=8, **kw))
+    # two ranks share a group: the group's 8 query heads and its key and value head, 4096 tokens, bf16
+    group_bytes = 4096 * (8 + 2) * 128 * 2
+    assert two == pytest.approx(float(comm.hierarchical_all_gather_s(group_bytes, 2, 2, intra, inter)))
+    assert float(kv_replica_gather_s(arch, tp=16, **kw)) > two
+
+
+def test_the_step_pays_the_gather_and_the_reduce_scatter_in_every_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = {"model": "qwen3-30b-a3b", "gpu": "h100-sxm", "gpus": 16, "tp": 8, "pp": 2, "ep": 8, "etp": 1,
+            "micro_batch": 1, "global_batch": 64, "framework": "nemo", "balanced_routing": True}
+    result = speed.estimate(EstimateRequest(**base))
+    assert any("tp=8 exceeds the model's 4 kv heads" in a for a in result.setup.assumptions)
+    with_gather = result.to_dict()["breakdown"]["comm_by_axis"]["tp"]["total_s"]
+    per_layer: list[float] = []
+
+    def no_gather(*args: object, **kwargs: object) -> float:
+        per_layer.append(float(kv_replica_gather_s(*args, **kwargs)))  # type: ignore[arg-type]
+        return 0.0
+
+    monkeypatch.setattr("rigplan.estimate.tensor_parallel.kv_replica_gather_s", no_gather)
+    without = speed.estimate(EstimateRequest(**base)).to_dict()["breakdown"]["comm_by_axis"]["tp"]["total_s"]
+    micro_batches, layers_per_stage = 64, 24  # dp 1; 48 layers over pp 2
+    assert per_layer[0] > 0
+    assert with_gather - without == pytest.approx(micro_batches * 2 * layers_per_stage * per_layer[0], rel=1e-6)
+    assert not any("exceeds the model's" in a for a in
+                   speed.estimate(EstimateRequest(**{**base, "tp": 4})).setup.assumptions)
