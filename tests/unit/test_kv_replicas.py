@@ -30,6 +30,13 @@ def test_tp_may_be_a_multiple_of_the_kv_heads_but_must_divide_the_heads() -> Non
         check(64)
 
 
+def test_ulysses_cp_sees_one_kv_head_per_rank_beyond_the_kv_heads() -> None:
+    from rigplan.domain.layout import heads_per_cp_problem
+
+    assert heads_per_cp_problem(32, 4, 8, 1) is None
+    assert "kv-heads (1) must be divisible by cp=2" in str(heads_per_cp_problem(32, 4, 8, 2))
+
+
 def test_kv_replica_gather_is_zero_until_tp_exceeds_the_kv_heads() -> None:
     setup = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm")).setup
     arch, gpu = setup.arch, setup.gpu  # 32 query heads, 4 kv heads of 128

@@ -84,8 +84,9 @@ class Layout:
 
 def heads_per_cp_problem(num_heads: int, num_kv_heads: int, tp: int, cp: int) -> str | None:
     """Why all-to-all context parallelism cannot split these heads over tp x cp ranks (None if it can): each cp
-    rank takes heads/cp of the heads and of the kv heads that its tensor-parallel rank holds."""
-    heads, kv = num_heads // tp, num_kv_heads // tp
+    rank takes heads/cp of the heads and of the kv heads that its tensor-parallel rank holds (one, shared with
+    other ranks, where tp exceeds the kv heads)."""
+    heads, kv = num_heads // tp, max(num_kv_heads // tp, 1)
     if cp > 1 and (heads % cp or kv % cp):
         return (f"--cp-comm-type a2a splits the heads over context-parallel ranks: heads per tensor-parallel rank "
                 f"({heads}) and kv-heads ({kv}) must be divisible by cp={cp}; use --cp-comm-type p2p or a cp "
