@@ -92,7 +92,8 @@ def test_megatron_overlap_defaults_are_for_ddp_and_the_distributed_optimizer() -
     assert (zero1.overlap_grad_reduce, zero1.overlap_param_gather, zero1.pp_comm_overlap) == (False, False, True)
     fsdp = MemoryRequest(model="llama-3.1-8b", gpus=8, framework="megatron", zero=3)
     assert (fsdp.overlap_grad_reduce, fsdp.overlap_param_gather) == (None, None)  # rigplan's FSDP default
-    assert MemoryRequest(model="llama-3.1-8b", framework="nemo").pp_comm_overlap is False  # Megatron-Core config
+    # NeMo 2.0 / Megatron-Bridge comm-overlap configs turn the interleaved schedule's p2p overlap on
+    assert MemoryRequest(model="llama-3.1-8b", framework="nemo").pp_comm_overlap is True
 
 
 def test_torchtune_trains_in_pure_bf16_unless_told() -> None:

@@ -53,7 +53,7 @@ def test_small_microbatch_hopper_note_states_the_suite_as_it_is() -> None:
     errors = errors_where_shown(speed.SMALL_MICROBATCH_MOE_EVIDENCE)
     assert len(errors) == 31
     assert round(-min(errors) * 100) == 14 and round(max(errors) * 100) == 534
-    assert round(statistics.median(errors) * 100) == 31
+    assert round(statistics.median(errors) * 100) == 33
     assert sum(e > 0.35 for e in errors) == 14
 
 
@@ -71,8 +71,8 @@ def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
         elif case.request.gpu == "gb200" and case.request.fp8_recipe != "nvfp4":
             gb200.append(tokens_error(case))
     assert (len(others), len(gpt_oss)) == (29, 15)
-    assert round(-max(others) * 100) == 4 and round(-min(others) * 100) == 34
-    assert round(-statistics.median(others) * 100) == 15
+    assert round(-max(others) * 100) == 4 and round(-min(others) * 100) == 33
+    assert round(-statistics.median(others) * 100) == 13
     assert round(-min(gpt_oss) * 100) == 10 and round(max(gpt_oss) * 100) == 32
     assert round(-statistics.median(gpt_oss) * 100) == 3
     bridge_bf16 = sorted(gpt_oss)[-4:]

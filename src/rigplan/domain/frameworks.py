@@ -178,9 +178,11 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             _s("NeMo 2.0 / Megatron-Bridge recipes: DistributedDataParallelConfig(grad_reduce_in_fp32=True, "
                "overlap_grad_reduce=True, overlap_param_gather=True, use_distributed_optimizer=True)",
                overlap_grad_reduce=True, overlap_param_gather=True),
-            _s("megatron/core/model_parallel_config.py ModelParallelConfig.overlap_p2p_comm defaults to False (NeMo "
-               "1.x megatron_gpt_model.py: cfg.get('overlap_p2p_comm', False)); only Megatron-LM's arguments.py "
-               "turns it on", pp_comm_overlap=False),
+            _s("NeMo 2.0 MegatronCommOverlapCallback and Megatron-Bridge CommOverlapConfig "
+               "(_get_model_comm_overlap_cfgs): overlap_p2p_comm on, batch_p2p_comm off, whenever the pipeline is "
+               "interleaved (vp_size > 1); NVIDIA's performance scripts carry that config for DeepSeek-V3, Kimi K2, "
+               "Qwen3 MoE, Mixtral, Llama 4 and Grok-1 (Megatron-Bridge's Qwen3 MoE and gpt-oss library recipes "
+               "leave it unset: --no-pp-comm-overlap there)", pp_comm_overlap=True),
         ),
         note="tp/pp/vpp/cp as the recipe sets them"),
     FrameworkPreset(
