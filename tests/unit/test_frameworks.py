@@ -46,7 +46,8 @@ def test_each_preset_sets_what_it_claims(name: str, precision: str, tp: int) -> 
                 assert field not in applied.set_values
     job = build_setup(request).job
     for field in ("kernels", "loss", "compile", "autocast", "main_grads_fp32", "optimizer_foreach", "fused_swiglu",
-                  "fp8_transpose_cache", "ddp_grad_copy", "fsdp_prefetch", "attention_kernel", "recompute"):
+                  "fp8_transpose_cache", "ddp_grad_copy", "fsdp_prefetch", "attention_kernel", "recompute",
+                  "rope_factor_unfused"):
         if field in applied.set_values:
             assert getattr(job, field) == applied.set_values[field], (name, field)
 

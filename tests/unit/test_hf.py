@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ def test_fixture_matches_catalog_record(folder: str) -> None:
         assert getattr(arch, field) == getattr(ref, field), f"{folder}: {field}"
     assert arch.kv_heads == ref.kv_heads
     assert arch.window_counts == ref.window_counts, f"{folder}: sliding windows"
+    assert arch.rope_attention_factor == pytest.approx(ref.rope_attention_factor, abs=1e-4), f"{folder}: YaRN"
     assert (arch.moe is None) == (ref.moe is None)
     assert (arch.mla is None) == (ref.mla is None)
 
@@ -357,3 +359,29 @@ def test_llama4_interleave_step_is_kept(tmp_path: Path) -> None:
     # An explicit moe_layers list off the step pattern falls back to leading dense layers, with a note.
     odd = architecture_from_hf_config(_write(tmp_path, {**cfg, "moe_layers": [6, 7]}, "config.json"))
     assert odd.moe is not None and (odd.moe.first_dense_layers, odd.moe.moe_layer_step) == (6, 1)
+
+
+@pytest.mark.parametrize(("rope", "factor"), [
+    ({"rope_type": "yarn", "factor": 32.0}, 0.1 * math.log(32.0) + 1.0),  # gpt-oss: yarn_mscale(32)
+    ({"type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0}, 1.0),  # DeepSeek-V3: the ratio is 1
+    ({"type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 0.0}, 0.1 * math.log(40) + 1.0),
+    ({"rope_type": "yarn", "factor": 4.0, "attention_factor": 1.25}, 1.25),  # given outright
+    ({"rope_type": "llama3", "factor": 8.0}, 1.0),  # not YaRN: cos and sin unscaled
+    ({"rope_type": "yarn", "factor": 1.0}, 1.0),
+])
+def test_yarn_attention_factor_from_rope_scaling(tmp_path: Path, rope: dict[str, Any], factor: float) -> None:
+    cfg = json.loads((HF_DIR / "llama-3.1-8b" / "config.json").read_text())
+    cfg["rope_scaling"] = rope
+    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    assert arch.rope_attention_factor == pytest.approx(factor)
+    assert any("YaRN" in n for n in arch.notes) == (factor != 1.0)
+    cfg.pop("rope_scaling")
+    cfg["rope_parameters"] = rope  # transformers 5 spells it rope_parameters
+    assert architecture_from_hf_config(_write(tmp_path, cfg)).rope_attention_factor == pytest.approx(factor)
+
+
+def test_yarn_attention_factor_out_of_range_is_one_line(tmp_path: Path) -> None:
+    cfg = json.loads((HF_DIR / "llama-3.1-8b" / "config.json").read_text())
+    cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "attention_factor": 0.5}
+    message = _error(_write(tmp_path, cfg))
+    assert "rope_scaling" in message and "1 to 10" in message

@@ -11,6 +11,7 @@ model_type) and this one (the file, the attention windows, the Architecture).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,36 @@ def attention_windows(r: ConfigReader, model_type: str, num_layers: int) -> tupl
     return windows, [*notes, f"{local} of {num_layers} layers attend to a {window}-token sliding window"]
 
 
+def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    """YaRN's magnitude scale 0.1·mscale·ln(scale) + 1 (1 at scale <= 1), as transformers' and Megatron-Core's
+    rotary code write it (modeling_rope_utils get_mscale, yarn_rotary_pos_embedding _yarn_get_mscale)."""
+    return 1.0 if scale <= 1.0 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def rope_attention_factor(r: ConfigReader) -> tuple[float, list[str]]:
+    """The factor YaRN puts on the rotary cos and sin (Architecture.rope_attention_factor), read from
+    rope_scaling (rope_parameters in transformers 5): attention_factor when given, else mscale / mscale_all_dim
+    when both are given (DeepSeek-V3, Kimi K2), else yarn_mscale(factor) (gpt-oss); 1 for other rope types."""
+    section_key = "rope_parameters" if isinstance(r.cfg.get("rope_parameters"), dict) else "rope_scaling"
+    if not isinstance(r.cfg.get(section_key), dict):
+        return 1.0, []
+    rope = r.nested(section_key)
+    if (rope.cfg.get("rope_type") or rope.cfg.get("type")) != "yarn":
+        return 1.0, []
+    scale = rope.number("factor", 1.0)
+    given = rope.cfg.get("attention_factor")
+    if given is not None:
+        factor = rope.number("attention_factor", 1.0)
+    elif rope.cfg.get("mscale") is not None and rope.cfg.get("mscale_all_dim") is not None:
+        factor = yarn_mscale(scale, rope.number("mscale", 1.0)) / yarn_mscale(scale, rope.number("mscale_all_dim", 1.0))
+    else:
+        factor = yarn_mscale(scale)
+    if not 1.0 <= factor <= 10.0:
+        raise r.fail(f"key '{section_key}' gives a YaRN attention factor of {factor:.4g}; rigplan takes 1 to 10")
+    return factor, ([f"YaRN rotary scaling (factor {scale:g}): cos and sin scaled by {factor:.4f}"]
+                    if factor != 1.0 else [])
+
+
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 
 TEXT_TOWER_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
@@ -106,7 +137,8 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
     reader = ConfigReader(cfg, file, model_type)
     fields, family_notes = FAMILIES[model_type](reader)
     fields["attention_windows"], window_notes = attention_windows(reader, model_type, fields["num_layers"])
-    family_notes = [*family_notes, *window_notes]
+    fields["rope_attention_factor"], rope_notes = rope_attention_factor(reader)
+    family_notes = [*family_notes, *window_notes, *rope_notes]
     default_id = file.parent.name if file.name == "config.json" and file.parent.name else file.stem
     arch_id = model_id or default_id
     name = raw.get("_name_or_path") if isinstance(raw.get("_name_or_path"), str) else None

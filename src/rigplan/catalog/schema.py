@@ -313,6 +313,8 @@ class ModelRecord(Record):
     fused_projections: bool = False
     embedding_norm: bool = False
     attention_sinks: bool = False
+    rope_attention_factor: Annotated[float, Field(ge=1.0, le=10.0)] = 1.0
+    """YaRN's factor on the rotary cos and sin (domain.model.Architecture.rope_attention_factor); 1 without YaRN."""
     sliding_window: Annotated[int, Field(ge=0, le=BOUNDS["context"].high)] = 0
     """Tokens each query attends back to in the local layers; 0 = full attention everywhere."""
     sliding_window_full_every: Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)] = 0
@@ -354,6 +356,7 @@ class ModelRecord(Record):
             fused_projections=self.fused_projections,
             embedding_norm=self.embedding_norm,
             attention_sinks=self.attention_sinks,
+            rope_attention_factor=self.rope_attention_factor,
             attention_windows=sliding_windows(self.num_layers, self.sliding_window, self.sliding_window_full_every),
             moe=MoE(**self.moe.model_dump()) if self.moe else None,
             mla=MLA(**self.mla.model_dump()) if self.mla else None,

@@ -452,6 +452,9 @@ def _job_options(func: F, *, preset: bool) -> F:
         *weight_state_option_list(),
         click.option("--fused-swiglu/--no-fused-swiglu", default=False,
                      help="Megatron-Core/TE fused SwiGLU (saves 3f, not 4f, per token)."),
+        click.option("--rope-factor-unfused/--no-rope-factor-unfused", default=False,
+                     help="The fused rotary kernel cannot scale cos and sin (Megatron-Core), so a YaRN model "
+                          "(gpt-oss) runs its rotary embedding unfused."),
         click.option("--nvls-buffers/--no-nvls-buffers", default=False,
                      help="NCCL NVLS buffers on NVSwitch nodes (NCCL 2.18-2.19 default): 1 GiB per 8-GPU "
                           "communicator."),

@@ -117,6 +117,9 @@ _MEGATRON_CORE: tuple[PresetSetting, ...] = (
        "logits, exp and normalisation in place", loss="fused"),
     _s(f"{_MCORE_ARGS}: --no-bias-swiglu-fusion turns it off, so bias_swiglu_fusion defaults on (fused SwiGLU "
        "saves its 2f input)", fused_swiglu=True),
+    _s("megatron/core/models/common/embeddings/rope_utils.py apply_rotary_pos_emb: with apply_rope_fusion, 'mscale=... "
+       "is not supported by TE's fused RoPE. Using unfused implementation.' (a YaRN model's concentration factor, "
+       "yarn_rotary_pos_embedding._yarn_get_concentration_factor: gpt-oss 1.3466)", rope_factor_unfused=True),
     _s(f"{_MCORE_ARGS} validate_args: --bf16 sets accumulate_allreduce_grads_in_fp32 (unless --grad-reduce-in-bf16), "
        "so gradients accumulate in an fp32 main-grad buffer (param.main_grad) and the data-parallel reduction runs "
        "on it; one flag for both: megatron/core/distributed/distributed_data_parallel.py allocates the buffer as "

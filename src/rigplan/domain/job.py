@@ -169,6 +169,11 @@ class Job:
     O to fp8 (a few bytes per element beside the kernel) and any change to what attention saves for backward."""
     fused_swiglu: bool = False
     """Megatron-Core/TE fused SwiGLU: 3f saved per token instead of 4f."""
+    rope_factor_unfused: bool = False
+    """The stack's fused rotary kernel takes no factor on cos and sin, so a model whose YaRN scales them
+    (Architecture.rope_attention_factor != 1: gpt-oss) runs its rotary embedding as unfused tensor ops: Megatron-Core's
+    apply_rotary_pos_emb warns 'mscale=... is not supported by TE's fused RoPE. Using unfused implementation.' and
+    takes _apply_rotary_pos_emb_bshd even with apply_rope_fusion (estimate.elementwise.UNFUSED_SCALED_ROPE_TRAFFIC)."""
     nvls_buffers: bool = False
     """NCCL NVLS buffers on NVSwitch systems (on by default in NCCL 2.18-2.19): 1 GiB per 8-GPU communicator."""
     expandable_segments: bool = False

@@ -129,6 +129,11 @@ class Architecture:
     """A norm right after the token embedding (BLOOM)."""
     attention_sinks: bool = False
     """One learned logit per head (gpt-oss)."""
+    rope_attention_factor: float = 1.0
+    """What YaRN multiplies the rotary cos and sin by (transformers' attention_factor, Megatron-Core's concentration
+    factor): 0.1·ln(factor) + 1 for a YaRN factor > 1 unless the config gives attention_factor or mscale and
+    mscale_all_dim (their ratio of the same form); 1 without YaRN (gpt-oss: factor 32, 1.3466; DeepSeek-V3 and
+    Kimi K2: mscale = mscale_all_dim, 1)."""
     attention_windows: tuple[int, ...] = ()
     """Sliding-window size of each layer's attention in tokens, 0 for full causal attention; empty when
     every layer is full (Mistral 7B v0.1: 4096 on all layers; Gemma 2: 4096 on every other layer; Gemma 3:

@@ -26,6 +26,18 @@ reads and writes 6+8+4+8+6+4 = 36 bytes per element against 4. nn.LayerNorm is o
 EAGER_ROPE_TRAFFIC = 5.0
 """Eager rotary embedding (float upcast, complex multiply, view back, type_as): ~20 bytes per q/k element
 against 4 for a fused kernel."""
+UNFUSED_SCALED_ROPE_TRAFFIC = 25.0 / 6.0
+"""Megatron-Core's unfused rotary embedding (_apply_rotary_pos_emb_bshd, taken for a YaRN attention factor,
+domain.job.Job.rope_factor_unfused) over the fused kernel's, counted from its ops in q- or k-sized elements read
+plus written. Forward: t·cos (2), _rotate_half's negation of one half (1) and cat (2), ·sin (2), the add (3) and
+the final cat with the empty pass-through part (2): 12. Backward: the gradient times sin (2) and cos (2), the
+negation (1), the halves' gradients put back together (2), the two paths' gradients added (3) and the full-width
+slice's backward, zeros and a copy (3): 13. A fused kernel reads and writes once each way and rigplan moves an
+element-wise op's forward bytes once forward and twice backward (6 for 2), so the 25 count as 25/6 of it."""
+UNFUSED_SCALED_ROPE_KERNELS = 23.0
+"""Forward kernels that unfused rotary adds to a layer over the fused one: per call (q, then k) cos, its scaling
+and cast and the same for sin on the (s, d) frequencies (6) and the six ops above (6): 24, less the one fused
+kernel counted in FUSED_KERNELS_PER_LAYER."""
 EAGER_GATED_ACT_TRAFFIC = 5.0 / 3.0
 """Eager SwiGLU: silu(gate) (read f, write f) then multiply by up (read 2f, write f) = 5f against the
 fused 3f. A plain GeLU MLP activation is one kernel in either stack (1x)."""
@@ -43,6 +55,13 @@ tokens ran 187 ms a step where rigplan said 121 ms with the fused count
 (docs/measurements/h200-2026-12.md, section 2)."""
 
 
+def rope_unfused_for_factor(arch: Architecture, job: Job) -> bool:
+    """Whether a fused stack runs this model's rotary embedding as unfused ops because its kernel cannot apply the
+    YaRN attention factor (domain.job.Job.rope_factor_unfused; eager stacks are unfused anyway)."""
+    return (job.kernels == "fused" and job.rope_factor_unfused and arch.positions == "rope"
+            and arch.rope_attention_factor != 1.0)
+
+
 def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, float]:
     """HBM traffic of one layer's memory-bound ops, forward, per token: (replicated, split by tp).
 
@@ -54,7 +73,7 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     Megatron's fused kernel), plus one more with attention dropout. With the eager stack and no
     torch.compile, each op's traffic is multiplied by what its unfused PyTorch form moves
     (EAGER_*_TRAFFIC, counted from the ops); fused kernels (Transformer Engine, Liger) and Inductor's
-    fusions move the minimum.
+    fusions move the minimum, except a YaRN model's rotary under Megatron-Core (UNFUSED_SCALED_ROPE_TRAFFIC).
     """
     p = job.compute_dtype_bytes
     h = arch.hidden
@@ -63,7 +82,7 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
     eager = job.kernels in ("eager", "hf", "litgpt", "torchtune") and not job.compile
     norm_x = EAGER_RMSNORM_TRAFFIC if eager and arch.norm == "rmsnorm" else 1.0
-    rope_x = EAGER_ROPE_TRAFFIC if eager else 1.0
+    rope_x = EAGER_ROPE_TRAFFIC if eager else UNFUSED_SCALED_ROPE_TRAFFIC if rope_unfused_for_factor(arch, job) else 1.0
     act_x = EAGER_GATED_ACT_TRAFFIC if eager and arch.mlp == "gated" else 1.0
     replicated: float = (arch.norms_per_layer * 2 * h * norm_x + 2 * 3 * h + (2 * 2 * h if job.dropout else 0))
     activation = 3 * f * act_x if arch.mlp == "gated" else 2 * f
@@ -143,7 +162,7 @@ def kernels_per_layer(arch: Architecture, job: Job) -> float:
     (an RMSNorm +5: cast, pow, mean, rsqrt-mul, weight-mul; rotary +7; SwiGLU +1). nn.LayerNorm and
     GeLU are single kernels in either stack; torch.compile fuses back to about the fused count."""
     if job.kernels == "fused" or job.compile:
-        return FUSED_KERNELS_PER_LAYER
+        return FUSED_KERNELS_PER_LAYER + (UNFUSED_SCALED_ROPE_KERNELS if rope_unfused_for_factor(arch, job) else 0.0)
     extra = (5.0 * arch.norms_per_layer if arch.norm == "rmsnorm" else 0.0) + (
         7.0 if arch.positions == "rope" else 0.0) + (1.0 if arch.mlp == "gated" else 0.0)
     return FUSED_KERNELS_PER_LAYER + extra

@@ -261,6 +261,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         fp8_param_gather=spec.fp8_param_gather,
         fp8_attention=spec.fp8_attention, bf16_moments=spec.bf16_moments, cuda_graphs=spec.cuda_graphs,
         cuda_graph_scope=tuple(spec.cuda_graph_scope), fused_swiglu=spec.fused_swiglu,
+        rope_factor_unfused=spec.rope_factor_unfused,
         recompute_moe_act=spec.recompute_moe_act, recompute_mla_up_proj=spec.recompute_mla_up_proj,
         recompute_layernorm=spec.recompute_layernorm, recompute_mlp=spec.recompute_mlp,
         nvls_buffers=spec.nvls_buffers, step_overhead_s=(spec.step_overhead_ms or 0.0) / 1000.0,
