@@ -577,6 +577,24 @@ def test_megatron_expert_path_charges_the_clamp_and_the_fc2_bias_loop() -> None:
     assert fwd8 > fwd64 and bwd8 > bwd64
 
 
+def test_moe_act_recompute_repeats_the_clamp_not_the_bias_loop() -> None:
+    """TEGroupedMLP checkpoints bias_act_func for moe_act recompute, and the clamp of gpt-oss's GLU sits inside it
+    (weighted_bias_quick_geglu_impl) while the fc2 bias loop runs after fc2: the recomputed activation moves the
+    clamp's forward 8·f_e per routed copy on top of the fused activation's 3·f_e, and only on Megatron-Core's path."""
+    catalog = load_catalog()
+    oss = catalog.model("gpt-oss-120b").to_domain()
+    assert oss.moe is not None
+    job = Job(precision="bf16-mixed", moe_imbalance=1.0, recompute_moe_act=True)
+    copies = oss.moe.top_k * 2.0
+    assert moe.activation_bytes_per_token(oss, job) == pytest.approx(copies * (3.0 + 8.0) * oss.moe.expert_ffn)
+    fused = replace(job, moe_expert_module="te_ops")
+    assert moe.activation_bytes_per_token(oss, fused) == pytest.approx(copies * 3.0 * oss.moe.expert_ffn)
+    qwen = catalog.model("qwen3-30b-a3b").to_domain()
+    assert qwen.moe is not None
+    assert moe.activation_bytes_per_token(qwen, job) == pytest.approx(
+        qwen.moe.top_k * 2.0 * 3.0 * qwen.moe.expert_ffn)
+
+
 def test_automodel_and_unsloth_presets_mark_their_own_experts() -> None:
     from rigplan.flow.estimate import estimate
 

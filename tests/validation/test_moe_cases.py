@@ -52,8 +52,8 @@ def test_small_microbatch_hopper_note_states_the_suite_as_it_is() -> None:
 
     errors = errors_where_shown(speed.SMALL_MICROBATCH_MOE_EVIDENCE)
     assert len(errors) == 32
-    assert round(-min(errors) * 100) == 14 and round(max(errors) * 100) == 534
-    assert round(statistics.median(errors) * 100) == 32
+    assert round(-min(errors) * 100) == 14 and round(max(errors) * 100) == 524
+    assert round(statistics.median(errors) * 100) == 31
     assert sum(e > 0.35 for e in errors) == 14
 
 
@@ -71,7 +71,7 @@ def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
         elif case.request.gpu == "gb200" and case.request.fp8_recipe != "nvfp4":
             gb200.append(tokens_error(case))
     assert (len(others), len(gpt_oss)) == (29, 15)
-    assert round(-max(others) * 100) == 4 and round(-min(others) * 100) == 33
+    assert round(-max(others) * 100) == 5 and round(-min(others) * 100) == 33
     assert round(-statistics.median(others) * 100) == 13
     assert round(-min(gpt_oss) * 100) == 10 and round(max(gpt_oss) * 100) == 27
     assert round(-statistics.median(gpt_oss) * 100) == 3
@@ -105,7 +105,7 @@ def test_hopper_gpt_oss_note_states_the_suite_as_it_is() -> None:
     errors = errors_where_shown(speed.HOPPER_GPT_OSS_EVIDENCE)
     assert len(errors) == 7
     assert round(min(errors) * 100) == 0 and round(max(errors) * 100) == 45
-    assert round(statistics.median(errors) * 100) == 29 and sum(e > 0.35 for e in errors) == 3
+    assert round(statistics.median(errors) * 100) == 29 and sum(e > 0.35 for e in errors) == 2
     base = {"model": "gpt-oss-20b", "gpu": "h100-sxm", "gpus": 8, "ep": 8, "framework": "megatron"}
     assert speed.HOPPER_GPT_OSS_EVIDENCE in speed.estimate(EstimateRequest(**base)).setup.assumptions
     for changed in ({"gpu": "b200"}, {"model": "qwen3-30b-a3b"}, {"kernels": "eager"}):

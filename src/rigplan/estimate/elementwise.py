@@ -68,7 +68,10 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     Replicated under tensor parallelism without sequence parallelism: the norms (read + write h), two
     residual adds (read 2h, write h) and an MoE layer's router scores (its token permutation is
     moe.permute_bytes_per_token, whose backward moves its bytes once). Split by tp (heads and MLP
-    columns): rotary on q and k, the MLP activation (gated: read 2f, write f; plain: read f, write f)
+    columns): rotary on q and k, the per-head RMSNorm of q and k of qk_norm models (Qwen3: read and write
+    each; Megatron-Core's SelfAttention runs q_layernorm and k_layernorm, a TENorm each, after the qkv split,
+    and transformers' Qwen3Attention a Qwen3RMSNorm each), the MLP activation (gated: read 2f, write f; plain:
+    read f, write f)
     and, for eager attention, one fused scale-mask-softmax pass over the a·s scores (read + write,
     Megatron's fused kernel), plus one more with attention dropout. With the eager stack and no
     torch.compile, each op's traffic is multiplied by what its unfused PyTorch form moves
@@ -89,6 +92,8 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     if arch.moe is not None and job.moe_fused_grouped_mlp:
         activation = 0.0  # in the fused grouped MLP's GEMM epilogues (domain.job.Job.moe_fused_grouped_mlp)
     split: float = (2 * (q_w + kv_w) * rope_x if arch.positions == "rope" else 0) + activation
+    if arch.qk_norm and arch.mla is None:
+        split += 2 * (q_w + kv_w) * (EAGER_RMSNORM_TRAFFIC if eager else 1.0)  # per-head RMSNorm of q and k
     if arch.moe is not None:
         replicated += moe.router_bytes_per_token(arch) / p
     if job.attention == "eager":
@@ -159,10 +164,13 @@ qkv, rotary, attention, output projection, bias/residual adds, MLP in, activatio
 
 def kernels_per_layer(arch: Architecture, job: Job) -> float:
     """Forward kernels of one layer: the fused count, plus what eager PyTorch splits each op into
-    (an RMSNorm +5: cast, pow, mean, rsqrt-mul, weight-mul; rotary +7; SwiGLU +1). nn.LayerNorm and
+    (an RMSNorm +5: cast, pow, mean, rsqrt-mul, weight-mul; rotary +7; SwiGLU +1), and Qwen3's q and k norms
+    (one kernel each fused, six each eager). nn.LayerNorm and
     GeLU are single kernels in either stack; torch.compile fuses back to about the fused count."""
+    qk_norms = 2.0 if arch.qk_norm and arch.mla is None else 0.0  # one norm kernel each on q and k
     if job.kernels == "fused" or job.compile:
-        return FUSED_KERNELS_PER_LAYER + (UNFUSED_SCALED_ROPE_KERNELS if rope_unfused_for_factor(arch, job) else 0.0)
-    extra = (5.0 * arch.norms_per_layer if arch.norm == "rmsnorm" else 0.0) + (
+        return (FUSED_KERNELS_PER_LAYER + qk_norms
+                + (UNFUSED_SCALED_ROPE_KERNELS if rope_unfused_for_factor(arch, job) else 0.0))
+    extra = qk_norms * 6.0 + (5.0 * arch.norms_per_layer if arch.norm == "rmsnorm" else 0.0) + (
         7.0 if arch.positions == "rope" else 0.0) + (1.0 if arch.mlp == "gated" else 0.0)
     return FUSED_KERNELS_PER_LAYER + extra

@@ -185,10 +185,15 @@ def activation_bytes_per_token(arch: Architecture, job: Job) -> float:
     """HBM traffic of one pass of the routed experts' activation per token on the busiest rank (before tp):
     load·k copies, each reading fc1's output and writing the activation (gated: read 2·f_e, write f_e; plain:
     read and write f_e), in the compute dtype. moe_act recompute runs it once more in backward (one fused
-    kernel, as the forward's; TEGroupedMLP in megatron/core/transformer/moe/experts.py)."""
+    kernel, as the forward's; TEGroupedMLP in megatron/core/transformer/moe/experts.py), and with it the clamp
+    of a clamped GLU on Megatron-Core's expert path (megatron_expert_path), which sits inside the checkpointed
+    function (TEGroupedMLP.bias_act_func -> weighted_bias_quick_geglu_impl): CLAMPED_GLU_TRAFFIC's forward
+    8·f_e more per copy. The fc2 bias loop runs after fc2, outside the checkpoint, and is not repeated."""
     if arch.moe is None:
         return 0.0
     per_copy = (3.0 if arch.mlp == "gated" else 2.0) * arch.moe.expert_ffn
+    if _clamped(arch) and megatron_expert_path(arch, job):
+        per_copy += CLAMPED_GLU_TRAFFIC[0] * arch.moe.expert_ffn
     return load_factor(job) * arch.moe.top_k * per_copy * float(job.compute_dtype_bytes)
 
 
