@@ -70,3 +70,32 @@ def test_the_step_pays_the_gather_and_the_reduce_scatter_in_every_layer(monkeypa
     assert with_gather - without == pytest.approx(micro_batches * 2 * layers_per_stage * per_layer[0], rel=1e-6)
     assert not any("exceeds the model's" in a for a in
                    speed.estimate(EstimateRequest(**{**base, "tp": 4})).setup.assumptions)
+
+
+def test_each_rank_keeps_a_whole_kv_head_beyond_the_kv_heads() -> None:
+    """Beyond the kv heads a rank saves one whole k and v head, not 1/tp of them: 2·p·kv_w·(1/kv - 1/tp) per token
+    more than the 1/tp share; nothing where tp divides the kv heads or for MLA."""
+    import numpy as np
+
+    from rigplan.catalog.load import load_catalog
+    from rigplan.domain.job import Job
+    from rigplan.estimate.activations import kv_replica_token_bytes, layer_activation_bytes
+
+    catalog = load_catalog()
+    qwen = catalog.model_domain("qwen3-30b-a3b")
+    job = Job(kernels="fused", micro_batch=1, seq_len=4096)
+    kv_w = qwen.kv_heads * qwen.dim_per_head
+    assert qwen.kv_heads == 4
+    assert kv_replica_token_bytes(qwen, job, 4) == 0.0 and kv_replica_token_bytes(qwen, job, 2) == 0.0
+    assert kv_replica_token_bytes(qwen, job, 8) == pytest.approx(2 * 2 * kv_w * (1 / 4 - 1 / 8))
+    assert np.allclose(kv_replica_token_bytes(qwen, job, np.array([1, 8, 16])),
+                       [0.0, 2 * 2 * kv_w / 8, 2 * 2 * kv_w * (1 / 4 - 1 / 16)])
+    assert kv_replica_token_bytes(catalog.model_domain("deepseek-v3"), job, 8) == 0.0
+    dense = catalog.model_domain("qwen3-8b")
+    at = {tp: layer_activation_bytes(dense, job, Layout(tp=tp, sequence_parallel=True), moe_layer=False).saved_bytes
+          for tp in (8, 16)}
+    assert dense.kv_heads == 8
+    replica = 4096 * kv_replica_token_bytes(dense, job, 16)
+    assert replica > 0
+    # with sequence parallelism tp 8 -> 16 halves every saved byte except the k and v heads, one per rank at both
+    assert at[16] == pytest.approx(at[8] / 2 + replica)

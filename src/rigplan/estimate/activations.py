@@ -63,6 +63,7 @@ from typing import Any
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
+from rigplan.estimate import arrays as xp
 from rigplan.estimate import fp8_inputs, peft_kbit, recompute_modules
 from rigplan.estimate.litgpt import litgpt_token_bytes
 from rigplan.estimate.torchtune import torchtune_token_parts
@@ -429,7 +430,7 @@ def _layer_activation_bytes(
     if job.kernels == "litgpt" and job.recompute == "none" and not moe_layer and arch.mla is None:
         own = (litgpt_token_bytes(arch, job) + legacy) * tokens
         return LayerActivations(saved_bytes=own, full_bytes=own)
-    full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy
+    full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy + kv_replica_token_bytes(arch, job, tp)
     if job.kernels == "hf" and job.is_peft and not moe_layer and arch.mla is None:
         full_per_token = full_per_token + peft_lora_token_bytes(arch, job).per_gpu(tp, sp)
     if job.kernels == "fused" and job.method == "lora" and not moe_layer and arch.mla is None:
@@ -454,6 +455,18 @@ def _layer_activation_bytes(
     else:
         saved_per_token = full_per_token
     return LayerActivations(saved_bytes=saved_per_token * tokens, full_bytes=full_per_token * tokens)
+
+
+def kv_replica_token_bytes(arch: Architecture, job: Job, tp: Any) -> Any:
+    """Per-token bytes a tensor-parallel rank keeps beyond its 1/tp share of the keys and values when tp exceeds the
+    kv heads: it holds a whole kv head (a head is not split; the r = tp/kv ranks of a group share it, Megatron-Core
+    0.16 and later, estimate.tensor_parallel.kv_replica_gather_s), so attention saves d of k and d of v where the
+    share counts 2·kv_w/tp: 2·p·kv_w·(1/kv - 1/tp), 0 where tp divides the kv heads. MLA models share no kv heads."""
+    tp_a = xp.asfloat(tp)
+    if arch.mla is not None:
+        return 0.0 * tp_a
+    kv_w = arch.kv_heads * arch.dim_per_head
+    return 2.0 * job.compute_dtype_bytes * kv_w * xp.maximum(1.0 / arch.kv_heads - 1.0 / tp_a, 0.0)
 
 
 def _layer_matmul_widths(arch: Architecture, moe_layer: bool) -> list[tuple[int, bool]]:

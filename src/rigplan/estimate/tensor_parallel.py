@@ -100,8 +100,8 @@ def kv_replica_gather_s(arch: Architecture, *, tokens: Num, tp: Num, head_dims: 
     a/g query heads and its key and value head, T tokens) before attention and reduce-scatter its gradient after
     (ms-swift issue #8219: 'num_query_groups must be a multiple of tensor_model_parallel_size' under
     Megatron-Core 0.15, running under 0.16; the gather described in ISEEKYAN/Megatron-LM PR #91 and
-    ai-dynamo/modelexpress PR #650). Left out: the kv activations each rank then keeps for a whole head (the
-    memory estimate charges 1/tp of the layer's kv heads)."""
+    ai-dynamo/modelexpress PR #650). The whole kv head each rank then keeps is in the memory estimate
+    (estimate.activations.kv_replica_token_bytes)."""
     replicas = np.maximum(np.asarray(tp, dtype=np.float64) / arch.kv_heads, 1.0)
     if not np.any(replicas > 1.0):
         return 0.0 * replicas
