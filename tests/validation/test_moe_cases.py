@@ -111,3 +111,19 @@ def test_hopper_gpt_oss_note_states_the_suite_as_it_is() -> None:
     for changed in ({"gpu": "b200"}, {"model": "qwen3-30b-a3b"}, {"kernels": "eager"}):
         request = EstimateRequest(**{**base, **changed})
         assert speed.HOPPER_GPT_OSS_EVIDENCE not in speed.estimate(request).setup.assumptions, changed
+
+
+def test_x86_host_paced_note_states_the_suite_as_it_is() -> None:
+    """HOST_PACED_X86_EVIDENCE quotes the MoE cases whose estimate shows it (dropless, x86, host-paced: 1.83x and
+    1.76x) and their padded-capacity twin, which shows the static-shape wording and no evidence (within 6%)."""
+    from rigplan.flow import estimate as speed
+
+    errors = sorted(round(e, 2) for e in errors_where_shown(speed.HOST_PACED_X86_EVIDENCE))
+    assert errors == [0.76, 0.83]
+    padded = next(c for c in CASES if c.id == "bridge2509-b200-qwen3-30b")
+    shown = speed.estimate(padded.request).setup.assumptions
+    assert speed.HOST_PACED_X86_EVIDENCE not in shown
+    assert any(a.startswith("host-paced: ") and "padded capacity" in a for a in shown)
+    assert abs(tokens_error(padded)) < 0.06
+    mlperf = next(c for c in CASES if c.id == "mlperf60-dell-b200-8-gptoss")  # the loop's host time is not MoE pacing
+    assert not any(a.startswith("host-paced") for a in speed.estimate(mlperf.request).setup.assumptions)
