@@ -61,3 +61,12 @@ def test_megatron_presets_charge_it_and_the_switch_turns_it_off() -> None:
     qwen_on = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", **base))
     qwen_off = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", rope_factor_unfused=False, **base))
     assert qwen_on.step.step_time_s == pytest.approx(qwen_off.step.step_time_s)
+
+
+def test_the_estimate_says_when_it_charges_the_unfused_rotary() -> None:
+    base = {"gpu": "b200", "gpus": 64, "ep": 8, "framework": "nemo"}
+    shown = speed.estimate(EstimateRequest(model="gpt-oss-120b", **base)).setup.assumptions
+    assert any(a.startswith("YaRN rotary (cos and sin scaled by 1.3466)") for a in shown)
+    for request in (EstimateRequest(model="gpt-oss-120b", rope_factor_unfused=False, **base),
+                    EstimateRequest(model="qwen3-30b-a3b", **base)):
+        assert not any(a.startswith("YaRN rotary") for a in speed.estimate(request).setup.assumptions)

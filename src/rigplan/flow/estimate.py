@@ -21,6 +21,7 @@ from rigplan.estimate.efficiency import (
     sustained_tensor_scale,
     warp_mma_speedup,
 )
+from rigplan.estimate.elementwise import rope_unfused_for_factor
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
 from rigplan.estimate.moe import dispatcher, host_syncs, load_factor, megatron_expert_path
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
@@ -338,6 +339,12 @@ is not changed: no datasheet figure separates GB300 from GB200 by more than rigp
 not identified; tests/validation/test_moe_cases.py recomputes the figures from the suite)."""
 
 
+ROPE_FACTOR_NOTE = ("YaRN rotary (cos and sin scaled by {factor:.4f}): Megatron-Core runs it as unfused ops, its fused "
+                    "RoPE taking no factor, charged at 25/6 the fused kernel's traffic and 23 more kernels a layer; "
+                    "--no-rope-factor-unfused if your stack fuses it or trains with plain RoPE")
+"""Shown where estimate.elementwise.rope_unfused_for_factor holds (gpt-oss under the megatron and nemo presets)."""
+
+
 MEGATRON_EXPERT_PATH_NOTE = (
     "MoE experts through Megatron-Core's TEGroupedMLP: the clamp of their GLU inputs and the per-expert fc2 bias loop "
     "are charged as memory traffic and host ops (docs/methodology/moe.md); Transformer Engine's operation fuser "
@@ -458,6 +465,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     windows = window_note(setup.arch, job)
     if windows:
         assumptions.append(windows)
+    if rope_unfused_for_factor(setup.arch, job):
+        assumptions.append(ROPE_FACTOR_NOTE.format(factor=setup.arch.rope_attention_factor))
     if setup.layout.num_gpus > 1:
         assumptions.append(overlap_note(job, setup.layout))
     setup = replace(setup, gpu=gpu, job=job, assumptions=assumptions)
