@@ -452,6 +452,9 @@ def _job_options(func: F, *, preset: bool) -> F:
         *weight_state_option_list(),
         click.option("--fused-swiglu/--no-fused-swiglu", default=False,
                      help="Megatron-Core/TE fused SwiGLU (saves 3f, not 4f, per token)."),
+        click.option("--fp8-experts/--no-fp8-experts", default=False,
+                     help="Only the routed experts' grouped GEMMs in fp8 (--fp8-recipe, MXFP8 on Blackwell), the rest "
+                          "in bf16: torchao's MoE training recipe in torchtitan. Keep --precision bf16-mixed."),
         click.option("--rope-factor-unfused/--no-rope-factor-unfused", default=False,
                      help="The fused rotary kernel cannot scale cos and sin (Megatron-Core), so a YaRN model "
                           "(gpt-oss) runs its rotary embedding unfused."),

@@ -169,6 +169,11 @@ class Job:
     O to fp8 (a few bytes per element beside the kernel) and any change to what attention saves for backward."""
     fused_swiglu: bool = False
     """Megatron-Core/TE fused SwiGLU: 3f saved per token instead of 4f."""
+    fp8_experts: bool = False
+    """Only the routed experts' grouped GEMMs run in fp8 (fp8_recipe, MXFP8 on Blackwell), their inputs quantized
+    per micro-batch around them, while every other linear, the saved activations and the weights stay in the
+    compute dtype: torchao's MoE training recipe (quantize.grouped_mm.mx on the experts in torchtitan; PyTorch's
+    'MXFP8 training for MoEs' and 'MXFP8 and DeepEP for DeepSeek-V3 on B200' posts). precision stays bf16-mixed."""
     rope_factor_unfused: bool = False
     """The stack's fused rotary kernel takes no factor on cos and sin, so a model whose YaRN scales them
     (Architecture.rope_attention_factor != 1: gpt-oss) runs its rotary embedding as unfused tensor ops: Megatron-Core's
@@ -280,7 +285,14 @@ class Job:
             )
         if self.method != "full" and not self.lora_targets:
             raise InvalidSpec("LoRA needs at least one target module (--lora-targets q,v)")
-        if self.fp8_recipe != "delayed" and self.precision != "fp8":
+        if self.fp8_experts and self.precision not in ("bf16-mixed", "bf16-true"):
+            raise InvalidSpec(f"--fp8-experts puts only the routed experts' grouped GEMMs in fp8 and the rest in bf16: "
+                              f"it needs --precision bf16-mixed or bf16-true, not {self.precision} (with --precision "
+                              "fp8 every linear is in fp8 already)")
+        if self.fp8_experts and self.fp8_recipe not in ("mxfp8", "current"):
+            raise InvalidSpec("--fp8-experts follows torchao's MoE recipes: give --fp8-recipe mxfp8 (Blackwell) or "
+                              "current (row-wise scaling)")
+        if self.fp8_recipe != "delayed" and self.precision != "fp8" and not self.fp8_experts:
             raise InvalidSpec(f"--fp8-recipe {self.fp8_recipe} sets how the low-precision GEMMs scale: it needs "
                               "--precision fp8 (drop it for other precisions)")
         if self.fp8_param_gather and self.precision != "fp8":

@@ -339,6 +339,10 @@ is not changed: no datasheet figure separates GB300 from GB200 by more than rigp
 not identified; tests/validation/test_moe_cases.py recomputes the figures from the suite)."""
 
 
+FP8_EXPERTS_NOTE = ("fp8 experts ({recipe}): only the routed experts' grouped GEMMs run in fp8, their inputs, output "
+                    "gradients and weights cast in every call (torchao's MoE recipe); every other linear, the saved "
+                    "activations and the weights' memory stay bf16")
+"""Shown with --fp8-experts (domain.job.Job.fp8_experts)."""
 ROPE_FACTOR_NOTE = ("YaRN rotary (cos and sin scaled by {factor:.4f}): Megatron-Core runs it as unfused ops, its fused "
                     "RoPE taking no factor, charged at 25/6 the fused kernel's traffic and 23 more kernels a layer; "
                     "--no-rope-factor-unfused if your stack fuses it or trains with plain RoPE")
@@ -455,13 +459,16 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
         if job.moe_fused_grouped_mlp:
             assumptions.append("MoE in fp8: the routed experts run Transformer Engine's fused grouped MLP (SwiGLU and "
                                "casts in the GEMM epilogues, grouped GEMMs at the dense fp8 curve)")
-        elif job.precision == "fp8" and eff.fp8_grouped_half_dim and gpu.peak_flop_per_s.get("fp8"):
+        elif ((job.precision == "fp8" or job.fp8_experts) and eff.fp8_grouped_half_dim
+              and gpu.peak_flop_per_s.get("fp8")):
             note = ("MoE in fp8: the grouped expert GEMMs reach half their fp8 ceiling at a smallest dimension of "
                     f"{eff.fp8_grouped_half_dim:,.0f} (fitted on paired fp8 / bf16 runs), so thin experts gain little "
                     "from fp8")
             if job.fp8_recipe == "mxfp8":
                 note += "; --moe-fused-grouped-mlp when Transformer Engine's fused MXFP8 grouped MLP runs them"
             assumptions.append(note)
+        if job.fp8_experts:
+            assumptions.append(FP8_EXPERTS_NOTE.format(recipe=job.fp8_recipe))
     windows = window_note(setup.arch, job)
     if windows:
         assumptions.append(windows)

@@ -261,7 +261,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         fp8_param_gather=spec.fp8_param_gather,
         fp8_attention=spec.fp8_attention, bf16_moments=spec.bf16_moments, cuda_graphs=spec.cuda_graphs,
         cuda_graph_scope=tuple(spec.cuda_graph_scope), fused_swiglu=spec.fused_swiglu,
-        rope_factor_unfused=spec.rope_factor_unfused,
+        rope_factor_unfused=spec.rope_factor_unfused, fp8_experts=spec.fp8_experts,
         recompute_moe_act=spec.recompute_moe_act, recompute_mla_up_proj=spec.recompute_mla_up_proj,
         recompute_layernorm=spec.recompute_layernorm, recompute_mlp=spec.recompute_mlp,
         nvls_buffers=spec.nvls_buffers, step_overhead_s=(spec.step_overhead_ms or 0.0) / 1000.0,
@@ -272,6 +272,11 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         fp8_recipe=spec.fp8_recipe,
     )
     check_precision_on_gpu(gpu, precision, defaulted=spec.precision is None, fp8_recipe=spec.fp8_recipe)
+    if job.fp8_experts:
+        if arch.moe is None:
+            raise InvalidSpec("--fp8-experts puts a mixture-of-experts model's routed experts in fp8; this model has "
+                              "none (use --precision fp8 for its linears)")
+        check_precision_on_gpu(gpu, "fp8", fp8_recipe=job.fp8_recipe)
     if layout.zero == 3 and job.is_peft:
         assumptions.append("ZeRO-3/FSDP shards the frozen base weights too")
     if job.fsdp_flat_params and layout.zero != 3:
