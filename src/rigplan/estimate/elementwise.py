@@ -148,7 +148,7 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     if arch.moe is not None and job.moe_fused_grouped_mlp:
         between = 0.0  # quantized in the fused grouped MLP's GEMM epilogues (domain.job.Job.moe_fused_grouped_mlp)
     elements = h + mlp_side + q_w / tp + (q_w + 2 * kv_w) / tp + h + mlp_side + between
-    if job.fp8_experts and job.precision != "fp8" and arch.moe is not None:
+    if job.fp8_experts and arch.moe is not None:
         # only the routed experts' grouped GEMMs (Job.fp8_experts): their inputs, fc1's output gradient and fc2's
         # input, and fc2's output gradient; the shared expert and every other linear stay bf16
         routed = arch.moe.top_k * h / tp * moe.load_factor(job)

@@ -176,12 +176,14 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     bf16_peak = gpu.peak("fp16" if job.precision == "fp16-mixed" else "bf16")
     if job.precision == "fp32":
         bf16_peak = gpu.peak("tf32")
-    fp8 = bool(job.precision == "fp8" and gpu.peak_flop_per_s.get("fp8") and eff.fp8_gemm_max)
+    fp8_capable = bool(gpu.peak_flop_per_s.get("fp8") and eff.fp8_gemm_max)
+    fp8 = job.precision == "fp8" and fp8_capable
     fp4 = fp8 and runs_nvfp4(job, gpu, eff)
     gemm_peak = gpu.peak("fp4") if fp4 else gpu.peak("fp8") if fp8 else bf16_peak
     # Routed experts: grouped GEMMs of the busiest rank's thin shapes, paced by its load (estimate.moe); in fp8 alone
     # with Job.fp8_experts (the rest bf16)
-    expert_fp8 = fp8 or bool(job.fp8_experts and gpu.peak_flop_per_s.get("fp8") and eff.fp8_gemm_max)
+    expert_fp8 = fp8 or (job.fp8_experts and fp8_capable)
+    expert_peak = gpu.peak("fp8") if expert_fp8 and not fp8 else gemm_peak
     load = moe.by_expert_ranks(ep, job, moe.load_factor)
     expert_tp = tp if etp is None else etp
     expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), gemm_clock,
@@ -222,7 +224,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         tokens=tokens, bf16_peak=bf16_peak, gemm_peak=gemm_peak, fp8=expert_fp8,
         proj_eff=_gemm_efficiency(eff, _proj_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
         mlp_eff=_gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
-        expert_rate=(gemm_peak if fp8 or not expert_fp8 else gpu.peak("fp8")) * expert_eff, load=load,
+        expert_rate=expert_peak * expert_eff, load=load,
         head_eff=_gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), gemm_clock),
         adapter_eff=_gemm_efficiency(eff, float(job.lora_rank), gemm_clock), attn_eff=attn_eff,
         backward_rate=eff.fp8_backward_rate if fp8 else 1.0, read_bytes=read_bytes, grad_bytes=grad_bytes,
@@ -314,7 +316,7 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
     if r.fp8:
         recast = 1.0 if job.recompute == "full" else op_recompute_matmul_share(arch) if job.recompute == "op" else 0.0
         elementwise = elementwise + r.casts_per_token * tokens * layers * (1.0 + recast / 2.0)
-    if job.fp8_experts and job.precision != "fp8":  # torchao casts the expert weights in each grouped GEMM call
+    if job.fp8_experts:  # torchao casts the expert weights in each grouped GEMM call
         elementwise = elementwise + (2.0 + redone) * FP8_CAST_BYTES[job.fp8_recipe] * r.local_expert_params * moe_layers
     launches = r.kernels * layers * passes
     if r.kbit is not None:
