@@ -223,7 +223,8 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                "(PYTORCH_CUDA_ALLOC_CONF in its run_llama_train.sh of 2024-25)", expandable_segments=True),
         ),
         note="its shipped llama3 8B/70B configs choose selective_ac_option 'op' and the 405B one 'full': "
-             "pass --recompute op / full as your TOML says"),
+             "pass --recompute op / full as your TOML says; its 2026 model registries wrap the loss in "
+             "ChunkedLossWrapper (LM head and loss eight sequence chunks at a time): pass --loss head-chunked"),
     FrameworkPreset(
         name="fsdp", title="plain PyTorch FSDP2 (fully_shard + torch.optim.AdamW)", settings=(
             _s("a plain PyTorch model: nn.Module norms and activations, unfused", kernels="eager"),

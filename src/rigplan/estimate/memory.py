@@ -59,7 +59,10 @@ NCCL_BYTES_PAIR = 544e6
 """NCCL buffers of one communicator of 2 ranks, A100 (NVIDIA/nccl#964)."""
 NCCL_BYTES_GROUP = 688e6
 """NCCL buffers of one communicator of more than 2 ranks, A100 (NVIDIA/nccl#964)."""
-LOSS_BYTES_PER_LOGIT = {"unfused": 4 + 4 + 4, "fused": 4, "chunked": 2 + (4 + 4) / 8, "bf16": 2 + 2 + 2}
+HEAD_CHUNKS = 8
+"""Sequence chunks of torchtitan's ChunkedLossWrapper (torchtitan/components/loss.py @ 00a388d, Config.num_chunks 8)."""
+LOSS_BYTES_PER_LOGIT = {"unfused": 4 + 4 + 4, "fused": 4, "chunked": 2 + (4 + 4) / 8, "bf16": 2 + 2 + 2,
+                        "head-chunked": (4 + 4 + 4) / HEAD_CHUNKS}
 """Live bytes per logit at the loss. Unfused (cross_entropy on logits.float(), Hugging Face and
 torchtitan): during the log-softmax backward its saved fp32 output, the fp32 upstream gradient and
 the fp32 input gradient coexist (12 B); in the forward, bf16 logits + fp32 copy + fp32 log-softmax
@@ -68,7 +71,11 @@ output (10 B). Fused (Megatron's vocab-parallel cross-entropy, Liger): one fp32 
 one chunk's fp32 working set (what Unsloth's Triton loss and a compiled torchtune loss keep). bf16
 (cross_entropy on the bf16 logits, no upcast: NeMo AutoModel's benchmark recipes run MaskedCrossEntropy with
 fp32_upcast false, nemo_automodel/components/loss/masked_ce.py): the unfused case at 2 B per element, the saved
-log-probabilities, the upstream gradient and the input gradient of the log-softmax backward (6 B)."""
+log-probabilities, the upstream gradient and the input gradient of the log-softmax backward (6 B). Head-chunked
+(torchtitan's ChunkedLossWrapper): the LM head and the loss run on one of HEAD_CHUNKS sequence chunks at a time, each
+chunk's backward before the next chunk's forward, so only one chunk's logits live, with the unfused working set
+(cross_entropy on logits.float()): 12 B over HEAD_CHUNKS per logit of the whole sequence; _logits_bytes adds the
+fp32 buffer the chunks' hidden-state gradients gather in (GradAccumulator, dtype float32)."""
 TORCHTUNE_CHUNKED_LOSS_BYTES_PER_LOGIT = 2 + 4 + 4 / 8
 """torchtune's CEWithChunkedOutputLoss run eagerly (torchtune/modules/loss/ce_chunked_output_loss.py @ 10ff7cd):
 F.cross_entropy(chunk.float()) saves each chunk's fp32 log-probabilities for backward (log_softmax's output,
@@ -297,14 +304,17 @@ def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num,
 
 
 def _logits_bytes(arch: Architecture, job: Job, layout: Any) -> Num:
-    """Live at the loss: the logits' buffers, the LM head's inputs and, for QLoRA whose head PEFT cast to
-    fp32 under torch.autocast, the head's bf16 cast, which the matmul saves for the input gradient until
-    the head's backward (autocast caches only casts of weights that need a gradient)."""
+    """Live at the loss: the logits' buffers, the LM head's inputs (with a head-chunked loss also their fp32
+    gradient, gathered chunk by chunk) and, for QLoRA whose head PEFT cast to fp32 under torch.autocast, the
+    head's bf16 cast, which the matmul saves for the input gradient until the head's backward (autocast caches
+    only casts of weights that need a gradient)."""
     tokens = job.micro_batch * job.seq_len / layout.cp
     logits = tokens * arch.vocab / layout.tp * loss_bytes_per_logit(job)
     head_inputs = tokens * 2 * arch.hidden * job.compute_dtype_bytes
     if layout.sequence_parallel:
         head_inputs = head_inputs / layout.tp
+    if job.loss == "head-chunked":
+        head_inputs = head_inputs + tokens * arch.hidden * 4
     head_cast = 0.0
     if job.method == "qlora" and job.kbit_fp32_upcast and job.autocast:
         head_cast = arch.vocab * arch.hidden / layout.tp * job.compute_dtype_bytes
