@@ -483,9 +483,11 @@ def _layer_matmul_widths(arch: Architecture, moe_layer: bool) -> list[tuple[int,
         kv_w = arch.kv_heads * arch.dim_per_head
         attn = [(q_w, True), (kv_w, True), (kv_w, True), (h, False)]
     if moe_layer and arch.moe is not None:
-        k = arch.moe.top_k
-        f = arch.moe.expert_ffn
-        mlp = [(k * f, True), (k * f, True), (k * h, True)] if arch.mlp == "gated" else [(k * f, True), (k * h, True)]
+        # torchtitan: the routed experts run torch._grouped_mm and the router gate is force-recomputed (flops.
+        # ROUTED_EXPERTS_OP_RECOMPUTED), so only the shared experts' matmuls take part
+        f = arch.moe.num_shared_experts * arch.moe.shared_ffn
+        mlp = [(f, True), (f, True), (h, False)] if arch.mlp == "gated" else [(f, True), (h, False)]
+        mlp = mlp if f else []
     else:
         f = arch.ffn
         mlp = [(f, True), (f, True), (h, False)] if arch.mlp == "gated" else [(f, True), (h, False)]
@@ -498,6 +500,8 @@ def op_checkpoint_token_bytes(arch: Architecture, job: Job, moe_layer: bool) -> 
     torchtitan (torchtitan/models/llama/parallelize_llama.py, _save_list policy, 2024-12) saves the
     outputs of matmuls except every second one, the attention kernel's output, and the layer input;
     elementwise ops and norms are recomputed. So: p·(h + q_w + sum of odd-numbered matmul outputs).
+    An MoE layer keeps none of its routed experts' activations (their grouped GEMMs are not in the save
+    list, flops.ROUTED_EXPERTS_OP_RECOMPUTED). Left out: with ep > 1 the saved all-to-all outputs.
     """
     p = job.compute_dtype_bytes
     h = arch.hidden

@@ -321,7 +321,10 @@ def op_recompute_matmul_share(arch: Architecture) -> float:
     """Share of a layer's projection and MLP FLOPs recomputed by torchtitan's per-op checkpointing.
 
     torchtitan saves every other matmul output (the 1st, 3rd, ...) and recomputes the rest; in a
-    Llama layer the recomputed ones are K, the output projection and the MLP up projection.
+    Llama layer the recomputed ones are K, the output projection and the MLP up projection. In an MoE
+    model the alternation runs over the attention projections and the shared experts' (or a dense
+    layer's) matmuls: the routed experts run torch._grouped_mm and the router gate is force-recomputed,
+    neither counted (ROUTED_EXPERTS_OP_RECOMPUTED).
     """
     h = arch.hidden
     if arch.mla is not None:
@@ -335,9 +338,18 @@ def op_recompute_matmul_share(arch: Architecture) -> float:
         q_w = arch.num_heads * arch.dim_per_head
         kv_w = arch.kv_heads * arch.dim_per_head
         weights = [h * q_w, h * kv_w, h * kv_w, q_w * h]
-    f = arch.moe.expert_ffn * arch.moe.top_k if arch.moe is not None else arch.ffn
-    weights += [h * f, h * f, f * h] if arch.mlp == "gated" else [h * f, f * h]
+    f = (arch.moe.num_shared_experts * arch.moe.shared_ffn if arch.moe is not None else arch.ffn)
+    if f:
+        weights += [h * f, h * f, f * h] if arch.mlp == "gated" else [h * f, f * h]
     return sum(w for i, w in enumerate(weights) if i % 2 == 1) / sum(weights)
+
+
+ROUTED_EXPERTS_OP_RECOMPUTED = 1.0
+"""Share of the routed experts' and the router's forward FLOPs torchtitan's per-op checkpointing runs again:
+all of it. Its save list (_op_sac_save_list in torchtitan/models/{gpt_oss,deepseek_v3}/infra/parallelize.py,
+2026) holds aten.mm, the attention kernels, max and the collectives, not aten._grouped_mm, which the routed
+experts run, and ActivationCheckpoint.per_op_sac_force_recompute_mm_shapes_by_fqns defaults to
+['moe.router.gate']."""
 
 
 def _stage_flops(
@@ -373,8 +385,9 @@ def _stage_flops(
     elif job.recompute == "op":
         share = op_recompute_matmul_share(arch)
         recompute = OpFlops(attention_proj_flop=layers.attention_proj_flop * share,
-                            mlp_flop=layers.mlp_flop * share, expert_flop=layers.expert_flop * share,
-                            router_flop=layers.router_flop * share)
+                            mlp_flop=layers.mlp_flop * share,
+                            expert_flop=layers.expert_flop * ROUTED_EXPERTS_OP_RECOMPUTED,
+                            router_flop=layers.router_flop * ROUTED_EXPERTS_OP_RECOMPUTED)
     else:
         recompute = OpFlops()
     # Megatron's per-module recompute (estimate.recompute_modules): MLA's up-projections on every layer,
