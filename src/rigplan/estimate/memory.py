@@ -333,8 +333,17 @@ class _Transients:
     torchtune, torchtitan) builds none."""
 
 
+FP32_BYTES = 4.0
+
+
 def _transients(job: Job, layout: Any, states: ModelStates, fsdp1: tuple[Num, Num] | None = None) -> _Transients:
     """Working buffers that exist only in some phases of the step.
+
+    The gradient bucket is one unit's unsharded gradient in the compute dtype; reduced in fp32 without fp32 main
+    gradients (FSDP2's MixedPrecisionPolicy reduce_dtype float32: torchtitan, NeMo AutoModel) the reduce-scatter
+    input is an fp32 copy of it beside it (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce:
+    reduce_scatter_input is allocated in reduce_dtype and filled by foreach_reduce_scatter_copy_in before the
+    unsharded gradients are freed), 4 more bytes a parameter.
 
     Neither ZeRO buffer can exceed what sharding saved, so a higher ZeRO stage never needs more
     memory than a lower one. `fsdp1` (job.fsdp_flat_params): the parameters FSDP1 holds gathered at once
@@ -353,7 +362,10 @@ def _transients(job: Job, layout: Any, states: ModelStates, fsdp1: tuple[Num, Nu
         gathered = xp.where(zero == 3, xp.minimum(two_units, states.unsharded_weight_bytes * (1 - 1 / shards)), 0.0)
     grad_bucket: Num = 0.0
     if job.offload == "none":
-        bucket = xp.minimum(unit, states.trainable_params * (1 - 1 / shards)) * job.compute_dtype_bytes
+        bucket_params = xp.minimum(unit, states.trainable_params * (1 - 1 / shards))
+        bucket = bucket_params * job.compute_dtype_bytes
+        if job.grad_reduce_dtype == "fp32" and not job.main_grads_fp32 and job.compute_dtype_bytes < 4:
+            bucket = bucket + bucket_params * FP32_BYTES
         if fsdp1 is not None:
             bucket = fsdp1[1] * grad_bytes_per_param(job)
         grad_bucket = xp.where(zero >= 2, bucket, 0.0)
