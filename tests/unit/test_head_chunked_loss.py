@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from rigplan.catalog.load import load_catalog
 from rigplan.cli.main import cli
-from rigplan.estimate.memory import HEAD_CHUNKS
+from rigplan.estimate.logits import HEAD_CHUNKS
 from rigplan.flow.memory import memory
 from rigplan.flow.request import MemoryRequest
 

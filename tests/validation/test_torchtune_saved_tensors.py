@@ -19,7 +19,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate.activations import layer_activation_bytes
-from rigplan.estimate.memory import TORCHTUNE_CHUNKED_LOSS_BYTES_PER_LOGIT, loss_bytes_per_logit
+from rigplan.estimate.logits import TORCHTUNE_CHUNKED_LOSS_BYTES_PER_LOGIT, loss_bytes_per_logit
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[frameworks]')")
 
