@@ -51,10 +51,10 @@ def test_small_microbatch_hopper_note_states_the_suite_as_it_is() -> None:
     from rigplan.flow import estimate as speed
 
     errors = errors_where_shown(speed.SMALL_MICROBATCH_MOE_EVIDENCE)
-    assert len(errors) == 32
+    assert len(errors) == 33
     assert round(-min(errors) * 100) == 14 and round(max(errors) * 100) == 524
-    assert round(statistics.median(errors) * 100) == 31
-    assert sum(e > 0.35 for e in errors) == 14
+    assert round(statistics.median(errors) * 100) == 32
+    assert sum(e > 0.35 for e in errors) == 15
 
 
 def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
