@@ -23,7 +23,7 @@ fp32_upcast false, nemo_automodel/components/loss/masked_ce.py): the unfused cas
 log-probabilities, the upstream gradient and the input gradient of the log-softmax backward (6 B). Head-chunked
 (torchtitan's ChunkedLossWrapper): the LM head and the loss run on one of HEAD_CHUNKS sequence chunks at a time, each
 chunk's backward before the next chunk's forward, so only one chunk's logits live, with the unfused working set
-(cross_entropy on logits.float()): 12 B over HEAD_CHUNKS per logit of the whole sequence; _logits_bytes adds the
+(cross_entropy on logits.float()): 12 B over HEAD_CHUNKS per logit of the whole sequence; logits_bytes adds the
 fp32 buffer the chunks' hidden-state gradients gather in (GradAccumulator, dtype float32)."""
 TORCHTUNE_CHUNKED_LOSS_BYTES_PER_LOGIT = 2 + 4 + 4 / 8
 """torchtune's CEWithChunkedOutputLoss run eagerly (torchtune/modules/loss/ce_chunked_output_loss.py @ 10ff7cd):
