@@ -204,9 +204,9 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, 
     """Per-module CUDA graphs: the scopes captured (domain.job.Job.cuda_graph_scope)."""
     fused_swiglu: bool = False
     rope_factor_unfused: bool = False
+    """The fused rotary kernel cannot scale cos and sin (domain.job.Job.rope_factor_unfused)."""
     fp8_experts: bool = False
     """Only the routed experts' grouped GEMMs in fp8 (domain.job.Job.fp8_experts)."""
-    """The fused rotary kernel cannot scale cos and sin (domain.job.Job.rope_factor_unfused)."""
     recompute_moe_act: bool = False
     """Megatron --recompute-modules moe_act (domain.job.Job.recompute_moe_act)."""
     recompute_mla_up_proj: bool = False
