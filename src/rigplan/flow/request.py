@@ -272,9 +272,9 @@ class EstimateRequest(JobSpec):
     nics_per_node: Annotated[int, Bounded("nics_per_node")] | None = None
     host_power_w: Annotated[float, Bounded("host_power_w")] = 250.0
     storage: Literal["auto", "nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"] = "auto"
-    """'auto': node-local NVMe on one host (up to 8 GPUs of one node), shared storage (ceph-4) beyond."""
     """Where checkpoints are written: one PCIe 4 NVMe per node, a PCIe 5 drive, RAID 0 of 4 drives,
-    a 4-node Ceph cluster, or a Tectonic-class parallel file system (2 TB/s)."""
+    a 4-node Ceph cluster, or a Tectonic-class parallel file system (2 TB/s); 'auto': node-local NVMe on one
+    host (up to 8 GPUs of one node), shared storage (ceph-4) beyond."""
     restart_s: Annotated[float, Bounded("restart_s")] | None = None
     preemptions_per_node_month: Annotated[float, Bounded("preemptions_per_node_month")] = 0.0
     """Reclaims of rented capacity per node and month (spot, community), added to the failure rate."""

@@ -66,6 +66,9 @@ NEMO_CONFIG_SHAPES: dict[str, tuple[dict[str, Any], str, str, str]] = {
         "num_layers 96, hidden_size 18432, ffn 4*hidden, 96 heads, num_query_groups 8, squared-relu (non-gated), "
         "rope, no bias, dropout 0, tokenizer nemotron_2_256k"),
 }
+"""Shapes of the NeMo 24.07 models whose shape the shared entry leaves null, read from NeMo's launcher configs.
+GPT3 vocab: GPT-2 BPE (50257) padded by Megatron to a multiple of 128*tp. Nemotron vocab: 256000 - the 340B config
+names the 256k SentencePiece model; the 8B/22B configs leave the tokenizer unset, so 256000 is inferred for them."""
 NEMO_GPT3_DROPOUT = (
     "dropout: on - NeMo-Framework-Launcher conf/training/gpt3/5b.yaml @ 00af8f26 sets hidden_dropout 0.1 and "
     "attention_dropout 0.1; 20b.yaml and 175b.yaml @ 056a90ed set hidden_dropout 0.1 and leave attention_dropout "
@@ -90,10 +93,6 @@ NEMO_CONFIG_OVERLAPS: dict[str, tuple[dict[str, bool], str]] = {
 """Overlap switches the NeMo-Framework-Launcher config of each model sets (the launcher versions whose parallel
 layout matches the 24.07 table; the table itself names no config), applied on top of the nemo preset, which
 keeps Megatron-Core's defaults (overlap_p2p_comm and tp_comm_overlap off). Keys: the row's model name, lowercased."""
-
-"""Shapes of the NeMo 24.07 models whose shape the shared entry leaves null, read from NeMo's launcher configs.
-GPT3 vocab: GPT-2 BPE (50257) padded by Megatron to a multiple of 128*tp. Nemotron vocab: 256000 - the 340B config
-names the 256k SentencePiece model; the 8B/22B configs leave the tokenizer unset, so 256000 is inferred for them."""
 
 FRAMEWORK_OF_GROUP = {
     "megatron_lm_2021_weak_scaling_a100": "megatron", "korthikanti_2022_recompute": "megatron",
