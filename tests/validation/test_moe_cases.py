@@ -66,10 +66,10 @@ def test_x86_one_sequence_note_states_the_suite_as_it_is() -> None:
     from rigplan.flow import estimate as speed
 
     errors = errors_where_shown(speed.X86_ONE_SEQUENCE_MOE_EVIDENCE)
-    assert len(errors) == 26
+    assert len(errors) == 28
     assert round(min(errors) * 100) == 2 and round(max(errors) * 100) == 232
     assert round(statistics.median(errors) * 100) == 38
-    assert sum(e > 0.35 for e in errors) == 16
+    assert sum(e > 0.35 for e in errors) == 17
     wide = []
     for case in CASES:
         setup = speed.estimate(case.request).setup

@@ -327,12 +327,13 @@ X86_ONE_SEQUENCE_MOE_HIDDEN = 4096
 the Qwen3, gpt-oss and Moonlight runs (hidden 2,048 to 4,096) all above the measured and DeepSeek-V3's and Kimi K2's
 7,168-wide layers within 32% either way."""
 X86_ONE_SEQUENCE_MOE_EVIDENCE = (
-    "MoE at one sequence per micro-batch on an x86 host, dropless routing syncing the host every layer, hidden size at "
-    "most 4,096: on the 26 published runs of this kind rigplan checks (Megatron-Bridge 25.11 to 26.06 and its model "
-    "cards on B200, B300 and H100, Megatron-LM's recipes, MLPerf Training v6.0's gpt-oss on H100, AWS's TP8 runs over "
-    "EFA, Together AI's Qwen3-235B, Pai-Megatron-Patch's Qwen3-30B on H800, ms-swift's on A800; rigplan validate "
-    "--suite moe), its tokens/s were from 2% to 232% above the measured, median 38% above, 16 beyond 35% (the same "
-    "runs with DeepSeek-V3's 7,168-wide layers are within 32% either way); read this estimate as optimistic")
+    "MoE at one sequence per micro-batch on an x86 host, dropless routing syncing the host every layer, hidden size "
+    "at most 4,096: on the 28 published runs of this kind rigplan checks (Megatron-Bridge 25.11 to 26.06, its model "
+    "cards and PR #5094's A/B on B200, B300 and H100, Megatron-LM's recipes, MLPerf Training v6.0's gpt-oss on H100, "
+    "AWS's TP8 runs over EFA, Together AI's Qwen3-235B on B200 and Qwen3-30B on B300, Pai-Megatron-Patch's Qwen3-30B "
+    "on H800, ms-swift's on A800; rigplan validate --suite moe), its tokens/s were from 2% to 232% above the "
+    "measured, median 38% above, 17 beyond 35% (the same runs with DeepSeek-V3's 7,168-wide layers are within 32% "
+    "either way); read this estimate as optimistic")
 """Validation evidence shown beside such an estimate where SMALL_MICROBATCH_MOE_EVIDENCE is not (the estimate itself is
 not changed: the per-layer cost these runs pay is not identified, docs/methodology/moe.md; tests/validation/
 test_moe_cases.py recomputes the figures from the suite)."""
