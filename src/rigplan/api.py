@@ -10,7 +10,7 @@ May import: flow. Imported by: report, validation, web, cli.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rigplan.flow.memory import MAX_SEARCH_BATCH, MAX_SEARCH_SEQ, MemoryResult, memory, memory_of
 
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from rigplan.flow.plan import PlanResult, Progress
     from rigplan.flow.request import EstimateRequest, PlanRequest
 
-__all__ = ["MAX_SEARCH_BATCH", "MAX_SEARCH_SEQ", "MemoryResult", "compare", "estimate", "memory", "memory_of",
-           "plan"]
+__all__ = ["MAX_SEARCH_BATCH", "MAX_SEARCH_SEQ", "MemoryResult", "compare", "describe_model", "estimate", "memory",
+           "memory_of", "plan"]
 
 
 def estimate(request: EstimateRequest) -> EstimateResult:
@@ -43,3 +43,11 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
     from rigplan.flow.compare import compare as run
 
     return run(base, options)
+
+
+def describe_model(model: str, overlays: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The architecture and parameter counts rigplan reads from MODEL: a catalog id's record (with its sources),
+    or what a config.json, a hub name or a size resolves to."""
+    from rigplan.flow.model_source import describe_model as describe
+
+    return describe(model, overlays)

@@ -7,8 +7,9 @@ from typing import Any
 import click
 from rich.table import Table
 
+from rigplan.api import describe_model
 from rigplan.catalog.load import load_catalog
-from rigplan.catalog.views import gpu_show, model_show, models_list
+from rigplan.catalog.views import gpu_show, models_list
 from rigplan.cli.common import echo_json, guarded
 from rigplan.report.text import stdout_console
 from rigplan.units import format_count, format_number
@@ -44,13 +45,20 @@ def models_group(ctx: click.Context, as_json: bool, catalog_dirs: tuple[str, ...
 
 
 @models_group.command("show")
-@click.argument("model_id")
+@click.argument("model_id", metavar="MODEL")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 @guarded
 def models_show(catalog_dirs: tuple[str, ...], model_id: str, as_json: bool) -> None:
-    """Show one model record with its parameter count and sources."""
-    data = model_show(model_id, catalog_dirs or ())
+    """Show MODEL as rigplan reads it: a catalog record with its parameter counts and sources, or the
+    architecture and counts a config.json (or a folder holding one), a hub name or a size like 70b resolves to.
+
+    \b
+    Examples:
+      rigplan models show qwen3-30b-a3b
+      rigplan models show ./my-moe/config.json --json
+    """
+    data = describe_model(model_id, tuple(catalog_dirs or ()))
     if as_json:
         echo_json(data)
         return

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +235,26 @@ def _with_flags(resolved: ResolvedModel, flags: dict[str, Any]) -> ResolvedModel
     overridden = ", ".join(f"{k}={v}" for k, v in flags.items())
     return ResolvedModel(arch=arch, source=resolved.source,
                          assumptions=[*resolved.assumptions, f"shape overridden by flags: {overridden}"])
+
+
+def describe_model(model: str, overlays: Sequence[str] = ()) -> dict[str, Any]:
+    """MODEL as rigplan reads it: a catalog id's record with its sources (catalog.views.model_show), else the
+    architecture a config.json (or a folder holding one), a hub name of a catalog model or a size like '70b'
+    resolves to, its parameter counts (total; active as model cards count them; active matmul weights, which 6N
+    uses) and what was assumed."""
+    from rigplan.catalog.load import load_catalog
+    from rigplan.catalog.views import model_show
+
+    catalog = load_catalog(list(overlays))
+    if normalize_id(model) in catalog.models:
+        return model_show(model, overlays)
+    resolved = resolve_model(model, catalog)
+    counts = count_params(resolved.arch)
+    shape = asdict(resolved.arch)
+    parts = {key: shape.pop(key) for key in ("moe", "mla")}
+    read = list(shape.pop("notes"))
+    notes = [*read, *(a for a in resolved.assumptions if not any(a.endswith(note) for note in read))]
+    return {"model": model, "source": resolved.source, "params_total": counts.total,
+            "params_active": counts.active_published, "params_active_matmul": counts.active_matmul,
+            "architecture": shape, **{key: value for key, value in parts.items() if value is not None},
+            "notes": list(dict.fromkeys(notes))}
