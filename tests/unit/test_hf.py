@@ -385,3 +385,40 @@ def test_yarn_attention_factor_out_of_range_is_one_line(tmp_path: Path) -> None:
     cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "attention_factor": 0.5}
     message = _error(_write(tmp_path, cfg))
     assert "rope_scaling" in message and "1 to 10" in message
+
+
+OLMOE_1B_7B = {  # allenai/OLMoE-1B-7B-0924 config.json; the OLMoE paper (arXiv 2409.02060): 6.9B total, 1.3B active
+    "model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024, "num_hidden_layers": 16,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "num_experts": 64, "num_experts_per_tok": 8,
+    "vocab_size": 50304, "max_position_embeddings": 4096, "tie_word_embeddings": False, "attention_bias": False,
+}
+PHI_35_MOE = {  # microsoft/Phi-3.5-MoE-instruct config.json; its model card: 41.9B total, 6.6B active
+    "model_type": "phimoe", "hidden_size": 4096, "intermediate_size": 6400, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 16, "num_experts_per_tok": 2,
+    "vocab_size": 32064, "max_position_embeddings": 131072, "sliding_window": 131072, "attention_bias": True,
+    "lm_head_bias": True, "tie_word_embeddings": False,
+}
+GRANITE_3B_A800M = {  # ibm-granite/granite-3.0-3b-a800m-base config.json; its card: 3.3B total, 800M active
+    "model_type": "granitemoe", "hidden_size": 1536, "intermediate_size": 512, "num_hidden_layers": 32,
+    "num_attention_heads": 24, "num_key_value_heads": 8, "num_local_experts": 40, "num_experts_per_tok": 8,
+    "vocab_size": 49155, "max_position_embeddings": 4096, "tie_word_embeddings": True, "attention_bias": False,
+    "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+}
+
+
+@pytest.mark.parametrize(("cfg", "total_b", "active_b"), [
+    (OLMOE_1B_7B, 6.9, 1.3), (PHI_35_MOE, 41.9, 6.6),
+    # Granite counts its 800M active without the (tied) input embedding: 0.81B of rigplan's 0.88B
+    (GRANITE_3B_A800M, 3.3, 0.88),
+], ids=["olmoe", "phimoe", "granitemoe"])
+def test_more_moe_families_give_their_published_counts(tmp_path: Path, cfg: dict[str, object], total_b: float,
+                                                       active_b: float) -> None:
+    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    counts = count_params(arch)
+    assert arch.moe is not None and arch.moe.expert_ffn == cfg["intermediate_size"]
+    assert round(counts.total / 1e9, 1) == total_b
+    assert round(counts.active_published / 1e9, 2 if active_b < 1 else 1) == active_b
+    if cfg["model_type"] == "phimoe":
+        assert arch.norm == "layernorm" and arch.norm_bias and arch.qkv_bias
+    if cfg["model_type"] == "olmoe":
+        assert arch.qk_norm

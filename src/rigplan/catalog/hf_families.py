@@ -32,6 +32,50 @@ def _mixtral(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, []
 
 
+
+def _olmoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """OLMoE (AllenAI): Llama-style attention with q and k RMSNorms, every layer routed (num_experts of
+    intermediate_size, top num_experts_per_tok), no shared expert."""
+    fields = standard(r, tie_default=False)
+    attention_bias = r.flag("attention_bias", False)
+    fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias, qk_norm=True)
+    fields["moe"] = MoE(
+        num_experts=r.req_int("num_experts"),
+        top_k=r.req_int("num_experts_per_tok"),
+        expert_ffn=fields["ffn"],
+    )
+    return fields, ["q and k norms counted per head (OLMoE normalises the whole projection: a few thousand "
+                    "parameters more a layer)"]
+
+
+def _granitemoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Granite MoE (IBM): Llama-style, every layer routed (num_local_experts of intermediate_size); its
+    embedding, residual, attention and logit multipliers scale activations, not parameters."""
+    fields = standard(r, tie_default=False)
+    attention_bias = r.flag("attention_bias", False)
+    fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias)
+    fields["moe"] = MoE(
+        num_experts=r.req_int("num_local_experts"),
+        top_k=r.req_int("num_experts_per_tok"),
+        expert_ffn=fields["ffn"],
+    )
+    return fields, []
+
+
+def _phimoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Phi-3.5-MoE (Microsoft): Mixtral's routed layers with LayerNorms (weight and bias), optional attention
+    biases; its lm_head bias (vocab entries) is not counted."""
+    fields = standard(r, tie_default=False)
+    attention_bias = r.flag("attention_bias", False)
+    fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias, norm="layernorm", norm_bias=True)
+    fields["moe"] = MoE(
+        num_experts=r.req_int("num_local_experts"),
+        top_k=r.req_int("num_experts_per_tok"),
+        expert_ffn=fields["ffn"],
+    )
+    notes = ["lm_head bias not counted"] if r.flag("lm_head_bias", False) else []
+    return fields, notes
+
 def _phi3(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     fields = standard(r, tie_default=False)
     fields["fused_projections"] = True
@@ -397,14 +441,17 @@ FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] 
     "gpt_neox": _gpt_neox,
     "glm4_moe": _glm4_moe,
     "gpt_oss": _gpt_oss,
+    "granitemoe": _granitemoe,
     "kimi_k2": _deepseek,
     "llama": _llama,
     "llama4_text": _llama4_text,
     "mistral": _mistral,
     "mixtral": _mixtral,
     "mpt": _mpt,
+    "olmoe": _olmoe,
     "opt": _opt,
     "phi3": _phi3,
+    "phimoe": _phimoe,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
     "qwen3": _qwen3,
