@@ -22,59 +22,42 @@ def _mistral(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return standard(r, tie_default=False), []
 
 
-def _mixtral(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+def _routed_every_layer(r: ConfigReader, experts_key: str, *, qk_norm: bool = False,
+                        norm: str = "rmsnorm") -> dict[str, Any]:
+    """Llama-style fields with every layer's MLP routed: experts_key experts of intermediate_size, top
+    num_experts_per_tok, no shared expert; attention_bias on the q/k/v and output projections."""
     fields = standard(r, tie_default=False)
-    fields["moe"] = MoE(
-        num_experts=r.req_int("num_local_experts"),
-        top_k=r.req_int("num_experts_per_tok"),
-        expert_ffn=fields["ffn"],
-    )
-    return fields, []
+    attention_bias = r.flag("attention_bias", False)
+    fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias, qk_norm=qk_norm, norm=norm,
+                  norm_bias=norm == "layernorm")
+    fields["moe"] = MoE(num_experts=r.req_int(experts_key), top_k=r.req_int("num_experts_per_tok"),
+                        expert_ffn=fields["ffn"])
+    return fields
+
+
+def _mixtral(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    return _routed_every_layer(r, "num_local_experts"), []
 
 
 
 def _olmoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
-    """OLMoE (AllenAI): Llama-style attention with q and k RMSNorms, every layer routed (num_experts of
-    intermediate_size, top num_experts_per_tok), no shared expert."""
-    fields = standard(r, tie_default=False)
-    attention_bias = r.flag("attention_bias", False)
-    fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias, qk_norm=True)
-    fields["moe"] = MoE(
-        num_experts=r.req_int("num_experts"),
-        top_k=r.req_int("num_experts_per_tok"),
-        expert_ffn=fields["ffn"],
-    )
-    return fields, ["q and k norms counted per head (OLMoE normalises the whole projection: a few thousand "
-                    "parameters more a layer)"]
+    """OLMoE (AllenAI): every layer routed, q and k RMSNorms."""
+    return _routed_every_layer(r, "num_experts", qk_norm=True), [
+        "q and k norms counted per head (OLMoE normalises the whole projection: a few thousand parameters more "
+        "a layer)"]
 
 
 def _granitemoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
-    """Granite MoE (IBM): Llama-style, every layer routed (num_local_experts of intermediate_size); its
-    embedding, residual, attention and logit multipliers scale activations, not parameters."""
-    fields = standard(r, tie_default=False)
-    attention_bias = r.flag("attention_bias", False)
-    fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias)
-    fields["moe"] = MoE(
-        num_experts=r.req_int("num_local_experts"),
-        top_k=r.req_int("num_experts_per_tok"),
-        expert_ffn=fields["ffn"],
-    )
-    return fields, []
+    """Granite MoE (IBM): every layer routed; its embedding, residual, attention and logit multipliers scale
+    activations, not parameters."""
+    return _routed_every_layer(r, "num_local_experts"), []
 
 
 def _phimoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
-    """Phi-3.5-MoE (Microsoft): Mixtral's routed layers with LayerNorms (weight and bias), optional attention
-    biases; its lm_head bias (vocab entries) is not counted."""
-    fields = standard(r, tie_default=False)
-    attention_bias = r.flag("attention_bias", False)
-    fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias, norm="layernorm", norm_bias=True)
-    fields["moe"] = MoE(
-        num_experts=r.req_int("num_local_experts"),
-        top_k=r.req_int("num_experts_per_tok"),
-        expert_ffn=fields["ffn"],
-    )
+    """Phi-3.5-MoE (Microsoft): Mixtral's routed layers with LayerNorms (weight and bias); its lm_head bias
+    (vocab entries) is not counted."""
     notes = ["lm_head bias not counted"] if r.flag("lm_head_bias", False) else []
-    return fields, notes
+    return _routed_every_layer(r, "num_local_experts", norm="layernorm"), notes
 
 def _phi3(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     fields = standard(r, tie_default=False)
