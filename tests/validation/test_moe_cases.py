@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from published_cases import check_published_case
 
+from rigplan.flow import evidence
 from rigplan.validation.moe_suite import MOE_CASE_TOLERANCE, evaluate_moe_case
 from rigplan.validation.run import SUITES, load_case_file
 
@@ -50,7 +51,7 @@ def test_small_microbatch_hopper_note_states_the_suite_as_it_is() -> None:
 
     from rigplan.flow import estimate as speed
 
-    errors = errors_where_shown(speed.SMALL_MICROBATCH_MOE_EVIDENCE)
+    errors = errors_where_shown(evidence.SMALL_MICROBATCH_MOE_EVIDENCE)
     assert len(errors) == 35
     assert round(-min(errors) * 100) == 14 and round(max(errors) * 100) == 524
     assert round(statistics.median(errors) * 100) == 34
@@ -65,7 +66,7 @@ def test_x86_one_sequence_note_states_the_suite_as_it_is() -> None:
     from rigplan.estimate.moe import host_syncs
     from rigplan.flow import estimate as speed
 
-    errors = errors_where_shown(speed.X86_ONE_SEQUENCE_MOE_EVIDENCE)
+    errors = errors_where_shown(evidence.X86_ONE_SEQUENCE_MOE_EVIDENCE)
     assert len(errors) == 28
     assert round(min(errors) * 100) == 2 and round(max(errors) * 100) == 232
     assert round(statistics.median(errors) * 100) == 38
@@ -74,7 +75,7 @@ def test_x86_one_sequence_note_states_the_suite_as_it_is() -> None:
     for case in CASES:
         setup = speed.estimate(case.request).setup
         job = setup.job
-        if (setup.gpu.host_cpu == "x86" and setup.arch.hidden > speed.X86_ONE_SEQUENCE_MOE_HIDDEN
+        if (setup.gpu.host_cpu == "x86" and setup.arch.hidden > evidence.X86_ONE_SEQUENCE_MOE_HIDDEN
                 and job.micro_batch == 1 and host_syncs(job) and job.kernels == "fused" and job.cuda_graphs != "full"):
             wide.append(tokens_error(case))
     assert wide and max(abs(e) for e in wide) < 0.32
@@ -89,7 +90,7 @@ def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
 
     others, gpt_oss, gb200 = [], [], []
     for case in CASES:
-        if speed.GB300_MOE_EVIDENCE in speed.estimate(case.request).setup.assumptions:
+        if evidence.GB300_MOE_EVIDENCE in speed.estimate(case.request).setup.assumptions:
             (gpt_oss if case.request.model.startswith("gpt-oss") else others).append(tokens_error(case))
         elif case.request.gpu == "gb200" and case.request.fp8_recipe != "nvfp4":
             gb200.append(tokens_error(case))
@@ -110,11 +111,11 @@ def test_gb300_moe_note_is_not_shown_for_dense_nvfp4_or_other_parts() -> None:
     base = {"gpu": "gb300", "gpus": 8, "precision": "fp8", "seq": 4096, "micro_batch": 1, "global_batch": 64,
             "framework": "megatron", "ep": 8}
     shown = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", **base)).setup.assumptions
-    assert speed.GB300_MOE_EVIDENCE in shown
+    assert evidence.GB300_MOE_EVIDENCE in shown
     for changed in ({"model": "llama-3.1-8b", "ep": 1}, {"model": "qwen3-30b-a3b", "fp8_recipe": "nvfp4"},
                     {"model": "qwen3-30b-a3b", "gpu": "gb200"}, {"model": "qwen3-30b-a3b", "kernels": "eager"}):
         request = EstimateRequest(**{**base, **changed})
-        assert speed.GB300_MOE_EVIDENCE not in speed.estimate(request).setup.assumptions, changed
+        assert evidence.GB300_MOE_EVIDENCE not in speed.estimate(request).setup.assumptions, changed
 
 
 def test_hopper_gpt_oss_note_states_the_suite_as_it_is() -> None:
@@ -125,15 +126,15 @@ def test_hopper_gpt_oss_note_states_the_suite_as_it_is() -> None:
     from rigplan.flow import estimate as speed
     from rigplan.flow.request import EstimateRequest
 
-    errors = errors_where_shown(speed.HOPPER_GPT_OSS_EVIDENCE)
+    errors = errors_where_shown(evidence.HOPPER_GPT_OSS_EVIDENCE)
     assert len(errors) == 9
     assert round(min(errors) * 100) == 0 and round(max(errors) * 100) == 128
     assert round(statistics.median(errors) * 100) == 34 and sum(e > 0.35 for e in errors) == 4
     base = {"model": "gpt-oss-20b", "gpu": "h100-sxm", "gpus": 8, "ep": 8, "framework": "megatron"}
-    assert speed.HOPPER_GPT_OSS_EVIDENCE in speed.estimate(EstimateRequest(**base)).setup.assumptions
+    assert evidence.HOPPER_GPT_OSS_EVIDENCE in speed.estimate(EstimateRequest(**base)).setup.assumptions
     for changed in ({"gpu": "b200"}, {"model": "qwen3-30b-a3b"}, {"kernels": "eager"}):
         request = EstimateRequest(**{**base, **changed})
-        assert speed.HOPPER_GPT_OSS_EVIDENCE not in speed.estimate(request).setup.assumptions, changed
+        assert evidence.HOPPER_GPT_OSS_EVIDENCE not in speed.estimate(request).setup.assumptions, changed
 
 
 def test_x86_host_paced_note_states_the_suite_as_it_is() -> None:
@@ -141,12 +142,36 @@ def test_x86_host_paced_note_states_the_suite_as_it_is() -> None:
     1.76x) and their padded-capacity twin, which shows the static-shape wording and no evidence (within 6%)."""
     from rigplan.flow import estimate as speed
 
-    errors = sorted(round(e, 2) for e in errors_where_shown(speed.HOST_PACED_X86_EVIDENCE))
+    errors = sorted(round(e, 2) for e in errors_where_shown(evidence.HOST_PACED_X86_EVIDENCE))
     assert errors == [0.76, 0.83]
     padded = next(c for c in CASES if c.id == "bridge2509-b200-qwen3-30b")
     shown = speed.estimate(padded.request).setup.assumptions
-    assert speed.HOST_PACED_X86_EVIDENCE not in shown
+    assert evidence.HOST_PACED_X86_EVIDENCE not in shown
     assert any(a.startswith("host-paced: ") and "padded capacity" in a for a in shown)
     assert abs(tokens_error(padded)) < 0.06
     mlperf = next(c for c in CASES if c.id == "mlperf60-dell-b200-8-gptoss")  # the loop's host time is not MoE pacing
     assert not any(a.startswith("host-paced") for a in speed.estimate(mlperf.request).setup.assumptions)
+
+
+def test_blackwell_gpt_oss_note_states_the_suite_as_it_is() -> None:
+    """BLACKWELL_GPT_OSS_EVIDENCE quotes the tokens/s errors of the MoE cases whose estimate shows it and of the same
+    parts' gpt-oss cases with a full-iteration CUDA graph, and it is shown only without that graph."""
+    import statistics
+
+    from rigplan.flow import estimate as speed
+    from rigplan.flow.request import EstimateRequest
+
+    errors = errors_where_shown(evidence.BLACKWELL_GPT_OSS_EVIDENCE)
+    assert len(errors) == 11
+    assert round(min(errors) * 100) == 15 and round(max(errors) * 100) == 107
+    assert round(statistics.median(errors) * 100) == 43 and sum(e > 0.35 for e in errors) == 9
+    graphed = [tokens_error(case) for case in CASES
+               if case.request.gpu in evidence.BLACKWELL_GPT_OSS_PARTS and case.request.model.startswith("gpt-oss")
+               and case.request.cuda_graphs == "full"]
+    assert len(graphed) == 11 and round(min(graphed) * 100) == -8 and round(max(graphed) * 100) == 4
+    base = {"model": "gpt-oss-120b", "gpu": "b200", "gpus": 8, "ep": 8, "framework": "megatron"}
+    assert evidence.BLACKWELL_GPT_OSS_EVIDENCE in speed.estimate(EstimateRequest(**base)).setup.assumptions
+    for changed in ({"gpu": "gb300"}, {"gpu": "h100-sxm"}, {"model": "qwen3-30b-a3b"}, {"cuda_graphs": "full"},
+                    {"kernels": "eager"}):
+        request = EstimateRequest(**{**base, **changed})
+        assert evidence.BLACKWELL_GPT_OSS_EVIDENCE not in speed.estimate(request).setup.assumptions, changed

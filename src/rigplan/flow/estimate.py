@@ -28,6 +28,20 @@ from rigplan.estimate.overlap import grad_reduce_bytes_per_param
 from rigplan.estimate.stage_time import attention_head_dims
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
+from rigplan.flow.evidence import (
+    BLACKWELL_GPT_OSS_EVIDENCE,
+    GB300_MOE_EVIDENCE,
+    HOPPER_GPT_OSS_EVIDENCE,
+    HOST_PACED_NOTE_SHARE,
+    HOST_PACED_X86_EVIDENCE,
+    SMALL_MICROBATCH_MOE_EVIDENCE,
+    X86_ONE_SEQUENCE_MOE_EVIDENCE,
+    blackwell_gpt_oss_evidence_applies,
+    gb300_moe_evidence_applies,
+    hopper_gpt_oss_evidence_applies,
+    small_microbatch_moe,
+    x86_one_sequence_moe_evidence_applies,
+)
 from rigplan.flow.memory import MemoryResult, memory_of
 from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.resolve import TrainingSetup, build_setup
@@ -300,70 +314,6 @@ def window_note(arch: Architecture, job: Job) -> str | None:
             "as a mask (--attention-kernel fa2, fa3 or cudnn skip the blocks outside it)")
 
 
-HOST_PACED_NOTE_SHARE = 0.05
-"""Share of the step above which the estimate says it is host-paced and names the CUDA-graph switches."""
-HOST_PACED_X86_EVIDENCE = (
-    "host-paced with a per-layer sync on an x86 host: the published runs of this kind were slower than rigplan's host "
-    "model - Megatron-Bridge 25.11's and 26.02's Qwen3-30B-A3B on 8 B200 at one 4,096-token micro-batch, dropless, "
-    "ran 1.83x and 1.76x below its tokens/s, while 25.09's run of the same recipe with padded capacity (no sync) "
-    "is within 6% (rigplan validate --case bridge2602-b200-qwen3-30b); read this estimate as optimistic")
-"""Validation evidence shown beside a host-paced estimate with dropless routing's per-layer sync on an x86 host (the
-estimate itself is not changed; tests/validation/test_moe_cases.py recomputes the figures from the suite)."""
-SMALL_MICROBATCH_MOE_TOKENS = 2048
-"""Tokens per GPU per micro-batch (micro-batch x sequence / (tp x cp)) at or below which MoE layers on Hopper get
-SMALL_MICROBATCH_MOE_EVIDENCE (without full recomputation)."""
-SMALL_MICROBATCH_MOE_EVIDENCE = (
-    "MoE with at most 2,048 tokens per GPU per micro-batch on Hopper: on the 35 published runs of this kind rigplan "
-    "checks, its tokens/s were from 14% below to 524% above the measured, median 34% above, 17 beyond 35% (rigplan "
-    "validate --suite moe: Alibaba PAI's Qwen3-235B on H800, the MoE ModelZoo's TP4 and alltoall layouts, AWS's TP8 "
-    "runs over EFA, BAAI FlagPerf's TP8 Mixtral; NVIDIA's DeepEP TP2/EP32 layouts within 3%); read this estimate as "
-    "optimistic, more so at one sequence per micro-batch")
-"""Validation evidence shown beside such an estimate (the estimate itself is not changed; tests/validation/
-test_moe_cases.py recomputes the figures from the MoE suite)."""
-
-
-X86_ONE_SEQUENCE_MOE_HIDDEN = 4096
-"""Hidden size at or below which X86_ONE_SEQUENCE_MOE_EVIDENCE is shown: the suite's runs of that kind split there,
-the Qwen3, gpt-oss and Moonlight runs (hidden 2,048 to 4,096) all above the measured and DeepSeek-V3's and Kimi K2's
-7,168-wide layers within 32% either way."""
-X86_ONE_SEQUENCE_MOE_EVIDENCE = (
-    "MoE at one sequence per micro-batch on an x86 host, dropless routing syncing the host every layer, hidden size "
-    "at most 4,096: on the 28 published runs of this kind rigplan checks (Megatron-Bridge 25.11 to 26.06, its model "
-    "cards and PR #5094's A/B on B200, B300 and H100, Megatron-LM's recipes, MLPerf Training v6.0's gpt-oss on H100, "
-    "AWS's TP8 runs over EFA, Together AI's Qwen3-235B on B200 and Qwen3-30B on B300, Pai-Megatron-Patch's Qwen3-30B "
-    "on H800, ms-swift's on A800; rigplan validate --suite moe), its tokens/s were from 2% to 232% above the "
-    "measured, median 38% above, 17 beyond 35% (the same runs with DeepSeek-V3's 7,168-wide layers are within 32% "
-    "either way); read this estimate as optimistic")
-"""Validation evidence shown beside such an estimate where SMALL_MICROBATCH_MOE_EVIDENCE is not (the estimate itself is
-not changed: the per-layer cost these runs pay is not identified, docs/methodology/moe.md; tests/validation/
-test_moe_cases.py recomputes the figures from the suite)."""
-
-
-def x86_one_sequence_moe_evidence_applies(gpu: Gpu, arch: Architecture, job: Job) -> bool:
-    """Whether X86_ONE_SEQUENCE_MOE_EVIDENCE describes this estimate: an MoE model no wider than
-    X86_ONE_SEQUENCE_MOE_HIDDEN at one sequence per micro-batch on an x86 host, with Megatron-Core kernels (not NVFP4),
-    routing that syncs the host every layer and no full-iteration CUDA graph."""
-    return (gpu.host_cpu == "x86" and arch.moe is not None and arch.hidden <= X86_ONE_SEQUENCE_MOE_HIDDEN
-            and job.micro_batch == 1 and host_syncs(job) and _fused_not_nvfp4(job) and job.cuda_graphs != "full")
-
-
-def _fused_not_nvfp4(job: Job) -> bool:
-    """Fused (Megatron-Core / Transformer Engine) kernels, not in NVFP4: the runs the evidence lines below count."""
-    return job.kernels == "fused" and not (job.precision == "fp8" and job.fp8_recipe == "nvfp4")
-
-
-GB300_MOE_EVIDENCE = (
-    "MoE model on GB300 with Megatron-Core kernels: on the 44 published runs of this kind rigplan checks (NVIDIA's "
-    "Megatron-Bridge 25.11 to 26.06 and its model cards, Megatron-LM's MoE recipes and ModelZoo, and MLPerf Training "
-    "v6.0; rigplan validate --suite moe), its tokens/s were 5% to 33% below the measured on the 29 DeepSeek-V3, Qwen3 "
-    "and Kimi K2 runs, median 13% below, and from 10% below to 27% above on the 15 gpt-oss runs (median 3% below; "
-    "the four Megatron-Bridge BF16 runs 24% to 27% above), where the same tables' GB200 MoE runs are 6% below; read "
-    "this estimate, gpt-oss aside, as pessimistic by about 13%")
-"""Validation evidence shown beside an MoE estimate on GB300 with fused kernels and without NVFP4 (the estimate itself
-is not changed: no datasheet figure separates GB300 from GB200 by more than rigplan's 1.08x clock, and the cause is
-not identified; tests/validation/test_moe_cases.py recomputes the figures from the suite)."""
-
-
 FP8_EXPERTS_NOTE = ("fp8 experts ({recipe}): only the routed experts' grouped GEMMs run in fp8, their inputs, output "
                     "gradients and weights cast in every call (torchao's MoE recipe); every other linear, the saved "
                     "activations and the weights' memory stay bf16")
@@ -379,34 +329,6 @@ MEGATRON_EXPERT_PATH_NOTE = (
     "are charged as memory traffic and host ops (docs/methodology/moe.md); Transformer Engine's operation fuser "
     "(--moe-fused-grouped-mlp with MXFP8, or --cuda-graphs full) runs them without")
 """Shown where estimate.moe.megatron_expert_path holds (gpt-oss's biased, clamped experts in the fused stack)."""
-
-
-HOPPER_GPT_OSS_EVIDENCE = (
-    "gpt-oss-shaped MoE (learned attention sinks, biased experts) on Hopper with fused kernels: on the 9 published "
-    "runs of this kind rigplan checks (Megatron-Bridge 25.11 to 26.04 in BF16 on 64 H100 and its gpt-oss-20b model "
-    "card on 8 and 16 H100, NeMo AutoModel on 8 and 64 H100, MLPerf Training v6.0 in FP8 on 64 and 128 H100 from "
-    "Cisco; rigplan validate --suite moe), its tokens/s were from 0% to 128% above the measured, median 34% above, "
-    "4 beyond 35%; read this estimate as optimistic")
-"""Validation evidence shown beside such an estimate (the estimate itself is not changed: the missing cost is not
-identified; tests/validation/test_moe_cases.py recomputes the figures from the MoE suite)."""
-
-
-def hopper_gpt_oss_evidence_applies(family: str, arch: Architecture, job: Job) -> bool:
-    """Whether HOPPER_GPT_OSS_EVIDENCE describes this estimate: a model with learned attention sinks and biased
-    experts (gpt-oss) on a Hopper part with fused kernels."""
-    return (family == "hopper" and arch.attention_sinks and arch.moe is not None and arch.moe.expert_bias
-            and _fused_not_nvfp4(job))
-
-
-def gb300_moe_evidence_applies(gpu_id: str, arch: Architecture, job: Job) -> bool:
-    """Whether GB300_MOE_EVIDENCE describes this estimate: an MoE model on a GB300 with fused (Megatron-Core /
-    Transformer Engine) kernels, not in NVFP4."""
-    return gpu_id == "gb300" and arch.moe is not None and _fused_not_nvfp4(job)
-
-
-def small_microbatch_moe(job: Job, layout: Layout) -> bool:
-    """Whether each GPU's micro-batch is at most SMALL_MICROBATCH_MOE_TOKENS tokens (mb·s/(tp·cp))."""
-    return job.micro_batch * job.seq_len / (layout.tp * layout.cp) <= SMALL_MICROBATCH_MOE_TOKENS
 
 
 def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: ResolvedModel | None = None,
@@ -473,6 +395,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
             assumptions.append(X86_ONE_SEQUENCE_MOE_EVIDENCE)
         if hopper_gpt_oss_evidence_applies(eff.family, setup.arch, job):
             assumptions.append(HOPPER_GPT_OSS_EVIDENCE)
+        if blackwell_gpt_oss_evidence_applies(gpu.id, setup.arch, job):
+            assumptions.append(BLACKWELL_GPT_OSS_EVIDENCE)
         ep_group = setup.layout.ep * setup.layout.expert_tp
         if gpu.link.domain_size >= NVL_RACK_GPUS and ep_group > NVL_TRAY_GPUS and gpu.gpus_per_node > NVL_TRAY_GPUS:
             assumptions.append(MNNVL_EP_NOTE.format(n=ep_group, domain=gpu.link.domain_size))
