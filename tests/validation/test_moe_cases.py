@@ -49,7 +49,6 @@ def test_small_microbatch_hopper_note_states_the_suite_as_it_is() -> None:
     """The figures SMALL_MICROBATCH_MOE_EVIDENCE quotes are those of the MoE cases whose estimate shows it."""
     import statistics
 
-    from rigplan.flow import estimate as speed
 
     errors = errors_where_shown(evidence.SMALL_MICROBATCH_MOE_EVIDENCE)
     assert len(errors) == 35
