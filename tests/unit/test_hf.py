@@ -422,3 +422,12 @@ def test_more_moe_families_give_their_published_counts(tmp_path: Path, cfg: dict
         assert arch.norm == "layernorm" and arch.norm_bias and arch.qkv_bias
     if cfg["model_type"] == "olmoe":
         assert arch.qk_norm
+
+
+@pytest.mark.parametrize("folder", ["gpt-oss-20b", "deepseek-v3"])
+def test_active_count_follows_the_publisher_for_a_config(folder: str) -> None:
+    """OpenAI and DeepSeek count active parameters without the input embedding (a lookup); a config.json of their
+    families is counted as the catalog record of the same model is (gpt-oss-20b 3.61B, DeepSeek-V3 36.6B)."""
+    from_config = count_params(architecture_from_hf_config(HF_DIR / folder))
+    record = count_params(_catalog_record(SAME_MODEL[folder]).to_domain())
+    assert from_config.active_published == record.active_published == from_config.active_matmul

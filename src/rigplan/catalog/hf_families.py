@@ -185,6 +185,7 @@ def _deepseek(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
             router="sigmoid" if r.cfg.get("scoring_func") == "sigmoid" else "softmax",
             mtp_layers=r.opt_int("num_nextn_predict_layers"),
         )
+        fields["active_excludes_input_embedding"] = True  # as DeepSeek and Kimi count active parameters
         if r.cfg.get("topk_method") == "noaux_tc":
             notes.append("router e_score_correction_bias (n_routed_experts values per MoE layer) not counted")
     mtp = r.opt_int("num_nextn_predict_layers")
@@ -196,7 +197,8 @@ def _deepseek(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
 def _gpt_oss(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     fields = standard(r, tie_default=False)
     attention_bias = r.flag("attention_bias", True)
-    fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias, attention_sinks=True)
+    fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias, attention_sinks=True,
+                  active_excludes_input_embedding=True)  # OpenAI's card: 3.6B / 5.1B active without it
     fields["moe"] = MoE(
         num_experts=r.req_int("num_local_experts"),
         top_k=r.req_int("experts_per_token", "num_experts_per_tok"),
@@ -244,7 +246,8 @@ def _glm4_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     """GLM-4.5: GQA with q/k/v biases and optional QK norm, leading dense layers
     (first_k_dense_replace), routed and shared experts of moe_intermediate_size."""
     fields = standard(r, tie_default=False)
-    fields.update(qkv_bias=r.flag("attention_bias", True), qk_norm=r.flag("use_qk_norm", False))
+    fields.update(qkv_bias=r.flag("attention_bias", True), qk_norm=r.flag("use_qk_norm", False),
+                  active_excludes_input_embedding=True)  # Z.ai's card: 32B / 12B active without it
     layers = fields["num_layers"]
     dense, notes = moe_layer_split(layers, list(range(min(r.opt_int("first_k_dense_replace"), layers))))
     fields["moe"] = MoE(
