@@ -482,6 +482,7 @@ def test_the_host_runs_ahead_while_the_gpu_waits_on_exposed_tensor_parallel_traf
     """The GPU waits for the host only beyond its whole stream of the micro-batch: compute and the exposed TP, CP
     and EP collectives (the host keeps issuing while an NCCL kernel runs), not beyond compute and EP alone."""
     from rigplan.estimate import stage_time
+    from rigplan.estimate.elementwise import kernels_per_layer
 
     catalog = load_catalog()
     arch = catalog.model("qwen3-30b-a3b").to_domain()
@@ -493,8 +494,11 @@ def test_the_host_runs_ahead_while_the_gpu_waits_on_exposed_tensor_parallel_traf
     first = pace.ranks[0]
     assert float(first["tp"]) > 0.0 and float(first["host"]) > 0.0  # a host-paced layout with exposed TP traffic
     stream = first["compute"] + first["tp"] + first["cp"] + first["ep"]
-    assert float(first["host"]) == pytest.approx(float(stage_time._exposed_host_s(arch, job, gpu, 2.0, shape, stream)))
-    before = stage_time._exposed_host_s(arch, job, gpu, 2.0, shape, first["compute"] + first["ep"])
+    counts = dict(kernels=kernels_per_layer(arch, job), layers=shape.layers, dense_layers=shape.dense_layers,
+                  lm_head=shape.lm_head, recomputed_layers=shape.recomputed_layers)
+    assert float(first["host"]) == pytest.approx(float(moe.exposed_host_s(arch, job, gpu.host_cpu, 2.0, stream,
+                                                                          **counts)))
+    before = moe.exposed_host_s(arch, job, gpu.host_cpu, 2.0, first["compute"] + first["ep"], **counts)
     assert float(first["host"]) == pytest.approx(max(float(before) - float(first["tp"]), 0.0))
 
 

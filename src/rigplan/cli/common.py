@@ -395,6 +395,10 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--recompute-moe-act/--no-recompute-moe-act", default=False,
                      help="MoE: the routed experts' activation output is freed after use and recomputed in "
                           "backward (Megatron --recompute-modules moe_act); beside --recompute none or selective."),
+        click.option("--recompute-moe/--no-recompute-moe", default=False,
+                     help="MoE: each MoE block (router, dispatch, experts, combine) keeps only its input and runs "
+                          "again in backward, all-to-alls included (Megatron --recompute-modules moe); beside "
+                          "--recompute none or selective."),
         click.option("--recompute-mla-up-proj/--no-recompute-mla-up-proj", default=False,
                      help="MLA models: the query, key and value of the up-projections are freed after core "
                           "attention and recomputed in backward (Megatron --recompute-modules mla_up_proj); "

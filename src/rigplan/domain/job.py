@@ -58,6 +58,10 @@ class Job:
     checkpointed without its output, which is freed once fc2 has run and recomputed from the fc1 output
     before fc2's backward (megatron/core/transformer/moe/experts.py, TEGroupedMLP activation_recompute).
     Applies beside recompute 'none' or 'selective'; a fully recomputed layer keeps only its input anyway."""
+    recompute_moe: bool = False
+    """Megatron-Core --recompute-modules moe: each MoE block (router, dispatch, experts, combine) keeps only its
+    input and runs its whole forward again before its backward (megatron/core/transformer/moe/moe_layer.py,
+    moe_layer_recompute; estimate.recompute_modules). Applies beside recompute 'none' or 'selective'."""
     recompute_mla_up_proj: bool = False
     """Megatron-Core --recompute-modules mla_up_proj: MLA's q and kv up-projections and rotary embedding are
     checkpointed without their outputs; the query, key and value are freed after core attention and rebuilt

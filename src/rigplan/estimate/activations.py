@@ -254,6 +254,12 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
     h = arch.hidden
     mask = MASK_BYTES * h if dropout else 0
     inner_per_ffn = (3 if job.fused_swiglu else 4) if arch.mlp == "gated" else 2
+    if moe_layer and arch.moe is not None and recompute_modules.moe_layer_recomputed(arch, job):
+        # Megatron 'moe': tensor_parallel.checkpoint keeps the block's input (the pre-MLP norm's output, freed too
+        # under layernorm recompute) and the residual; routed copies, shared experts, router probabilities and
+        # permutation are rebuilt in backward.
+        norm_out = 0 if recompute_modules.layernorm_recomputed(job) else p * h
+        return TokenActivation(replicated_under_tp=r * h + norm_out + mask, split_by_tp=0.0, attention_core=0.0)
     if moe_layer and arch.moe is not None:
         from rigplan.estimate.moe import act_recomputed, load_factor  # here: a dense model needs no MoE model
 

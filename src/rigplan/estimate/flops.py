@@ -363,8 +363,10 @@ def _stage_flops(
                "window_scale": attention_window_scale(arch, seq_len, job)}
     dense = layer_forward_flops(arch, moe=False, **core_kw)
     layers = dense.times(n_dense)
+    moe_layer = OpFlops()
     if arch.moe is not None:
-        layers = layers + layer_forward_flops(arch, moe=True, **core_kw).times(n_moe)
+        moe_layer = layer_forward_flops(arch, moe=True, **core_kw)
+        layers = layers + moe_layer.times(n_moe)
     if job.is_peft:
         ad_dense = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=False, **kw)
         ad_moe = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=True, **kw)
@@ -397,6 +399,9 @@ def _stage_flops(
         recompute = recompute + OpFlops(attention_proj_flop=up * (n_dense + n_moe))
     if recompute_modules.dense_mlp_recomputed(job):
         recompute = recompute + OpFlops(mlp_flop=dense.mlp_flop * n_dense)
+    if recompute_modules.moe_layer_recomputed(arch, job):  # the MoE block: router, routed and shared experts
+        recompute = recompute + OpFlops(expert_flop=moe_layer.expert_flop, router_flop=moe_layer.router_flop,
+                                        mlp_flop=moe_layer.mlp_flop).times(n_moe)
     if flash_backward_recompute and job.attention == "flash":
         d_qk, d_v = _core_widths(arch)
         scores = layers.attention_core_flop * d_qk / (d_qk + d_v)
@@ -420,8 +425,8 @@ def micro_batch_flops(
     Activation Recomputation"); with flash attention the backward kernel also recomputes the scores
     Q·K^T (flash_backward_recompute; the FlashAttention benchmarks count backward = 2.5× forward,
     Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py). Megatron's per-module recompute
-    (estimate.recompute_modules) adds MLA's q and kv up-projections on every layer (mla_up_proj) and the dense
-    layers' MLP (mlp).
+    (estimate.recompute_modules) adds MLA's q and kv up-projections on every layer (mla_up_proj), the dense
+    layers' MLP (mlp) and the MoE layers' router, routed and shared experts (moe).
     For a GPT-style model with eager attention this reproduces Narayanan et al. Sec. 5.1:
     model = 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)); full recompute: 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)).
     seq_len and micro_batch default to the job's; pass arrays to sweep them.

@@ -27,7 +27,7 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, chunk_layer_counts, moe_heaviest_middle_rank
 from rigplan.estimate import arrays as xp
-from rigplan.estimate import recompute
+from rigplan.estimate import recompute, recompute_modules
 from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.allocator import reserved_overhead_bytes, unreleasable_overhead_bytes
 from rigplan.estimate.arrays import distinct_rows, first_argmax, select
@@ -264,6 +264,10 @@ def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num,
         working: Num = 0.0 * saved_stage
     else:
         working = xp.maximum(dense.full_bytes, xp.where(xp.asarray(moe_layers) > 0, moe.full_bytes, 0.0)) * group
+    if recompute_modules.moe_layer_recomputed(arch, job):  # one MoE block's activations, rebuilt in backward
+        kept = layer_activation_bytes(arch, replace(job, recompute_moe=False), layout, moe_layer=True,
+                                      dropout=job.dropout)
+        working = xp.maximum(working, xp.where(xp.asarray(moe_layers) > 0, kept.saved_bytes - moe.saved_bytes, 0.0))
     if job.activation_offload:
         per_layer = saved_stage / xp.maximum(stage.layers, 1)
         saved = xp.minimum(saved, 2 * per_layer)

@@ -58,7 +58,7 @@ from typing import Any
 from rigplan.domain.job import CUDA_GRAPH_SCOPES, Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
-from rigplan.estimate import comm, fp8_inputs
+from rigplan.estimate import comm, fp8_inputs, recompute_modules
 
 Num = Any
 
@@ -468,3 +468,28 @@ def host_paced_s(gpu_s: Num, *, host_forward_s: Num, host_backward_s: Num, host_
         return xp.maximum(gpu, host_forward_s + host_backward_s + host_recompute_s)
     return (xp.maximum(gpu / passes, host_forward_s) + xp.maximum(gpu * r / passes, host_recompute_s)
             + xp.maximum(gpu * 2.0 / passes, host_backward_s))
+
+
+def exposed_host_s(arch: Architecture, job: Job, host_cpu: str, ep: Num, gpu_s: Num, *, kernels: float, layers: Num,
+                   dense_layers: Num, lm_head: Num, recomputed_layers: Num) -> Num:
+    """Seconds by which issuing one micro-batch's ops on the host outlasts its GPU time on one pipeline rank (MoE
+    models only: the per-layer host sync of dropless routing, host_paced_s). `gpu_s` is the GPU's whole stream of
+    the micro-batch, compute and the exposed collectives: the host keeps issuing while a collective runs.
+    `kernels`: a layer's forward kernels (estimate.elementwise.kernels_per_layer); the rank holds `layers`, of them
+    `dense_layers` dense, the MTP modules where lm_head is 1, and fully recomputes `recomputed_layers`. Megatron's
+    'moe' recompute module (estimate.recompute_modules) issues each MoE block's forward ops again inside the
+    backward, counted there."""
+    if arch.moe is None or job.cuda_graphs == "full":
+        return 0.0 * xp.asfloat(gpu_s)
+    op_s = HOST_OP_S.get(host_cpu, HOST_OP_S["x86"])
+    fwd_ops, bwd_ops = host_ops_per_moe_layer(arch, job, ep, kernels)
+    moe_layers = layers - dense_layers + lm_head * arch.moe.mtp_layers
+    share = recomputed_layers / xp.maximum(xp.asfloat(layers), 1.0)
+    dense_ops = kernels - graph_captured_ops(job, scopes=("attn",))
+    if recompute_modules.moe_layer_recomputed(arch, job):
+        bwd_ops = bwd_ops + (fwd_ops - dense_ops)
+    forward = (moe_layers * fwd_ops + dense_layers * dense_ops) * op_s
+    backward = (moe_layers * bwd_ops + dense_layers * dense_ops) * op_s
+    paced = host_paced_s(gpu_s, host_forward_s=forward, host_backward_s=backward, host_recompute_s=forward * share,
+                         recompute_share=share, sync=host_syncs(job))
+    return xp.maximum(paced - xp.asfloat(gpu_s), 0.0)

@@ -2,7 +2,7 @@
 
 Megatron-Core (megatron/core/transformer/transformer_config.py, recompute_modules) recomputes chosen
 submodules under --recompute-granularity selective: "core_attn" (rigplan's --recompute selective),
-"moe_act" (Job.recompute_moe_act, estimate.moe), and the three here:
+"moe_act" (Job.recompute_moe_act, estimate.moe), and the four here:
 
     mla_up_proj (Job.recompute_mla_up_proj; megatron/core/transformer/multi_latent_attention.py):
         the q and kv up-projections and the rotary embedding run under CheckpointWithoutOutput; the
@@ -19,6 +19,15 @@ submodules under --recompute-granularity selective: "core_attn" (rigplan's --rec
         MLA (else fused into linear_qkv, TELayerNormColumnParallelLinear) and the pre-MLP norm only in MoE
         layers (else fused into linear_fc1). Frees p·h per such norm and token; reruns the norm (read the
         residual, write h).
+    moe (Job.recompute_moe; megatron/core/transformer/moe/moe_layer.py, moe_layer_recompute): the whole MoE
+        block (router, token dispatch, routed and shared experts, combine) runs under tensor_parallel.checkpoint,
+        which keeps its input only (the pre-MLP norm's output); everything the block saves is freed and the
+        block's forward, its two all-to-alls included, runs again before its backward. Frees the routed copies,
+        the shared experts' activations, router probabilities and permutation indices; reruns the experts', the
+        router's and the shared experts' forward FLOPs, the permutation and activation passes and the forward
+        dispatch and combine, and the host issues the block's ops again in backward. MoE layers only; the
+        backward's working set holds one MoE block's activations. With it, moe_act changes nothing. Left out:
+        the fp8 casts of the experts' inputs, which run again too.
     mlp (Job.recompute_mlp; transformer_layer.py, recompute_mlp is set only when the MLP is not a MoELayer):
         the dense MLP runs under tensor_parallel.checkpoint, which keeps its input only; the MLP's
         activations (fc1 input, fc1 output, activation output: p·(h + inner·f)) are freed and the whole
@@ -26,10 +35,10 @@ submodules under --recompute-granularity selective: "core_attn" (rigplan's --rec
         three layers, every layer of a dense model; no effect on MoE layers.
 
 Each applies beside --recompute none or selective (granularity selective); a fully recomputed layer
-keeps only its input anyway, and torchtitan's 'op' policy keeps its own set. Left out: "moe" and
-"shared_experts" (checkpoint of the whole MoE layer or of its shared experts), which no validated
-recipe sets, and fine-grained activation offloading (--fine-grained-activation-offloading, which
-copies chosen activations to host memory: rigplan has no per-module offload).
+keeps only its input anyway, and torchtitan's 'op' policy keeps its own set. Left out: "shared_experts"
+(checkpoint of the shared experts alone), which no validated recipe sets, and fine-grained activation
+offloading (--fine-grained-activation-offloading, which copies chosen activations to host memory: rigplan
+has no per-module offload).
 """
 
 from __future__ import annotations
@@ -50,6 +59,10 @@ def mla_up_proj_recomputed(arch: Architecture, job: Job) -> bool:
 def layernorm_recomputed(job: Job) -> bool:
     # Megatron-Core's CheckpointWithoutOutput norms are Transformer Engine / Megatron modules ('fused')
     return job.recompute_layernorm and job.kernels == "fused" and applies(job)
+
+
+def moe_layer_recomputed(arch: Architecture, job: Job) -> bool:
+    return job.recompute_moe and arch.moe is not None and applies(job)
 
 
 def dense_mlp_recomputed(job: Job) -> bool:

@@ -205,7 +205,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     replicated, split = moe.by_expert_ranks(ep, job, lambda j: elementwise_bytes_per_token(arch, j))
     norm_tp = tp if layout.sequence_parallel else 1.0
     moe_act: Num = 0.0
-    if arch.moe is not None and moe.act_recomputed(job):
+    if arch.moe is not None and (moe.act_recomputed(job) or recompute_modules.moe_layer_recomputed(arch, job)):
         moe_act = moe.by_expert_ranks(ep, job, lambda j: moe.activation_bytes_per_token(arch, j)) / tp
     mla: Num = 0.0
     if recompute_modules.mla_up_proj_recomputed(arch, job):
@@ -295,13 +295,14 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
     passes = 3.0 + redone
     elementwise = r.elementwise_per_token * tokens * layers * passes
     # token permutation: forward, its backward (the same bytes, moe.permute_bytes_per_token) and any recompute
-    elementwise = elementwise + r.permute_per_token * tokens * moe_layers * (2.0 + redone)
+    moe_redone = redone + (1.0 if recompute_modules.moe_layer_recomputed(arch, job) else 0.0)
+    elementwise = elementwise + r.permute_per_token * tokens * moe_layers * (2.0 + moe_redone)
     # Megatron-Core's clamp and fc2 bias loop around biased or clamped experts: forward (again where recomputed)
     # and backward
     path_forward, path_backward = r.expert_path_per_token
-    elementwise = elementwise + (path_forward * (1.0 + redone) + path_backward) * tokens * moe_layers
-    if arch.moe is not None and moe.act_recomputed(job):
-        # moe_act: the routed experts' activation runs once more, before fc2's backward
+    elementwise = elementwise + (path_forward * (1.0 + moe_redone) + path_backward) * tokens * moe_layers
+    if arch.moe is not None and (moe.act_recomputed(job) or recompute_modules.moe_layer_recomputed(arch, job)):
+        # moe_act (or the whole MoE block): the routed experts' activation runs once more, before fc2's backward
         elementwise = elementwise + r.moe_act_per_token * tokens * (layers - stage.dense_layers)
     # Megatron's per-module recompute (estimate.recompute_modules): the element-wise part of what reruns
     if recompute_modules.mla_up_proj_recomputed(arch, job):
@@ -384,26 +385,6 @@ def whole_model_recompute_fraction(arch: Architecture, job: Job, layout: Any, pp
         redone = float(np.sum(recompute.recomputed_layers(job, counts, per_rank[np.arange(counts.size) % p_])))
         out[(pp_i == p_) & (vpp_i == v_)] = redone / arch.num_layers
     return float(out) if out.ndim == 0 else out
-
-
-def _exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, stage: StageShape, gpu_s: Num) -> Num:
-    """Seconds by which issuing one micro-batch's ops on the host outlasts its GPU time on this
-    stage (MoE models only: the per-layer host sync of dropless routing, estimate.moe.host_paced_s).
-    `gpu_s` is the GPU's whole stream of the micro-batch, compute and the exposed collectives: the host
-    keeps issuing while a collective runs."""
-    if arch.moe is None or job.cuda_graphs == "full":
-        return 0.0 * np.asarray(gpu_s)
-    op_s = moe.HOST_OP_S.get(gpu.host_cpu, moe.HOST_OP_S["x86"])
-    kernels = kernels_per_layer(arch, job)
-    fwd_ops, bwd_ops = moe.host_ops_per_moe_layer(arch, job, ep, kernels)
-    moe_layers = stage.layers - stage.dense_layers + stage.lm_head * arch.moe.mtp_layers
-    share = stage.recomputed_layers / np.maximum(stage.layers, 1.0)
-    dense_ops = kernels - moe.graph_captured_ops(job, scopes=("attn",))
-    forward = (moe_layers * fwd_ops + stage.dense_layers * dense_ops) * op_s
-    backward = (moe_layers * bwd_ops + stage.dense_layers * dense_ops) * op_s
-    paced = moe.host_paced_s(gpu_s, host_forward_s=forward, host_backward_s=backward,
-                             host_recompute_s=forward * share, recompute_share=share, sync=moe.host_syncs(job))
-    return np.maximum(paced - gpu_s, 0.0)
 
 
 def scale_up_domain(gpu: Gpu) -> int:
@@ -533,7 +514,8 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         ep_intra = comm.place_group(gpu, ep, stride=etp, domain_size=domain, intra=intra, inter=inter).intra
         a2a_args = dict(tokens=tokens, tp=tp, ep=ep, etp=etp, domain=domain, intra=ep_intra, inter=inter)
         a2a_per_layer = moe.expert_all_to_all_s(arch, job, recomputed_share=0.0, **a2a_args)
-        if job.recompute == "full":  # the forward dispatch and combine of a recomputed layer run again
+        if job.recompute == "full" or recompute_modules.moe_layer_recomputed(arch, job):
+            # the forward dispatch and combine of a recomputed layer (or MoE block) run again
             a2a_recompute_per_layer = moe.expert_all_to_all_s(arch, job, recomputed_share=1.0,
                                                               **a2a_args) - a2a_per_layer
 
@@ -568,12 +550,15 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         ep_tax: Num = 0.0
         if arch.moe is not None:
             moe_layers = layers - stage.dense_layers + stage.lm_head * arch.moe.mtp_layers
-            recomputed_moe_layers = moe_layers * stage.recomputed_layers / np.maximum(layers, 1.0)
+            recomputed_moe_layers = (moe_layers if recompute_modules.moe_layer_recomputed(arch, job)
+                                     else moe_layers * stage.recomputed_layers / np.maximum(layers, 1.0))
             a2a = moe_layers * a2a_per_layer + recomputed_moe_layers * a2a_recompute_per_layer
             ep_s, ep_tax = moe.exposed_all_to_all_s(job, a2a, compute)
         tax = tp_tax + cp_tax + ep_tax
         compute = compute + tax
-        host_s = _exposed_host_s(arch, job, gpu, ep, stage, compute + tp_s + cp_s + ep_s)
+        host_s = moe.exposed_host_s(arch, job, gpu.host_cpu, ep, compute + tp_s + cp_s + ep_s, kernels=rates.kernels,
+                                    layers=stage.layers, dense_layers=stage.dense_layers, lm_head=stage.lm_head,
+                                    recomputed_layers=stage.recomputed_layers)
         return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s, "host": host_s,
                 "tp_total": tp_total, "cp_total": cp_total, "ep_total": a2a + 0.0 * tp_s, "tax": tax,
                 "layers": layers, "rank": stage.rank}

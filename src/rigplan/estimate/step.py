@@ -239,7 +239,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         c["tax"] = c["tax"] + np.where(sharded, fsdp_tax, 0.0) + pp_tax
         c["compute"] = c["compute"] + np.where(sharded, fsdp_tax, 0.0) + pp_tax
         # the host keeps issuing while the exposed ZeRO-3 gathers and pipeline sends run: it paces the
-        # micro-batch only beyond them too (stage_time._exposed_host_s measures it against compute, tp, cp, ep)
+        # micro-batch only beyond them too (moe.exposed_host_s measures it against compute, tp, cp, ep)
         c["host"] = np.maximum(c["host"] - c["fsdp"] - c["pp"], 0.0)
         per_rank_mb.append(c["compute"] + c["tp"] + c["cp"] + c["ep"] + c["host"] + c["pp"] + c["fsdp"])
     slowest = first_argmax(np.broadcast_arrays(*per_rank_mb))

@@ -99,6 +99,7 @@ class MemoryResult:
                 "fp8_attention": s.job.fp8_attention, "cuda_graphs": s.job.cuda_graphs,
                 "cuda_graph_scope": list(s.job.cuda_graph_scope), "bf16_moments": s.job.bf16_moments,
                 "fused_swiglu": s.job.fused_swiglu, "recompute_moe_act": s.job.recompute_moe_act,
+                "recompute_moe": s.job.recompute_moe,
                 "recompute_mla_up_proj": s.job.recompute_mla_up_proj,
                 "recompute_layernorm": s.job.recompute_layernorm, "recompute_mlp": s.job.recompute_mlp,
                 "nvls_buffers": s.job.nvls_buffers,

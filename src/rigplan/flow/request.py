@@ -209,6 +209,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, 
     """Only the routed experts' grouped GEMMs in fp8 (domain.job.Job.fp8_experts)."""
     recompute_moe_act: bool = False
     """Megatron --recompute-modules moe_act (domain.job.Job.recompute_moe_act)."""
+    recompute_moe: bool = False
+    """Megatron --recompute-modules moe, the whole MoE block (domain.job.Job.recompute_moe)."""
     recompute_mla_up_proj: bool = False
     """Megatron --recompute-modules mla_up_proj (domain.job.Job.recompute_mla_up_proj)."""
     recompute_layernorm: bool = False

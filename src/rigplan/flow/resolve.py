@@ -140,6 +140,13 @@ def _inert_switches(arch: Architecture, job: Job) -> list[str]:
     elif job.recompute_moe_act and job.recompute not in ("none", "selective"):
         notes.append(f"--recompute-moe-act changes nothing beside --recompute {job.recompute}: the recomputed "
                      "layers keep their inputs only")
+    if job.recompute_moe and arch.moe is None:
+        notes.append(f"--recompute-moe changes nothing: {arch.id} has no routed experts")
+    elif job.recompute_moe and job.recompute not in ("none", "selective"):
+        notes.append(f"--recompute-moe changes nothing beside --recompute {job.recompute}: the recomputed "
+                     "layers keep their inputs only")
+    elif job.recompute_moe and job.recompute_moe_act:
+        notes.append("--recompute-moe-act changes nothing beside --recompute-moe: the whole MoE block reruns")
     return notes
 
 
@@ -262,7 +269,8 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         fp8_attention=spec.fp8_attention, bf16_moments=spec.bf16_moments, cuda_graphs=spec.cuda_graphs,
         cuda_graph_scope=tuple(spec.cuda_graph_scope), fused_swiglu=spec.fused_swiglu,
         rope_factor_unfused=spec.rope_factor_unfused, fp8_experts=spec.fp8_experts,
-        recompute_moe_act=spec.recompute_moe_act, recompute_mla_up_proj=spec.recompute_mla_up_proj,
+        recompute_moe_act=spec.recompute_moe_act, recompute_moe=spec.recompute_moe,
+        recompute_mla_up_proj=spec.recompute_mla_up_proj,
         recompute_layernorm=spec.recompute_layernorm, recompute_mlp=spec.recompute_mlp,
         nvls_buffers=spec.nvls_buffers, step_overhead_s=(spec.step_overhead_ms or 0.0) / 1000.0,
         grad_bucket_params=spec.grad_bucket_params or 0.0,
