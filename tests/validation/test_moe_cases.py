@@ -51,24 +51,24 @@ def test_small_microbatch_hopper_note_states_the_suite_as_it_is() -> None:
 
 
     errors = errors_where_shown(evidence.SMALL_MICROBATCH_MOE_EVIDENCE)
-    assert len(errors) == 35
-    assert round(-min(errors) * 100) == 14 and round(max(errors) * 100) == 524
-    assert round(statistics.median(errors) * 100) == 34
+    assert len(errors) == 37
+    assert round(-min(errors) * 100) == 34 and round(max(errors) * 100) == 524
+    assert round(statistics.median(errors) * 100) == 32
     assert sum(e > 0.35 for e in errors) == 17
 
 
 def test_x86_one_sequence_note_states_the_suite_as_it_is() -> None:
     """The figures X86_ONE_SEQUENCE_MOE_EVIDENCE quotes are those of the MoE cases whose estimate shows it, and the
-    7,168-wide runs of the same kind (DeepSeek-V3, Kimi K2), which it leaves out, are within 32% either way."""
+    wider runs of the same kind (DeepSeek-V3, Kimi K2, Mixtral 8x22B), which it leaves out, are within 34% both ways."""
     import statistics
 
     from rigplan.estimate.moe import host_syncs
     from rigplan.flow import estimate as speed
 
     errors = errors_where_shown(evidence.X86_ONE_SEQUENCE_MOE_EVIDENCE)
-    assert len(errors) == 28
+    assert len(errors) == 34
     assert round(min(errors) * 100) == 2 and round(max(errors) * 100) == 232
-    assert round(statistics.median(errors) * 100) == 38
+    assert round(statistics.median(errors) * 100) == 35
     assert sum(e > 0.35 for e in errors) == 17
     wide = []
     for case in CASES:
@@ -77,7 +77,7 @@ def test_x86_one_sequence_note_states_the_suite_as_it_is() -> None:
         if (setup.gpu.host_cpu == "x86" and setup.arch.hidden > evidence.X86_ONE_SEQUENCE_MOE_HIDDEN
                 and job.micro_batch == 1 and host_syncs(job) and job.kernels == "fused" and job.cuda_graphs != "full"):
             wide.append(tokens_error(case))
-    assert wide and max(abs(e) for e in wide) < 0.32
+    assert wide and max(abs(e) for e in wide) < 0.35
 
 
 def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
