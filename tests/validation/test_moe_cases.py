@@ -52,14 +52,14 @@ def test_small_microbatch_hopper_note_states_the_suite_as_it_is() -> None:
 
     errors = errors_where_shown(evidence.SMALL_MICROBATCH_MOE_EVIDENCE)
     assert len(errors) == 37
-    assert round(-min(errors) * 100) == 34 and round(max(errors) * 100) == 524
+    assert round(-min(errors) * 100) == 30 and round(max(errors) * 100) == 524
     assert round(statistics.median(errors) * 100) == 32
     assert sum(e > 0.35 for e in errors) == 17
 
 
 def test_x86_one_sequence_note_states_the_suite_as_it_is() -> None:
     """The figures X86_ONE_SEQUENCE_MOE_EVIDENCE quotes are those of the MoE cases whose estimate shows it, and the
-    wider runs of the same kind (DeepSeek-V3, Kimi K2, Mixtral 8x22B), which it leaves out, are within 34% both ways."""
+    wider runs of the same kind (DeepSeek-V3, Kimi K2, Mixtral 8x22B), which it leaves out, are within 32% both ways."""
     import statistics
 
     from rigplan.estimate.moe import host_syncs
@@ -77,7 +77,7 @@ def test_x86_one_sequence_note_states_the_suite_as_it_is() -> None:
         if (setup.gpu.host_cpu == "x86" and setup.arch.hidden > evidence.X86_ONE_SEQUENCE_MOE_HIDDEN
                 and job.micro_batch == 1 and host_syncs(job) and job.kernels == "fused" and job.cuda_graphs != "full"):
             wide.append(tokens_error(case))
-    assert wide and max(abs(e) for e in wide) < 0.35
+    assert wide and max(abs(e) for e in wide) < 0.33
 
 
 def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
@@ -94,10 +94,10 @@ def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
         elif case.request.gpu == "gb200" and case.request.fp8_recipe != "nvfp4":
             gb200.append(tokens_error(case))
     assert (len(others), len(gpt_oss)) == (29, 15)
-    assert round(-max(others) * 100) == 5 and round(-min(others) * 100) == 33
+    assert round(-max(others) * 100) == 5 and round(-min(others) * 100) == 30
     assert round(-statistics.median(others) * 100) == 13
     assert round(-min(gpt_oss) * 100) == 10 and round(max(gpt_oss) * 100) == 27
-    assert round(-statistics.median(gpt_oss) * 100) == 3
+    assert round(-statistics.median(gpt_oss) * 100) == 1
     bridge_bf16 = sorted(gpt_oss)[-4:]
     assert round(bridge_bf16[0] * 100) == 24 and sum(e > 0.25 for e in gpt_oss) == 2
     assert round(-statistics.median(gb200) * 100) == 6
@@ -127,7 +127,7 @@ def test_hopper_gpt_oss_note_states_the_suite_as_it_is() -> None:
 
     errors = errors_where_shown(evidence.HOPPER_GPT_OSS_EVIDENCE)
     assert len(errors) == 9
-    assert round(min(errors) * 100) == 0 and round(max(errors) * 100) == 128
+    assert round(min(errors) * 100) == 0 and round(max(errors) * 100) == 138
     assert round(statistics.median(errors) * 100) == 34 and sum(e > 0.35 for e in errors) == 4
     base = {"model": "gpt-oss-20b", "gpu": "h100-sxm", "gpus": 8, "ep": 8, "framework": "megatron"}
     assert evidence.HOPPER_GPT_OSS_EVIDENCE in speed.estimate(EstimateRequest(**base)).setup.assumptions
@@ -167,7 +167,7 @@ def test_blackwell_gpt_oss_note_states_the_suite_as_it_is() -> None:
     graphed = [tokens_error(case) for case in CASES
                if case.request.gpu in evidence.BLACKWELL_GPT_OSS_PARTS and case.request.model.startswith("gpt-oss")
                and case.request.cuda_graphs == "full"]
-    assert len(graphed) == 11 and round(min(graphed) * 100) == -8 and round(max(graphed) * 100) == 4
+    assert len(graphed) == 11 and round(min(graphed) * 100) == -5 and round(max(graphed) * 100) == 4
     base = {"model": "gpt-oss-120b", "gpu": "b200", "gpus": 8, "ep": 8, "framework": "megatron"}
     assert evidence.BLACKWELL_GPT_OSS_EVIDENCE in speed.estimate(EstimateRequest(**base)).setup.assumptions
     for changed in ({"gpu": "gb300"}, {"gpu": "h100-sxm"}, {"model": "qwen3-30b-a3b"}, {"cuda_graphs": "full"},

@@ -199,7 +199,7 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
     """MoE routing switches shared by memory, estimate, plan and compare."""
     return [
         click.option("--moe-imbalance", type=float,
-                     help="MoE: busiest expert-parallel rank's tokens over the mean (>= 1). Default 1.6 for "
+                     help="MoE: busiest expert-parallel rank's tokens over the mean (>= 1). Default 1.5 for "
                           "dropless routing (docs/methodology/moe.md)."),
         click.option("--balanced-routing", is_flag=True,
                      help="MoE: perfectly balanced routing, as benchmarks force it (imbalance 1)."),
