@@ -82,3 +82,16 @@ def test_cli_switch_reaches_the_job() -> None:
     a, b = json.loads(plain.output), json.loads(redone.output)
     assert b["job"]["recompute_moe"] and not a["job"]["recompute_moe"]
     assert b["per_gpu"]["activations_bytes"] < a["per_gpu"]["activations_bytes"]
+
+
+def test_the_inert_switch_notes_read_in_chinese() -> None:
+    from rigplan import i18n
+
+    base = {"model": "qwen3-30b-a3b", "gpu": "h100-sxm", "gpus": 8, "ep": 8, "framework": "megatron"}
+    notes = [*estimate(EstimateRequest(**{**base, "model": "llama-3.1-8b", "ep": 1, "recompute_moe": True})).setup
+             .assumptions,
+             *estimate(EstimateRequest(**base, recompute_moe=True, recompute="full")).setup.assumptions,
+             *estimate(EstimateRequest(**base, recompute_moe=True, recompute_moe_act=True)).setup.assumptions]
+    inert = [note for note in notes if "changes nothing" in note and "--recompute-moe" in note]
+    assert len(inert) == 3
+    assert all(i18n.translate(note, "zh") != note for note in inert)
