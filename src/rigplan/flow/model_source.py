@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from rigplan.bounds import BOUNDS
-from rigplan.catalog.load import Catalog, normalize_id
+from rigplan.catalog.load import Catalog, load_catalog, normalize_id
+from rigplan.catalog.views import model_show
 from rigplan.domain.model import Architecture, MoE
 from rigplan.errors import InvalidSpec, UnknownEntry
 from rigplan.estimate.params import count_params
@@ -242,9 +243,6 @@ def describe_model(model: str, overlays: Sequence[str] = ()) -> dict[str, Any]:
     architecture a config.json (or a folder holding one), a hub name of a catalog model or a size like '70b'
     resolves to, its parameter counts (total; active as model cards count them; active matmul weights, which 6N
     uses) and what was assumed."""
-    from rigplan.catalog.load import load_catalog
-    from rigplan.catalog.views import model_show
-
     catalog = load_catalog(list(overlays))
     if normalize_id(model) in catalog.models:
         return model_show(model, overlays)
