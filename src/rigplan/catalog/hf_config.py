@@ -15,7 +15,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rigplan.catalog.hf_families import FAMILIES
+from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
+from rigplan.catalog.hf_moe_families import MOE_FAMILIES
 from rigplan.catalog.hf_reader import Config, ConfigReader
 from rigplan.domain.model import Architecture, sliding_windows
 from rigplan.errors import InvalidSpec
@@ -93,6 +94,8 @@ def rope_attention_factor(r: ConfigReader) -> tuple[float, list[str]]:
                     if factor != 1.0 else [])
 
 
+FAMILIES = {**BASE_FAMILIES, **MOE_FAMILIES}
+"""Every model_type rigplan reads, and its reader."""
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 
 TEXT_TOWER_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
@@ -135,7 +138,10 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
         supported = ", ".join(SUPPORTED_MODEL_TYPES)
         raise InvalidSpec(f"{file}: model_type {model_type!r} is not supported; supported: {supported}")
     reader = ConfigReader(cfg, file, model_type)
-    fields, family_notes = FAMILIES[model_type](reader)
+    try:
+        fields, family_notes = FAMILIES[model_type](reader)
+    except InvalidSpec as exc:  # a domain value's own check (MoE top-k above its experts) names no file
+        raise exc if str(file) in str(exc) else InvalidSpec(f"{file}: {exc}") from exc
     fields["attention_windows"], window_notes = attention_windows(reader, model_type, fields["num_layers"])
     fields["rope_attention_factor"], rope_notes = rope_attention_factor(reader)
     family_notes = [*family_notes, *window_notes, *rope_notes]

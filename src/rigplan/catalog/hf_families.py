@@ -22,8 +22,8 @@ def _mistral(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return standard(r, tie_default=False), []
 
 
-def _routed_every_layer(r: ConfigReader, experts_key: str, *, qk_norm: bool = False,
-                        norm: str = "rmsnorm") -> dict[str, Any]:
+def routed_every_layer(r: ConfigReader, experts_key: str, *, qk_norm: bool = False,
+                       norm: str = "rmsnorm", router: str = "softmax") -> dict[str, Any]:
     """Llama-style fields with every layer's MLP routed: experts_key experts of intermediate_size, top
     num_experts_per_tok, no shared expert; attention_bias on the q/k/v and output projections."""
     fields = standard(r, tie_default=False)
@@ -31,18 +31,18 @@ def _routed_every_layer(r: ConfigReader, experts_key: str, *, qk_norm: bool = Fa
     fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias, qk_norm=qk_norm, norm=norm,
                   norm_bias=norm == "layernorm")
     fields["moe"] = MoE(num_experts=r.req_int(experts_key), top_k=r.req_int("num_experts_per_tok"),
-                        expert_ffn=fields["ffn"])
+                        expert_ffn=fields["ffn"], router=router)
     return fields
 
 
 def _mixtral(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
-    return _routed_every_layer(r, "num_local_experts"), []
+    return routed_every_layer(r, "num_local_experts"), []
 
 
 
 def _olmoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     """OLMoE (AllenAI): every layer routed, q and k RMSNorms."""
-    return _routed_every_layer(r, "num_experts", qk_norm=True), [
+    return routed_every_layer(r, "num_experts", qk_norm=True), [
         "q and k norms counted per head (OLMoE normalises the whole projection: a few thousand parameters more "
         "a layer)"]
 
@@ -50,14 +50,14 @@ def _olmoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
 def _granitemoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     """Granite MoE (IBM): every layer routed; its embedding, residual, attention and logit multipliers scale
     activations, not parameters."""
-    return _routed_every_layer(r, "num_local_experts"), []
+    return routed_every_layer(r, "num_local_experts"), []
 
 
 def _phimoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     """Phi-3.5-MoE (Microsoft): Mixtral's routed layers with LayerNorms (weight and bias); its lm_head bias
     (vocab entries) is not counted."""
     notes = ["lm_head bias not counted"] if r.flag("lm_head_bias", False) else []
-    return _routed_every_layer(r, "num_local_experts", norm="layernorm"), notes
+    return routed_every_layer(r, "num_local_experts", norm="layernorm"), notes
 
 def _phi3(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     fields = standard(r, tie_default=False)
@@ -151,7 +151,7 @@ def _qwen3_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, notes + dense_notes
 
 
-def _deepseek(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+def deepseek_fields(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     fields = standard(r, tie_default=False)
     fields["num_kv_heads"] = 0  # MLA: keys and values come from the shared latent, not from kv heads
     fields["head_dim"] = 0
@@ -418,8 +418,8 @@ def _mpt(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
 
 FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] = {
     "bloom": _bloom,
-    "deepseek_v2": _deepseek,
-    "deepseek_v3": _deepseek,
+    "deepseek_v2": deepseek_fields,
+    "deepseek_v3": deepseek_fields,
     "gemma": _gemma,
     "gemma2": _gemma2,
     "gemma3_text": _gemma3_text,
@@ -428,7 +428,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] 
     "glm4_moe": _glm4_moe,
     "gpt_oss": _gpt_oss,
     "granitemoe": _granitemoe,
-    "kimi_k2": _deepseek,
+    "kimi_k2": deepseek_fields,
     "llama": _llama,
     "llama4_text": _llama4_text,
     "mistral": _mistral,

@@ -22,7 +22,8 @@ KEY_BOUNDS = {
     "vocab_size": "vocab", "num_experts": "experts", "num_local_experts": "experts", "n_routed_experts": "experts",
     "num_experts_per_tok": "top_k", "moe_intermediate_size": "expert_ffn", "n_shared_experts": "shared_experts",
     "max_position_embeddings": "context", "n_positions": "context", "max_seq_len": "context",
-    "num_nextn_predict_layers": "mtp_layers",
+    "num_nextn_predict_layers": "mtp_layers", "moe_num_experts": "experts", "moe_k": "top_k", "moe_topk": "top_k",
+    "moe_num_shared_experts": "shared_experts", "num_shared_expert": "shared_experts",
 }
 """config.json keys checked against the same bounds as the shape flags (rigplan.bounds)."""
 ZERO_MEANS_NONE = frozenset({"experts", "top_k", "expert_ffn", "shared_experts", "head_dim"})
@@ -76,6 +77,18 @@ class ConfigReader:
     def opt_int(self, *keys: str, default: int = 0) -> int:
         found = self._first(keys)
         return default if found is None else self._as_int(*found)
+
+    def uniform_int(self, key: str, default: int = 0) -> int:
+        """A whole number that some configs give per layer as a list (Hunyuan's num_experts): the one value of a
+        uniform list; a list whose values differ is an error."""
+        value = self.cfg.get(key)
+        if not isinstance(value, list):
+            return self.opt_int(key, default=default)
+        values = {self._as_int(key, v) for v in value}
+        if len(values) != 1:
+            raise self.fail(f"key '{self.prefix}{key}' varies by layer ({sorted(values)}); rigplan takes one value "
+                            "for every layer")
+        return values.pop()
 
     def number(self, key: str, default: float) -> float:
         value = self.cfg.get(key)
