@@ -143,3 +143,28 @@ def test_prose_fields_translate_and_codes_stay() -> None:
     assert out["violations"][0]["code"] == "memory.exceeds_capacity"
     assert out["violations"][0]["message"] == "GPU 小时数和价格不能为负"
     assert i18n.translate_data(data, "en") is data
+
+
+def _evidence_lines() -> list[str]:
+    from rigplan.flow import evidence
+
+    return sorted(name for name in dir(evidence) if name.endswith("_EVIDENCE"))
+
+
+@pytest.mark.parametrize("name", _evidence_lines())
+def test_every_evidence_line_translates(name: str) -> None:
+    """The validation evidence an estimate quotes (flow.evidence) is restated whenever the suite grows; its Chinese line
+    must follow it, or the zh report falls back to English."""
+    from rigplan.flow import evidence
+
+    line = getattr(evidence, name)
+    translated = i18n.translate(line, "zh")
+    assert translated != line, f"{name}: restate its Chinese line in src/rigplan/i18n/zh.txt"
+    names_left = translated
+    for proper in EVIDENCE_PROPER_NAMES:
+        names_left = names_left.replace(proper, " ")
+    assert not english_words(names_left), (name, english_words(names_left))
+
+
+EVIDENCE_PROPER_NAMES = ("MLPerf Training", "Together AI", "CUDA graph", "ModelZoo", "FlagPerf", "AutoModel", "Cisco")
+"""Benchmark, vendor and product names the evidence lines quote, which stay as written in Chinese."""
