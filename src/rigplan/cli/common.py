@@ -461,6 +461,10 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--fp8-experts/--no-fp8-experts", default=False,
                      help="Only the routed experts' grouped GEMMs in fp8 (--fp8-recipe, MXFP8 on Blackwell), the rest "
                           "in bf16: torchao's MoE training recipe in torchtitan. Keep --precision bf16-mixed."),
+        click.option("--bf16-experts/--no-bf16-experts", default=False,
+                     help="With --precision fp8, keep the routed experts' grouped GEMMs in bf16 and run the other "
+                          "linears in fp8: torchao's float8 linear conversion in torchtitan without its grouped-mm "
+                          "converter."),
         click.option("--rope-factor-unfused/--no-rope-factor-unfused", default=False,
                      help="The fused rotary kernel cannot scale cos and sin (Megatron-Core), so a YaRN model "
                           "(gpt-oss) runs its rotary embedding unfused."),

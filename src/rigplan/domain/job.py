@@ -178,6 +178,12 @@ class Job:
     per micro-batch around them, while every other linear, the saved activations and the weights stay in the
     compute dtype: torchao's MoE training recipe (quantize.grouped_mm.mx on the experts in torchtitan; PyTorch's
     'MXFP8 training for MoEs' and 'MXFP8 and DeepEP for DeepSeek-V3 on B200' posts). precision stays bf16-mixed."""
+    bf16_experts: bool = False
+    """Under precision fp8, the routed experts' grouped GEMMs stay in the compute dtype while every other linear of
+    the blocks runs in fp8: torchao's float8 linear conversion as torchtitan applies it (quantize.linear.float8 swaps
+    the nn.Linear modules; the grouped experts are converted only by its grouped-mm converter, fp8_experts). The
+    experts' weights keep no quantized copy, their operands are not cast and the all-to-all carries the compute
+    dtype. Not a Megatron-Core / Transformer Engine setting: there fp8 covers the grouped experts too."""
     rope_factor_unfused: bool = False
     """The stack's fused rotary kernel takes no factor on cos and sin, so a model whose YaRN scales them
     (Architecture.rope_attention_factor != 1: gpt-oss) runs its rotary embedding as unfused tensor ops: Megatron-Core's
@@ -296,6 +302,13 @@ class Job:
         if self.fp8_experts and self.fp8_recipe not in ("mxfp8", "current"):
             raise InvalidSpec("--fp8-experts follows torchao's MoE recipes: give --fp8-recipe mxfp8 (Blackwell) or "
                               "current (row-wise scaling)")
+        if self.bf16_experts and self.precision != "fp8":
+            raise InvalidSpec(f"--bf16-experts keeps the routed experts in bf16 while the other linears run in fp8: it "
+                              f"needs --precision fp8, not {self.precision} (for fp8 experts alone use --fp8-experts)")
+        if self.bf16_experts and self.kernels == "fused":
+            raise InvalidSpec("--bf16-experts is torchao's float8 linear conversion (torchtitan): Megatron-Core and "
+                              "Transformer Engine run the grouped experts in fp8 too under --precision fp8; give "
+                              "--kernels eager (or --framework torchtitan)")
         if self.fp8_recipe != "delayed" and self.precision != "fp8" and not self.fp8_experts:
             raise InvalidSpec(f"--fp8-recipe {self.fp8_recipe} sets how the low-precision GEMMs scale: it needs "
                               "--precision fp8 (drop it for other precisions)")

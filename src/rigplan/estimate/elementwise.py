@@ -134,7 +134,8 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     (fc2's input, fc1's output gradient) are quantized in GEMM epilogues and leave this count. Weight casts
     are per step under Transformer Engine (first micro-batch) and left out; with 'current' scaling
     (torchao) they are per micro-batch and added per token as params / tokens elsewhere. With Job.fp8_experts
-    only the routed experts' operands are cast (their weights per micro-batch in estimate.stage_time).
+    only the routed experts' operands are cast (their weights per micro-batch in estimate.stage_time); with
+    Job.bf16_experts every operand but theirs.
     """
     h = arch.hidden
     q_w = arch.num_heads * arch.dim_per_head
@@ -148,6 +149,10 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     if arch.moe is not None and job.moe_fused_grouped_mlp:
         between = 0.0  # quantized in the fused grouped MLP's GEMM epilogues (domain.job.Job.moe_fused_grouped_mlp)
     elements = h + mlp_side + q_w / tp + (q_w + 2 * kv_w) / tp + h + mlp_side + between
+    if job.bf16_experts and arch.moe is not None:
+        # the routed experts stay bf16 (Job.bf16_experts): only a shared expert's input and output gradient are cast
+        mlp_side = h if arch.moe.num_shared_experts else 0.0
+        elements = h + mlp_side + q_w / tp + (q_w + 2 * kv_w) / tp + h + mlp_side
     if job.fp8_experts and arch.moe is not None:
         # only the routed experts' grouped GEMMs (Job.fp8_experts): their inputs, fc1's output gradient and fc2's
         # input, and fc2's output gradient; the shared expert and every other linear stay bf16

@@ -331,7 +331,7 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
             inter_s = xp.where(ep_a > k, xp.divide(inter_bytes, inter.effective_bytes_per_s), 0.0)
         return lat + xp.maximum(intra_s, inter_s)
 
-    dispatch_bytes = 1.0 if job.precision == "fp8" else float(job.compute_dtype_bytes)
+    dispatch_bytes = 1.0 if job.precision == "fp8" and not job.bf16_experts else float(job.compute_dtype_bytes)
     forward = one(dispatch_bytes) + one(float(job.compute_dtype_bytes))
     backward = 2.0 * one(float(job.compute_dtype_bytes))
     a2a = forward + backward + forward * xp.asfloat(recomputed_share)
@@ -435,7 +435,7 @@ def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels:
     if arch.moe is None:
         return 0.0 * xp.asarray(ep), 0.0 * xp.asarray(ep)
     local = arch.moe.num_experts / xp.asfloat(ep)
-    fp8 = 1 if job.precision == "fp8" else 0
+    fp8 = 1 if job.precision == "fp8" and not job.bf16_experts else 0
     own = dense_kernels + MOE_LAYER_HOST_OPS - graph_captured_ops(job)
     if job.moe_fused_grouped_mlp:
         zero = 0.0 * local

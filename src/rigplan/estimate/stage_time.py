@@ -181,13 +181,13 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     fp4 = fp8 and runs_nvfp4(job, gpu, eff)
     gemm_peak = gpu.peak("fp4") if fp4 else gpu.peak("fp8") if fp8 else bf16_peak
     # Routed experts: grouped GEMMs of the busiest rank's thin shapes, paced by its load (estimate.moe); in fp8 alone
-    # with Job.fp8_experts (the rest bf16)
-    expert_fp8 = fp8 or (job.fp8_experts and fp8_capable)
-    expert_peak = gpu.peak("fp8") if expert_fp8 and not fp8 else gemm_peak
+    # with Job.fp8_experts (the rest bf16), in bf16 alone with Job.bf16_experts (the rest fp8)
+    expert_fp8 = (fp8 and not job.bf16_experts) or (job.fp8_experts and fp8_capable)
+    expert_peak = gemm_peak if expert_fp8 == fp8 else gpu.peak("fp8") if expert_fp8 else bf16_peak
     load = moe.by_expert_ranks(ep, job, moe.load_factor)
     expert_tp = tp if etp is None else etp
     expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), gemm_clock,
-                                  fp8=expert_fp8, grouped=not job.moe_fused_grouped_mlp, fp4=fp4)
+                                  fp8=expert_fp8, grouped=not job.moe_fused_grouped_mlp, fp4=fp4 and expert_fp8)
     if job.attention == "flash":
         kernel = attention_kernel_for(eff, job.kernels, job.attention_kernel, attention_head_dims(arch))
         curve = eff.attention[kernel]
@@ -198,7 +198,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
             flop_per_exp=attention_flop_per_exp(*attention_head_dims(arch)), fp8_speedup=speedup) * clock
     else:
         attn_eff = _gemm_efficiency(eff, float(arch.dim_per_head), gemm_clock)
-    read_bytes, grad_bytes = moe.expert_weight_bytes(job, fp8)
+    read_bytes, grad_bytes = moe.expert_weight_bytes(job, fp8 and not job.bf16_experts)
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
     f_in = (2.0 if arch.mlp == "gated" else 1.0) * arch.ffn
@@ -217,11 +217,12 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     if recompute_modules.dense_mlp_recomputed(job):
         dense_mlp = recompute_modules.dense_mlp_activation_bytes_per_token(arch, job) / tp
     casts: Num = 0.0
-    if expert_fp8:
+    any_fp8 = fp8 or expert_fp8
+    if any_fp8:
         casts = moe.by_expert_ranks(ep, job, lambda j: fp8_cast_bytes_per_token(arch, j, tp))
     expert_path = moe.by_expert_ranks(ep, job, lambda j: moe.expert_path_bytes_per_token(arch, j))
     return _Rates(
-        tokens=tokens, bf16_peak=bf16_peak, gemm_peak=gemm_peak, fp8=expert_fp8,
+        tokens=tokens, bf16_peak=bf16_peak, gemm_peak=gemm_peak, fp8=any_fp8,
         proj_eff=_gemm_efficiency(eff, _proj_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
         mlp_eff=_gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
         expert_rate=expert_peak * expert_eff, load=load,

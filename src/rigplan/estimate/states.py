@@ -269,9 +269,13 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
         linear_dense = xp.maximum(stage.quantizable - stage.expert_weights, 0.0) / tp if job.precision == "fp8" \
             else dense_local
         plain = float(job.compute_dtype_bytes)
-        unsharded = (dense_local - linear_dense) * plain + (linear_dense + expert_local) * weight_bytes_per_param(job)
+        # Job.bf16_experts: the routed experts keep no quantized copy under fp8
+        expert_bytes = plain if job.bf16_experts else weight_bytes_per_param(job)
+        unsharded = ((dense_local - linear_dense) * plain + linear_dense * weight_bytes_per_param(job)
+                     + expert_local * expert_bytes)
         weights = (shard(dense_local - linear_dense, 0.0, zero == 3) * plain
-                   + shard(linear_dense, expert_local, zero == 3) * weight_bytes_per_param(job))
+                   + shard(linear_dense, 0.0, zero == 3) * weight_bytes_per_param(job)
+                   + shard(0.0 * linear_dense, expert_local, zero == 3) * expert_bytes)
         grads = shard(dense_local, expert_local, zero >= 2) * grad_bytes_per_param(job)
         per_param_opt = master_bytes_per_param(job) + optimizer_state_bytes_per_param(job, arch)
         optimizer = shard(dense_local, expert_local, zero >= 1) * per_param_opt

@@ -296,7 +296,7 @@ def kernel_note(job: Job, eff: Efficiency, peak_flop_per_s: float, head_dims: tu
     if job.precision == "fp8" and job.fp8_recipe == "nvfp4":
         parts.append("NVFP4 linear layers")
     elif job.precision == "fp8":
-        parts.append(f"fp8 {job.fp8_recipe} scaling")
+        parts.append(f"fp8 {job.fp8_recipe} scaling" + (" (routed experts bf16)" if job.bf16_experts else ""))
     return ", ".join(parts)
 
 
@@ -318,6 +318,9 @@ FP8_EXPERTS_NOTE = ("fp8 experts ({recipe}): only the routed experts' grouped GE
                     "gradients and weights cast in every call (torchao's MoE recipe); every other linear, the saved "
                     "activations and the weights' memory stay bf16")
 """Shown with --fp8-experts (domain.job.Job.fp8_experts)."""
+BF16_EXPERTS_NOTE = ("bf16 experts: the routed experts' grouped GEMMs, their weights and the all-to-all stay bf16; the "
+                     "other linears of the blocks run in fp8 (torchao's float8 linears, as torchtitan converts them)")
+"""Shown with --bf16-experts (domain.job.Job.bf16_experts)."""
 ROPE_FACTOR_NOTE = ("YaRN rotary (cos and sin scaled by {factor:.4f}): Megatron-Core runs it as unfused ops, its fused "
                     "RoPE taking no factor, charged at 25/6 the fused kernel's traffic and 23 more kernels a layer; "
                     "--no-rope-factor-unfused if your stack fuses it or trains with plain RoPE")
@@ -411,7 +414,7 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
         if job.moe_fused_grouped_mlp:
             assumptions.append("MoE in fp8: the routed experts run Transformer Engine's fused grouped MLP (SwiGLU and "
                                "casts in the GEMM epilogues, grouped GEMMs at the dense fp8 curve)")
-        elif ((job.precision == "fp8" or job.fp8_experts) and eff.fp8_grouped_half_dim
+        elif (((job.precision == "fp8" and not job.bf16_experts) or job.fp8_experts) and eff.fp8_grouped_half_dim
               and gpu.peak_flop_per_s.get("fp8")):
             note = ("MoE in fp8: the grouped expert GEMMs reach half their fp8 ceiling at a smallest dimension of "
                     f"{eff.fp8_grouped_half_dim:,.0f} (fitted on paired fp8 / bf16 runs), so thin experts gain little "
@@ -421,6 +424,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
             assumptions.append(note)
         if job.fp8_experts:
             assumptions.append(FP8_EXPERTS_NOTE.format(recipe=job.fp8_recipe))
+        if job.bf16_experts:
+            assumptions.append(BF16_EXPERTS_NOTE)
     windows = window_note(setup.arch, job)
     if windows:
         assumptions.append(windows)

@@ -207,6 +207,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, 
     """The fused rotary kernel cannot scale cos and sin (domain.job.Job.rope_factor_unfused)."""
     fp8_experts: bool = False
     """Only the routed experts' grouped GEMMs in fp8 (domain.job.Job.fp8_experts)."""
+    bf16_experts: bool = False
+    """Under fp8, the routed experts' grouped GEMMs stay bf16 (domain.job.Job.bf16_experts)."""
     recompute_moe_act: bool = False
     """Megatron --recompute-modules moe_act (domain.job.Job.recompute_moe_act)."""
     recompute_moe: bool = False

@@ -269,6 +269,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         fp8_attention=spec.fp8_attention, bf16_moments=spec.bf16_moments, cuda_graphs=spec.cuda_graphs,
         cuda_graph_scope=tuple(spec.cuda_graph_scope), fused_swiglu=spec.fused_swiglu,
         rope_factor_unfused=spec.rope_factor_unfused, fp8_experts=spec.fp8_experts,
+        bf16_experts=spec.bf16_experts,
         recompute_moe_act=spec.recompute_moe_act, recompute_moe=spec.recompute_moe,
         recompute_mla_up_proj=spec.recompute_mla_up_proj,
         recompute_layernorm=spec.recompute_layernorm, recompute_mlp=spec.recompute_mlp,
@@ -280,6 +281,9 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         fp8_recipe=spec.fp8_recipe,
     )
     check_precision_on_gpu(gpu, precision, defaulted=spec.precision is None, fp8_recipe=spec.fp8_recipe)
+    if job.bf16_experts and arch.moe is None:
+        raise InvalidSpec("--bf16-experts keeps a mixture-of-experts model's routed experts in bf16; this model has "
+                          "none (drop it: --precision fp8 covers its linears)")
     if job.fp8_experts:
         if arch.moe is None:
             raise InvalidSpec("--fp8-experts puts a mixture-of-experts model's routed experts in fp8; this model has "
