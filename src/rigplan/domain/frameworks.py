@@ -224,7 +224,9 @@ PRESETS: tuple[FrameworkPreset, ...] = (
         ),
         note="its shipped llama3 8B/70B configs choose selective_ac_option 'op' and the 405B one 'full': "
              "pass --recompute op / full as your TOML says; its 2026 model registries wrap the loss in "
-             "ChunkedLossWrapper (LM head and loss eight sequence chunks at a time): pass --loss head-chunked"),
+             "ChunkedLossWrapper (LM head and loss eight sequence chunks at a time): pass --loss head-chunked; "
+             "with --precision fp8 on an MoE model, its float8 converter swaps nn.Linear modules only: pass "
+             "--bf16-experts unless your TOML also converts the grouped experts (quantize.grouped_mm)"),
     FrameworkPreset(
         name="fsdp", title="plain PyTorch FSDP2 (fully_shard + torch.optim.AdamW)", settings=(
             _s("a plain PyTorch model: nn.Module norms and activations, unfused", kernels="eager"),
