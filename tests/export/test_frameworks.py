@@ -156,6 +156,12 @@ def torchtitan_config_manager():
     ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "zero": 3}),
     ("dense-fsdp", {"recompute": "op", "gpu": "b200", "precision": "fp8", "fp8_recipe": "mxfp8"}),
     ("dense-fsdp", {"recompute": "op", "gpu": "h100-sxm", "precision": "fp8", "fp8_recipe": "current"}),
+    ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "gpu": "b200", "precision": "fp8",
+                  "fp8_recipe": "mxfp8"}),
+    ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "gpu": "h100-sxm", "precision": "fp8",
+                  "fp8_recipe": "current", "kernels": "eager", "bf16_experts": True}),
+    ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "gpu": "b200", "fp8_experts": True,
+                  "fp8_recipe": "mxfp8"}),
 ])
 def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: str, changes: dict) -> None:
     config_manager = torchtitan_config_manager()
@@ -175,12 +181,41 @@ def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: st
         assert p.pipeline_parallel_layers_per_stage * lay.pp * lay.vpp == setup.arch.num_layers
     assert config.activation_checkpoint.mode == {"none": "none", "op": "selective", "full": "full"}[
         setup.job.recompute]
-    if setup.job.precision == "fp8" and setup.job.fp8_recipe == "mxfp8":
-        assert config.model.converters == ["quantize.linear.mx"]
+    job, moe = setup.job, setup.arch.moe is not None
+    linear = ["quantize.linear.mx" if job.fp8_recipe == "mxfp8" else "quantize.linear.float8"] \
+        if job.precision == "fp8" else []
+    grouped = ["quantize.grouped_mm.mx" if job.fp8_recipe == "mxfp8" else "quantize.grouped_mm.float8"] \
+        if moe and ((job.precision == "fp8" and not job.bf16_experts) or job.fp8_experts) else []
+    assert list(config.model.converters) == linear + grouped
+    if linear == ["quantize.linear.mx"]:
         assert config.quantize.linear.mx.recipe_name == "mxfp8_cublas"
-    elif setup.job.precision == "fp8":
-        assert config.model.converters == ["quantize.linear.float8"]
+    elif linear:
         assert config.quantize.linear.float8.enable_fsdp_float8_all_gather is True
+    if grouped == ["quantize.grouped_mm.mx"]:
+        assert config.quantize.grouped_mm.mx.recipe_name == "mxfp8"
+    if grouped:
+        experts = config.quantize.grouped_mm.mx.fqns if "mx" in grouped[0] else config.quantize.grouped_mm.float8.fqns
+        assert experts in (["experts"], "experts")
+
+
+MOE_B200 = {"model": "deepseek-v3", "gpus": 64, "ep": 8, "gpu": "b200"}
+
+
+@pytest.mark.parametrize("changes,converters", [
+    ({**MOE_B200, "precision": "fp8", "fp8_recipe": "mxfp8"}, ["quantize.linear.mx", "quantize.grouped_mm.mx"]),
+    ({**MOE_B200, "precision": "fp8", "fp8_recipe": "current"},
+     ["quantize.linear.float8", "quantize.grouped_mm.float8"]),
+    ({**MOE_B200, "precision": "fp8", "fp8_recipe": "mxfp8", "kernels": "eager", "bf16_experts": True},
+     ["quantize.linear.mx"]),
+    ({**MOE_B200, "fp8_experts": True, "fp8_recipe": "mxfp8"}, ["quantize.grouped_mm.mx"]),
+    ({"gpu": "b200", "precision": "fp8", "fp8_recipe": "mxfp8"}, ["quantize.linear.mx"]),
+])
+def test_torchtitan_converters_follow_what_the_estimate_puts_in_fp8(changes: dict, converters: list[str]) -> None:
+    """The exported converters quantize what the estimate ran in fp8: the linears under --precision fp8, an MoE's
+    grouped experts too unless --bf16-experts, the experts alone with --fp8-experts."""
+    name = "moe-fsdp" if "ep" in changes else "dense-fsdp"
+    values = export(setup_of(name, **changes), "torchtitan").values
+    assert values["model"].get("converters", []) == converters
 
 
 def test_torchtitan_refuses_all_to_all_context_parallelism() -> None:

@@ -115,14 +115,31 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
         "activation_checkpoint": {"mode": ac_mode, "selective_ac_option": "op" if ac_mode == "selective" else None},
         "compile": {"enable": job.kernels == "fused"},
     }
-    if job.precision == "fp8" and job.fp8_recipe == "mxfp8":
-        sections["model"]["converters"] = ["quantize.linear.mx"]
-        sections["quantize"] = {"linear": {"mx": {"recipe_name": "mxfp8_cublas"}}}
-    elif job.precision == "fp8":
-        sections["model"]["converters"] = ["quantize.linear.float8"]
-        sections["quantize"] = {"linear": {"float8": {"enable_fsdp_float8_all_gather": fsdp,
-                                                      "precompute_float8_dynamic_scale_for_fsdp": fsdp}}}
+    converters, quantize = _quantize(setup, fsdp)
+    if converters:
+        sections["model"]["converters"] = converters
+        sections["quantize"] = quantize
     return sections
+
+
+def _quantize(setup: TrainingSetup, fsdp: bool) -> tuple[list[str], dict[str, Any]]:
+    """torchtitan's model converters for the job's fp8: the linear converter (quantize.linear.mx / float8) under
+    --precision fp8, and for an MoE model the grouped-GEMM converter on its experts (quantize.grouped_mm.mx / float8,
+    fqns "experts") unless --bf16-experts keeps them bf16, or alone with --fp8-experts."""
+    arch, job = setup.arch, setup.job
+    mx = job.fp8_recipe == "mxfp8"
+    converters: list[str] = []
+    quantize: dict[str, Any] = {}
+    if job.precision == "fp8":
+        converters.append("quantize.linear.mx" if mx else "quantize.linear.float8")
+        quantize["linear"] = ({"mx": {"recipe_name": "mxfp8_cublas"}} if mx else
+                              {"float8": {"enable_fsdp_float8_all_gather": fsdp,
+                                          "precompute_float8_dynamic_scale_for_fsdp": fsdp}})
+    if arch.moe is not None and ((job.precision == "fp8" and not job.bf16_experts) or job.fp8_experts):
+        converters.append("quantize.grouped_mm.mx" if mx else "quantize.grouped_mm.float8")
+        quantize["grouped_mm"] = ({"mx": {"recipe_name": "mxfp8", "fqns": ["experts"]}} if mx else
+                                  {"float8": {"fqns": ["experts"]}})
+    return converters, quantize
 
 
 def export_torchtitan(setup: TrainingSetup) -> Exported:
