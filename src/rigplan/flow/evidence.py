@@ -27,10 +27,11 @@ SMALL_MICROBATCH_MOE_TOKENS = 2048
 """Tokens per GPU per micro-batch (micro-batch x sequence / (tp x cp)) at or below which MoE layers on Hopper get
 SMALL_MICROBATCH_MOE_EVIDENCE (without full recomputation)."""
 SMALL_MICROBATCH_MOE_EVIDENCE = (
-    "MoE with at most 2,048 tokens per GPU per micro-batch on Hopper: on the 41 published runs of this kind rigplan "
-    "checks, its tokens/s were from 30% below to 524% above the measured, median 32% above, 19 beyond 35% (rigplan "
+    "MoE with at most 2,048 tokens per GPU per micro-batch on Hopper: on the 46 published runs of this kind rigplan "
+    "checks, its tokens/s were from 30% below to 524% above the measured, median 38% above, 24 beyond 35% (rigplan "
     "validate --suite moe: Alibaba PAI's Qwen3-235B on H800, the MoE ModelZoo's TP4 and alltoall layouts, AWS's TP8 "
-    "runs over EFA, BAAI FlagPerf's TP8 Mixtral, the Qwen3-30B-A3B model card's SFT and LoRA runs; NVIDIA's DeepEP "
+    "runs over EFA, BAAI FlagPerf's TP8 Mixtral, the Qwen3-30B-A3B model card's SFT and LoRA runs, MegaScale-MoE's "
+    "TP8 Megatron-LM baseline on H800; NVIDIA's DeepEP "
     "TP2/EP32 layouts within 3%, the Megatron-Core MoE report's TP2 runs 7-12% below and the ModelZoo's Mixtral 8x22B "
     "10-30% below); read this estimate as optimistic, more so at one sequence per micro-batch")
 """Validation evidence shown beside such an estimate (the estimate itself is not changed; tests/validation/
