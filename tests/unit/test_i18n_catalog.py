@@ -145,6 +145,10 @@ def test_prose_fields_translate_and_codes_stay() -> None:
     assert i18n.translate_data(data, "en") is data
 
 
+EVIDENCE_PROPER_NAMES = ("MLPerf Training", "Together AI", "CUDA graph", "ModelZoo", "FlagPerf", "AutoModel", "Cisco")
+"""Benchmark, vendor and product names the evidence lines quote, which stay as written in Chinese."""
+
+
 def _evidence_lines() -> list[str]:
     from rigplan.flow import evidence
 
@@ -165,6 +169,3 @@ def test_every_evidence_line_translates(name: str) -> None:
         names_left = names_left.replace(proper, " ")
     assert not english_words(names_left), (name, english_words(names_left))
 
-
-EVIDENCE_PROPER_NAMES = ("MLPerf Training", "Together AI", "CUDA graph", "ModelZoo", "FlagPerf", "AutoModel", "Cisco")
-"""Benchmark, vendor and product names the evidence lines quote, which stay as written in Chinese."""
