@@ -189,6 +189,8 @@ def model_options(func: F) -> F:
         click.option("--mtp-layers", type=int,
                      help="MoE: multi-token-prediction modules trained with the model (DeepSeek-V3: 1); "
                           "0 trains without them."),
+        click.option("--dense-layers", type=int,
+                     help="MoE: leading layers with a dense MLP of --ffn instead of experts (DeepSeek-V3: 3)."),
     ]
     for option in reversed(options):
         func = option(func)

@@ -35,7 +35,8 @@ GENERIC_SHAPES = (
 GENERIC_VOCAB = 128_256
 
 SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "mlp", "positions",
-               "norm", "tied_embeddings", "experts", "top_k", "expert_ffn", "shared_experts", "mtp_layers")
+               "norm", "tied_embeddings", "experts", "top_k", "expert_ffn", "shared_experts", "mtp_layers",
+               "dense_layers")
 
 
 @dataclass(frozen=True)
@@ -156,17 +157,24 @@ def _apply_shape_flags(arch: Architecture | None, flags: dict[str, Any]) -> Arch
     if changes.get("positions") == "learned" and not arch.max_positions:
         changes["max_positions"] = arch.context_length or 2048
     moe_fields = {"experts": "num_experts", "top_k": "top_k", "expert_ffn": "expert_ffn",
-                  "shared_experts": "num_shared_experts", "mtp_layers": "mtp_layers"}
+                  "shared_experts": "num_shared_experts", "mtp_layers": "mtp_layers",
+                  "dense_layers": "first_dense_layers"}
     overrides = {attr: given[flag] for flag, attr in moe_fields.items() if flag in given}
     if overrides:
         base = arch.moe
         if base is None and "num_experts" not in overrides:
-            raise InvalidSpec("--top-k/--expert-ffn/--shared-experts/--mtp-layers need --experts for a dense model")
+            raise InvalidSpec("--top-k/--expert-ffn/--shared-experts/--mtp-layers/--dense-layers need --experts for a "
+                              "dense model")
         if base is not None:
             # the model's own routing, shared-expert width, dense layers and MTP stay unless a flag says otherwise
             changes["moe"] = replace(base, **overrides)
         else:
             changes["moe"] = MoE(**{"top_k": 2, "expert_ffn": changes.get("ffn", arch.ffn), **overrides})
+    moe = changes.get("moe", arch.moe)
+    layers = changes.get("num_layers", arch.num_layers)
+    if moe is not None and moe.first_dense_layers >= layers:
+        raise InvalidSpec(f"--dense-layers {moe.first_dense_layers} leaves no MoE layer among {layers}: give fewer "
+                          "than --layers")
     if changes:
         changes["official_params"] = 0.0
         changes["official_active_params"] = 0.0

@@ -57,6 +57,8 @@ class ModelSpec(BaseModel):
     expert_ffn: Annotated[int, Bounded("expert_ffn")] | None = None
     shared_experts: Annotated[int, Bounded("shared_experts")] | None = None
     mtp_layers: Annotated[int, Bounded("mtp_layers")] | None = None
+    dense_layers: Annotated[int, Bounded("dense_layers")] | None = None
+    """MoE: leading layers with a dense MLP of --ffn instead of experts (DeepSeek-V3: 3)."""
 
     def shape_flags(self) -> dict[str, object]:
         return rules.shape_flags(self, [n for n in ModelSpec.model_fields if n != "model"])
