@@ -148,11 +148,10 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     between = f / tp + f_in / tp  # fc2's input forward, fc1's output gradient backward
     if arch.moe is not None and job.moe_fused_grouped_mlp:
         between = 0.0  # quantized in the fused grouped MLP's GEMM epilogues (domain.job.Job.moe_fused_grouped_mlp)
-    elements = h + mlp_side + q_w / tp + (q_w + 2 * kv_w) / tp + h + mlp_side + between
     if job.bf16_experts and arch.moe is not None:
         # the routed experts stay bf16 (Job.bf16_experts): only a shared expert's input and output gradient are cast
-        mlp_side = h if arch.moe.num_shared_experts else 0.0
-        elements = h + mlp_side + q_w / tp + (q_w + 2 * kv_w) / tp + h + mlp_side
+        mlp_side, between = (h if arch.moe.num_shared_experts else 0.0), 0.0
+    elements = h + mlp_side + q_w / tp + (q_w + 2 * kv_w) / tp + h + mlp_side + between
     if job.fp8_experts and arch.moe is not None:
         # only the routed experts' grouped GEMMs (Job.fp8_experts): their inputs, fc1's output gradient and fc2's
         # input, and fc2's output gradient; the shared expert and every other linear stay bf16

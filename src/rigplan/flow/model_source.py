@@ -172,7 +172,7 @@ def _apply_shape_flags(arch: Architecture | None, flags: dict[str, Any]) -> Arch
             changes["moe"] = MoE(**{"top_k": 2, "expert_ffn": changes.get("ffn", arch.ffn), **overrides})
     moe = changes.get("moe", arch.moe)
     layers = changes.get("num_layers", arch.num_layers)
-    if moe is not None and moe.first_dense_layers >= layers:
+    if "dense_layers" in given and moe is not None and moe.first_dense_layers >= layers:
         raise InvalidSpec(f"--dense-layers {moe.first_dense_layers} leaves no MoE layer among {layers}: give fewer "
                           "than --layers")
     if changes:
