@@ -164,6 +164,9 @@ def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False,
         alternative = "mxfp8" if any(name in gpu.architecture.lower() for name in MX_ARCHITECTURES) else "delayed"
         raise UnsupportedPrecision(f"{gpu.name} has no NVFP4 tensor cores, so --fp8-recipe nvfp4 cannot run on it "
                                    f"(NVIDIA Blackwell has them); use --fp8-recipe {alternative}")
+    if precision == "fp32" and not gpu.peak("tf32"):
+        raise UnsupportedPrecision(f"{gpu.name} has no fp32 or tf32 rate in rigplan's catalog (no published "
+                                   "figure), so --precision fp32 cannot be estimated on it; use --precision bf16-mixed")
     need = _TENSOR_PRECISION_OF_RECIPE.get(precision)
     if need is None or gpu.has_precision(need):
         return
