@@ -88,9 +88,10 @@ CORPUS = [
     "serve --data-dir {latin1}", "serve --time-cap inf", "serve --workers 0", "serve --host 203.0.113.1",
     "lint dgx-h100 --for llama-3.1-8b --seq 99999999", "tco --tou valley:8h@-1,peak:16h@0.1",
     "tco --tou valley:24h@1e308", "tco --price-per-kwh -0.1",
-    # found by fuzzing MoE flag mixes: parts the catalog gives no fp32 rate
+    # found by fuzzing MoE flag mixes: parts the catalog gives no fp32 rate, and fp8 scaling their stack lacks
     "estimate gpt-oss-20b --gpu tpu-v5p --precision fp32 --json",
     "memory llama-3.1-8b --gpu ascend-910b --precision fp32",
+    "estimate llama-3.1-8b --gpu l40s --precision fp8 --fp8-recipe blockwise",
 ]
 
 

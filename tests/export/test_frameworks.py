@@ -49,6 +49,7 @@ def need(module: str) -> None:
                                                    "capacity_factor": 1.0, "moe_pad_to_capacity": True}),
                                           ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "mxfp8"}),
                                           ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "nvfp4"}),
+                                          ("dense", {"precision": "fp8", "fp8_recipe": "blockwise"}),
                                           ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "mxfp8",
                                                      "fp8_attention": True, "fp8_param_gather": True,
                                                      "tp_comm_overlap": True, "bf16_moments": True,
@@ -105,6 +106,9 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
         assert f"--cp-comm-type {job.cp_comm_type}" in out.command
     if job.bf16_moments:
         assert "--exp-avg-dtype bf16" in out.command and "--use-precision-aware-optimizer" in out.command
+    if setup.job.precision == "fp8" and setup.job.fp8_recipe == "blockwise":
+        assert (config.fp8, config.fp8_recipe) == ("e4m3", "blockwise")
+        assert "--fp8-recipe blockwise" in out.command
     if setup.job.precision == "fp8" and setup.job.fp8_recipe == "nvfp4":
         assert (config.fp4, config.fp4_recipe, config.fp8) == ("e2m1", "nvfp4", None)
         assert "--fp4-recipe nvfp4" in out.command and "--fp8-format" not in out.command
@@ -423,7 +427,7 @@ def test_muon_exports_to_megatron_dist_muon_and_is_refused_elsewhere() -> None:
 
 def test_hf_trainer_points_nvfp4_to_megatron_and_accelerate_names_a_non_default_optimizer() -> None:
     nvfp4 = {"gpu": "b200", "precision": "fp8", "fp8_recipe": "nvfp4"}
-    with pytest.raises(Unsupported, match="--framework megatron runs NVFP4"):
+    with pytest.raises(Unsupported, match="--framework megatron runs it"):
         export(setup_of("dense-fsdp", **nvfp4), "hf-trainer")
     notes = export(setup_of("dense-fsdp", optimizer="muon"), "accelerate").notes
     assert any(note.startswith("optimizer muon: build it in train.py") for note in notes)

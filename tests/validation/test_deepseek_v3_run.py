@@ -1,7 +1,8 @@
 """Whole-run check: DeepSeek-V3's pre-training as its report states it (arXiv 2412.19437).
 
 Sec. 3.1-3.2 and Table 1: 14.8T tokens on 2,048 H800 GPUs, pipeline parallel 16 (DualPipe), expert
-parallel 64 across 8 nodes, ZeRO-1 data parallel, no tensor parallelism, FP8 mixed precision,
+parallel 64 across 8 nodes, ZeRO-1 data parallel, no tensor parallelism, FP8 mixed precision with
+fine-grained block scales (1 x 128 activation tiles, 128 x 128 weight blocks, Sec. 3.3.2: --fp8-recipe blockwise),
 dispatch and combine hidden behind computation by DualPipe (20 SMs for communication; "near-zero
 all-to-all communication overhead", Sec. 3.2.1), 2.664M H800 GPU-hours
 for pre-training. Sequence 4096 and batch 15360 sequences after the ramp (Sec. 4.2). The layout of
@@ -25,7 +26,8 @@ REPORTED_GPU_HOURS = 2.664e6
 def _request(**routing: object) -> EstimateRequest:
     return EstimateRequest(
         model="deepseek-v3", gpu="h800-sxm", gpus=2048, tp=1, pp=16, vpp=2, ep=64, etp=1, zero=1,
-        precision="fp8", seq=4096, global_batch=15360, micro_batch=1, recompute="none", a2a_overlap=True,
+        precision="fp8", fp8_recipe="blockwise", seq=4096, global_batch=15360, micro_batch=1, recompute="none",
+        a2a_overlap=True,
         a2a_overlap_schedule="dualpipe",
         stage_layers=[1] + [2] * 30 + [0], tokens="14.8T", **routing)
 

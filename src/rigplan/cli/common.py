@@ -275,7 +275,10 @@ def kernel_option_list() -> list[Callable[[F], F]]:
         click.option("--fp8-recipe", type=click.Choice(list(FP8_RECIPES)), default="delayed",
                      show_default=True,
                      help="fp8 scaling with --precision fp8: delayed per-tensor (Transformer Engine on Hopper), "
-                          "current per-tensor (torchao float8 tensorwise, torchtitan), mxfp8 blockwise (Blackwell), "
+                          "current per-tensor (torchao float8 tensorwise, torchtitan), blockwise: fp32 scales per "
+                          "1x128 elements and 128x128 weight blocks (DeepSeek-V3's scheme, Transformer Engine "
+                          "Float8BlockScaling, Megatron --fp8-recipe blockwise; Hopper and Blackwell), mxfp8 "
+                          "(Blackwell), "
                           "nvfp4: the linear layers' GEMMs in 4-bit NVFP4 (Transformer Engine NVFP4BlockScaling; "
                           "NVIDIA Blackwell)."),
     ]

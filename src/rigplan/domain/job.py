@@ -26,7 +26,7 @@ KERNEL_STACKS: tuple[str, ...] = get_args(KernelStack)
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 CheckpointLoad = Literal["sharded", "full"]
 Nf4Quantizer = Literal["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]
-Fp8Recipe = Literal["delayed", "current", "mxfp8", "nvfp4"]
+Fp8Recipe = Literal["delayed", "current", "blockwise", "mxfp8", "nvfp4"]
 FP8_RECIPES: tuple[str, ...] = get_args(Fp8Recipe)
 AttentionKernel = Literal["fa2", "fa3", "cudnn", "triton", "sdpa"]
 GradReduceDtype = Literal["fp32", "bf16"]
@@ -113,7 +113,10 @@ class Job:
     kernel (llm-foundry attn_impl triton)."""
     fp8_recipe: Fp8Recipe = "delayed"
     """fp8 scaling when precision is fp8: 'delayed' per-tensor (Transformer Engine default on Hopper),
-    'current' per-tensor dynamic (torchao float8 tensorwise, torchtitan), 'mxfp8' blockwise (Blackwell);
+    'current' per-tensor dynamic (torchao float8 tensorwise, torchtitan), 'blockwise' one fp32 scale per 1 x 128
+    elements of activations and gradients and per 128 x 128 block of weights (DeepSeek-V3's scheme; Transformer
+    Engine's Float8BlockScaling, Megatron --fp8-recipe blockwise; Hopper, and Blackwell through MXFP8 GEMMs),
+    'mxfp8' blockwise (Blackwell);
     'nvfp4' runs the linear layers' GEMMs in 4-bit E2M1 with E4M3 scales per 16 elements (Transformer Engine's
     NVFP4BlockScaling, passed to the same fp8 autocast; Megatron --fp4-format e2m1 --fp4-recipe nvfp4;
     NVIDIA Blackwell)."""
@@ -309,6 +312,10 @@ class Job:
             raise InvalidSpec("--bf16-experts is torchao's float8 linear conversion (torchtitan): Megatron-Core and "
                               "Transformer Engine run the grouped experts in fp8 too under --precision fp8; give "
                               "--kernels eager (or --framework torchtitan)")
+        if self.fp8_recipe == "blockwise" and self.precision == "fp8" and self.kernels != "fused":
+            raise InvalidSpec(f"--fp8-recipe blockwise is Transformer Engine's Float8BlockScaling, which --kernels "
+                              f"{self.kernels} does not run: give --kernels fused (Megatron-Core, NeMo), or "
+                              "--fp8-recipe current or mxfp8 for torchao's float8 and MX training")
         if self.fp8_recipe != "delayed" and self.precision != "fp8" and not self.fp8_experts:
             raise InvalidSpec(f"--fp8-recipe {self.fp8_recipe} sets how the low-precision GEMMs scale: it needs "
                               "--precision fp8 (drop it for other precisions)")

@@ -35,6 +35,11 @@ FP8_INPUT_BYTES = 1.0
 MXFP8_SCALE_BYTES = 1 / 32
 """MXFP8: one E8M0 scale byte per block of 32 elements (OCP Microscaling spec v1.0; Transformer Engine
 MXFP8Quantizer, MXFP8_BLOCK_SCALING_SIZE = 32)."""
+BLOCKWISE_ACTIVATION_SCALE_BYTES = 4 / 128
+"""Block-scaled fp8 (Float8BlockScaling) activations and gradients: one fp32 scale per 1 x 128 elements (Transformer
+Engine, 'FP8 Blockwise Scaling': fp32 block scales, 1-D blocks of 128 for inputs and gradients)."""
+BLOCKWISE_WEIGHT_SCALE_BYTES = 4 / (128 * 128)
+"""Its weights: one fp32 scale per 128 x 128 block (2-D blocks, so the transposed copy shares the scales' values)."""
 NVFP4_DATA_BYTES = 0.5
 """NVFP4: two E2M1 values per byte."""
 NVFP4_ACTIVATION_SCALE_BYTES = 1 / 16
@@ -48,9 +53,12 @@ values; the same sources)."""
 
 def quantized_bytes(job: Job, *, weight: bool = False) -> float:
     """Bytes per element of one quantized copy of a GEMM operand under the job's fp8 recipe: 1 (per-tensor
-    scaling), 1 + 1/32 (MXFP8), 0.5 + 1/16 for NVFP4 activations and gradients, 0.5 + 1/256 for NVFP4 weights."""
+    scaling), 1 + 1/32 (MXFP8; block-scaled fp8's activations and gradients), 1 + 1/4096 (block-scaled fp8's
+    weights), 0.5 + 1/16 for NVFP4 activations and gradients, 0.5 + 1/256 for NVFP4 weights."""
     if job.fp8_recipe == "nvfp4":
         return NVFP4_DATA_BYTES + (NVFP4_WEIGHT_SCALE_BYTES if weight else NVFP4_ACTIVATION_SCALE_BYTES)
+    if job.fp8_recipe == "blockwise":
+        return FP8_INPUT_BYTES + (BLOCKWISE_WEIGHT_SCALE_BYTES if weight else BLOCKWISE_ACTIVATION_SCALE_BYTES)
     return FP8_INPUT_BYTES + (MXFP8_SCALE_BYTES if job.fp8_recipe == "mxfp8" else 0.0)
 
 

@@ -26,9 +26,9 @@ def accelerate_config(setup: TrainingSetup) -> dict[str, Any]:
     require(NAME, setup, tp=False, pp=False, cp=False, ep=False, qlora=True)
     if lay.zero == 1:
         raise unsupported(NAME, "ZeRO-1 (optimizer-state sharding only)", "use --zero 2 or 3 (FSDP), or DeepSpeed")
-    if job.precision == "fp8" and job.fp8_recipe == "nvfp4":
-        raise unsupported(NAME, "--fp8-recipe nvfp4",
-                          "its fp8 mixed precision has no NVFP4 recipe; --framework megatron runs NVFP4")
+    if job.precision == "fp8" and job.fp8_recipe in ("nvfp4", "blockwise"):
+        raise unsupported(NAME, f"--fp8-recipe {job.fp8_recipe}",
+                          f"its fp8 mixed precision has no {job.fp8_recipe} recipe; --framework megatron runs it")
     if job.offload == "optimizer":
         raise unsupported(NAME, "optimizer-only offload", "FSDP offloads parameters too: use --offload all")
     if job.offload == "all" and lay.zero < 2:

@@ -39,8 +39,8 @@ def hf_training_file(setup: TrainingSetup) -> dict[str, Any]:
         raise unsupported(NAME, "offload without FSDP", "use --zero 3")
     if job.recompute in ("selective", "op"):
         raise unsupported(NAME, f"{job.recompute} recompute", "use --recompute full (gradient_checkpointing)")
-    if job.precision == "fp8" and job.fp8_recipe == "nvfp4":
-        raise unsupported(NAME, "--fp8-recipe nvfp4", "--framework megatron runs NVFP4")
+    if job.precision == "fp8" and job.fp8_recipe in ("nvfp4", "blockwise"):
+        raise unsupported(NAME, f"--fp8-recipe {job.fp8_recipe}", "--framework megatron runs it")
     if job.precision == "fp8":
         raise unsupported(NAME, "fp8 training in TrainingArguments", "use accelerate's fp8 mixed precision")
     b = batch_of(setup)

@@ -26,6 +26,7 @@ NAME = "Megatron-LM"
 LOW_PRECISION_RECIPE_ARGS: dict[str, dict[str, Any]] = {
     "delayed": {"fp8_recipe": "delayed"},
     "current": {"fp8_recipe": "tensorwise"},
+    "blockwise": {"fp8_format": "e4m3", "fp8_recipe": "blockwise"},
     "mxfp8": {"fp8_format": "e4m3", "fp8_recipe": "mxfp8"},
     "nvfp4": {"fp8_format": None, "fp4_format": "e2m1", "fp4_recipe": "nvfp4"},
 }

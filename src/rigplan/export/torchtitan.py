@@ -73,9 +73,10 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
     if job.precision in ("fp16-mixed", "bf16-true"):
         raise unsupported(NAME, f"--precision {job.precision}", "torchtitan trains fp32 parameters with bf16 compute "
                                                                  "(bf16-mixed), fp32 or fp8")
-    if job.precision == "fp8" and job.fp8_recipe == "nvfp4":
-        raise unsupported(NAME, "--fp8-recipe nvfp4", "its float8 and MX converters train in fp8 (--fp8-recipe current "
-                                                      "or mxfp8); --framework megatron runs NVFP4")
+    if job.precision == "fp8" and job.fp8_recipe in ("nvfp4", "blockwise"):
+        raise unsupported(NAME, f"--fp8-recipe {job.fp8_recipe}", "its float8 and MX converters train in fp8 "
+                                                                  "(--fp8-recipe current or mxfp8); --framework "
+                                                                  f"megatron runs {job.fp8_recipe}")
     if job.offload == "optimizer":
         raise unsupported(NAME, "optimizer-only offload", "--offload all (enable_cpu_offload) moves parameters too")
     if job.optimizer != "adamw":

@@ -271,6 +271,14 @@ NVFP4_NOTE = ("NVFP4: the linear layers' GEMMs at the fp4 peak (E2M1 with E4M3 s
               "Engine's NVFP4BlockScaling); attention, the LM head and the router stay bf16. On Megatron-Bridge's ten "
               "published NVFP4 rows (Llama 3 70B and 405B on GB300 and GB200) this step runs 18-37% faster than "
               "measured, median +30% (python benchmarks/bridge_nvfp4_check.py): read it as a bound")
+BLOCKWISE_FP8_NOTE = ("block-scaled fp8: one fp32 scale per 1 x 128 elements of activations and gradients and per "
+                      "128 x 128 block of weights (Transformer Engine's Float8BlockScaling); its GEMMs at the fp8 "
+                      "curve of per-tensor scaling, which DeepGEMM's block-scaled GEMMs on H800 exceed "
+                      "(deepseek-ai/DeepGEMM PRs #73 and #81: 777-1,500 TFLOP/s on five 4,096-token shapes where the "
+                      "curve gives 666-1,221)")
+BLOCKWISE_ON_BLACKWELL_NOTE = ("on Blackwell Transformer Engine converts the 128-element scales and runs the GEMMs as "
+                               "MXFP8 (TransformerEngine PR #2157); the conversion pass is left out")
+
 
 def kernel_note(job: Job, eff: Efficiency, peak_flop_per_s: float, head_dims: tuple[float, float] | None = None) -> str:
     """How the kernels run: stack, torch.compile, autocast, the attention kernel (and when it is an sm80 warp-MMA
@@ -365,6 +373,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                        f"{kernel_note(job, eff, gpu.peak('bf16'), attention_head_dims(setup.arch))}")
     if job.precision == "fp8" and job.fp8_recipe == "nvfp4":
         assumptions.append(NVFP4_NOTE)
+    if job.precision == "fp8" and job.fp8_recipe == "blockwise":
+        on_blackwell = eff.family == "blackwell"
+        assumptions.append(BLOCKWISE_FP8_NOTE + ("; " + BLOCKWISE_ON_BLACKWELL_NOTE if on_blackwell else ""))
     if gb300_moe_evidence_applies(gpu.id, setup.arch, job):
         assumptions.append(GB300_MOE_EVIDENCE)
     if job.optimizer == "muon":

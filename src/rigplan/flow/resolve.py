@@ -87,6 +87,13 @@ sm_120; Transformer Engine's MXFP8BlockScaling needs compute capability 10.0 or 
 series). Hopper, Ada and CDNA 3 scale fp8 per tensor only."""
 
 
+BLOCKWISE_FP8_ARCHITECTURES = ("hopper", "blackwell")
+"""NVIDIA architectures Transformer Engine runs Float8BlockScaling (--fp8-recipe blockwise) on: Hopper natively
+(cuBLASLt's 128-element and 128 x 128 block scales) and Blackwell by converting the scales for MXFP8 GEMMs
+(TransformerEngine PR #2157); not Ada or earlier (Transformer Engine's datatype and hardware support matrix, 'FP8 block
+scaling')."""
+
+
 NVFP4_ARCHITECTURE = "blackwell"
 """NVFP4 (E2M1 with E4M3 scales per 16 elements) is NVIDIA's format: Blackwell's tensor cores take it (sm_100,
 sm_103, sm_120); CDNA 4's fp4 is OCP MXFP4 (E8M0 scales per 32), which Transformer Engine's NVFP4 recipe does not
@@ -159,6 +166,11 @@ def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False,
         raise UnsupportedPrecision(f"{gpu.name} has no block-scaled (MX) fp8 tensor cores, so --fp8-recipe mxfp8 "
                                    "cannot run on it (Blackwell and CDNA 4 have them); use --fp8-recipe delayed or "
                                    "current")
+    if precision == "fp8" and fp8_recipe == "blockwise" and gpu.has_precision("fp8") and not (
+            gpu.vendor == "nvidia" and any(name in gpu.architecture.lower() for name in BLOCKWISE_FP8_ARCHITECTURES)):
+        raise UnsupportedPrecision(f"{gpu.name} does not run Transformer Engine's block-scaled fp8 "
+                                   "(Float8BlockScaling, NVIDIA Hopper and Blackwell), so --fp8-recipe blockwise "
+                                   "cannot run on it; use --fp8-recipe delayed or current")
     if precision == "fp8" and fp8_recipe == "nvfp4" and gpu.has_precision("fp8") and not (
             gpu.has_precision("fp4") and NVFP4_ARCHITECTURE in gpu.architecture.lower()):
         alternative = "mxfp8" if any(name in gpu.architecture.lower() for name in MX_ARCHITECTURES) else "delayed"
@@ -180,10 +192,11 @@ def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False,
 
 def _fp8_transpose_cache(spec: JobSpec, gpu: Gpu, precision: str, assumptions: list[str]) -> bool:
     """The fp8 weights' second layout: per-tensor scaling keeps a transpose only where the part's fp8 GEMMs
-    are TN-only (Gpu.fp8_gemm_any_layout); MXFP8 and NVFP4 keep their column-wise data on every part."""
+    are TN-only (Gpu.fp8_gemm_any_layout); block-scaled fp8, MXFP8 and NVFP4 keep their column-wise data on every part
+    (their scales run along one dimension)."""
     if not (spec.fp8_transpose_cache and precision == "fp8"):
         return spec.fp8_transpose_cache
-    if spec.fp8_recipe not in ("mxfp8", "nvfp4") and gpu.fp8_gemm_any_layout:
+    if spec.fp8_recipe not in ("blockwise", "mxfp8", "nvfp4") and gpu.fp8_gemm_any_layout:
         assumptions.append(f"fp8 weights keep no transpose on {gpu.id}: its fp8 GEMMs take any operand layout "
                            "(Transformer Engine is_non_tn_fp8_gemm_supported)")
         return False
