@@ -101,7 +101,7 @@ def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
     assert round(-statistics.median(gpt_oss) * 100) == 2
     bridge_bf16 = sorted(gpt_oss)[-4:]
     assert round(bridge_bf16[0] * 100) == 24 and sum(e > 0.25 for e in gpt_oss) == 2
-    assert round(-statistics.median(gb200) * 100) == 6
+    assert round(-statistics.median(gb200) * 100) == 5
 
 
 def test_gb300_moe_note_is_not_shown_for_dense_nvfp4_or_other_parts() -> None:

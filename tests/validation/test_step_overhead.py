@@ -39,7 +39,8 @@ def test_the_overhead_is_the_median_gap_of_the_single_domain_mlperf_runs() -> No
     assert len(calibration) == 12 and all(_single_domain(c) for c in calibration)
     assert all(c.compare == "tokens_per_s_per_gpu" and c.request.framework == "nemo" for c in calibration)
     gaps_ms = sorted(1000.0 * _missing_step_s(c, 0.0) for c in calibration)
-    assert round(gaps_ms[0], 1) == 3.8 and round(gaps_ms[-1], 1) == 62.8
+    # 3.8 and 62.8 ms (median 42.4) when the figure was set; MXFP8's cast bytes corrected since (4.125 -> 4.0625 B)
+    assert round(gaps_ms[0], 1) == 4.0 and round(gaps_ms[-1], 1) == 63.2
     assert all(c.request.grad_bucket_params == 768e6 for c in calibration)
     assert abs(statistics.median(gaps_ms) - MEGATRON_STEP_OVERHEAD_MS) < 1.0
 

@@ -108,8 +108,9 @@ reading one device flag per gradient bucket, loss and grad-norm reductions, logg
 launch-starved until the host issues work again; removing 104 of them cut 105.8 ms of launch-starved time per
 iteration there. The figure: the median of measured minus predicted step time over the 12 MLPerf Training v6.0
 GPT-OSS-20B runs that use neither expert nor context parallelism (one micro-batch per step, 8 to 32 B200, B300 and
-GB300, their 768M-parameter gradient buckets counted; 3.8 to 62.8 ms, median 42.4 ms), recomputed by
-tests/validation/test_step_overhead.py. Other frameworks' loop overhead is not modelled (0)."""
+GB300, their 768M-parameter gradient buckets counted; 3.8 to 62.8 ms, median 42.4 ms, when it was set; 4.0 to 63.2
+ms, median 42.8, since MXFP8's cast bytes were corrected), recomputed by tests/validation/test_step_overhead.py.
+Other frameworks' loop overhead is not modelled (0)."""
 _MEGATRON_CORE: tuple[PresetSetting, ...] = (
     _s(f"{_MCORE_ARGS}: --transformer-impl defaults to transformer_engine (TE fused norm-linear, fused "
        "softmax/attention through TE DotProductAttention)", kernels="fused"),

@@ -107,17 +107,17 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     return float(replicated * p), float(split * p)
 
 
-FP8_CAST_BYTES = {"delayed": 4.0, "current": 6.0, "blockwise": 4.0625, "mxfp8": 4.125, "nvfp4": 6.25}
+FP8_CAST_BYTES = {"delayed": 4.0, "current": 6.0, "blockwise": 4.0625, "mxfp8": 4.0625, "nvfp4": 6.25}
 """HBM bytes per element to quantize one GEMM operand to fp8: read bf16 (2) + write fp8 (1) + the
 transposed fp8 copy Hopper's TN-only fp8 GEMMs need (1; Transformer Engine cast_transpose).
 'delayed' takes amax from history, computed inside the cast (TE default on Hopper); 'current'
 (per-tensor dynamic, torchao float8 tensorwise) reads the tensor once more for its amax (+2);
 'mxfp8' (Blackwell, one e8m0 scale per 32 elements, TE MXFP8BlockScaling) adds 1/32 byte of scales per
-copy (row- and column-wise: 2/32). 'blockwise' (Transformer Engine Float8BlockScaling) takes each 1 x 128 block's
-amax inside its one cast kernel and writes the row- and column-wise fp8 copies with an fp32 scale per 128
-elements each (2 + 2 x (1 + 4/128)); on Blackwell the scales are then converted for MXFP8 GEMMs (left out).
-'nvfp4' (Transformer Engine NVFP4BlockScaling) reads the tensor once for the
-per-tensor amax its two-level scaling needs (2), then its cast kernel reads it again and writes row- and
+copy (row- and column-wise: 2/32; 4.125 until 2026-12, which counted them twice). 'blockwise' (Transformer
+Engine Float8BlockScaling) takes each 1 x 128 block's amax inside its one cast kernel and writes the row- and
+column-wise fp8 copies with an fp32 scale per 128 elements each (2 + 2 x (1 + 4/128)); on Blackwell the scales
+are then converted for MXFP8 GEMMs (left out). 'nvfp4' (Transformer Engine NVFP4BlockScaling) reads the tensor
+once for the per-tensor amax its two-level scaling needs (2), then its cast kernel reads it again and writes row- and
 column-wise 4-bit copies with an E4M3 scale per 16 elements (2 + 2 x (0.5 + 1/16) = 3.125), at 6.4 TB/s with
 round-to-nearest (activations) and 4.5 TB/s with the stochastic rounding of gradients on an 8 TB/s B300
 (TransformerEngine PR #2412, its tuned NVFP4 cast kernel): against the 0.9 of HBM rigplan takes for a

@@ -77,7 +77,7 @@ GB300_MOE_EVIDENCE = (
     "report, and MLPerf Training v6.0; rigplan validate --suite moe), its tokens/s were from 30% below to 5% above "
     "the measured on the 31 DeepSeek-V3, Qwen3 and Kimi K2 runs, median 13% below (only the 128k-token Qwen3-235B run "
     "above), and from 10% below to 27% above on the 16 gpt-oss runs (median 2% below; the four Megatron-Bridge BF16 "
-    "runs 24% to 27% above), where the suite's GB200 MoE runs with the same kernels are 6% below (median); read this "
+    "runs 24% to 27% above), where the suite's GB200 MoE runs with the same kernels are 5% below (median); read this "
     "estimate, gpt-oss aside, as pessimistic by about 13%")
 """Validation evidence shown beside an MoE estimate on GB300 with fused kernels and without NVFP4 (the estimate itself
 is not changed: no datasheet figure separates GB300 from GB200 by more than rigplan's 1.08x clock, and the cause is
