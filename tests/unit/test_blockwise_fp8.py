@@ -99,3 +99,10 @@ def test_cli_flag_and_one_line_refusal() -> None:
     refused = runner.invoke(cli, ["estimate", "llama-3.1-8b", "--gpu", "l40s", "--precision", "fp8",
                                   "--fp8-recipe", "blockwise"])
     assert refused.exit_code != 0 and "Traceback" not in refused.output
+
+
+def test_mxfp8_refused_on_hopper_names_blockwise_where_it_runs() -> None:
+    with pytest.raises(UnsupportedPrecision, match="use --fp8-recipe delayed, current or blockwise"):
+        build_setup(EstimateRequest(**DENSE, fp8_recipe="mxfp8"))
+    with pytest.raises(UnsupportedPrecision, match=r"use --fp8-recipe delayed or current$"):
+        build_setup(EstimateRequest(**{**DENSE, "gpu": "l40s"}, fp8_recipe="mxfp8"))

@@ -161,13 +161,14 @@ def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False,
     """A recipe whose tensor precision the part lacks (bf16 on V100/T4, fp8 before Hopper/Ada, MXFP8 before
     Blackwell / CDNA 4) is an error naming the recipe that does run; a silent fallback would misstate both memory
     and speed."""
+    blockwise_runs = gpu.vendor == "nvidia" and any(name in gpu.architecture.lower()
+                                                    for name in BLOCKWISE_FP8_ARCHITECTURES)
     if precision == "fp8" and fp8_recipe == "mxfp8" and gpu.has_precision("fp8") and not any(
             name in gpu.architecture.lower() for name in MX_ARCHITECTURES):
+        others = "delayed, current or blockwise (128-element fp32 scales)" if blockwise_runs else "delayed or current"
         raise UnsupportedPrecision(f"{gpu.name} has no block-scaled (MX) fp8 tensor cores, so --fp8-recipe mxfp8 "
-                                   "cannot run on it (Blackwell and CDNA 4 have them); use --fp8-recipe delayed or "
-                                   "current")
-    if precision == "fp8" and fp8_recipe == "blockwise" and gpu.has_precision("fp8") and not (
-            gpu.vendor == "nvidia" and any(name in gpu.architecture.lower() for name in BLOCKWISE_FP8_ARCHITECTURES)):
+                                   f"cannot run on it (Blackwell and CDNA 4 have them); use --fp8-recipe {others}")
+    if precision == "fp8" and fp8_recipe == "blockwise" and gpu.has_precision("fp8") and not blockwise_runs:
         raise UnsupportedPrecision(f"{gpu.name} does not run Transformer Engine's block-scaled fp8 "
                                    "(Float8BlockScaling, NVIDIA Hopper and Blackwell), so --fp8-recipe blockwise "
                                    "cannot run on it; use --fp8-recipe delayed or current")
