@@ -106,3 +106,12 @@ def test_mxfp8_refused_on_hopper_names_blockwise_where_it_runs() -> None:
         build_setup(EstimateRequest(**DENSE, fp8_recipe="mxfp8"))
     with pytest.raises(UnsupportedPrecision, match=r"use --fp8-recipe delayed or current$"):
         build_setup(EstimateRequest(**{**DENSE, "gpu": "l40s"}, fp8_recipe="mxfp8"))
+
+
+@pytest.mark.parametrize("gpu", ["rtx-5090", "rtx-pro-6000"])
+def test_mxfp8_refused_on_compute_capability_12_blackwell(gpu: str) -> None:
+    # Transformer Engine's support matrix: MXFP8 not on 12.0; block-scaled fp8 runs there, without the MXFP8 note
+    with pytest.raises(UnsupportedPrecision, match=r"compute-capability 12\.0 Blackwell"):
+        build_setup(EstimateRequest(**{**DENSE, "gpu": gpu, "zero": 3}, fp8_recipe="mxfp8"))
+    runs = speed.estimate(EstimateRequest(**{**DENSE, "gpu": gpu, "zero": 3}, fp8_recipe="blockwise"))
+    assert any(a.startswith("block-scaled fp8: ") and "MXFP8" not in a for a in runs.setup.assumptions)

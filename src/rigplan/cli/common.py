@@ -278,7 +278,7 @@ def kernel_option_list() -> list[Callable[[F], F]]:
                           "current per-tensor (torchao float8 tensorwise, torchtitan), blockwise: fp32 scales per "
                           "1x128 elements and 128x128 weight blocks (DeepSeek-V3's scheme, Transformer Engine "
                           "Float8BlockScaling, Megatron --fp8-recipe blockwise; Hopper and Blackwell), mxfp8 "
-                          "(Blackwell), "
+                          "(datacenter Blackwell, CDNA 4), "
                           "nvfp4: the linear layers' GEMMs in 4-bit NVFP4 (Transformer Engine NVFP4BlockScaling; "
                           "NVIDIA Blackwell)."),
     ]

@@ -85,8 +85,14 @@ class Gpu:
         transformer_engine/pytorch/utils.py is_non_tn_fp8_gemm_supported, (10, 0) <= capability < (12, 0) or
         >= (13, 0). Hopper and Ada (9.0, 8.9) take only the TN layout, and so do the GB202 cards (RTX 5090,
         RTX PRO 6000 Blackwell: 12.0), read here from the architecture name the catalog gives."""
+        return self.vendor == "nvidia" and "blackwell" in self.architecture.lower() and not self.workstation_blackwell
+
+    @property
+    def workstation_blackwell(self) -> bool:
+        """A compute-capability 12.0 Blackwell (GB202: RTX 5090, RTX PRO 6000 Blackwell), read from the architecture
+        name the catalog gives ('GB202' or 'sm_120')."""
         arch = self.architecture.lower()
-        return self.vendor == "nvidia" and "blackwell" in arch and "gb202" not in arch and "sm_120" not in arch
+        return self.vendor == "nvidia" and "blackwell" in arch and ("gb202" in arch or "sm_120" in arch)
 
     def has_precision(self, precision: str) -> bool:
         """Whether the part has tensor cores for this precision ('bf16', 'fp16', 'fp8', 'fp4')."""

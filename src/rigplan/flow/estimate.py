@@ -276,8 +276,8 @@ BLOCKWISE_FP8_NOTE = ("block-scaled fp8: one fp32 scale per 1 x 128 elements of 
                       "curve of per-tensor scaling, which DeepGEMM's block-scaled GEMMs on H800 exceed "
                       "(deepseek-ai/DeepGEMM PRs #73 and #81: 777-1,500 TFLOP/s on five 4,096-token shapes where the "
                       "curve gives 666-1,221)")
-BLOCKWISE_ON_BLACKWELL_NOTE = ("on Blackwell Transformer Engine converts the 128-element scales and runs the GEMMs as "
-                               "MXFP8 (TransformerEngine PR #2157); the conversion pass is left out")
+BLOCKWISE_ON_BLACKWELL_NOTE = ("on datacenter Blackwell Transformer Engine converts the 128-element scales and runs "
+                               "the GEMMs as MXFP8 (TransformerEngine PR #2157); the conversion pass is left out")
 
 
 def kernel_note(job: Job, eff: Efficiency, peak_flop_per_s: float, head_dims: tuple[float, float] | None = None) -> str:
@@ -374,7 +374,7 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     if job.precision == "fp8" and job.fp8_recipe == "nvfp4":
         assumptions.append(NVFP4_NOTE)
     if job.precision == "fp8" and job.fp8_recipe == "blockwise":
-        on_blackwell = eff.family == "blackwell"
+        on_blackwell = eff.family == "blackwell" and not gpu.workstation_blackwell
         assumptions.append(BLOCKWISE_FP8_NOTE + ("; " + BLOCKWISE_ON_BLACKWELL_NOTE if on_blackwell else ""))
     if gb300_moe_evidence_applies(gpu.id, setup.arch, job):
         assumptions.append(GB300_MOE_EVIDENCE)

@@ -83,8 +83,9 @@ _TENSOR_PRECISION_OF_RECIPE = {"bf16-mixed": "bf16", "bf16-true": "bf16", "fp16-
 
 MX_ARCHITECTURES = ("blackwell", "cdna 4")
 """Architectures whose tensor cores take block-scaled MX formats (MXFP8): NVIDIA Blackwell (sm_100, sm_103,
-sm_120; Transformer Engine's MXFP8BlockScaling needs compute capability 10.0 or later) and AMD CDNA 4 (MI350
-series). Hopper, Ada and CDNA 3 scale fp8 per tensor only."""
+sm_120) and AMD CDNA 4 (MI350 series). Hopper, Ada and CDNA 3 scale fp8 per tensor only. Transformer Engine's
+MXFP8BlockScaling runs on compute capability 10.x only: its support matrix lists MXFP8 as not supported on 12.0
+(the GB202 cards; Gpu.workstation_blackwell), which check_precision_on_gpu refuses."""
 
 
 BLOCKWISE_FP8_ARCHITECTURES = ("hopper", "blackwell")
@@ -168,6 +169,11 @@ def check_precision_on_gpu(gpu: Gpu, precision: str, *, defaulted: bool = False,
         others = "delayed, current or blockwise (128-element fp32 scales)" if blockwise_runs else "delayed or current"
         raise UnsupportedPrecision(f"{gpu.name} has no block-scaled (MX) fp8 tensor cores, so --fp8-recipe mxfp8 "
                                    f"cannot run on it (Blackwell and CDNA 4 have them); use --fp8-recipe {others}")
+    if precision == "fp8" and fp8_recipe == "mxfp8" and gpu.workstation_blackwell:
+        raise UnsupportedPrecision(f"{gpu.name} is a compute-capability 12.0 Blackwell, on which Transformer Engine "
+                                   "does not run MXFP8 (its support matrix; 'MXFP8 ... is not supported on 12.0+ "
+                                   "architectures', TransformerEngine issue #2304); use --fp8-recipe delayed, current "
+                                   "or blockwise")
     if precision == "fp8" and fp8_recipe == "blockwise" and gpu.has_precision("fp8") and not blockwise_runs:
         raise UnsupportedPrecision(f"{gpu.name} does not run Transformer Engine's block-scaled fp8 "
                                    "(Float8BlockScaling, NVIDIA Hopper and Blackwell), so --fp8-recipe blockwise "
