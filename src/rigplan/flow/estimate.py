@@ -271,6 +271,12 @@ NVFP4_NOTE = ("NVFP4: the linear layers' GEMMs at the fp4 peak (E2M1 with E4M3 s
               "Engine's NVFP4BlockScaling); attention, the LM head and the router stay bf16. On Megatron-Bridge's ten "
               "published NVFP4 rows (Llama 3 70B and 405B on GB300 and GB200) this step runs 18-37% faster than "
               "measured, median +30% (python benchmarks/bridge_nvfp4_check.py): read it as a bound")
+BRIDGE_NO_DEEPEP_PARTS = ("gb200", "gb300")
+BRIDGE_NO_DEEPEP_NOTE = ("DeepEP in Megatron-Bridge: its flex-dispatcher gate runs DeepEP only on compute capability "
+                         "8.x and 9.x and on devices named NVIDIA B200 or B300, and on a GB200 or GB300 falls back to "
+                         "the NCCL all-to-all with a warning (Megatron-Bridge issue #5992); HybridEP, the flex backend "
+                         "for NVL72 racks, has DeepEP's one crossing per destination node, which --moe-dispatcher "
+                         "deepep stands for; give --moe-dispatcher alltoall for the fallback")
 BLOCKWISE_FP8_NOTE = ("block-scaled fp8: one fp32 scale per 1 x 128 elements of activations and gradients and per "
                       "128 x 128 block of weights (Transformer Engine's Float8BlockScaling); its GEMMs at the fp8 "
                       "curve of per-tensor scaling, which DeepGEMM's block-scaled GEMMs on H800 exceed "
@@ -414,6 +420,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
         ep_group = setup.layout.ep * setup.layout.expert_tp
         if gpu.link.domain_size >= NVL_RACK_GPUS and ep_group > NVL_TRAY_GPUS and gpu.gpus_per_node > NVL_TRAY_GPUS:
             assumptions.append(MNNVL_EP_NOTE.format(n=ep_group, domain=gpu.link.domain_size))
+        if (setup.framework is not None and setup.framework.name == "nemo" and dispatcher(job) == "deepep"
+                and gpu.id in BRIDGE_NO_DEEPEP_PARTS and setup.layout.ep > 1):
+            assumptions.append(BRIDGE_NO_DEEPEP_NOTE)
         if job.cuda_graphs == "full":
             assumptions.append("full-iteration CUDA graph: the host launches the step once, so dropless routing's "
                                "per-layer host sync no longer paces it")
