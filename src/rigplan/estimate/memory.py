@@ -32,6 +32,7 @@ from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.allocator import reserved_overhead_bytes, unreleasable_overhead_bytes
 from rigplan.estimate.arrays import distinct_rows, first_argmax, select
 from rigplan.estimate.arrays import scalar_or_array as _out
+from rigplan.estimate.ep_buffers import deepep_buffer_bytes
 from rigplan.estimate.framework_buffers import (
     ddp_grad_copy_bytes,
     fsdp1_block_params,
@@ -368,7 +369,8 @@ def _rank_shared(arch: Architecture, job: Job, layout: Any, rank: Num, states: M
              if job.fsdp_flat_params else None)
     if nccl is None:
         pairs, groups = communicator_count(layout)
-        nccl = pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout)
+        nccl = (pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout)
+                + deepep_buffer_bytes(arch, job, layout))
     return _RankShared(states=states, logits=logits, transients=_transients(job, layout, states, fsdp1),
                        dequantized=dequantized_copy_bytes(arch, job, layout), persist=gradients_persist(job, layout),
                        grads=grads, base=states.weights_bytes + states.optimizer_bytes, nccl=nccl,
@@ -508,7 +510,8 @@ def peak_total_bytes_choices(arch: Architecture, job: Job, layout: Any, choices:
     totals = np.full((len(choices), pp.size), -np.inf)
     chosen = [replace(job, recompute=choice) for choice in choices]  # type: ignore[arg-type]
     pairs, groups = communicator_count(layout)
-    nccl = np.broadcast_to(pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout), pp.shape)
+    nccl = np.broadcast_to(pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout)
+                           + deepep_buffer_bytes(arch, job, layout), pp.shape)
     # rank 1 differs from rank 0 or the last only with pp >= 3, the last from rank 0 only with pp >= 2; the middle
     # rank with the most expert layers differs from rank 1 only where dense-first layers fill rank 1
     heavy = np.asarray(moe_heaviest_middle_rank(getattr(layout, "split", DEFAULT_SPLIT), arch.num_layers,

@@ -18,7 +18,7 @@ MEMORY_ROWS = (
     ("logits_bytes", "logits + loss"),
     ("transient_bytes", "transient working set"),
     ("cuda_context_bytes", "CUDA context + workspaces"),
-    ("nccl_bytes", "NCCL buffers"),
+    ("nccl_bytes", "communication buffers"),
     ("unreleasable_bytes", "allocator cache kept under memory pressure"),
 )
 
