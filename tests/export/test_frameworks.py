@@ -45,6 +45,7 @@ def need(module: str) -> None:
 @pytest.mark.parametrize("name,changes", [("dense", {}), ("moe", {}), ("pipeline", {}), ("dense-fsdp", {}),
                                           ("moe", {"tp": 2, "etp": 1, "ep": 4, "sequence_parallel": True}),
                                           ("moe", {"a2a_overlap": True}),
+                                          ("moe", {"moe_dispatcher": "hybridep"}),
                                           ("moe", {"a2a_overlap": True, "moe_dispatcher": "alltoall",
                                                    "capacity_factor": 1.0, "moe_pad_to_capacity": True}),
                                           ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "mxfp8"}),
@@ -85,6 +86,8 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
         assert config.moe_pad_expert_input_to_capacity == setup.job.moe_pad_to_capacity
         if setup.job.a2a_overlap and setup.job.moe_dispatcher is None:  # DeepEP with the overlap by default
             assert config.moe_token_dispatcher_type == "flex" and config.moe_flex_dispatcher_backend == "deepep"
+        if setup.job.moe_dispatcher == "hybridep":
+            assert config.moe_token_dispatcher_type == "flex" and config.moe_flex_dispatcher_backend == "hybridep"
     assert config.recompute_granularity == {"none": None, "selective": "selective", "full": "full"}[setup.job.recompute]
     ddp = DistributedDataParallelConfig(overlap_grad_reduce=args["overlap_grad_reduce"],
                                         overlap_param_gather=args["overlap_param_gather"],

@@ -218,11 +218,12 @@ class Job:
     """Which schedule overlaps the all-to-all (with a2a_overlap): Megatron-Core's 1F1B EP overlap (the
     forward of one micro-batch beside the backward of another; hides part of it) or DeepSeek's DualPipe
     (hides all of it behind computation)."""
-    moe_dispatcher: Literal["alltoall", "deepep"] | None = None
+    moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] | None = None
     """How routed tokens cross the expert-parallel group: 'alltoall' (NCCL all-to-all of every copy,
-    Megatron-Core's alltoall dispatcher) or 'deepep' (DeepEP / HybridEP: one crossing per destination
-    node, forwarded over NVLink inside it; Megatron-Core's flex dispatcher). None = deepep with
-    a2a_overlap, else alltoall."""
+    Megatron-Core's alltoall dispatcher), 'deepep' or 'hybridep' (DeepEP's normal kernels or NVIDIA's HybridEP,
+    Megatron-Core's flex dispatcher with that backend: one crossing per destination node, forwarded over NVLink
+    inside it; timed alike, DeepEP's buffers counted, estimate.ep_buffers). None = deepep with a2a_overlap, else
+    alltoall."""
     moe_pad_to_capacity: bool = False
     """With a capacity factor, every expert's input is padded to its capacity (Megatron
     --moe-pad-expert-input-to-capacity; Megatron-Bridge's token-drop recipes): static shapes, so no
@@ -351,7 +352,8 @@ class Job:
         dispatcher = self.moe_dispatcher or ("deepep" if self.a2a_overlap else "alltoall")
         if self.moe_pad_to_capacity and dispatcher == "deepep":
             raise InvalidSpec("the DeepEP dispatcher does not pad experts to capacity (Megatron-Core's flex dispatcher "
-                              "refuses moe_pad_expert_input_to_capacity); use --moe-dispatcher alltoall")
+                              "refuses moe_pad_expert_input_to_capacity with DeepEP); use --moe-dispatcher alltoall "
+                              "or hybridep")
         if self.recompute_layers < 1:
             raise InvalidSpec(f"--recompute-num-layers must be >= 1, got {self.recompute_layers}")
         if self.recompute != "full" and (self.recompute_method != "uniform" or self.recompute_layers != 1):

@@ -15,7 +15,7 @@ scales (fp32). R_nvl, the NVLink receive tokens a channel holds, is 256 up to 8 
 both). DeepSeek-V3 at EP 64: 0.38 GB NVLink and 0.34 GB RDMA a GPU; Qwen3-30B-A3B at EP 8: 0.13 GB.
 
 Left out: NVSHMEM's own symmetric-heap reservation beyond the RDMA buffer, DeepEP's low-latency buffers (inference
-decoding) and HybridEP's buffers, which --moe-dispatcher deepep also stands for and which are sized otherwise.
+decoding) and HybridEP's buffers (--moe-dispatcher hybridep), which are sized otherwise.
 """
 
 from __future__ import annotations

@@ -129,6 +129,16 @@ def dispatcher(job: Job) -> str:
     return job.moe_dispatcher or ("deepep" if job.a2a_overlap else "alltoall")
 
 
+FLEX_DISPATCHERS = ("deepep", "hybridep")
+"""Megatron-Core's flex dispatcher backends: DeepEP's normal kernels and NVIDIA's HybridEP, which send one copy of a
+token to each rank holding any of its experts and cross each destination node once (timed alike)."""
+
+
+def flex_dispatched(job: Job) -> bool:
+    """Whether routed tokens go through a flex-dispatcher backend (FLEX_DISPATCHERS), not NCCL's all-to-all."""
+    return dispatcher(job) in FLEX_DISPATCHERS
+
+
 def host_syncs(job: Job) -> bool:
     """Whether the host waits for the routing result once per MoE layer: dropless and capacity-capped
     routing need the tokens per expert on the host (all-to-all splits, grouped-GEMM sizes), so
@@ -282,7 +292,7 @@ def permute_bytes_per_token(arch: Architecture, job: Job, ep: Num) -> Num:
     ep_a = xp.asfloat(ep)
     load = by_expert_ranks(ep, job, load_factor)
     global_permute = 3.0 * k + 1.0
-    if dispatcher(job) == "deepep":
+    if flex_dispatched(job):
         spread = 2.0 * k * load * (1.0 + deduplicated_copy_share(arch, ep_a, True))
     else:
         spread = global_permute + 4.0 * k * load
@@ -316,7 +326,7 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
     per_domain = xp.clip(xp.floor(domain / etp_a), 1.0, ep_a)
     domains = ep_a / per_domain
     elements = xp.asarray(tokens) / xp.asarray(tp) * arch.moe.top_k * arch.hidden
-    dedup = dispatcher(job) == "deepep"
+    dedup = flex_dispatched(job)
     rank_share = deduplicated_copy_share(arch, ep_a, dedup)
     domain_share = deduplicated_copy_share(arch, domains, dedup)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from rigplan.domain.job import Job
 from rigplan.domain.stages import dense_layer_mask
-from rigplan.estimate.moe import dispatcher
+from rigplan.estimate.moe import dispatcher, flex_dispatched
 from rigplan.export.common import Exported, batch_of, flag_line, require, torchrun_prefix, unsupported
 from rigplan.flow.resolve import TrainingSetup
 
@@ -90,9 +90,9 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         if job.capacity_factor:
             args["moe_expert_capacity_factor"] = job.capacity_factor
             args["moe_pad_expert_input_to_capacity"] = job.moe_pad_to_capacity
-        if lay.ep > 1 and dispatcher(job) == "deepep":
-            # Megatron-Core's flex dispatcher with DeepEP (--moe-flex-dispatcher-backend, core 0.15+)
-            args.update({"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "deepep"})
+        if lay.ep > 1 and flex_dispatched(job):
+            # Megatron-Core's flex dispatcher with DeepEP or HybridEP (--moe-flex-dispatcher-backend, core 0.15+)
+            args.update({"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": dispatcher(job)})
         if job.a2a_overlap and lay.ep > 1:
             if job.a2a_overlap_schedule == "dualpipe":
                 raise unsupported(NAME, "DualPipe", "Megatron-LM overlaps the expert all-to-all with its 1F1B "

@@ -237,16 +237,16 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
             how += f", capacity factor {job.capacity_factor:g}"
     elif job.capacity_factor:
         how += f", capacity factor {job.capacity_factor:g}"
-    deepep = dispatcher(job) == "deepep"
+    flex = {"deepep": "DeepEP", "hybridep": "HybridEP"}.get(dispatcher(job))
     if layout.ep == 1:
         a2a = "none (ep=1)"
     elif job.a2a_overlap and job.a2a_overlap_schedule == "dualpipe":
         a2a = "hidden behind computation (DualPipe)"
     elif job.a2a_overlap:
-        a2a = ("partly overlapped (Megatron-Core 1F1B EP overlap, DeepEP)" if deepep
+        a2a = (f"partly overlapped (Megatron-Core 1F1B EP overlap, {flex})" if flex
                else "partly overlapped (Megatron-Core 1F1B EP overlap), NCCL all-to-all dispatcher")
     else:
-        a2a = ("exposed, DeepEP dispatcher (--a2a-overlap to overlap)" if deepep
+        a2a = (f"exposed, {flex} dispatcher (--a2a-overlap to overlap)" if flex
                else "exposed (--a2a-overlap to overlap)")
     return (f"MoE: {how}; experts laid out ep={layout.ep} x etp={layout.expert_tp} x expert-dp={layout.expert_dp}; "
             f"all-to-all {a2a}")
@@ -274,9 +274,8 @@ NVFP4_NOTE = ("NVFP4: the linear layers' GEMMs at the fp4 peak (E2M1 with E4M3 s
 BRIDGE_NO_DEEPEP_PARTS = ("gb200", "gb300")
 BRIDGE_NO_DEEPEP_NOTE = ("DeepEP in Megatron-Bridge: its flex-dispatcher gate runs DeepEP only on compute capability "
                          "8.x and 9.x and on devices named NVIDIA B200 or B300, and on a GB200 or GB300 falls back to "
-                         "the NCCL all-to-all with a warning (Megatron-Bridge issue #5992); HybridEP, the flex backend "
-                         "for NVL72 racks, has DeepEP's one crossing per destination node, which --moe-dispatcher "
-                         "deepep stands for; give --moe-dispatcher alltoall for the fallback")
+                         "the NCCL all-to-all with a warning (Megatron-Bridge issue #5992): give --moe-dispatcher "
+                         "hybridep for HybridEP, the flex backend its NVL72 recipes use, or alltoall for the fallback")
 BLOCKWISE_FP8_NOTE = ("block-scaled fp8: one fp32 scale per 1 x 128 elements of activations and gradients and per "
                       "128 x 128 block of weights (Transformer Engine's Float8BlockScaling); its GEMMs at the fp8 "
                       "curve of per-tensor scaling, which DeepGEMM's block-scaled GEMMs on H800 exceed "
