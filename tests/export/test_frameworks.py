@@ -169,6 +169,7 @@ def torchtitan_config_manager():
                   "fp8_recipe": "current", "kernels": "eager", "bf16_experts": True}),
     ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "gpu": "b200", "fp8_experts": True,
                   "fp8_recipe": "mxfp8"}),
+    ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "moe_dispatcher": "deepep"}),
 ])
 def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: str, changes: dict) -> None:
     config_manager = torchtitan_config_manager()
@@ -181,6 +182,7 @@ def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: st
     p = config.parallelism
     assert (p.tensor_parallel_degree, p.pipeline_parallel_degree, p.expert_parallel_degree) == (lay.tp, lay.pp, lay.ep)
     assert p.data_parallel_shard_degree == lay.dp
+    assert p.expert_parallel_comm_backend == ("deepep" if setup.job.moe_dispatcher == "deepep" else "standard")
     assert config.training.seq_len == setup.job.seq_len
     assert config.training.global_batch_size == out.values["training"]["global_batch_size"]
     if lay.pp > 1:
@@ -434,3 +436,12 @@ def test_hf_trainer_points_nvfp4_to_megatron_and_accelerate_names_a_non_default_
         export(setup_of("dense-fsdp", **nvfp4), "hf-trainer")
     notes = export(setup_of("dense-fsdp", optimizer="muon"), "accelerate").notes
     assert any(note.startswith("optimizer muon: build it in train.py") for note in notes)
+
+
+def test_torchtitan_names_the_expert_parallel_backend_and_says_what_hybridep_needs() -> None:
+    moe = {"model": "deepseek-v3", "gpus": 64, "ep": 8}
+    assert "expert_parallel_comm_backend" not in export(setup_of("moe-fsdp", **moe), "torchtitan").values["parallelism"]
+    out = export(setup_of("moe-fsdp", **moe, moe_dispatcher="hybridep"), "torchtitan")
+    assert out.values["parallelism"]["expert_parallel_comm_backend"] == "hybridep"
+    assert 'expert_parallel_comm_backend = "hybridep"' in out.files["torchtitan_job.toml"]
+    assert any("pytorch/torchtitan PR #2207" in note for note in out.notes)

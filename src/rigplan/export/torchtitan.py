@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigplan.estimate.moe import dispatcher, flex_dispatched
 from rigplan.export.common import Exported, batch_of, require, torchrun_prefix, unsupported
 from rigplan.flow.resolve import TrainingSetup
 
@@ -97,6 +98,9 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
         "context_parallel_degree": lay.cp, "expert_parallel_degree": lay.ep,
         "expert_tensor_parallel_degree": lay.expert_tp if arch.moe is not None else None,
     }
+    if arch.moe is not None and lay.ep > 1 and flex_dispatched(job):
+        # torchtitan's expert-parallel communication backend: "deepep", or "hybridep" (pytorch/torchtitan PR #2207)
+        parallelism["expert_parallel_comm_backend"] = dispatcher(job)
     if lay.pp > 1:
         parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if lay.vpp > 1 else "1F1B"
         parallelism["pipeline_parallel_layers_per_stage"] = arch.num_layers // (lay.pp * lay.vpp)
@@ -148,6 +152,9 @@ def export_torchtitan(setup: TrainingSetup) -> Exported:
     text = to_toml(sections)
     command = f"{torchrun_prefix(setup)} -m torchtitan.train --job.config_file torchtitan_job.toml"
     notes = ["set [training] dataset and [model] hf_assets_path (tokenizer) for your data"]
+    if sections["parallelism"].get("expert_parallel_comm_backend") == "hybridep":
+        notes.append("expert_parallel_comm_backend hybridep needs a torchtitan with HybridEP (pytorch/torchtitan PR "
+                     "#2207, 2026-02) and DeepEP's HybridEP build; earlier versions take standard or deepep")
     if setup.layout.pp > 1:
         notes.append("with pipeline parallelism local_batch_size is the whole step's batch per data-parallel rank, "
                      "split into pipeline_parallel_microbatch_size micro-batches")
