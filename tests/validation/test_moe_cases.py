@@ -74,7 +74,10 @@ def test_x86_one_sequence_note_states_the_suite_as_it_is() -> None:
     for case in CASES:
         setup = speed.estimate(case.request).setup
         job = setup.job
-        if (setup.gpu.host_cpu == "x86" and setup.arch.hidden > evidence.X86_ONE_SEQUENCE_MOE_HIDDEN
+        # the wide runs the line names are Megatron-Core's on NVIDIA parts; MindFormers' DeepSeek-V2 on Ascend 910B (its
+        # catalog host is the x86 default) is another stack and is not among them
+        if (setup.gpu.host_cpu == "x86" and setup.gpu.vendor == "nvidia"
+                and setup.arch.hidden > evidence.X86_ONE_SEQUENCE_MOE_HIDDEN
                 and job.micro_batch == 1 and host_syncs(job) and job.kernels == "fused" and job.cuda_graphs != "full"):
             (efa_2604 if case.group == "aws_efa_kimi_k2_2026" else wide).append(tokens_error(case))
     assert wide and max(abs(e) for e in wide) < 0.33
