@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from rigplan.export.common import Exported, nodes_of, require, unsupported
+from rigplan.export.common import MEGATRON_ONLY_RECIPES, Exported, nodes_of, require, unsupported
 from rigplan.flow.resolve import TrainingSetup
 
 NAME = "accelerate"
@@ -26,7 +26,7 @@ def accelerate_config(setup: TrainingSetup) -> dict[str, Any]:
     require(NAME, setup, tp=False, pp=False, cp=False, ep=False, qlora=True)
     if lay.zero == 1:
         raise unsupported(NAME, "ZeRO-1 (optimizer-state sharding only)", "use --zero 2 or 3 (FSDP), or DeepSpeed")
-    if job.precision == "fp8" and job.fp8_recipe in ("nvfp4", "blockwise"):
+    if job.precision == "fp8" and job.fp8_recipe in MEGATRON_ONLY_RECIPES:
         raise unsupported(NAME, f"--fp8-recipe {job.fp8_recipe}",
                           f"its fp8 mixed precision has no {job.fp8_recipe} recipe; --framework megatron runs it")
     if job.offload == "optimizer":

@@ -15,6 +15,11 @@ class Unsupported(InvalidSpec):
     """The framework cannot express this layout or recipe (the message names the missing feature)."""
 
 
+MEGATRON_ONLY_RECIPES = ("nvfp4", "blockwise")
+"""fp8 recipes only the Megatron-LM export writes (Transformer Engine's NVFP4BlockScaling and Float8BlockScaling):
+torchtitan's converters, accelerate's fp8 and the Hugging Face Trainer have no such recipe."""
+
+
 def unsupported(framework: str, feature: str, hint: str = "") -> Unsupported:
     return Unsupported(f"{framework} cannot express {feature}" + (f"; {hint}" if hint else ""))
 

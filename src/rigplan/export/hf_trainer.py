@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rigplan.export.common import Exported, batch_of, require, torchrun_prefix, unsupported
+from rigplan.export.common import MEGATRON_ONLY_RECIPES, Exported, batch_of, require, torchrun_prefix, unsupported
 from rigplan.flow.resolve import TrainingSetup
 
 NAME = "Hugging Face Trainer"
@@ -39,7 +39,7 @@ def hf_training_file(setup: TrainingSetup) -> dict[str, Any]:
         raise unsupported(NAME, "offload without FSDP", "use --zero 3")
     if job.recompute in ("selective", "op"):
         raise unsupported(NAME, f"{job.recompute} recompute", "use --recompute full (gradient_checkpointing)")
-    if job.precision == "fp8" and job.fp8_recipe in ("nvfp4", "blockwise"):
+    if job.precision == "fp8" and job.fp8_recipe in MEGATRON_ONLY_RECIPES:
         raise unsupported(NAME, f"--fp8-recipe {job.fp8_recipe}", "--framework megatron runs it")
     if job.precision == "fp8":
         raise unsupported(NAME, "fp8 training in TrainingArguments", "use accelerate's fp8 mixed precision")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.estimate.moe import dispatcher, flex_dispatched
-from rigplan.export.common import Exported, batch_of, require, torchrun_prefix, unsupported
+from rigplan.export.common import MEGATRON_ONLY_RECIPES, Exported, batch_of, require, torchrun_prefix, unsupported
 from rigplan.flow.resolve import TrainingSetup
 
 NAME = "torchtitan"
@@ -74,7 +74,7 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
     if job.precision in ("fp16-mixed", "bf16-true"):
         raise unsupported(NAME, f"--precision {job.precision}", "torchtitan trains fp32 parameters with bf16 compute "
                                                                  "(bf16-mixed), fp32 or fp8")
-    if job.precision == "fp8" and job.fp8_recipe in ("nvfp4", "blockwise"):
+    if job.precision == "fp8" and job.fp8_recipe in MEGATRON_ONLY_RECIPES:
         raise unsupported(NAME, f"--fp8-recipe {job.fp8_recipe}", "its float8 and MX converters train in fp8 "
                                                                   "(--fp8-recipe current or mxfp8); --framework "
                                                                   f"megatron runs {job.fp8_recipe}")
