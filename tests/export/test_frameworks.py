@@ -227,6 +227,13 @@ def test_torchtitan_converters_follow_what_the_estimate_puts_in_fp8(changes: dic
     assert values["model"].get("converters", []) == converters
 
 
+def test_torchtitan_refuses_a_grouped_mm_save_list_it_has_no_option_for() -> None:
+    with pytest.raises(Unsupported, match=r"torchtitan cannot express aten._grouped_mm in the per-op save list"):
+        export(setup_of("moe-fsdp", **MOE_B200, recompute="op", op_save_grouped_mm=True), "torchtitan")
+    values = export(setup_of("moe-fsdp", **MOE_B200, recompute="op"), "torchtitan").values
+    assert values["activation_checkpoint"]["mode"] == "selective"
+
+
 def test_torchtitan_refuses_all_to_all_context_parallelism() -> None:
     with pytest.raises(Unsupported, match=r"torchtitan cannot express all-to-all context parallelism.*p2p"):
         export(setup_of("dense-fsdp", cp=2, seq=8192, cp_comm_type="a2a"), "torchtitan")

@@ -4,11 +4,14 @@ keep no activations and run their whole forward again in backward."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
+from click.testing import CliRunner
 
 from rigplan.catalog.load import load_catalog
+from rigplan.cli.main import cli
 from rigplan.estimate.activations import op_checkpoint_token_bytes
 from rigplan.estimate.flops import ROUTED_EXPERTS_OP_RECOMPUTED, micro_batch_flops, op_recompute_matmul_share
 from rigplan.flow import estimate as speed
@@ -54,3 +57,50 @@ def test_lambda_gb300_selective_runs_within_their_measured_memory() -> None:
     # reserved 27.2% of 276.5 GiB; rigplan once kept the routed experts' GEMM outputs and gave 141.6 GiB
     reserved = memory(MemoryRequest(**BASE, recompute="op")).breakdown.reserved_bytes / 2**30
     assert reserved == pytest.approx(0.272 * 276.5, rel=0.15)
+
+
+def test_saving_the_grouped_gemms_keeps_fc1_and_fc2_outputs_and_skips_their_rerun() -> None:
+    # --op-save-grouped-mm: aten._grouped_mm in the save list (Lambda's save_grouped_mm,
+    # gb300/TUNING_RESULTS_SAC_GMM.md @ c94ee3f7): each routed copy keeps fc1's (R, 2F) and fc2's (R, D) outputs
+    arch = load_catalog().model("gpt-oss-20b").to_domain()
+    plain = speed.estimate(EstimateRequest(**BASE, global_batch=512, recompute="op")).setup.job
+    saved = speed.estimate(EstimateRequest(**BASE, global_batch=512, recompute="op",
+                                           op_save_grouped_mm=True)).setup.job
+    assert saved.op_save_grouped_mm
+    p, moe = saved.compute_dtype_bytes, arch.moe
+    assert moe is not None
+    balanced = replace(saved, moe_imbalance=1.0)
+    extra = (op_checkpoint_token_bytes(arch, balanced, moe_layer=True).split_by_tp
+             - op_checkpoint_token_bytes(arch, replace(plain, moe_imbalance=1.0), moe_layer=True).split_by_tp)
+    assert extra == pytest.approx(p * moe.top_k * (2 * moe.expert_ffn + arch.hidden))
+    # per 8,192-token sequence over gpt-oss-20b's 24 layers: the file's own prediction, 12.7 GiB
+    assert extra * 8192 * arch.num_layers / 2**30 == pytest.approx(12.7, abs=0.1)
+    assert op_checkpoint_token_bytes(arch, saved, moe_layer=False).split_by_tp == pytest.approx(
+        op_checkpoint_token_bytes(arch, plain, moe_layer=False).split_by_tp)
+    flops_saved = micro_batch_flops(arch, saved)
+    assert flops_saved.recompute.expert_flop == 0.0
+    assert flops_saved.recompute.router_flop == pytest.approx(micro_batch_flops(arch, plain).recompute.router_flop)
+
+
+def test_saving_the_grouped_gemms_is_faster_and_dearer_in_memory_as_measured() -> None:
+    # the file: +13.9% tokens/s at batch 8 over plain SelectiveAC, reserved 27.2% -> 61.31% of 276.50 GiB
+    plain = speed.estimate(EstimateRequest(**BASE, global_batch=512, recompute="op"))
+    saved = speed.estimate(EstimateRequest(**BASE, global_batch=512, recompute="op", op_save_grouped_mm=True))
+    gain = plain.step.step_time_s / saved.step.step_time_s - 1
+    assert 0.0 < gain < 0.139
+    mem_plain = memory(MemoryRequest(**BASE, recompute="op")).breakdown.reserved_bytes / 2**30
+    mem_saved = memory(MemoryRequest(**BASE, recompute="op", op_save_grouped_mm=True)).breakdown.reserved_bytes / 2**30
+    assert mem_saved - mem_plain == pytest.approx((0.6131 - 0.272) * 276.5, rel=0.25)
+
+
+@pytest.mark.parametrize(("model", "recompute", "needle"), [
+    ("llama-3.1-8b", "op", "has no routed experts"),
+    ("gpt-oss-20b", "full", "beside --recompute full"),
+])
+def test_the_switch_says_when_it_changes_nothing(model: str, recompute: str, needle: str) -> None:
+    base = ["estimate", model, "--gpu", "gb300", "--gpus", "64", "--framework", "torchtitan", "--tokens", "1B",
+            "--recompute", recompute, "--json"]
+    plain = json.loads(CliRunner().invoke(cli, base).output)
+    inert = json.loads(CliRunner().invoke(cli, [*base, "--op-save-grouped-mm"]).output)
+    assert inert["step_time_s"] == plain["step_time_s"]
+    assert any("--op-save-grouped-mm changes nothing" in a and needle in a for a in inert["assumptions"])

@@ -416,6 +416,10 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--recompute-mlp/--no-recompute-mlp", default=False,
                      help="Dense (non-MoE) layers keep only their MLP's input and run the MLP again in backward "
                           "(Megatron --recompute-modules mlp); beside --recompute none or selective."),
+        click.option("--op-save-grouped-mm/--no-op-save-grouped-mm", default=False,
+                     help="MoE with --recompute op: the routed experts' grouped-GEMM outputs join torchtitan's "
+                          "per-op save list (aten._grouped_mm), so backward does not run those GEMMs again; more "
+                          "memory, less recompute."),
         click.option("--attention", type=click.Choice(["flash", "eager"]), default="flash", show_default=True),
         click.option("--offload", type=click.Choice(["none", "optimizer", "all"]), default="none",
                      show_default=True, help="CPU offload of optimizer states, or of parameters too."),

@@ -75,6 +75,12 @@ class Job:
     """Megatron-Core --recompute-modules mlp: each dense (non-MoE) layer's MLP is checkpointed, keeping its
     input only, and runs again in backward (transformer_layer.py; estimate.recompute_modules). Beside
     recompute 'none' or 'selective'."""
+    op_save_grouped_mm: bool = False
+    """With recompute 'op' on an MoE model: the routed experts' grouped-GEMM outputs (fc1's and fc2's) are in
+    torchtitan's per-op save list, so backward does not run those GEMMs again. torchtitan's own list leaves
+    aten._grouped_mm out (flops.ROUTED_EXPERTS_OP_RECOMPUTED); Lambda's torchtitan fork adds it
+    (save_grouped_mm, gb300/TUNING_RESULTS_SAC_GMM.md @ c94ee3f7: +13.9% tokens/s on gpt-oss-20b over 64 GB300,
+    11.80 GiB more memory per sequence of 8,192 tokens, measured)."""
     attention: AttentionImpl = "flash"
     offload: Offload = "none"
     lora_rank: int = 16

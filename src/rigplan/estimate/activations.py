@@ -507,7 +507,10 @@ def op_checkpoint_token_bytes(arch: Architecture, job: Job, moe_layer: bool) -> 
     outputs of matmuls except every second one, the attention kernel's output, and the layer input;
     elementwise ops and norms are recomputed. So: p·(h + q_w + sum of odd-numbered matmul outputs).
     An MoE layer keeps none of its routed experts' activations (their grouped GEMMs are not in the save
-    list, flops.ROUTED_EXPERTS_OP_RECOMPUTED). Left out: with ep > 1 the saved all-to-all outputs.
+    list, flops.ROUTED_EXPERTS_OP_RECOMPUTED), unless Job.op_save_grouped_mm adds them: then each of the
+    busiest rank's load·k routed copies keeps fc1's output (2·f_e gated, f_e plain) and fc2's (h), which is
+    what Lambda's torchtitan fork predicts for its save_grouped_mm (12.7 GiB a sequence on gpt-oss-20b, 11.80
+    measured; Job.op_save_grouped_mm). Left out: with ep > 1 the saved all-to-all outputs.
     """
     p = job.compute_dtype_bytes
     h = arch.hidden
@@ -521,6 +524,11 @@ def op_checkpoint_token_bytes(arch: Architecture, job: Job, moe_layer: bool) -> 
                 replicated += p * width
     v_width = arch.num_heads * (arch.mla.v_head_dim if arch.mla else arch.dim_per_head)
     split += p * v_width
+    if moe_layer and arch.moe is not None and job.op_save_grouped_mm:
+        from rigplan.estimate.moe import load_factor  # here: a dense model needs no MoE model
+
+        fc1_out = (2 if arch.mlp == "gated" else 1) * arch.moe.expert_ffn
+        split += p * load_factor(job) * arch.moe.top_k * (fc1_out + h)
     return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=LSE_BYTES * arch.num_heads)
 
 

@@ -349,7 +349,8 @@ ROUTED_EXPERTS_OP_RECOMPUTED = 1.0
 all of it. Its save list (_op_sac_save_list in torchtitan/models/{gpt_oss,deepseek_v3}/infra/parallelize.py,
 2026) holds aten.mm, the attention kernels, max and the collectives, not aten._grouped_mm, which the routed
 experts run, and ActivationCheckpoint.per_op_sac_force_recompute_mm_shapes_by_fqns defaults to
-['moe.router.gate']."""
+['moe.router.gate']. With Job.op_save_grouped_mm the grouped GEMMs are saved and not run again (0 for the
+experts); the router gate stays force-recomputed."""
 
 
 def _stage_flops(
@@ -386,9 +387,10 @@ def _stage_flops(
         recompute = OpFlops(attention_core_flop=layers.attention_core_flop)
     elif job.recompute == "op":
         share = op_recompute_matmul_share(arch)
+        experts = 0.0 if job.op_save_grouped_mm else ROUTED_EXPERTS_OP_RECOMPUTED
         recompute = OpFlops(attention_proj_flop=layers.attention_proj_flop * share,
                             mlp_flop=layers.mlp_flop * share,
-                            expert_flop=layers.expert_flop * ROUTED_EXPERTS_OP_RECOMPUTED,
+                            expert_flop=layers.expert_flop * experts,
                             router_flop=layers.router_flop * ROUTED_EXPERTS_OP_RECOMPUTED)
     else:
         recompute = OpFlops()

@@ -71,6 +71,10 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
     if job.recompute == "selective":
         raise unsupported(NAME, "Megatron's selective (attention-core) recompute",
                           "use --recompute op (torchtitan's per-op selective AC) or full")
+    if job.recompute == "op" and job.op_save_grouped_mm and arch.moe is not None:
+        raise unsupported(NAME, "aten._grouped_mm in the per-op save list (--op-save-grouped-mm)",
+                          "its save list is code (_op_sac_save_list), not configuration: add the op there, or "
+                          "export without --op-save-grouped-mm")
     if job.precision in ("fp16-mixed", "bf16-true"):
         raise unsupported(NAME, f"--precision {job.precision}", "torchtitan trains fp32 parameters with bf16 compute "
                                                                  "(bf16-mixed), fp32 or fp8")

@@ -102,6 +102,7 @@ class MemoryResult:
                 "recompute_moe": s.job.recompute_moe,
                 "recompute_mla_up_proj": s.job.recompute_mla_up_proj,
                 "recompute_layernorm": s.job.recompute_layernorm, "recompute_mlp": s.job.recompute_mlp,
+                "op_save_grouped_mm": s.job.op_save_grouped_mm,
                 "nvls_buffers": s.job.nvls_buffers,
                 "expandable_segments": s.job.expandable_segments, "varying_lengths": s.job.varying_lengths,
                 "kernels": s.job.kernels, "compile": s.job.compile, "autocast": s.job.autocast,

@@ -221,6 +221,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, 
     """Megatron --recompute-modules layernorm (domain.job.Job.recompute_layernorm)."""
     recompute_mlp: bool = False
     """Megatron --recompute-modules mlp, dense layers only (domain.job.Job.recompute_mlp)."""
+    op_save_grouped_mm: bool = False
+    """With recompute op: the routed experts' grouped-GEMM outputs saved (domain.job.Job.op_save_grouped_mm)."""
     nvls_buffers: bool = False
     expandable_segments: bool = False
     """PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (estimate.allocator)."""

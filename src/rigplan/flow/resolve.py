@@ -155,6 +155,11 @@ def _inert_switches(arch: Architecture, job: Job) -> list[str]:
                      "layers keep their inputs only")
     elif job.recompute_moe and job.recompute_moe_act:
         notes.append("--recompute-moe-act changes nothing beside --recompute-moe: the whole MoE block reruns")
+    if job.op_save_grouped_mm and arch.moe is None:
+        notes.append(f"--op-save-grouped-mm changes nothing: {arch.id} has no routed experts")
+    elif job.op_save_grouped_mm and job.recompute != "op":
+        notes.append(f"--op-save-grouped-mm changes nothing beside --recompute {job.recompute}: it extends the "
+                     "per-op save list of --recompute op")
     return notes
 
 
@@ -296,6 +301,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         recompute_moe_act=spec.recompute_moe_act, recompute_moe=spec.recompute_moe,
         recompute_mla_up_proj=spec.recompute_mla_up_proj,
         recompute_layernorm=spec.recompute_layernorm, recompute_mlp=spec.recompute_mlp,
+        op_save_grouped_mm=spec.op_save_grouped_mm,
         nvls_buffers=spec.nvls_buffers, step_overhead_s=(spec.step_overhead_ms or 0.0) / 1000.0,
         grad_bucket_params=spec.grad_bucket_params or 0.0,
         expandable_segments=spec.expandable_segments, varying_lengths=spec.varying_lengths,
