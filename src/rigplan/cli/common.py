@@ -428,14 +428,16 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="Offload checkpointed activations to host."),
         click.option("--optimizer-foreach/--no-optimizer-foreach", default=False,
                      help="torch.optim foreach path instead of a fused optimizer (its step allocates temporaries)."),
-        click.option("--loss", type=click.Choice(["unfused", "fused", "chunked", "bf16", "head-chunked"]),
+        click.option("--loss", type=click.Choice(["unfused", "fused", "chunked", "bf16", "head-chunked", "compiled"]),
                      default="unfused",
                      show_default=True,
                      help="Cross-entropy implementation (logit buffers): unfused = on an fp32 copy of the logits "
                           "(transformers, torchtitan); fused = Megatron's vocab-parallel kernel (one fp32 copy); "
                           "chunked = fp32 one chunk at a time (torchtune, Unsloth); bf16 = on the bf16 logits, "
                           "no upcast (NeMo AutoModel's benchmark recipes); head-chunked = LM head and loss one "
-                          "sequence chunk at a time, the full logits never held (torchtitan's ChunkedLossWrapper)."),
+                          "sequence chunk at a time, the full logits never held (torchtitan's ChunkedLossWrapper); "
+                          "compiled = the unfused loss under torch.compile, which saves the bf16 logits and writes "
+                          "their bf16 gradient in one kernel (torchtitan with --compile)."),
         click.option("--dropout/--no-dropout", default=False,
                      help="Hidden and attention dropout active (1-byte masks saved; Megatron-LM's default, off in "
                           "Llama-style recipes)."),

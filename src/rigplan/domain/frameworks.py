@@ -9,7 +9,7 @@ Each setting names request fields (JobSpec / PlanRequest field names, which are 
 flags without dashes), their values, the source, and when the default holds (`when`): 'always',
 'bf16_or_fp8' (bf16 or fp8 recipes), 'fp8', 'mixed' (fp32 master weights with bf16/fp16 compute),
 'tp>1', 'zero<3' (replicated or ZeRO-1/2 data parallelism, not FSDP), 'qlora' (a QLoRA job),
-'mixed_or_qlora'. A setting is applied as a
+'mixed_or_qlora', 'compile' and 'no_compile' (with or without --compile). A setting is applied as a
 whole or not at all (recompute and its granularity together).
 
 Left out on purpose (not a framework default): NCCL's NVLS buffers (an NCCL version and system
@@ -33,7 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Condition = Literal["always", "bf16_or_fp8", "fp8", "mixed", "tp>1", "zero<3", "qlora", "mixed_or_qlora"]
+Condition = Literal["always", "bf16_or_fp8", "fp8", "mixed", "tp>1", "zero<3", "qlora", "mixed_or_qlora", "compile",
+                    "no_compile"]
 FrameworkName = Literal["megatron", "nemo", "torchtitan", "fsdp", "automodel", "deepspeed", "hf", "unsloth",
                         "torchtune"]
 """The preset names (the keys of FRAMEWORK_PRESETS, spelled out for the request schemas)."""
@@ -75,9 +76,12 @@ def _shown(value: object) -> str:
     return str(value)
 
 
-def condition_holds(when: Condition, *, precision: str, tp: int, zero: int = 0, method: str = "full") -> bool:
+def condition_holds(when: Condition, *, precision: str, tp: int, zero: int = 0, method: str = "full",
+                    compile: bool = False) -> bool:
     """Whether a setting's default applies to a job of this precision recipe, tensor-parallel degree,
-    ZeRO stage and method."""
+    ZeRO stage, method and torch.compile."""
+    if when in ("compile", "no_compile"):
+        return compile == (when == "compile")
     if when == "qlora":
         return method == "qlora"
     if when == "mixed_or_qlora":
@@ -196,7 +200,10 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             _s("torchtitan/models/attention.py: F.scaled_dot_product_attention (SDPA flash backend)",
                attention_kernel="sdpa"),
             _s("torchtitan/components/loss.py cross_entropy_loss: pred.float() upcasts the whole logits tensor",
-               loss="unfused"),
+               "no_compile", loss="unfused"),
+            _s("torchtitan/components/loss.py build_cross_entropy_loss: torch.compile wraps the loss when "
+               "compile.enable and 'loss' is in compile.components (its default, with 'model')", "compile",
+               loss="compiled"),
             _s("torchtitan/config/job_config.py: compile.enable defaults to False", compile=False),
             _s("torchtitan/config/job_config.py Parallelism.data_parallel_shard_degree = -1: FSDP2 over every "
                "GPU left after tp/pp/cp (ZeRO-3)", zero=3),
@@ -226,6 +233,8 @@ PRESETS: tuple[FrameworkPreset, ...] = (
         note="its shipped llama3 8B/70B configs choose selective_ac_option 'op' and the 405B one 'full': "
              "pass --recompute op / full as your TOML says; its 2026 model registries wrap the loss in "
              "ChunkedLossWrapper (LM head and loss eight sequence chunks at a time): pass --loss head-chunked; "
+             "its 2024 train.py left the loss eager under compile ('compiling loss function causes CUDA errors'): "
+             "pass --loss unfused for a run of then; "
              "with --precision fp8 on an MoE model, its float8 converter swaps nn.Linear modules only: pass "
              "--bf16-experts unless your TOML also converts the grouped experts (quantize.grouped_mm)"),
     FrameworkPreset(

@@ -19,7 +19,7 @@ Recompute = Literal["none", "selective", "op", "full"]
 RecomputeMethod = Literal["uniform", "block", "every"]
 AttentionImpl = Literal["flash", "eager"]
 Offload = Literal["none", "optimizer", "all"]
-LossImpl = Literal["unfused", "fused", "chunked", "bf16", "head-chunked"]
+LossImpl = Literal["unfused", "fused", "chunked", "bf16", "head-chunked", "compiled"]
 KernelStack = Literal["fused", "eager", "hf", "litgpt", "torchtune"]
 KERNEL_STACKS: tuple[str, ...] = get_args(KernelStack)
 """The kernel stacks in the order --kernels lists them."""

@@ -11,7 +11,7 @@ from rigplan.estimate.arrays import Num
 HEAD_CHUNKS = 8
 """Sequence chunks of torchtitan's ChunkedLossWrapper (torchtitan/components/loss.py @ 00a388d, Config.num_chunks 8)."""
 LOSS_BYTES_PER_LOGIT = {"unfused": 4 + 4 + 4, "fused": 4, "chunked": 2 + (4 + 4) / 8, "bf16": 2 + 2 + 2,
-                        "head-chunked": (4 + 4 + 4) / HEAD_CHUNKS}
+                        "head-chunked": (4 + 4 + 4) / HEAD_CHUNKS, "compiled": 2 + 2}
 """Live bytes per logit at the loss. Unfused (cross_entropy on logits.float(), Hugging Face and
 torchtitan): during the log-softmax backward its saved fp32 output, the fp32 upstream gradient and
 the fp32 input gradient coexist (12 B); in the forward, bf16 logits + fp32 copy + fp32 log-softmax
@@ -24,7 +24,14 @@ log-probabilities, the upstream gradient and the input gradient of the log-softm
 (torchtitan's ChunkedLossWrapper): the LM head and the loss run on one of HEAD_CHUNKS sequence chunks at a time, each
 chunk's backward before the next chunk's forward, so only one chunk's logits live, with the unfused working set
 (cross_entropy on logits.float()): 12 B over HEAD_CHUNKS per logit of the whole sequence; logits_bytes adds the
-fp32 buffer the chunks' hidden-state gradients gather in (GradAccumulator, dtype float32)."""
+fp32 buffer the chunks' hidden-state gradients gather in (GradAccumulator, dtype float32). Compiled (the unfused
+cross_entropy(logits.float()) under torch.compile, as torchtitan's build_cross_entropy_loss compiles it when
+compile.enable and 'loss' is in compile.components, their default): AOTAutograd's min-cut partitioner saves the bf16
+logits and two fp32 numbers a row (max and log-sum-exp), not the fp32 copy or the log-probabilities, and Inductor's
+backward is one kernel that reads them and writes the bf16 input gradient: the saved logits and that gradient, 2 + 2 B
+(measured on CPU with torch 2.13, 2,048 x 32,768 logits: 2.0005 B a logit saved, the bf16 logits themselves, against
+4.0002 eager, the fp32 log-probabilities; the compiled forward and backward allocate one full-size buffer, the bf16
+gradient; python benchmarks/compiled_loss_saved.py)."""
 TORCHTUNE_CHUNKED_LOSS_BYTES_PER_LOGIT = 2 + 4 + 4 / 8
 """torchtune's CEWithChunkedOutputLoss run eagerly (torchtune/modules/loss/ce_chunked_output_loss.py @ 10ff7cd):
 F.cross_entropy(chunk.float()) saves each chunk's fp32 log-probabilities for backward (log_softmax's output,

@@ -127,7 +127,8 @@ def fill_preset(name: str, current: dict[str, Any], explicit: Collection[str],
             applied.kept_values.update({g: current.get(g) for g in given})
             continue
         if not condition_holds(setting.when, precision=_precision_of(current), tp=int(current.get("tp") or 1),
-                               zero=int(current.get("zero") or 0), method=str(current.get("method") or "full")):
+                               zero=int(current.get("zero") or 0), method=str(current.get("method") or "full"),
+                               compile=bool(current.get("compile"))):
             applied.not_applicable.append(f"{setting.label} (only {setting.when})")
             continue
         for name_, value in setting.values:

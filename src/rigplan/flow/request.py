@@ -181,7 +181,7 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, 
     optimizer_in_backward: bool = False
     activation_offload: bool = False
     optimizer_foreach: bool = False
-    loss: Literal["unfused", "fused", "chunked", "bf16", "head-chunked"] = "unfused"
+    loss: Literal["unfused", "fused", "chunked", "bf16", "head-chunked", "compiled"] = "unfused"
     dropout: bool = False
     kernels: KernelStack = "fused"
     checkpoint_load: Literal["sharded", "full"] = "sharded"
