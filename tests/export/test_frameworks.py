@@ -170,6 +170,8 @@ def torchtitan_config_manager():
     ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "gpu": "b200", "fp8_experts": True,
                   "fp8_recipe": "mxfp8"}),
     ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "moe_dispatcher": "deepep"}),
+    ("dense-fsdp", {"recompute": "op", "framework": "torchtitan", "compile": True}),
+    ("dense-fsdp", {"recompute": "op", "framework": "torchtitan", "compile": True, "loss": "unfused"}),
 ])
 def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: str, changes: dict) -> None:
     config_manager = torchtitan_config_manager()
@@ -184,6 +186,10 @@ def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: st
     assert p.data_parallel_shard_degree == lay.dp
     assert p.expert_parallel_comm_backend == ("deepep" if setup.job.moe_dispatcher == "deepep" else "standard")
     assert config.training.seq_len == setup.job.seq_len
+    compiled = setup.job.compile or setup.job.kernels == "fused"
+    assert config.compile.enable == compiled
+    if compiled:  # the loss compiled as the estimate counted it (--loss compiled)
+        assert ("loss" in config.compile.components) == (setup.job.loss == "compiled")
     assert config.training.global_batch_size == out.values["training"]["global_batch_size"]
     if lay.pp > 1:
         assert p.pipeline_parallel_schedule == ("Interleaved1F1B" if lay.vpp > 1 else "1F1B")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigplan.domain.job import Job
 from rigplan.estimate.moe import dispatcher, flex_dispatched
 from rigplan.export.common import MEGATRON_ONLY_RECIPES, Exported, batch_of, require, torchrun_prefix, unsupported
 from rigplan.flow.resolve import TrainingSetup
@@ -122,13 +123,22 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
                       "early_step_in_backward": job.optimizer_in_backward},
         "training": training, "parallelism": parallelism,
         "activation_checkpoint": {"mode": ac_mode, "selective_ac_option": "op" if ac_mode == "selective" else None},
-        "compile": {"enable": job.kernels == "fused"},
+        "compile": _compile_section(job),
     }
     converters, quantize = _quantize(setup, fsdp)
     if converters:
         sections["model"]["converters"] = converters
         sections["quantize"] = quantize
     return sections
+
+
+def _compile_section(job: Job) -> dict[str, Any]:
+    """torch.compile as the estimate ran it: on with --compile (or the fused kernels it stands for), over the model
+    blocks and, with --loss compiled, the loss (compile.components; torchtitan's default is both)."""
+    enable = bool(job.compile) or job.kernels == "fused"
+    if not enable:
+        return {"enable": False}
+    return {"enable": True, "components": ["model", "loss"] if job.loss == "compiled" else ["model"]}
 
 
 def _quantize(setup: TrainingSetup, fsdp: bool) -> tuple[list[str], dict[str, Any]]:
