@@ -205,3 +205,17 @@ def test_bf16_moments_halve_adams_moments_and_keep_the_master_weights() -> None:
     assert optimizer(bf16_moments=True) / optimizer() == pytest.approx(8.0 / 12.0, rel=1e-6)
     with pytest.raises(InvalidSpec, match="--bf16-moments"):
         memory(MemoryRequest(model="llama-3-8b", gpu="h100-sxm", optimizer="sgd", bf16_moments=True))
+
+
+def test_ms_swift_runs_megatron_core_with_its_own_argument_defaults() -> None:
+    """Megatron-SWIFT's arguments (docs/source_en/Megatron-SWIFT/Command-line-parameters.md): selective recompute,
+    the distributed optimizer and no dropout, where Megatron-LM's own defaults are none, off and 0.1."""
+    shape = {"model": "qwen3-30b-a3b", "gpu": "a800-80gb-sxm", "gpus": 16, "tp": 2, "ep": 8}
+    swift = MemoryRequest(**shape, framework="ms-swift")
+    megatron = MemoryRequest(**shape, framework="megatron")
+    assert (swift.zero, swift.dropout, swift.recompute) == (1, False, "selective")
+    assert (megatron.zero, megatron.dropout, megatron.recompute) == (0, True, "none")
+    assert (swift.kernels, swift.loss, swift.step_overhead_ms) == (megatron.kernels, megatron.loss,
+                                                                    megatron.step_overhead_ms)
+    kept = MemoryRequest(**shape, framework="ms-swift", recompute="full", zero=0)
+    assert (kept.recompute, kept.zero) == ("full", 0)

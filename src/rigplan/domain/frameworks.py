@@ -35,8 +35,8 @@ from typing import Literal
 
 Condition = Literal["always", "bf16_or_fp8", "fp8", "mixed", "tp>1", "zero<3", "qlora", "mixed_or_qlora", "compile",
                     "no_compile"]
-FrameworkName = Literal["megatron", "nemo", "torchtitan", "fsdp", "automodel", "deepspeed", "hf", "unsloth",
-                        "torchtune"]
+FrameworkName = Literal["megatron", "nemo", "ms-swift", "torchtitan", "fsdp", "automodel", "deepspeed", "hf",
+                        "unsloth", "torchtune"]
 """The preset names (the keys of FRAMEWORK_PRESETS, spelled out for the request schemas)."""
 
 
@@ -158,6 +158,7 @@ _MEGATRON_LM_OVERLAP = (
     _s(f"{_MCORE_ARGS}: --no-overlap-p2p-communication turns it off, so the interleaved schedule's send/recv "
        "overlaps by default", pp_comm_overlap=True),
 )
+_SWIFT_ARGS = "ms-swift docs/source_en/Megatron-SWIFT/Command-line-parameters.md @ 7e8e6b0"
 _FSDP2_PREFETCH = _s("torch.distributed.fsdp.fully_shard: implicit forward prefetch of the next unit", fsdp_prefetch=1)
 _FSDP2_OVERLAP = _s(
     "torch.distributed.fsdp.fully_shard: reduce-scatter issued per unit during backward and the next unit's "
@@ -193,6 +194,26 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                "leave it unset: --no-pp-comm-overlap there)", pp_comm_overlap=True),
         ),
         note="tp/pp/vpp/cp as the recipe sets them"),
+    FrameworkPreset(
+        name="ms-swift", title="ms-swift Megatron-SWIFT (Megatron-Core underneath)", settings=(
+            *(setting for setting in _MEGATRON_CORE if "recompute" not in setting.fields),
+            _s(f"{_SWIFT_ARGS}: recompute_granularity defaults to 'selective' with recompute_modules ['core_attn'] "
+               "(rigplan's selective: the attention core)", recompute="selective"),
+            _s(f"{_SWIFT_ARGS}: use_distributed_optimizer defaults to True (optimizer states sharded over dp, ZeRO-1)",
+               zero=1),
+            _s(f"{_SWIFT_ARGS}: attention_dropout and hidden_dropout default to 0", dropout=False),
+            _s(f"{_SWIFT_ARGS}: tp_comm_overlap defaults to False", tp_comm_overlap=False),
+            _s(f"{_SWIFT_ARGS}: overlap_grad_reduce and overlap_param_gather default to False", "zero<3",
+               overlap_grad_reduce=False, overlap_param_gather=False),
+            _s(f"{_MCORE_ARGS} (which Megatron-SWIFT passes on): --no-overlap-p2p-communication turns it off, so the "
+               "interleaved schedule's send/recv overlaps by default", pp_comm_overlap=True),
+        ),
+        note="sequence parallelism and tp/pp/ep as your command sets them; before ms-swift 3.9 expert tensor "
+             "parallelism followed tp (pass --etp as your --tensor_model_parallel_size there); rigplan runs the routed "
+             "experts as grouped GEMMs, as Megatron-SWIFT's MoE examples pass --moe_grouped_gemm true (its default is "
+             "False, one GEMM per expert); its example scripts launch with PYTORCH_CUDA_ALLOC_CONF="
+             "'expandable_segments:True': pass --expandable-segments when yours do; its LoRA defaults are rank 8 on "
+             "every linear layer: pass --lora-rank 8 and --lora-targets as your --target_modules"),
     FrameworkPreset(
         name="torchtitan", title="torchtitan (PyTorch FSDP2 / DTensor)", settings=(
             _s("torchtitan/models/llama3/model.py: plain PyTorch modules, RMSNorm/rotary/SwiGLU unfused",
