@@ -219,3 +219,19 @@ def test_ms_swift_runs_megatron_core_with_its_own_argument_defaults() -> None:
                                                                     megatron.step_overhead_ms)
     kept = MemoryRequest(**shape, framework="ms-swift", recompute="full", zero=0)
     assert (kept.recompute, kept.zero) == ("full", 0)
+
+
+@pytest.mark.parametrize("name", ["torchtitan", "ms-swift", "megatron"])
+def test_plan_searches_recompute_over_a_preset_that_sets_its_own(name: str) -> None:
+    """torchtitan's preset checkpoints every second layer (recompute full with recompute_every 2), ms-swift's
+    recomputes the attention core; plan tries every recompute itself, and each candidate's estimate reproduces it."""
+    from rigplan.flow import estimate as speed
+    from rigplan.flow.plan import candidate_request, plan
+
+    request = PlanRequest(model="llama-3.1-8b", tokens="10B", gpu=["h100-sxm"], gpus_max=16, framework=name)
+    result = plan(request)
+    assert result.ranked and "recompute" not in result.to_dict()["framework"]["set"]
+    for cand in result.ranked[:3]:
+        again = speed.estimate(candidate_request(request, cand))
+        assert again.setup.job.recompute == cand.layout["recompute"]
+        assert again.to_dict()["tokens_per_s"] == pytest.approx(cand.tokens_per_s, rel=1e-6)

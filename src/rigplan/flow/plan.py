@@ -328,11 +328,14 @@ def residual_value_usd(record: GpuRecord, gpus: int, overrides: dict[str, Any] |
 def _reference_setup(request: PlanRequest, records: list[GpuRecord], catalog: Catalog,
                      model: ResolvedModel | None) -> TrainingSetup:
     """Model and job from the first GPU that runs the recipe (a V100 cannot run bf16, an A100 not fp8);
-    when none does, the first GPU's error."""
+    when none does, the first GPU's error. Its recompute is given (none) so that a preset's recompute and its
+    granularity (torchtitan's every second layer) stay out of the search, which tries each recompute itself and
+    whose candidates' commands give it explicitly (SEARCHED_FIELDS)."""
     first_error: UnsupportedPrecision | None = None
     for record in records:
         try:
-            return build_setup(EstimateRequest(**_base_estimate_fields(request), gpu=record.id), catalog, model)
+            return build_setup(EstimateRequest(**_base_estimate_fields(request), gpu=record.id, recompute="none"),
+                               catalog, model)
         except UnsupportedPrecision as err:
             first_error = first_error or err
     assert first_error is not None
