@@ -182,6 +182,14 @@ def communicator_count(layout: Any) -> tuple[Num, Num]:
     return _out(pairs), _out(groups)
 
 
+def communication_buffer_bytes(arch: Architecture, job: Job, layout: Any) -> Num:
+    """Bytes outside PyTorch's allocator for communication: NCCL's buffers per communicator (communicator_count),
+    NVLS's (nvls_bytes) and DeepEP's (estimate.ep_buffers); the breakdown's nccl_bytes."""
+    pairs, groups = communicator_count(layout)
+    return pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout) + deepep_buffer_bytes(
+        arch, job, layout)
+
+
 
 def chunk_micro_batches_in_flight(layout: Any, rank: Num, num_micro: Num, chunk: int) -> Num:
     """Micro-batches whose activations model chunk `chunk` of rank `rank` holds at the peak.
@@ -368,9 +376,7 @@ def _rank_shared(arch: Architecture, job: Job, layout: Any, rank: Num, states: M
     fsdp1 = ((fsdp1_gathered_params(arch, job, layout, rank), fsdp1_block_params(arch, job, layout))
              if job.fsdp_flat_params else None)
     if nccl is None:
-        pairs, groups = communicator_count(layout)
-        nccl = (pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout)
-                + deepep_buffer_bytes(arch, job, layout))
+        nccl = communication_buffer_bytes(arch, job, layout)
     return _RankShared(states=states, logits=logits, transients=_transients(job, layout, states, fsdp1),
                        dequantized=dequantized_copy_bytes(arch, job, layout), persist=gradients_persist(job, layout),
                        grads=grads, base=states.weights_bytes + states.optimizer_bytes, nccl=nccl,
@@ -509,9 +515,7 @@ def peak_total_bytes_choices(arch: Architecture, job: Job, layout: Any, choices:
     pp = np.asarray(layout.pp)
     totals = np.full((len(choices), pp.size), -np.inf)
     chosen = [replace(job, recompute=choice) for choice in choices]  # type: ignore[arg-type]
-    pairs, groups = communicator_count(layout)
-    nccl = np.broadcast_to(pairs * NCCL_BYTES_PAIR + groups * NCCL_BYTES_GROUP + nvls_bytes(job, layout)
-                           + deepep_buffer_bytes(arch, job, layout), pp.shape)
+    nccl = np.broadcast_to(communication_buffer_bytes(arch, job, layout), pp.shape)
     # rank 1 differs from rank 0 or the last only with pp >= 3, the last from rank 0 only with pp >= 2; the middle
     # rank with the most expert layers differs from rank 1 only where dense-first layers fill rank 1
     heavy = np.asarray(moe_heaviest_middle_rank(getattr(layout, "split", DEFAULT_SPLIT), arch.num_layers,

@@ -129,9 +129,10 @@ def dispatcher(job: Job) -> str:
     return job.moe_dispatcher or ("deepep" if job.a2a_overlap else "alltoall")
 
 
-FLEX_DISPATCHERS = ("deepep", "hybridep")
-"""Megatron-Core's flex dispatcher backends: DeepEP's normal kernels and NVIDIA's HybridEP, which send one copy of a
-token to each rank holding any of its experts and cross each destination node once (timed alike)."""
+FLEX_DISPATCHERS = {"deepep": "DeepEP", "hybridep": "HybridEP"}
+"""Megatron-Core's flex dispatcher backends, option value to name: DeepEP's normal kernels and NVIDIA's HybridEP,
+which send one copy of a token to each rank holding any of its experts and cross each destination node once (timed
+alike)."""
 
 
 def flex_dispatched(job: Job) -> bool:

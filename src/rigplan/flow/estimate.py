@@ -23,7 +23,7 @@ from rigplan.estimate.efficiency import (
 )
 from rigplan.estimate.elementwise import rope_unfused_for_factor
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
-from rigplan.estimate.moe import dispatcher, host_syncs, load_factor, megatron_expert_path
+from rigplan.estimate.moe import FLEX_DISPATCHERS, dispatcher, host_syncs, load_factor, megatron_expert_path
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
 from rigplan.estimate.stage_time import attention_head_dims
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
@@ -237,7 +237,7 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
             how += f", capacity factor {job.capacity_factor:g}"
     elif job.capacity_factor:
         how += f", capacity factor {job.capacity_factor:g}"
-    flex = {"deepep": "DeepEP", "hybridep": "HybridEP"}.get(dispatcher(job))
+    flex = FLEX_DISPATCHERS.get(dispatcher(job))
     if layout.ep == 1:
         a2a = "none (ep=1)"
     elif job.a2a_overlap and job.a2a_overlap_schedule == "dualpipe":
