@@ -91,3 +91,23 @@ def test_pareto_front_is_not_dominated() -> None:
 ])
 def test_budget_parsing(text: str, currency: str, expected: float) -> None:
     assert parse_money(text, currency, 7.1) == pytest.approx(expected)
+
+
+def test_the_loss_reaches_the_search_and_its_candidates() -> None:
+    """--loss on plan: the search counts its logit buffers (a chunked loss holds less, so at least as many layouts
+    fit), each candidate's estimate carries it, and the estimate command names it."""
+    base = dict(model="llama-3.1-8b", tokens="10B", gpu=["h100-sxm"], gpus_max=8, gpus_min=8, mode="cloud",
+                seq=8192, global_batch=64)
+    plain = plan(PlanRequest(**base))
+    chunked = plan(PlanRequest(**base, loss="chunked"))
+    assert chunked.stats["feasible"] >= plain.stats["feasible"]
+    best = chunked.ranked[0]
+    request = candidate_request(chunked.request, best)
+    assert request.loss == "chunked"
+    assert estimate(request).to_dict(with_advice=False) == best.estimate
+    same_layout = candidate_request(plain.request, best)
+    assert same_layout.loss == "unfused"
+    logits = estimate(same_layout).to_dict(with_advice=False)["memory"]["per_gpu"]["logits_bytes"]
+    assert best.estimate["memory"]["per_gpu"]["logits_bytes"] < logits
+    assert "--loss chunked" in chunked.to_dict()["ranked"][0]["estimate_command"]
+    assert "--loss" not in plain.to_dict()["ranked"][0]["estimate_command"]

@@ -33,6 +33,18 @@ KERNELS_OPTION = click.option(
 """--kernels, as memory, estimate, plan and compare take it."""
 OPTIMIZER_HELP = ("muon: one momentum per hidden-layer matrix, orthogonalised by five Newton-Schulz iterations each "
                   "step (Moonlight, Kimi K2); embeddings, head and norms on AdamW.")
+LOSS_OPTION = click.option(
+    "--loss", type=click.Choice(["unfused", "fused", "chunked", "bf16", "head-chunked", "compiled"]), default="unfused",
+    show_default=True,
+    help="Cross-entropy implementation (logit buffers): unfused = on an fp32 copy of the logits "
+         "(transformers, torchtitan); fused = Megatron's vocab-parallel kernel (one fp32 copy); "
+         "chunked = fp32 one chunk at a time (torchtune, Unsloth); bf16 = on the bf16 logits, "
+         "no upcast (NeMo AutoModel's benchmark recipes); head-chunked = LM head and loss one "
+         "sequence chunk at a time, the full logits never held (torchtitan's ChunkedLossWrapper); "
+         "compiled = the unfused loss under torch.compile, which saves the bf16 logits and writes "
+         "their bf16 gradient in one kernel (torchtitan with --compile).")
+"""--loss, as memory, estimate, plan and compare take it."""
+
 OPTIMIZER_OPTION = click.option("--optimizer", type=click.Choice(list(OPTIMIZERS)), default="adamw", show_default=True,
                                 help=OPTIMIZER_HELP)
 """--optimizer, as plan and compare take it (memory and estimate take it with their recipe options)."""
@@ -428,16 +440,7 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="Offload checkpointed activations to host."),
         click.option("--optimizer-foreach/--no-optimizer-foreach", default=False,
                      help="torch.optim foreach path instead of a fused optimizer (its step allocates temporaries)."),
-        click.option("--loss", type=click.Choice(["unfused", "fused", "chunked", "bf16", "head-chunked", "compiled"]),
-                     default="unfused",
-                     show_default=True,
-                     help="Cross-entropy implementation (logit buffers): unfused = on an fp32 copy of the logits "
-                          "(transformers, torchtitan); fused = Megatron's vocab-parallel kernel (one fp32 copy); "
-                          "chunked = fp32 one chunk at a time (torchtune, Unsloth); bf16 = on the bf16 logits, "
-                          "no upcast (NeMo AutoModel's benchmark recipes); head-chunked = LM head and loss one "
-                          "sequence chunk at a time, the full logits never held (torchtitan's ChunkedLossWrapper); "
-                          "compiled = the unfused loss under torch.compile, which saves the bf16 logits and writes "
-                          "their bf16 gradient in one kernel (torchtitan with --compile)."),
+        LOSS_OPTION,
         click.option("--dropout/--no-dropout", default=False,
                      help="Hidden and attention dropout active (1-byte masks saved; Megatron-LM's default, off in "
                           "Llama-style recipes)."),
@@ -526,6 +529,7 @@ def recipe_options(func: F) -> F:
                                                        "bf16", "fp16"])),
         calibration_option(),
         framework_option(),
+        LOSS_OPTION,
         *moe_routing_option_list(),
         *kernel_option_list(),
         *weight_state_option_list(),

@@ -139,7 +139,8 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
     return given_fields(request, {
             "model": request.model, **shape, "method": request.method, "lora_rank": request.lora_rank,
             "lora_targets": request.lora_targets, "seq": request.seq, "precision": request.precision,
-            "optimizer": request.optimizer, "kernels": request.kernels, "catalog": request.catalog,
+            "optimizer": request.optimizer, "loss": request.loss, "kernels": request.kernels,
+            "catalog": request.catalog,
             "tokens": request.tokens, "calibration": request.calibration, "moe_imbalance": request.moe_imbalance,
             "balanced_routing": request.balanced_routing, "capacity_factor": request.capacity_factor,
             "a2a_overlap": request.a2a_overlap, "a2a_overlap_schedule": request.a2a_overlap_schedule,
@@ -215,6 +216,7 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
                         ("--precision", request.precision if "precision" in own else None), ("--seq", request.seq),
                         ("--framework", request.framework),
                         ("--kernels", request.kernels if request.kernels != "fused" and "kernels" in own else None),
+                        ("--loss", request.loss if request.loss != "unfused" and "loss" in own else None),
                         ("--attention-kernel", request.attention_kernel if "attention_kernel" in own else None),
                         ("--fp8-recipe", request.fp8_recipe if request.fp8_recipe != "delayed" and "fp8_recipe" in own
                          else None),

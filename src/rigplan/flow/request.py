@@ -324,6 +324,7 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     """0 (the default, never accepted when given): about 4M tokens per step (see flow.estimate)."""
     precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
     optimizer: Optimizer = "adamw"
+    loss: Literal["unfused", "fused", "chunked", "bf16", "head-chunked", "compiled"] = "unfused"
     kernels: KernelStack = "fused"
     compile: bool = False
     autocast: bool = False
