@@ -56,6 +56,7 @@ def need(module: str) -> None:
                                                      "tp_comm_overlap": True, "bf16_moments": True,
                                                      "cuda_graph_scope": ["attn"]}),
                                           ("moe", {"cuda_graphs": "full"}),
+                                          ("moe", {"balanced_routing": True}),
                                           ("dense", {"cp": 2, "seq": 8192, "cp_comm_type": "a2a"})])
 def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> None:
     need("megatron.core")
@@ -88,6 +89,8 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
             assert config.moe_token_dispatcher_type == "flex" and config.moe_flex_dispatcher_backend == "deepep"
         if setup.job.moe_dispatcher == "hybridep":
             assert config.moe_token_dispatcher_type == "flex" and config.moe_flex_dispatcher_backend == "hybridep"
+        assert config.moe_router_force_load_balancing == setup.job.forced_balance
+        assert ("--moe-router-force-load-balancing" in out.command) == setup.job.forced_balance
     assert config.recompute_granularity == {"none": None, "selective": "selective", "full": "full"}[setup.job.recompute]
     ddp = DistributedDataParallelConfig(overlap_grad_reduce=args["overlap_grad_reduce"],
                                         overlap_param_gather=args["overlap_param_gather"],
@@ -172,6 +175,10 @@ def torchtitan_config_manager():
     ("moe-fsdp", {"model": "deepseek-v3", "gpus": 64, "ep": 8, "moe_dispatcher": "deepep"}),
     ("dense-fsdp", {"recompute": "op", "framework": "torchtitan", "compile": True}),
     ("dense-fsdp", {"recompute": "op", "framework": "torchtitan", "compile": True, "loss": "unfused"}),
+    ("moe-fsdp", {"model": "qwen3-30b-a3b", "gpus": 16, "ep": 8, "recompute": "full", "balanced_routing": True}),
+    ("moe-fsdp", {"model": "gpt-oss-20b", "gpus": 8, "recompute": "full", "framework": "torchtitan"}),
+    ("moe-fsdp", {"model": "llama-4-scout", "gpus": 64, "ep": 16, "gpu": "b200", "precision": "fp8",
+                  "fp8_recipe": "mxfp8"}),
 ])
 def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: str, changes: dict) -> None:
     config_manager = torchtitan_config_manager()
@@ -191,6 +198,7 @@ def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: st
     if compiled:  # the loss compiled as the estimate counted it (--loss compiled)
         assert ("loss" in config.compile.components) == (setup.job.loss == "compiled")
     assert config.training.global_batch_size == out.values["training"]["global_batch_size"]
+    assert config.debug.moe_force_load_balance == (setup.arch.moe is not None and setup.job.forced_balance)
     if lay.pp > 1:
         assert p.pipeline_parallel_schedule == ("Interleaved1F1B" if lay.vpp > 1 else "1F1B")
         assert p.pipeline_parallel_layers_per_stage * lay.pp * lay.vpp == setup.arch.num_layers
@@ -458,3 +466,31 @@ def test_torchtitan_names_the_expert_parallel_backend_and_says_what_hybridep_nee
     assert out.values["parallelism"]["expert_parallel_comm_backend"] == "hybridep"
     assert 'expert_parallel_comm_backend = "hybridep"' in out.files["torchtitan_job.toml"]
     assert any("pytorch/torchtitan PR #2207" in note for note in out.notes)
+
+
+def test_torchtitan_flavors_are_in_its_registry() -> None:
+    """Every catalog model the torchtitan export maps is a flavor of that torchtitan model (read from the installed
+    package's registry source: importing the models needs Triton, which the CPU build of torch lacks)."""
+    torchtitan_config_manager()  # the package without its __init__, as the TOML tests load it
+    from rigplan.export.torchtitan import FLAVORS
+
+    root = Path(next(iter(sys.modules["torchtitan"].__path__)))
+    for model_id, (name, flavor) in FLAVORS.items():
+        registry = (root / "models" / name / "__init__.py").read_text(encoding="utf-8")
+        assert f'"{flavor}": ' in registry, (model_id, name, flavor)
+
+
+
+def test_forced_balance_is_exported_with_a_note_to_drop_it() -> None:
+    """--balanced-routing is what benchmarks run; the export writes the framework's switch for it and says that a
+    model trained for its loss routes by its own scores."""
+    megatron = export(setup_of("moe", balanced_routing=True), "megatron")
+    assert megatron.values["moe_router_force_load_balancing"] is True
+    assert any(n.startswith("--moe-router-force-load-balancing: ") for n in megatron.notes)
+    titan = export(setup_of("moe-fsdp", model="qwen3-30b-a3b", gpus=16, ep=8, recompute="full",
+                            balanced_routing=True), "torchtitan")
+    assert titan.values["debug"] == {"moe_force_load_balance": True}
+    assert "[debug]" in titan.files["torchtitan_job.toml"]
+    assert any(n.startswith("[debug] moe_force_load_balance: ") for n in titan.notes)
+    natural = export(setup_of("moe"), "megatron")
+    assert "moe_router_force_load_balancing" not in natural.values

@@ -375,6 +375,12 @@ class Job:
         return self.method in ("lora", "qlora")
 
     @property
+    def forced_balance(self) -> bool:
+        """MoE routing forced to balance (moe_imbalance 1: --balanced-routing), as benchmarks run it: Megatron-Core's
+        moe_router_force_load_balancing, torchtitan's debug.moe_force_load_balance (round-robin experts)."""
+        return self.moe_imbalance == 1.0
+
+    @property
     def compute_dtype_bytes(self) -> int:
         """Bytes per element of activations and of the compute copy of weights."""
         return 4 if self.precision == "fp32" else 2

@@ -20,6 +20,13 @@ MEGATRON_ONLY_RECIPES = ("nvfp4", "blockwise")
 torchtitan's converters, accelerate's fp8 and the Hugging Face Trainer have no such recipe."""
 
 
+FORCED_BALANCE_NOTE = (
+    "{flag}: the estimate's balanced routing (--balanced-routing), which benchmarks force by routing tokens "
+    "round-robin or at random; a model trained for its loss routes by its own scores: drop it, and estimate "
+    "without --balanced-routing (rigplan's dropless default load)")
+"""Export note beside forced balanced routing, with the framework's flag."""
+
+
 def unsupported(framework: str, feature: str, hint: str = "") -> Unsupported:
     return Unsupported(f"{framework} cannot express {feature}" + (f"; {hint}" if hint else ""))
 

@@ -17,7 +17,15 @@ from typing import Any
 from rigplan.domain.job import Job
 from rigplan.domain.stages import dense_layer_mask
 from rigplan.estimate.moe import dispatcher, flex_dispatched
-from rigplan.export.common import Exported, batch_of, flag_line, require, torchrun_prefix, unsupported
+from rigplan.export.common import (
+    FORCED_BALANCE_NOTE,
+    Exported,
+    batch_of,
+    flag_line,
+    require,
+    torchrun_prefix,
+    unsupported,
+)
 from rigplan.flow.resolve import TrainingSetup
 
 NAME = "Megatron-LM"
@@ -90,6 +98,8 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         if job.capacity_factor:
             args["moe_expert_capacity_factor"] = job.capacity_factor
             args["moe_pad_expert_input_to_capacity"] = job.moe_pad_to_capacity
+        if job.forced_balance:  # the estimate's balanced routing, as Megatron-Bridge's performance recipes force it
+            args["moe_router_force_load_balancing"] = True
         if lay.ep > 1 and flex_dispatched(job):
             # Megatron-Core's flex dispatcher with DeepEP or HybridEP (--moe-flex-dispatcher-backend, core 0.15+)
             args.update({"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": dispatcher(job)})
@@ -160,6 +170,7 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
               "bf16", "fp16", "num_experts", "moe_router_topk", "moe_ffn_hidden_size",
               "moe_shared_expert_intermediate_size", "moe_grouped_gemm", "moe_token_dispatcher_type",
               "moe_flex_dispatcher_backend", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
+              "moe_router_force_load_balancing",
               "overlap_moe_expert_parallel_comm", "delay_wgrad_compute",
               "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim")
     out: dict[str, Any] = {renamed.get(k, k): args[k] for k in direct if args.get(k) not in (None, False)}
@@ -196,5 +207,7 @@ def export_megatron(setup: TrainingSetup) -> Exported:
         notes.append("fp8 needs TransformerEngine and an fp8-capable GPU (Hopper or later)")
     if args.get("fp4_format"):
         notes.append("NVFP4 needs TransformerEngine with NVFP4BlockScaling and an NVIDIA Blackwell GPU")
+    if args.get("moe_router_force_load_balancing"):
+        notes.append(FORCED_BALANCE_NOTE.format(flag="--moe-router-force-load-balancing"))
     return Exported(framework="megatron", files={"megatron_args.sh": command + "\n"}, command=command, notes=notes,
                     values=args)

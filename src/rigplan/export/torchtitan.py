@@ -15,7 +15,15 @@ from typing import Any
 
 from rigplan.domain.job import Job
 from rigplan.estimate.moe import dispatcher, flex_dispatched
-from rigplan.export.common import MEGATRON_ONLY_RECIPES, Exported, batch_of, require, torchrun_prefix, unsupported
+from rigplan.export.common import (
+    FORCED_BALANCE_NOTE,
+    MEGATRON_ONLY_RECIPES,
+    Exported,
+    batch_of,
+    require,
+    torchrun_prefix,
+    unsupported,
+)
 from rigplan.flow.resolve import TrainingSetup
 
 NAME = "torchtitan"
@@ -26,8 +34,13 @@ FLAVORS = {
     "llama-3.1-405b": ("llama3", "405B"),
     "deepseek-v3": ("deepseek_v3", "671B"),
     "qwen3-8b": ("qwen3", "8B"),
+    "qwen3-30b-a3b": ("qwen3", "30B-A3B"), "qwen3-235b-a22b": ("qwen3", "235B-A22B"),
+    "gpt-oss-20b": ("gpt_oss", "20b"), "gpt-oss-120b": ("gpt_oss", "120b"),
+    "llama-4-scout": ("llama4", "17bx16e"), "llama-4-maverick": ("llama4", "17bx128e"),
 }
-"""rigplan catalog id -> (torchtitan model name, flavor), same shapes as torchtitan's registry."""
+"""rigplan catalog id -> (torchtitan model name, flavor), same shapes as torchtitan's registry (0.2.2: models/qwen3,
+gpt_oss and llama4 __init__.py). Llama 4 maps to the flavors with full causal attention on every layer, as rigplan
+estimates it, not the _irope ones (NoPE every fourth layer, chunked attention)."""
 
 
 def _toml_value(value: Any) -> str:
@@ -125,6 +138,8 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
         "activation_checkpoint": {"mode": ac_mode, "selective_ac_option": "op" if ac_mode == "selective" else None},
         "compile": _compile_section(job),
     }
+    if arch.moe is not None and job.forced_balance:  # round-robin experts, as the estimate's balanced routing
+        sections["debug"] = {"moe_force_load_balance": True}
     converters, quantize = _quantize(setup, fsdp)
     if converters:
         sections["model"]["converters"] = converters
@@ -169,6 +184,8 @@ def export_torchtitan(setup: TrainingSetup) -> Exported:
     if sections["parallelism"].get("expert_parallel_comm_backend") == "hybridep":
         notes.append("expert_parallel_comm_backend hybridep needs a torchtitan with HybridEP (pytorch/torchtitan PR "
                      "#2207, 2026-02) and DeepEP's HybridEP build; earlier versions take standard or deepep")
+    if sections.get("debug", {}).get("moe_force_load_balance"):
+        notes.append(FORCED_BALANCE_NOTE.format(flag="[debug] moe_force_load_balance"))
     if setup.layout.pp > 1:
         notes.append("with pipeline parallelism local_batch_size is the whole step's batch per data-parallel rank, "
                      "split into pipeline_parallel_microbatch_size micro-batches")
