@@ -131,6 +131,26 @@ def test_megatron_moe_layer_freq_follows_interleaved_and_leading_dense_layers() 
     assert deepseek["moe_layer_freq"] == "'[" + ",".join(["0"] * 3 + ["1"] * 58) + "]'"
 
 
+def test_megatron_writes_the_router_and_the_mtp_modules_the_estimate_counts() -> None:
+    """DeepSeek-V3's sigmoid router and its multi-token-prediction module (counted on the last stage) reach
+    megatron-core's TransformerConfig; a softmax model writes neither."""
+    need("megatron.core")
+    import torch
+    from megatron.core.transformer.transformer_config import MLATransformerConfig
+
+    from rigplan.export.megatron import core_config_kwargs
+
+    deepseek = export(build_setup(EstimateRequest(model="deepseek-v3", gpus=256, ep=64, pp=4, zero=1,
+                                                  global_batch=256)), "megatron")
+    assert "--mtp-num-layers 1" in deepseek.command and "--moe-router-score-function sigmoid" in deepseek.command
+    config = MLATransformerConfig(**core_config_kwargs(deepseek.values), params_dtype=torch.bfloat16,
+                                  pipeline_dtype=torch.bfloat16)  # MLA's ranks and head dims too
+    assert (config.mtp_num_layers, config.moe_router_score_function) == (1, "sigmoid")
+    assert (config.kv_lora_rank, config.v_head_dim) == (512, 128)
+    qwen = export(setup_of("moe", model="qwen3-30b-a3b"), "megatron").values
+    assert "mtp_num_layers" not in qwen and "moe_router_score_function" not in qwen
+
+
 def test_megatron_refuses_dualpipe() -> None:
     with pytest.raises(Unsupported, match="DualPipe"):
         export(setup_of("moe", a2a_overlap=True, a2a_overlap_schedule="dualpipe"), "megatron")

@@ -92,6 +92,10 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
                      "moe_shared_expert_intermediate_size": (moe.shared_expert_ffn or moe.expert_ffn)
                      * moe.num_shared_experts or None,
                      "moe_grouped_gemm": True, "moe_token_dispatcher_type": "alltoall" if lay.ep > 1 else None})
+        if moe.router == "sigmoid":  # DeepSeek-V3, Llama 4, GLM-4.5 (Megatron-Core's default is softmax)
+            args["moe_router_score_function"] = "sigmoid"
+        if moe.mtp_layers:  # the multi-token-prediction modules the estimate counts on the last stage
+            args["mtp_num_layers"] = moe.mtp_layers
         if moe.first_dense_layers or moe.moe_layer_step > 1:
             dense = [0 if d else 1 for d in dense_layer_mask(arch.num_layers, moe.dense_pattern())]
             args["moe_layer_freq"] = f"'[{','.join(map(str, dense))}]'"
@@ -170,7 +174,7 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
               "bf16", "fp16", "num_experts", "moe_router_topk", "moe_ffn_hidden_size",
               "moe_shared_expert_intermediate_size", "moe_grouped_gemm", "moe_token_dispatcher_type",
               "moe_flex_dispatcher_backend", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
-              "moe_router_force_load_balancing",
+              "moe_router_force_load_balancing", "moe_router_score_function", "mtp_num_layers",
               "overlap_moe_expert_parallel_comm", "delay_wgrad_compute",
               "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim")
     out: dict[str, Any] = {renamed.get(k, k): args[k] for k in direct if args.get(k) not in (None, False)}
