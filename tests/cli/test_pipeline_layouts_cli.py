@@ -72,3 +72,16 @@ def test_recompute_granularity_flags() -> None:
     both = CliRunner().invoke(cli, ["memory", "llama-3.1-8b", "--recompute", "full", "--recompute-every", "2",
                                     "--recompute-num-layers", "2"])
     assert both.exit_code == 2 and "give one" in both.output
+
+
+def test_stage_layers_take_repeated_counts_as_printed() -> None:
+    """DeepSeek-V3's PP16 x VPP2 split, one layer on the first virtual stage, two on each of the next thirty, none on
+    the last (its MTP module and the loss there): --stage-layers 1,2x30,0 is the same request as the 32 counts."""
+    base = ("estimate", "deepseek-v3", "--gpu", "h800-sxm", "--gpus", "2048", "--pp", "16", "--vpp", "2", "--ep", "64",
+            "--zero", "1", "--global-batch", "15360", "--json")
+    short = run(*base, "--stage-layers", "1,2x30,0")
+    longhand = run(*base, "--stage-layers", ",".join(["1"] + ["2"] * 30 + ["0"]))
+    assert short == longhand
+    assert short["pipeline"]["stage_layers"] == [3] + [4] * 14 + [2]  # per rank: chunks k and k + 16
+    result = CliRunner().invoke(cli, [*base[:-1], "--stage-layers", "2x0"])
+    assert result.exit_code == 2 and "1,2x30,0" in result.output and "Traceback" not in result.output

@@ -70,6 +70,7 @@ CLI_CORPUS = [
     "memory llama-3.1-70b --gpus 64 --tp 8 --pp 4 --stage-layers 18,21,21,20 --recompute full "
     "--recompute-method block --recompute-num-layers 8",
     "memory llama-3.1-8b --gpus 8 --framework torchtitan --recompute op",
+    "memory deepseek-v3 --gpus 2048 --pp 16 --vpp 2 --ep 64 --zero 1 --stage-layers 1,2x30,0",
     "memory llama-3.1-8b --gpus 8 --framework megatron --tp 2 --precision bf16",
     "memory llama-3.1-8b --gpu rtx-4090 --method qlora --seq 2048 --lora-targets all --find-max",
     "memory llama-3.1-8b --method lora --lora-targets q,k,v,o --lora-rank 64 --no-double-quant",
@@ -94,6 +95,7 @@ CLI_CORPUS = [
     "memory llama-3.1-8b --tp 0", "memory llama-3.1-8b --gpus 99999999", "memory llama-3.1-8b --seq 0",
     "memory llama-3.1-8b --global-batch 0", "memory llama-3.1-8b --moe-imbalance 0.5",
     "memory llama-3.1-8b --recompute-num-layers 0 --recompute full", "memory llama-3.1-8b --stage-layers 7,x",
+    "memory llama-3.1-8b --pp 2 --stage-layers 16x2x1", "memory llama-3.1-8b --pp 2 --stage-layers 16x0,32",
     "memory llama-3.1-8b --hidden 1000000000", "memory llama-3.1-8b --vpp 0",
     "estimate llama-3.1-8b --tokens 0", "estimate llama-3.1-8b --tokens 1e30", "estimate llama-3.1-8b --tokens nan",
     "estimate llama-3.1-8b --tokens -5", "estimate llama-3.1-8b --nic 0",

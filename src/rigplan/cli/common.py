@@ -381,8 +381,9 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--sequence-parallel/--no-sequence-parallel", default=False,
                      help="Megatron sequence parallelism (needs tp > 1)."),
         click.option("--stage-layers", help="Layers of each virtual pipeline stage, pp*vpp comma-separated counts "
-                                            "in virtual-stage order (e.g. 7,8,8,7). Default: even, or when the "
-                                            "layers do not divide, embedding and LM head counted as one layer each."),
+                                            "in virtual-stage order (e.g. 7,8,8,7; LAYERSxSTAGES repeats a count: "
+                                            "1,2x30,0). Default: even, or when the layers do not divide, embedding "
+                                            "and LM head counted as one layer each."),
         click.option("--first-stage-layers", type=int,
                      help="Layers on the first pipeline rank; the other ranks share the rest "
                           "(Megatron --decoder-first-pipeline-num-layers)."),

@@ -61,13 +61,21 @@ def alias_precision(value: str | None) -> str | None:
 
 
 def split_stage_layers(value: object) -> object:
-    """'7,8,8,7' -> [7, 8, 8, 7]."""
+    """'7,8,8,7' -> [7, 8, 8, 7]; a count repeated as LAYERSxSTAGES, as the split is printed: '1,2x30,0' -> [1] +
+    [2] * 30 + [0] (DeepSeek-V3's PP16 x VPP2 split)."""
     if isinstance(value, str):
+        counts: list[int] = []
         try:
-            return [int(t) for t in value.split(",") if t.strip()]
+            for token in (t.strip().lower() for t in value.split(",") if t.strip()):
+                layers, by, times = token.partition("x")
+                repeat = int(times) if by else 1
+                if repeat < 1:
+                    raise ValueError
+                counts.extend([int(layers)] * repeat)
         except ValueError:
-            raise ValueError(f"--stage-layers takes comma-separated layer counts such as 7,8,8,7, "
-                             f"got {value!r}") from None
+            raise ValueError(f"--stage-layers takes comma-separated layer counts such as 7,8,8,7 (or 1,2x30,0: "
+                             f"2 layers on each of 30 stages), got {value!r}") from None
+        return counts
     return value
 
 
