@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rigplan.domain.stages import virtual_stage_layers
 from rigplan.export import Unsupported, export
 from rigplan.flow.request import EstimateRequest
 from rigplan.flow.resolve import build_setup
@@ -196,6 +197,8 @@ def torchtitan_config_manager():
     ("dense-fsdp", {"recompute": "op", "framework": "torchtitan", "compile": True}),
     ("dense-fsdp", {"recompute": "op", "framework": "torchtitan", "compile": True, "loss": "unfused"}),
     ("moe-fsdp", {"model": "qwen3-30b-a3b", "gpus": 16, "ep": 8, "recompute": "full", "balanced_routing": True}),
+    ("pipeline", {"model": "llama-3.1-405b", "gpus": 128, "tp": 8, "pp": 16, "vpp": 1, "zero": 3,
+                  "recompute": "full", "sequence_parallel": True}),
     ("moe-fsdp", {"model": "gpt-oss-20b", "gpus": 8, "recompute": "full", "framework": "torchtitan"}),
     ("moe-fsdp", {"model": "llama-4-scout", "gpus": 64, "ep": 16, "gpu": "b200", "precision": "fp8",
                   "fp8_recipe": "mxfp8"}),
@@ -221,7 +224,13 @@ def test_torchtitan_toml_parses_with_its_config_manager(tmp_path: Path, name: st
     assert config.debug.moe_force_load_balance == (setup.arch.moe is not None and setup.job.forced_balance)
     if lay.pp > 1:
         assert p.pipeline_parallel_schedule == ("Interleaved1F1B" if lay.vpp > 1 else "1F1B")
-        assert p.pipeline_parallel_layers_per_stage * lay.pp * lay.vpp == setup.arch.num_layers
+        parts = p.module_fqns_per_model_part
+        layers = [int(n.split(".")[1]) for part in parts for n in part if n.startswith("layers.")]
+        assert len(parts) == lay.pp * lay.vpp and layers == list(range(setup.arch.num_layers))
+        assert parts[0][0] == "tok_embeddings" and parts[-1][-2:] == ["norm", "output"]
+        counts = [sum(n.startswith("layers.") for n in part) for part in parts]  # rigplan's split, uneven or not
+        assert counts == list(virtual_stage_layers(lay.split, setup.arch.num_layers, lay.pp, lay.vpp))
+        assert p.pipeline_parallel_layers_per_stage is None
     assert config.activation_checkpoint.mode == {"none": "none", "op": "selective", "full": "full"}[
         setup.job.recompute]
     job, moe = setup.job, setup.arch.moe is not None
@@ -514,3 +523,35 @@ def test_forced_balance_is_exported_with_a_note_to_drop_it() -> None:
     assert any(n.startswith("[debug] moe_force_load_balance: ") for n in titan.notes)
     natural = export(setup_of("moe"), "megatron")
     assert "moe_router_force_load_balancing" not in natural.values
+
+
+def test_megatron_writes_uneven_pipelines_as_a_layer_layout() -> None:
+    """An uneven split (DeepSeek-V3's 1 | 2 x 30 | 0 over PP16 x VPP2 with its MTP module on the last stage, rigplan's
+    default 7 | 8 x 14 | 7 for 126 layers over PP16) is Megatron-Core's --pipeline-model-parallel-layout, which its
+    own parser reads back to the same per-stage counts; an even split keeps the per-chunk layer count."""
+    need("megatron.core")
+    import torch
+    from megatron.core.transformer.enums import LayerType
+    from megatron.core.transformer.transformer_config import MLATransformerConfig, TransformerConfig
+
+    from rigplan.export.megatron import core_config_kwargs
+
+    stages = [1] + [2] * 30 + [0]
+    deepseek = export(build_setup(EstimateRequest(model="deepseek-v3", gpu="h800-sxm", gpus=2048, pp=16, vpp=2, ep=64,
+                                                  zero=1, global_batch=15360, stage_layers=stages)), "megatron")
+    assert "--pipeline-model-parallel-layout 'Et|(tt|)*30mL'" in deepseek.command
+    assert "--num-layers-per-virtual-pipeline-stage" not in deepseek.command
+    config = MLATransformerConfig(**core_config_kwargs(deepseek.values), params_dtype=torch.bfloat16,
+                                  pipeline_dtype=torch.bfloat16)
+    layout = config.pipeline_model_parallel_layout
+    layout.validate_layer_layout(num_layers=61, mtp_num_layers=1)
+    assert config.virtual_pipeline_model_parallel_size == 2
+    by_stage = [layout.layout[k % 16][k // 16].count(LayerType.decoder) for k in range(32)]
+    assert by_stage == stages
+    llama = export(setup_of("pipeline", model="llama-3.1-405b", gpus=128, tp=8, pp=16, vpp=1), "megatron")
+    config = TransformerConfig(**core_config_kwargs(llama.values), params_dtype=torch.bfloat16,
+                               pipeline_dtype=torch.bfloat16)
+    assert [row[0].count(LayerType.decoder) for row in config.pipeline_model_parallel_layout.layout] == \
+        [7] + [8] * 14 + [7]
+    even = export(setup_of("pipeline", model="llama-3.1-70b", gpus=64, tp=4, pp=4, vpp=5), "megatron").values
+    assert even["pipeline_model_parallel_layout"] is None and even["num_layers_per_virtual_pipeline_stage"] == 4

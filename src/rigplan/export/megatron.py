@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.domain.job import Job
-from rigplan.domain.stages import dense_layer_mask
+from rigplan.domain.stages import dense_layer_mask, virtual_stage_layers
 from rigplan.estimate.moe import dispatcher, flex_dispatched
 from rigplan.export.common import (
     FORCED_BALANCE_NOTE,
@@ -113,9 +113,13 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
                                                     "schedule: --a2a-overlap-schedule 1f1b")
             # EP all-to-all beside the other micro-batch (Megatron-Bridge's set_moe_a2a_overlap_overrides)
             args.update({"overlap_moe_expert_parallel_comm": True, "delay_wgrad_compute": True})
+    stages = virtual_stage_layers(lay.split, arch.num_layers, lay.pp, lay.vpp) if lay.pp > 1 else ()
+    even = len(set(stages)) <= 1
     args.update({
         "tensor_model_parallel_size": lay.tp, "pipeline_model_parallel_size": lay.pp,
-        "num_layers_per_virtual_pipeline_stage": arch.num_layers // (lay.pp * lay.vpp) if lay.vpp > 1 else None,
+        "num_layers_per_virtual_pipeline_stage": stages[0] if lay.vpp > 1 and even else None,
+        "pipeline_model_parallel_layout": None if even else pipeline_layout(
+            stages, arch.moe.mtp_layers if arch.moe is not None else 0),
         "context_parallel_size": lay.cp, "cp_comm_type": job.cp_comm_type if lay.cp > 1 else None,
         "expert_model_parallel_size": lay.ep,
         "expert_tensor_parallel_size": lay.expert_tp if arch.moe is not None and lay.expert_tp != lay.tp else None,
@@ -143,6 +147,25 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         args.update({"optimizer_cpu_offload": True, "use_precision_aware_optimizer": True})
     args.update(_switch_args(job))
     return args
+
+
+def pipeline_layout(stages: tuple[int, ...], mtp_layers: int) -> str:
+    """Megatron-Core's --pipeline-model-parallel-layout for an uneven split: one entry per virtual stage in layer
+    order (stage k on rank k mod pp, chunk k // pp, as domain.stages orders them), 'E' the embedding on the first,
+    't' each decoder layer, 'm' the MTP modules and 'L' the loss on the last; runs of equal stages written as
+    (stage|)*n (megatron/core/transformer/pipeline_parallel_layer_layout.py, parse_str_to_list), e.g. DeepSeek-V3's
+    PP16 VPP2 "Et|(tt|)*30mL"."""
+    texts = ["E" * (k == 0) + "t" * n + ("m" * mtp_layers + "L") * (k == len(stages) - 1) for k, n in enumerate(stages)]
+    parts: list[str] = []
+    k = 0
+    while k < len(texts):
+        run = 1
+        while k + run < len(texts) - 1 and texts[k + run] == texts[k]:
+            run += 1
+        last = k + run == len(texts)
+        parts.append(texts[k] if last else (f"({texts[k]}|)*{run}" if run > 1 else texts[k] + "|"))
+        k += run
+    return "'" + "".join(parts) + "'"
 
 
 def _switch_args(job: Job) -> dict[str, Any]:
@@ -175,9 +198,12 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
               "moe_shared_expert_intermediate_size", "moe_grouped_gemm", "moe_token_dispatcher_type",
               "moe_flex_dispatcher_backend", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
               "moe_router_force_load_balancing", "moe_router_score_function", "mtp_num_layers",
+              "pipeline_model_parallel_layout",
               "overlap_moe_expert_parallel_comm", "delay_wgrad_compute",
               "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim")
     out: dict[str, Any] = {renamed.get(k, k): args[k] for k in direct if args.get(k) not in (None, False)}
+    if "pipeline_model_parallel_layout" in out:  # quoted for the shell
+        out["pipeline_model_parallel_layout"] = out["pipeline_model_parallel_layout"].strip("'")
     out["gated_linear_unit"] = bool(args.get("swiglu"))
     out["add_bias_linear"] = not args.get("disable_bias_linear", False)
     out["add_qkv_bias"] = bool(args.get("add_qkv_bias"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.domain.job import Job
+from rigplan.domain.stages import virtual_stage_layers
 from rigplan.estimate.moe import dispatcher, flex_dispatched
 from rigplan.export.common import (
     FORCED_BALANCE_NOTE,
@@ -121,7 +122,8 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
         parallelism["expert_parallel_comm_backend"] = dispatcher(job)
     if lay.pp > 1:
         parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if lay.vpp > 1 else "1F1B"
-        parallelism["pipeline_parallel_layers_per_stage"] = arch.num_layers // (lay.pp * lay.vpp)
+        parallelism["module_fqns_per_model_part"] = model_parts(
+            virtual_stage_layers(lay.split, arch.num_layers, lay.pp, lay.vpp))
         parallelism["pipeline_parallel_microbatch_size"] = b.micro_batch
     training: dict[str, Any] = {
         "local_batch_size": b.micro_batch * b.accumulation if lay.pp > 1 else b.micro_batch,
@@ -145,6 +147,22 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
         sections["model"]["converters"] = converters
         sections["quantize"] = quantize
     return sections
+
+
+def model_parts(stages: tuple[int, ...]) -> list[list[str]]:
+    """torchtitan's module_fqns_per_model_part for rigplan's split: one list of module names per virtual stage in
+    stage order (torchtitan places stage k on rank k mod pp for looped schedules, as domain.stages orders them), the
+    token embedding on the first, the final norm and output projection on the last
+    (torchtitan/distributed/pipeline_parallel.py, pipeline_module_split). It replaces
+    pipeline_parallel_layers_per_stage, whose split counts the embedding and output as a layer each."""
+    parts: list[list[str]] = []
+    first = 0
+    for k, count in enumerate(stages):
+        names = [f"layers.{i}" for i in range(first, first + count)]
+        first += count
+        parts.append((["tok_embeddings"] if k == 0 else []) + names + (["norm", "output"] if k == len(stages) - 1
+                                                                       else []))
+    return parts
 
 
 def _compile_section(job: Job) -> dict[str, Any]:
