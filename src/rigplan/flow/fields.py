@@ -60,6 +60,10 @@ def alias_precision(value: str | None) -> str | None:
     return {"bf16": "bf16-mixed", "fp16": "fp16-mixed"}.get(value, value) if value else value
 
 
+MAX_STAGE_ENTRIES = 65_536
+"""Most virtual stages --stage-layers may spell out (its LAYERSxSTAGES form would otherwise build any length)."""
+
+
 def split_stage_layers(value: object) -> object:
     """'7,8,8,7' -> [7, 8, 8, 7]; a count repeated as LAYERSxSTAGES, as the split is printed: '1,2x30,0' -> [1] +
     [2] * 30 + [0] (DeepSeek-V3's PP16 x VPP2 split)."""
@@ -69,12 +73,13 @@ def split_stage_layers(value: object) -> object:
             for token in (t.strip().lower() for t in value.split(",") if t.strip()):
                 layers, by, times = token.partition("x")
                 repeat = int(times) if by else 1
-                if repeat < 1:
+                if repeat < 1 or len(counts) + repeat > MAX_STAGE_ENTRIES:
                     raise ValueError
                 counts.extend([int(layers)] * repeat)
         except ValueError:
             raise ValueError(f"--stage-layers takes comma-separated layer counts such as 7,8,8,7 (or 1,2x30,0: "
-                             f"2 layers on each of 30 stages), got {value!r}") from None
+                             f"2 layers on each of 30 stages; at most {MAX_STAGE_ENTRIES:,} stages), "
+                             f"got {value!r}") from None
         return counts
     return value
 
