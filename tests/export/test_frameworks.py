@@ -501,12 +501,19 @@ def test_torchtitan_flavors_are_in_its_registry() -> None:
     """Every catalog model the torchtitan export maps is a flavor of that torchtitan model (read from the installed
     package's registry source: importing the models needs Triton, which the CPU build of torch lacks)."""
     torchtitan_config_manager()  # the package without its __init__, as the TOML tests load it
-    from rigplan.export.torchtitan import FLAVORS
+    from rigplan.export.torchtitan import FLAVORS, UNPIPELINED
 
     root = Path(next(iter(sys.modules["torchtitan"].__path__)))
     for model_id, (name, flavor) in FLAVORS.items():
         registry = (root / "models" / name / "__init__.py").read_text(encoding="utf-8")
         assert f'"{flavor}": ' in registry, (model_id, name, flavor)
+        assert ("pipelining_fn=None" in registry) == (name in UNPIPELINED), name
+
+
+@pytest.mark.parametrize("model", ["qwen3-30b-a3b", "gpt-oss-20b"])
+def test_torchtitan_refuses_pipelines_its_model_cannot_run(model: str) -> None:
+    with pytest.raises(Unsupported, match="pipeline parallelism"):
+        export(setup_of("moe-fsdp", model=model, gpus=16, pp=2, recompute="full"), "torchtitan")
 
 
 

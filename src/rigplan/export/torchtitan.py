@@ -44,6 +44,11 @@ gpt_oss and llama4 __init__.py). Llama 4 maps to the flavors with full causal at
 estimates it, not the _irope ones (NoPE every fourth layer, chunked attention)."""
 
 
+UNPIPELINED = frozenset({"qwen3", "gpt_oss"})
+"""torchtitan models whose train spec has no pipelining function (0.2.2: models/qwen3 and gpt_oss __init__.py,
+pipelining_fn=None; torchtitan/train.py refuses pipeline parallelism for them)."""
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -107,6 +112,9 @@ def torchtitan_sections(setup: TrainingSetup) -> dict[str, dict[str, Any]]:
     if arch.moe is not None and lay.expert_tp not in (1, lay.tp):
         raise unsupported(NAME, f"expert tensor parallelism etp={lay.expert_tp} other than 1 or tp={lay.tp}")
     model_name, flavor = FLAVORS[arch.id]
+    if lay.pp > 1 and model_name in UNPIPELINED:
+        raise unsupported(NAME, f"pipeline parallelism for its {model_name} models (the train spec has no pipelining "
+                                "function, torchtitan 0.2.2)", "use --pp 1, or --framework megatron")
     b = batch_of(setup)
     fsdp = lay.zero == 3
     ac_mode = {"none": "none", "op": "selective", "full": "full"}[job.recompute]
