@@ -510,6 +510,13 @@ def test_torchtitan_flavors_are_in_its_registry() -> None:
         assert ("pipelining_fn=None" in registry) == (name in UNPIPELINED), name
 
 
+def test_torchtitan_says_it_drops_deepseeks_mtp_module() -> None:
+    notes = export(setup_of("moe-fsdp", model="deepseek-v3", gpus=64, ep=8), "torchtitan").notes
+    assert any("no multi-token-prediction module" in n for n in notes)
+    qwen = export(setup_of("moe-fsdp", model="qwen3-30b-a3b", ep=8, recompute="full"), "torchtitan")
+    assert not any("multi-token" in n for n in qwen.notes)
+
+
 @pytest.mark.parametrize("model", ["qwen3-30b-a3b", "gpt-oss-20b"])
 def test_torchtitan_refuses_pipelines_its_model_cannot_run(model: str) -> None:
     with pytest.raises(Unsupported, match="pipeline parallelism"):

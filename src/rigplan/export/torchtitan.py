@@ -210,6 +210,10 @@ def export_torchtitan(setup: TrainingSetup) -> Exported:
     if sections["parallelism"].get("expert_parallel_comm_backend") == "hybridep":
         notes.append("expert_parallel_comm_backend hybridep needs a torchtitan with HybridEP (pytorch/torchtitan PR "
                      "#2207, 2026-02) and DeepEP's HybridEP build; earlier versions take standard or deepep")
+    if setup.arch.moe is not None and setup.arch.moe.mtp_layers:
+        notes.append(f"torchtitan's {sections['model']['name']} has no multi-token-prediction module: the run trains "
+                     f"without the {setup.arch.moe.mtp_layers} MTP module(s) rigplan's estimate counts on the last "
+                     "stage (its time and memory there are a little lower)")
     if sections.get("debug", {}).get("moe_force_load_balance"):
         notes.append(FORCED_BALANCE_NOTE.format(flag="[debug] moe_force_load_balance"))
     if setup.layout.pp > 1:
