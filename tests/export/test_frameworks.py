@@ -569,3 +569,34 @@ def test_megatron_writes_uneven_pipelines_as_a_layer_layout() -> None:
         [7] + [8] * 14 + [7]
     even = export(setup_of("pipeline", model="llama-3.1-70b", gpus=64, tp=4, pp=4, vpp=5), "megatron").values
     assert even["pipeline_model_parallel_layout"] is None and even["num_layers_per_virtual_pipeline_stage"] == 4
+
+
+@pytest.mark.parametrize("model, freq", [("gpt-oss-20b", 2), ("gemma-2-9b", 2), ("gemma-3-27b", None),
+                                         ("mistral-7b", 0)])
+def test_megatron_writes_sinks_windows_and_gpt_oss_activation(model: str, freq: int | None) -> None:
+    """The attention and activation variants rigplan counts reach megatron-core's TransformerConfig: learned sinks,
+    the sliding window with its layer pattern (every other layer; Gemma 3's five in six, whose 62 layers take the
+    explicit list; every layer for Mistral 7B) and gpt-oss's clamped quick-GELU GLU with its +1 offset."""
+    need("megatron.core")
+    import torch
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    from rigplan.export.megatron import core_config_kwargs
+
+    setup = build_setup(EstimateRequest(model=model, gpus=8, zero=1, ep=8 if model.startswith("gpt-oss") else 1))
+    args = export(setup, "megatron").values
+    config = TransformerConfig(**core_config_kwargs(args), params_dtype=torch.bfloat16, pipeline_dtype=torch.bfloat16)
+    arch = setup.arch
+    assert config.window_size == (max(arch.attention_windows), 0)
+    pattern = [1 if w else 0 for w in arch.attention_windows]
+    if freq is None:
+        assert config.window_attn_skip_freq == pattern
+    elif freq:
+        assert config.window_attn_skip_freq == freq and pattern[:freq] == [1] * (freq - 1) + [0]
+    else:
+        assert config.window_attn_skip_freq is None and set(pattern) == {1}
+    gpt_oss = model.startswith("gpt-oss")
+    assert (config.softmax_type == "learnable") == gpt_oss
+    assert (config.activation_func_clamp_value, config.glu_linear_offset) == ((7.0, 1.0) if gpt_oss else (None, 0.0))
+    assert ("quick_geglu" in args) == gpt_oss and args.get("swiglu") == (not gpt_oss)
+    assert any("YaRN" in n for n in export(setup, "megatron").notes) == gpt_oss

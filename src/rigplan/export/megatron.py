@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.domain.job import Job
+from rigplan.domain.model import Architecture
 from rigplan.domain.stages import dense_layer_mask, virtual_stage_layers
 from rigplan.estimate.moe import dispatcher, flex_dispatched
 from rigplan.export.common import (
@@ -80,6 +81,7 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         "add_qkv_bias": arch.qkv_bias, "qk_layernorm": arch.qk_norm,
         "vocab_size": arch.vocab, "tokenizer_type": "NullTokenizer",
     }
+    args.update(_attention_and_activation_args(arch))
     if arch.mla is not None:
         m = arch.mla
         args.update({"multi_latent_attention": True, "q_lora_rank": m.q_lora_rank or None,
@@ -149,6 +151,33 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
     return args
 
 
+def _attention_and_activation_args(arch: Architecture) -> dict[str, Any]:
+    """Megatron-LM's flags for the attention and activation variants rigplan counts (gpt-oss's, as Megatron-Bridge's
+    GPT-OSS provider sets them): learned sinks (--softmax-type learnable), sliding windows on some layers
+    (--window-size W,0 with --window-attn-skip-freq N: N - 1 windowed layers, then one full), and the clamped GLU
+    of gpt-oss's experts (--quick-geglu with --activation-func-clamp-value and the +1 on the linear half,
+    --glu-linear-offset 1). One window size per model: Megatron-Core has no per-layer sizes."""
+    args: dict[str, Any] = {}
+    if arch.attention_sinks:
+        args["softmax_type"] = "learnable"
+    windows = [w for w in arch.attention_windows if w]
+    if windows:
+        if len(set(windows)) > 1:
+            raise unsupported(NAME, f"sliding windows of several sizes ({', '.join(map(str, sorted(set(windows))))})",
+                              "Megatron-Core takes one --window-size")
+        pattern = [1 if w else 0 for w in arch.attention_windows]
+        args["window_size"] = f"{windows[0]},0"
+        period = pattern.index(0) + 1 if 0 in pattern else 0
+        if period and pattern == ([1] * (period - 1) + [0]) * (len(pattern) // period):
+            args["window_attn_skip_freq"] = period
+        elif period:
+            args["window_attn_skip_freq"] = f"'[{','.join(map(str, pattern))}]'"
+    if arch.moe is not None and arch.moe.expert_act_clamp > 0.0:
+        args.update({"swiglu": False, "quick_geglu": True,
+                     "activation_func_clamp_value": arch.moe.expert_act_clamp, "glu_linear_offset": 1.0})
+    return args
+
+
 def pipeline_layout(stages: tuple[int, ...], mtp_layers: int) -> str:
     """Megatron-Core's --pipeline-model-parallel-layout for an uneven split: one entry per virtual stage in layer
     order (stage k on rank k mod pp, chunk k // pp, as domain.stages orders them), 'E' the embedding on the first,
@@ -204,7 +233,17 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {renamed.get(k, k): args[k] for k in direct if args.get(k) not in (None, False)}
     if "pipeline_model_parallel_layout" in out:  # quoted for the shell
         out["pipeline_model_parallel_layout"] = out["pipeline_model_parallel_layout"].strip("'")
-    out["gated_linear_unit"] = bool(args.get("swiglu"))
+    out["gated_linear_unit"] = bool(args.get("swiglu") or args.get("quick_geglu"))
+    for key in ("softmax_type", "glu_linear_offset", "activation_func_clamp_value"):
+        if args.get(key) is not None:
+            out[key] = args[key]
+    if args.get("window_size"):
+        out["window_size"] = tuple(int(v) for v in args["window_size"].split(","))
+        freq = args.get("window_attn_skip_freq")
+        if isinstance(freq, str):  # a per-layer pattern, quoted for the shell
+            out["window_attn_skip_freq"] = [int(v) for v in freq.strip("'[]").split(",")]
+        elif freq:
+            out["window_attn_skip_freq"] = freq
     out["add_bias_linear"] = not args.get("disable_bias_linear", False)
     out["add_qkv_bias"] = bool(args.get("add_qkv_bias"))
     if args.get("num_layers_per_virtual_pipeline_stage"):
@@ -239,5 +278,9 @@ def export_megatron(setup: TrainingSetup) -> Exported:
         notes.append("NVFP4 needs TransformerEngine with NVFP4BlockScaling and an NVIDIA Blackwell GPU")
     if args.get("moe_router_force_load_balancing"):
         notes.append(FORCED_BALANCE_NOTE.format(flag="--moe-router-force-load-balancing"))
+    if setup.arch.rope_attention_factor != 1.0:
+        notes.append("the model's YaRN scaling of the rotary embedding (cos and sin multiplied by "
+                     f"{setup.arch.rope_attention_factor:.4g}) has no Megatron-LM flag here: Megatron-Bridge's model "
+                     "provider sets it; this command runs plain RoPE")
     return Exported(framework="megatron", files={"megatron_args.sh": command + "\n"}, command=command, notes=notes,
                     values=args)
