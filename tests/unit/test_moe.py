@@ -284,6 +284,24 @@ def test_host_paced_pass_takes_the_longer_of_gpu_and_host() -> None:
                                   recompute_share=0.0, sync=False)) == pytest.approx(3.0)
 
 
+def test_eager_gpt_oss_experts_move_their_clamp_and_bias_bytes() -> None:
+    """torchtitan's eager gpt-oss experts (no torch.compile): per routed copy, the clamped GLU's excess over a plain
+    eager SwiGLU and the materialised biases; compiled or Megatron-Core stacks and unclamped, unbiased experts have
+    their own counts."""
+    catalog = load_catalog()
+    arch = catalog.model("gpt-oss-20b").to_domain()
+    job = Job(kernels="eager", moe_imbalance=1.0)
+    f, h, k = arch.moe.expert_ffn, arch.hidden, arch.moe.top_k
+    forward, backward = moe.expert_path_bytes_per_token(arch, job)
+    assert forward == pytest.approx(2 * k * (13 * f + 8 * f + 4 * h))
+    assert backward == pytest.approx(2 * k * (32 * f + 2 * f + 1 * h))
+    assert moe.expert_path_bytes_per_token(arch, Job(kernels="eager", compile=True)) == (0.0, 0.0)
+    fused = moe.expert_path_bytes_per_token(arch, Job(moe_imbalance=1.0))
+    assert fused[0] == pytest.approx(2 * k * (moe.CLAMPED_GLU_TRAFFIC[0] * f + moe.EXPERT_BIAS_LOOP_TRAFFIC[0] * h))
+    qwen = catalog.model("qwen3-30b-a3b").to_domain()
+    assert moe.expert_path_bytes_per_token(qwen, job) == (0.0, 0.0)
+
+
 def test_host_ops_grow_with_local_experts_and_fp8() -> None:
     arch = load_catalog().model("qwen3-30b-a3b").to_domain()
     f8, b8 = moe.host_ops_per_moe_layer(arch, Job(precision="fp8"), 8.0, 14.0)
@@ -572,8 +590,10 @@ def test_megatron_expert_path_charges_the_clamp_and_the_fc2_bias_loop() -> None:
     assert forward == pytest.approx(copies * (8.0 * oss.moe.expert_ffn + 6.0 * oss.hidden))
     assert backward == pytest.approx(copies * (10.0 * oss.moe.expert_ffn + 6.0 * oss.hidden))
     for other in (replace(job, moe_expert_module="te_ops"), replace(job, moe_expert_module="own"),
-                  replace(job, cuda_graphs="full"), replace(job, kernels="eager")):
+                  replace(job, cuda_graphs="full"), replace(job, kernels="eager", compile=True)):
         assert moe.expert_path_bytes_per_token(oss, other) == (0.0, 0.0)
+    # eager PyTorch (torchtitan) has its own op-by-op count (test_eager_gpt_oss_experts_move_their_clamp_and_bias_bytes)
+    assert moe.expert_path_bytes_per_token(oss, replace(job, kernels="eager")) != (forward, backward)
     assert moe.expert_path_bytes_per_token(catalog.model("qwen3-30b-a3b").to_domain(), job) == (0.0, 0.0)
     # the bias loop's host ops grow with the local experts
     fwd8, bwd8 = moe.host_ops_per_moe_layer(oss, job, 8, 14.0)

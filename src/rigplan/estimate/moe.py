@@ -223,6 +223,20 @@ Python loop, torch.cat([t + b * p for t, b, p in zip(split(out), biases, split(p
 the add reads 2h and writes h, the cat reads and writes h: 6. Backward: the bias gradient (g·p summed over
 the expert's tokens) and the probability gradient (g·b summed over h) each read g, write a product and
 reduce it: 6."""
+EAGER_CLAMPED_GLU_TRAFFIC = (13.0, 32.0)
+"""(forward, backward) HBM traffic per routed copy, in f_e elements, that an eager clamped GLU moves beyond the
+plain eager SwiGLU (elementwise.EAGER_GATED_ACT_TRAFFIC: 5 forward, 10 backward), as torchtitan's gpt-oss experts
+run it (torchtitan/models/gpt_oss/model/moe.py @ 09e93ca, swiglu): the gate and linear halves are strided views of
+fc1's output, so each clamp reads 2f_e and writes f_e (3 each), then alpha·x, sigmoid, x·sigmoid, linear + 1 and
+the product (2, 2, 3, 2, 3): 18 against 5. Backward, op by op: the product's two gradients (6), x·sigmoid's (6),
+sigmoid's (3), alpha's (2), the sum of the gate's two gradients (3), the two clamps' (read g, the strided input
+and write: 4 each) and the two slices' (a zeroed 2f_e gradient each, the strided write into it and their sum: 14):
+42 against 10."""
+EAGER_EXPERT_BIAS_TRAFFIC = ((8.0, 2.0), (4.0, 1.0))
+"""((forward, backward) of fc1's bias in f_e elements, (forward, backward) of fc2's in h) per routed copy, as
+torchtitan's gpt-oss experts add them after the grouped GEMMs (_run_experts_grouped_mm): the bias repeated over each
+expert's tokens is materialised (repeat_interleave: writes 2f_e, h) and added (reads twice that, writes it once):
+8 f_e and 4 h; backward, the repeat's gradient sums each expert's rows (reads 2f_e, h)."""
 CLAMPED_GLU_HOST_OPS = (5.0, 4.0)
 """Host ops of that clamp per MoE layer, (forward, backward): chunk, two clamps, cat and the GLU's offset made a
 device tensor; the two clamps' gradients, the chunk's and the cat's."""
@@ -244,20 +258,38 @@ def megatron_expert_path(arch: Architecture, job: Job) -> bool:
     return arch.moe.expert_bias or arch.moe.expert_act_clamp > 0.0
 
 
+def eager_expert_path(arch: Architecture, job: Job) -> bool:
+    """Whether clamped or biased experts (gpt-oss) run op by op in plain PyTorch: the eager stack (torchtitan's
+    modules, 'eager' kernels) without torch.compile, whose Inductor fuses the activation and the bias adds."""
+    if arch.moe is None or job.kernels != "eager" or job.compile:
+        return False
+    return arch.moe.expert_bias or arch.moe.expert_act_clamp > 0.0
+
+
 def expert_path_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, float]:
-    """(forward, backward) HBM bytes per token of one MoE layer's clamp and fc2 bias loop on the busiest rank
-    before tp (megatron_expert_path; 0 elsewhere): load·k routed copies, each moving CLAMPED_GLU_TRAFFIC f_e
-    elements (clamped gated experts) and EXPERT_BIAS_LOOP_TRAFFIC h elements (biased experts), in the compute
-    dtype. Left out: the host-to-device copy of the GLU's linear offset (torch.tensor on the device each
-    forward), a stream synchronisation that the dispatcher's own per-layer sync mostly covers."""
-    if arch.moe is None or not megatron_expert_path(arch, job):
+    """(forward, backward) HBM bytes per token of one MoE layer's expert clamp and biases beyond a plain GLU, on the
+    busiest rank before tp, in the compute dtype, for load·k routed copies (0 for other experts):
+    - Megatron-Core's path (megatron_expert_path): CLAMPED_GLU_TRAFFIC f_e elements (clamped gated experts) and
+      EXPERT_BIAS_LOOP_TRAFFIC h elements (biased experts). Left out: the host-to-device copy of the GLU's linear
+      offset (torch.tensor on the device each forward), a stream synchronisation that the dispatcher's own per-layer
+      sync mostly covers;
+    - the eager path (eager_expert_path): EAGER_CLAMPED_GLU_TRAFFIC f_e and EAGER_EXPERT_BIAS_TRAFFIC (fc1's in f_e,
+      fc2's in h). Left out: the host syncs of its int(offsets[-1]) and tensor-count repeat_interleave, and the
+      extra tensors the chain saves for backward (none under full recompute, as the suite's eager runs use)."""
+    if arch.moe is None:
         return 0.0, 0.0
     copies = load_factor(job) * arch.moe.top_k * float(job.compute_dtype_bytes)
     f_e = float(arch.moe.expert_ffn) if _clamped(arch) else 0.0
     h = float(arch.hidden) if arch.moe.expert_bias else 0.0
-    forward = copies * (CLAMPED_GLU_TRAFFIC[0] * f_e + EXPERT_BIAS_LOOP_TRAFFIC[0] * h)
-    backward = copies * (CLAMPED_GLU_TRAFFIC[1] * f_e + EXPERT_BIAS_LOOP_TRAFFIC[1] * h)
-    return forward, backward
+    if megatron_expert_path(arch, job):
+        return (copies * (CLAMPED_GLU_TRAFFIC[0] * f_e + EXPERT_BIAS_LOOP_TRAFFIC[0] * h),
+                copies * (CLAMPED_GLU_TRAFFIC[1] * f_e + EXPERT_BIAS_LOOP_TRAFFIC[1] * h))
+    if eager_expert_path(arch, job):
+        fc1_bias = float(arch.moe.expert_ffn) if arch.moe.expert_bias else 0.0
+        (fc1_f, fc1_b), (fc2_f, fc2_b) = EAGER_EXPERT_BIAS_TRAFFIC
+        return (copies * (EAGER_CLAMPED_GLU_TRAFFIC[0] * f_e + fc1_f * fc1_bias + fc2_f * h),
+                copies * (EAGER_CLAMPED_GLU_TRAFFIC[1] * f_e + fc1_b * fc1_bias + fc2_b * h))
+    return 0.0, 0.0
 
 
 def _clamped(arch: Architecture) -> bool:
