@@ -16,7 +16,7 @@ from rigplan import i18n
 from rigplan.bounds import BOUND_ERROR_TYPE
 from rigplan.cli.language import error_line
 from rigplan.domain.frameworks import FRAMEWORK_NAMES
-from rigplan.domain.job import FP8_RECIPES, KERNEL_STACKS, OPTIMIZERS
+from rigplan.domain.job import FP8_RECIPES, KERNEL_STACKS, LOSS_IMPLS, OPTIMIZERS
 from rigplan.errors import RigplanError
 from rigplan.flow.fields import validated
 from rigplan.flow.framework import PRESET_FIELDS
@@ -34,7 +34,7 @@ KERNELS_OPTION = click.option(
 OPTIMIZER_HELP = ("muon: one momentum per hidden-layer matrix, orthogonalised by five Newton-Schulz iterations each "
                   "step (Moonlight, Kimi K2); embeddings, head and norms on AdamW.")
 LOSS_OPTION = click.option(
-    "--loss", type=click.Choice(["unfused", "fused", "chunked", "bf16", "head-chunked", "compiled"]), default="unfused",
+    "--loss", type=click.Choice(list(LOSS_IMPLS)), default="unfused",
     show_default=True,
     help="Cross-entropy implementation (logit buffers): unfused = on an fp32 copy of the logits "
          "(transformers, torchtitan); fused = Megatron's vocab-parallel kernel (one fp32 copy); "

@@ -20,6 +20,8 @@ RecomputeMethod = Literal["uniform", "block", "every"]
 AttentionImpl = Literal["flash", "eager"]
 Offload = Literal["none", "optimizer", "all"]
 LossImpl = Literal["unfused", "fused", "chunked", "bf16", "head-chunked", "compiled"]
+LOSS_IMPLS: tuple[str, ...] = get_args(LossImpl)
+"""The cross-entropy implementations in the order --loss lists them."""
 KernelStack = Literal["fused", "eager", "hf", "litgpt", "torchtune"]
 KERNEL_STACKS: tuple[str, ...] = get_args(KernelStack)
 """The kernel stacks in the order --kernels lists them."""

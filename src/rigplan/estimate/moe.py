@@ -255,7 +255,7 @@ def megatron_expert_path(arch: Architecture, job: Job) -> bool:
     if (arch.moe is None or job.kernels != "fused" or job.moe_fused_grouped_mlp
             or job.moe_expert_module != "megatron" or job.cuda_graphs == "full"):
         return False
-    return arch.moe.expert_bias or arch.moe.expert_act_clamp > 0.0
+    return _biased_or_clamped(arch)
 
 
 def eager_expert_path(arch: Architecture, job: Job) -> bool:
@@ -263,7 +263,11 @@ def eager_expert_path(arch: Architecture, job: Job) -> bool:
     modules, 'eager' kernels) without torch.compile, whose Inductor fuses the activation and the bias adds."""
     if arch.moe is None or job.kernels != "eager" or job.compile:
         return False
-    return arch.moe.expert_bias or arch.moe.expert_act_clamp > 0.0
+    return _biased_or_clamped(arch)
+
+
+def _biased_or_clamped(arch: Architecture) -> bool:
+    return arch.moe is not None and (arch.moe.expert_bias or arch.moe.expert_act_clamp > 0.0)
 
 
 def expert_path_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, float]:

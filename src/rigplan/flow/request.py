@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from rigplan.bounds import Bounded
 from rigplan.domain.frameworks import FrameworkName
-from rigplan.domain.job import CudaGraphs, CudaGraphScope, Fp8Recipe, KernelStack, Optimizer
+from rigplan.domain.job import CudaGraphs, CudaGraphScope, Fp8Recipe, KernelStack, LossImpl, Optimizer
 from rigplan.flow import fields as rules
 from rigplan.flow.framework import FrameworkApplied, apply_preset
 
@@ -181,7 +181,7 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, 
     optimizer_in_backward: bool = False
     activation_offload: bool = False
     optimizer_foreach: bool = False
-    loss: Literal["unfused", "fused", "chunked", "bf16", "head-chunked", "compiled"] = "unfused"
+    loss: LossImpl = "unfused"
     dropout: bool = False
     kernels: KernelStack = "fused"
     checkpoint_load: Literal["sharded", "full"] = "sharded"
@@ -324,7 +324,7 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     """0 (the default, never accepted when given): about 4M tokens per step (see flow.estimate)."""
     precision: Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8", "bf16", "fp16"] | None = None
     optimizer: Optimizer = "adamw"
-    loss: Literal["unfused", "fused", "chunked", "bf16", "head-chunked", "compiled"] = "unfused"
+    loss: LossImpl = "unfused"
     kernels: KernelStack = "fused"
     compile: bool = False
     autocast: bool = False
