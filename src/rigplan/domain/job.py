@@ -226,12 +226,14 @@ class Job:
     """Which schedule overlaps the all-to-all (with a2a_overlap): Megatron-Core's 1F1B EP overlap (the
     forward of one micro-batch beside the backward of another; hides part of it) or DeepSeek's DualPipe
     (hides all of it behind computation)."""
-    moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] | None = None
+    moe_dispatcher: Literal["alltoall", "deepep", "hybridep", "einsum"] | None = None
     """How routed tokens cross the expert-parallel group: 'alltoall' (NCCL all-to-all of every copy,
     Megatron-Core's alltoall dispatcher), 'deepep' or 'hybridep' (DeepEP's normal kernels or NVIDIA's HybridEP,
     Megatron-Core's flex dispatcher with that backend: one crossing per destination node, forwarded over NVLink
-    inside it; timed alike, DeepEP's buffers counted, estimate.ep_buffers). None = deepep with a2a_overlap, else
-    alltoall."""
+    inside it; timed alike, DeepEP's buffers counted, estimate.ep_buffers), or 'einsum' (GShard's one-hot dispatch
+    and combine einsums over capacity slots, MaxText's dense_matmul with a capacity factor, then an all-to-all of
+    the padded slots: needs capacity_factor and pads every expert to it; estimate.moe.dispatch_einsum_flop).
+    None = deepep with a2a_overlap, else alltoall."""
     moe_pad_to_capacity: bool = False
     """With a capacity factor, every expert's input is padded to its capacity (Megatron
     --moe-pad-expert-input-to-capacity; Megatron-Bridge's token-drop recipes): static shapes, so no
@@ -358,6 +360,9 @@ class Job:
         if self.moe_pad_to_capacity and not self.capacity_factor:
             raise InvalidSpec("--moe-pad-to-capacity needs --capacity-factor (the capacity each expert is padded to)")
         dispatcher = self.moe_dispatcher or ("deepep" if self.a2a_overlap else "alltoall")
+        if dispatcher == "einsum" and not self.capacity_factor:
+            raise InvalidSpec("--moe-dispatcher einsum dispatches into capacity slots (GShard, MaxText's dense_matmul) "
+                              "and needs --capacity-factor, e.g. 1.25; for dropless routing use alltoall")
         if self.moe_pad_to_capacity and dispatcher == "deepep":
             raise InvalidSpec("the DeepEP dispatcher does not pad experts to capacity (Megatron-Core's flex dispatcher "
                               "refuses moe_pad_expert_input_to_capacity with DeepEP); use --moe-dispatcher alltoall "
@@ -381,6 +386,12 @@ class Job:
         """MoE routing forced to balance (moe_imbalance 1: --balanced-routing), as benchmarks run it: Megatron-Core's
         moe_router_force_load_balancing, torchtitan's debug.moe_force_load_balance (round-robin experts)."""
         return self.moe_imbalance == 1.0
+
+    @property
+    def experts_padded(self) -> bool:
+        """Every expert computes its whole capacity (static shapes): --moe-pad-to-capacity, or the einsum
+        dispatcher, whose one-hot dispatch fills capacity slots whether tokens reach them or not."""
+        return bool(self.capacity_factor) and (self.moe_pad_to_capacity or self.moe_dispatcher == "einsum")
 
     @property
     def compute_dtype_bytes(self) -> int:

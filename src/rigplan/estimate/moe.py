@@ -51,6 +51,7 @@ follows the load, and uneven expert counts per rank.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -87,7 +88,7 @@ def load_factor(job: Job) -> float:
     DEFAULT_IMBALANCE, capped by the capacity factor when tokens over capacity are dropped; exactly the
     capacity factor when inputs are padded to capacity (every expert then computes and receives
     capacity tokens, Megatron-Core's drop-and-pad path)."""
-    if job.moe_pad_to_capacity and job.capacity_factor:
+    if job.experts_padded:
         return float(job.capacity_factor)
     load = job.moe_imbalance or DEFAULT_IMBALANCE
     if job.capacity_factor:
@@ -101,7 +102,7 @@ def single_rank_job(job: Job) -> Job:
     every token, the mean load, whatever the routing imbalance between experts; tokens over an expert's capacity
     are still dropped, and padding to capacity still pads. load_factor of it: 1, min(1, capacity factor), or the
     capacity factor when padded."""
-    if job.moe_pad_to_capacity and job.capacity_factor:
+    if job.experts_padded:
         return job
     return replace(job, moe_imbalance=1.0)
 
@@ -145,7 +146,7 @@ def host_syncs(job: Job) -> bool:
     routing need the tokens per expert on the host (all-to-all splits, grouped-GEMM sizes), so
     Megatron-Core's dispatchers copy them device-to-host and synchronise; padded capacity has static
     shapes (token_dispatcher.py: drop_and_pad sets no cuda_sync_point)."""
-    return not (job.moe_pad_to_capacity and job.capacity_factor)
+    return not job.experts_padded
 
 
 def tokens_per_local_expert(arch: Architecture, tokens: Num, tp: Num, ep: Num, etp: Num) -> Num:
@@ -303,6 +304,38 @@ def _clamped(arch: Architecture) -> bool:
 def router_bytes_per_token(arch: Architecture) -> float:
     """HBM traffic of the router's score function, top-k and auxiliary loss per token, forward."""
     return 0.0 if arch.moe is None else ROUTER_BYTES_PER_EXPERT * arch.moe.num_experts
+
+
+DISPATCH_EINSUMS = (2.0, 3.0)
+"""Einsums of the einsum dispatcher (GShard's one-hot dispatch, arXiv 2006.16668 Sec. 3) per MoE layer, (forward,
+backward), counted from MaxText's RoutedMoE.dense_matmul with a capacity factor in training (src/MaxText/layers/moe.py,
+2025): forward the dispatch 'BSM,BSEC -> EBCM' and the combine 'EBCM,BSEC -> BSM'; backward the dispatch's input
+gradient (its mask is boolean and takes none) and the combine's two, for the expert outputs and for the routing
+weights its mask carries. A recomputed layer runs the forward pair again."""
+
+
+def capacity_slots(arch: Architecture, job: Job) -> float:
+    """E·C, the capacity slots of one sequence: C = max(ceil(s·k/E)·cf, cf) truncated to an integer, as MaxText's
+    generate_masks sizes expert_capacity_per_batch (0 for a dense model or without a capacity factor)."""
+    if arch.moe is None or not job.capacity_factor:
+        return 0.0
+    mo = arch.moe
+    per_expert = int(max(math.ceil(job.seq_len * mo.top_k / mo.num_experts) * job.capacity_factor,
+                         job.capacity_factor))
+    return float(mo.num_experts * per_expert)
+
+
+def dispatch_einsum_flop_per_token(arch: Architecture, job: Job) -> float:
+    """FLOPs per token of one dispatch or combine einsum (DISPATCH_EINSUMS) under the einsum dispatcher, 0 under any
+    other: a token's row of the [s, E, C] one-hot mask meets its hidden vector at every slot, 2·E·C·h, so the cost per
+    token grows with the sequence (E·C ≈ s·k·cf). XLA runs these as dense batched GEMMs and skips none of the mask's
+    zeros. DeepSeek-V3 at 4,096 tokens and capacity factor 1: 0.94 GFLOP a token for the forward pair of each MoE
+    layer, beside 0.70 for its routed experts. These FLOPs are work the model's count leaves out (MFU excludes them).
+    Left out: the masks' own memory ([s, E, C] per sequence, bf16 and boolean) and the top-k, cumsum and one-hot
+    passes that build them."""
+    if arch.moe is None or dispatcher(job) != "einsum":
+        return 0.0
+    return 2.0 * capacity_slots(arch, job) * arch.hidden
 
 
 def permute_bytes_per_token(arch: Architecture, job: Job, ep: Num) -> Num:

@@ -160,6 +160,9 @@ class _Rates:
     expert_path_per_token: tuple[Num, Num]
     """An MoE layer's clamp and fc2 bias loop bytes per token, (forward, backward), over tp
     (moe.expert_path_bytes_per_token)."""
+    dispatch_einsum_per_token: Num
+    """FLOPs per token of one one-hot dispatch or combine einsum, over tp (moe.dispatch_einsum_flop_per_token)."""
+    dispatch_einsum_eff: Num
     mla_up_proj_per_token: Num
     layernorm_per_token: Num
     dense_mlp_per_token: Num
@@ -236,6 +239,9 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         elementwise_per_token=replicated / norm_tp + split / tp, moe_act_per_token=moe_act,
         permute_per_token=moe.permute_bytes_per_token(arch, job, ep) / tp,
         expert_path_per_token=(expert_path[0] / tp, expert_path[1] / tp),
+        dispatch_einsum_per_token=moe.dispatch_einsum_flop_per_token(arch, job) / tp,
+        dispatch_einsum_eff=_gemm_efficiency(
+            eff, np.minimum(min(arch.hidden, job.seq_len) / tp, max(moe.capacity_slots(arch, job), 1.0)), gemm_clock),
         mla_up_proj_per_token=mla, layernorm_per_token=layernorm, dense_mlp_per_token=dense_mlp,
         casts_per_token=casts, kernels=kernels_per_layer(arch, job),
         kbit=peft_kbit.kbit_traffic(arch, job) if peft_kbit.applies(arch, job, moe_layer=False) else None)
@@ -280,6 +286,13 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
     forward_s = time_of(flops.forward, "forward")
     backward_s = time_of(flops.backward, "backward", backward_rate)
     recompute_s = time_of(flops.recompute, "recompute")
+    # the einsum dispatcher's one-hot dispatch and combine GEMMs (moe.DISPATCH_EINSUMS), bf16 whatever the recipe
+    einsum_s = r.dispatch_einsum_per_token * r.tokens * moe_layers / (bf16_peak * r.dispatch_einsum_eff)
+    einsums_forward, einsums_backward = moe.DISPATCH_EINSUMS
+    einsums_redone = recomputed_share + (1.0 if recompute_modules.moe_layer_recomputed(arch, job) else 0.0)
+    forward_s = forward_s + einsums_forward * einsum_s
+    backward_s = backward_s + einsums_backward * einsum_s
+    recompute_s = recompute_s + einsums_forward * einsums_redone * einsum_s
     gemm_s = (gemm_of(flops.forward, "forward") + gemm_of(flops.backward, "backward", backward_rate)
               + gemm_of(flops.recompute, "recompute")) if need_gemm else 0.0
     column_backward_s: Num = 0.0

@@ -95,6 +95,10 @@ def require(framework: str, setup: TrainingSetup, *, tp: bool = True, pp: bool =
     for allowed, used, feature in checks:
         if used and not allowed:
             raise unsupported(framework, feature)
+    if setup.arch.moe is not None and job.moe_dispatcher == "einsum":
+        raise unsupported(framework, "the einsum dispatcher (GShard's one-hot dispatch and combine, MaxText's "
+                                     "dense_matmul in JAX)", "for capacity-padded experts in PyTorch give "
+                                                             "--moe-dispatcher alltoall --moe-pad-to-capacity")
 
 
 def flag_line(args: dict[str, Any]) -> str:

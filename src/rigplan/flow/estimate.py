@@ -23,7 +23,15 @@ from rigplan.estimate.efficiency import (
 )
 from rigplan.estimate.elementwise import rope_unfused_for_factor
 from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
-from rigplan.estimate.moe import FLEX_DISPATCHERS, dispatcher, host_syncs, load_factor, megatron_expert_path
+from rigplan.estimate.moe import (
+    DISPATCH_EINSUMS,
+    FLEX_DISPATCHERS,
+    dispatch_einsum_flop_per_token,
+    dispatcher,
+    host_syncs,
+    load_factor,
+    megatron_expert_path,
+)
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
 from rigplan.estimate.stage_time import attention_head_dims
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
@@ -229,7 +237,12 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
            f"busiest expert rank at {load:g}x the mean load" + ("" if job.moe_imbalance else
                                                                  " (dropless default; --balanced-routing, "
                                                                  "--moe-imbalance)"))
-    if job.capacity_factor and job.moe_pad_to_capacity:
+    if dispatcher(job) == "einsum":
+        pair = DISPATCH_EINSUMS[0] * dispatch_einsum_flop_per_token(arch, job) / 1e9
+        how = (f"expert inputs padded to capacity factor {job.capacity_factor:g}, dispatched and combined by one-hot "
+               f"einsums (GShard, MaxText's dense_matmul): {pair:.2f} GFLOP a token in each MoE layer's forward, "
+               "beside the experts")
+    elif job.experts_padded:
         how = f"expert inputs padded to capacity factor {job.capacity_factor:g}"
     elif layout.ep == 1:
         how = "one expert rank holds every expert (ep=1), so it carries the mean load whatever the routing"
