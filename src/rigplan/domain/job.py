@@ -232,7 +232,7 @@ class Job:
     Megatron-Core's flex dispatcher with that backend: one crossing per destination node, forwarded over NVLink
     inside it; timed alike, DeepEP's buffers counted, estimate.ep_buffers), or 'einsum' (GShard's one-hot dispatch
     and combine einsums over capacity slots, MaxText's dense_matmul with a capacity factor, then an all-to-all of
-    the padded slots: needs capacity_factor and pads every expert to it; estimate.moe.dispatch_einsum_flop).
+    the padded slots: needs capacity_factor and pads every expert to it; estimate.moe.dispatch_einsum_flop_per_token).
     None = deepep with a2a_overlap, else alltoall."""
     moe_pad_to_capacity: bool = False
     """With a capacity factor, every expert's input is padded to its capacity (Megatron
