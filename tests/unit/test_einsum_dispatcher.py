@@ -1,6 +1,7 @@
 """--moe-dispatcher einsum: GShard's one-hot dispatch and combine einsums into capacity slots (MaxText's dense_matmul
 with a capacity factor): every expert padded to capacity, five einsums of 2·E·C·h FLOPs a token per MoE layer
-(forward two, backward three, two more where the layer is recomputed), outside the model's FLOP count."""
+(forward two, backward three, two more where the layer is recomputed), outside the model's FLOP count; its masks are
+saved for backward."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from click.testing import CliRunner
 from rigplan.cli.main import cli
 from rigplan.errors import InvalidSpec
 from rigplan.estimate import moe
+from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.export import export
 from rigplan.export.common import Unsupported
 from rigplan.flow import estimate as speed
-from rigplan.flow.request import EstimateRequest
+from rigplan.flow.request import EstimateRequest, MemoryRequest
 from rigplan.flow.resolve import build_setup
 
 BASE = {"model": "deepseek-v3", "gpu": "b200", "gpus": 64, "ep": 8, "zero": 3, "global_batch": 64, "seq": 4096,
@@ -81,3 +83,15 @@ def test_the_cli_takes_it() -> None:
                                       "--zero", "3", "--capacity-factor", "1.25", "--moe-dispatcher", "einsum",
                                       "--json"])
     assert result.exit_code == 0, result.output
+
+
+def test_the_masks_are_saved_for_backward() -> None:
+    request = {**{k: v for k, v in BASE.items() if k != "global_batch"}, "micro_batch": 2, "recompute": "none"}
+    einsum = build_setup(MemoryRequest(**request, moe_dispatcher="einsum"))
+    padded = build_setup(MemoryRequest(**request, moe_dispatcher="alltoall", moe_pad_to_capacity=True))
+    assert moe.dispatch_mask_bytes_per_token(einsum.arch, einsum.job) == 3.0 * 256 * 128  # bool + bf16 per slot
+    assert moe.dispatch_mask_bytes_per_token(padded.arch, padded.job) == 0.0
+    layer = {name: layer_activation_bytes(s.arch, s.job, s.layout, moe_layer=True).saved_bytes
+             for name, s in (("einsum", einsum), ("padded", padded))}
+    tokens = 2 * BASE["seq"]
+    assert layer["einsum"] - layer["padded"] == pytest.approx(3.0 * 256 * 128 * tokens)

@@ -261,7 +261,7 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         norm_out = 0 if recompute_modules.layernorm_recomputed(job) else p * h
         return TokenActivation(replicated_under_tp=r * h + norm_out + mask, split_by_tp=0.0, attention_core=0.0)
     if moe_layer and arch.moe is not None:
-        from rigplan.estimate.moe import act_recomputed, load_factor  # here: a dense model needs no MoE model
+        from rigplan.estimate.moe import act_recomputed, dispatch_mask_bytes_per_token, load_factor  # MoE only
 
         moe = arch.moe
         # The busiest expert rank holds load x the mean of the k routed copies (estimate.moe). With the
@@ -281,10 +281,12 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         router_probs = 4 * moe.num_experts
         # Permutation: an int32 row index and the fp32 routing weight of each of the k copies.
         permutation = moe.top_k * (4 + 4)
+        # the einsum dispatcher's one-hot dispatch and combine masks, saved for their einsums' backward
+        masks = dispatch_mask_bytes_per_token(arch, job)
         # layernorm recompute: the pre-MLP norm of a MoE layer is a module of its own, its output freed
         norm_out = 0 if recompute_modules.layernorm_recomputed(job) else p * h
         return TokenActivation(
-            replicated_under_tp=r * h + norm_out + shared_in + mask + router_probs + permutation
+            replicated_under_tp=r * h + norm_out + shared_in + mask + router_probs + permutation + masks
             + (hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0),
             split_by_tp=p * (routed + shared),
             attention_core=0.0,

@@ -331,11 +331,22 @@ def dispatch_einsum_flop_per_token(arch: Architecture, job: Job) -> float:
     token grows with the sequence (E·C ≈ s·k·cf). XLA runs these as dense batched GEMMs and skips none of the mask's
     zeros. DeepSeek-V3 at 4,096 tokens and capacity factor 1: 0.94 GFLOP a token for the forward pair of each MoE
     layer, beside 0.70 for its routed experts. These FLOPs are work the model's count leaves out (MFU excludes them).
-    Left out: the masks' own memory ([s, E, C] per sequence, bf16 and boolean) and the top-k, cumsum and one-hot
-    passes that build them."""
+    Left out: the top-k, cumsum and one-hot passes that build the masks (their memory:
+    dispatch_mask_bytes_per_token)."""
     if arch.moe is None or dispatcher(job) != "einsum":
         return 0.0
     return 2.0 * capacity_slots(arch, job) * arch.hidden
+
+
+def dispatch_mask_bytes_per_token(arch: Architecture, job: Job) -> float:
+    """Activation bytes per token of the einsum dispatcher's masks, 0 under any other: each token's row of the
+    boolean dispatch mask (1 byte a slot) and of the combine mask in the compute dtype (the routing weights), E·C
+    slots each, which the dispatch and combine einsums keep for their backward (MaxText dense_matmul's
+    dispatch_mask and combine_mask, [s, E, C] per sequence). DeepSeek-V3 at 4,096 tokens and capacity factor 1:
+    96 KiB a token and MoE layer."""
+    if arch.moe is None or dispatcher(job) != "einsum":
+        return 0.0
+    return (1.0 + job.compute_dtype_bytes) * capacity_slots(arch, job)
 
 
 def permute_bytes_per_token(arch: Architecture, job: Job, ep: Num) -> Num:
