@@ -71,11 +71,28 @@ def test_needs_a_capacity_factor() -> None:
 
 
 @pytest.mark.parametrize("framework", ["megatron", "torchtitan"])
-def test_pytorch_exports_refuse_it(framework: str) -> None:
+def test_exports_without_it_refuse_it(framework: str) -> None:
     setup = build_setup(EstimateRequest(**{**BASE, "model": "qwen3-30b-a3b", "gpus": 8, "zero": 1},
                                         moe_dispatcher="einsum"))
     with pytest.raises(Unsupported, match="einsum dispatcher"):
         export(setup, framework)
+
+
+def test_deepspeed_moe_is_the_einsum_dispatcher() -> None:
+    request = {**BASE, "model": "qwen3-30b-a3b", "gpus": 8, "zero": 1, "capacity_factor": 1.25}
+    einsum = export(build_setup(EstimateRequest(**request, moe_dispatcher="einsum")), "deepspeed")
+    note = next(n for n in einsum.notes if "deepspeed.moe.layer.MoE" in n)
+    assert "num_experts=128, ep_size=8, k=8, capacity_factor=1.25" in note and "does not count" not in note
+    alltoall = export(build_setup(EstimateRequest(**request, moe_dispatcher="alltoall")), "deepspeed")
+    assert any("--moe-dispatcher einsum" in n for n in alltoall.notes)
+
+
+def test_capacity_follows_the_tokens_the_gate_sees() -> None:
+    arch, job = _job(model="mixtral-8x7b", seq=32768, capacity_factor=1.1, ep=1)
+    shard = moe.gate_shard(8, 1, True)  # tp 8 with sequence parallelism: the MoE block takes s / 8 tokens
+    assert shard == 8 and moe.gate_shard(8, 2, False) == 2
+    assert moe.capacity_slots(arch, job, shard) == 8 * 1126  # int(ceil(4096 * 2 / 8) * 1.1)
+    assert moe.dispatch_einsum_flop_per_token(arch, job, shard) == pytest.approx(2.0 * 8 * 1126 * 4096)
 
 
 def test_the_cli_takes_it() -> None:

@@ -233,8 +233,8 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
                           "deepep or hybridep: DeepEP or HybridEP (Megatron-Core's flex dispatcher backends), one "
                           "copy of a token per destination rank and one crossing per destination node, forwarded "
                           "over NVLink; einsum: GShard's one-hot dispatch and combine einsums into capacity slots "
-                          "(MaxText's dense_matmul, JAX), needs --capacity-factor and pads every expert to it. "
-                          "Default: deepep with --a2a-overlap, else alltoall."),
+                          "(MaxText's dense_matmul, DeepSpeed-MoE), needs --capacity-factor and pads every expert "
+                          "to it. Default: deepep with --a2a-overlap, else alltoall."),
         click.option("--moe-fused-grouped-mlp", is_flag=True,
                      help="MoE, MXFP8 on Blackwell: the routed experts run Transformer Engine's fused grouped MLP "
                           "(NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, Megatron-Bridge cutedsl_fused_grouped_mlp): SwiGLU "

@@ -261,7 +261,7 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         norm_out = 0 if recompute_modules.layernorm_recomputed(job) else p * h
         return TokenActivation(replicated_under_tp=r * h + norm_out + mask, split_by_tp=0.0, attention_core=0.0)
     if moe_layer and arch.moe is not None:
-        from rigplan.estimate.moe import act_recomputed, dispatch_mask_bytes_per_token, load_factor  # MoE only
+        from rigplan.estimate.moe import act_recomputed, load_factor  # here: a dense model needs no MoE model
 
         moe = arch.moe
         # The busiest expert rank holds load x the mean of the k routed copies (estimate.moe). With the
@@ -281,12 +281,10 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         router_probs = 4 * moe.num_experts
         # Permutation: an int32 row index and the fp32 routing weight of each of the k copies.
         permutation = moe.top_k * (4 + 4)
-        # the einsum dispatcher's one-hot dispatch and combine masks, saved for their einsums' backward
-        masks = dispatch_mask_bytes_per_token(arch, job)
         # layernorm recompute: the pre-MLP norm of a MoE layer is a module of its own, its output freed
         norm_out = 0 if recompute_modules.layernorm_recomputed(job) else p * h
         return TokenActivation(
-            replicated_under_tp=r * h + norm_out + shared_in + mask + router_probs + permutation + masks
+            replicated_under_tp=r * h + norm_out + shared_in + mask + router_probs + permutation
             + (hf_norm_extra_bytes(arch) if job.kernels == "hf" else 0.0),
             split_by_tp=p * (routed + shared),
             attention_core=0.0,
@@ -439,6 +437,11 @@ def _layer_activation_bytes(
         own = (litgpt_token_bytes(arch, job) + legacy) * tokens
         return LayerActivations(saved_bytes=own, full_bytes=own)
     full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy + kv_replica_token_bytes(arch, job, tp)
+    if moe_layer and arch.moe is not None:  # the einsum dispatcher's masks, kept for its einsums' backward
+        from rigplan.estimate.moe import dispatch_mask_bytes_per_token, gate_shard
+
+        masks = dispatch_mask_bytes_per_token(arch, job, gate_shard(tp, layout.cp, bool(sp)))
+        full_per_token = full_per_token + (masks / tp if sp else masks)
     if job.kernels == "hf" and job.is_peft and not moe_layer and arch.mla is None:
         full_per_token = full_per_token + peft_lora_token_bytes(arch, job).per_gpu(tp, sp)
     if job.kernels == "fused" and job.method == "lora" and not moe_layer and arch.mla is None:

@@ -51,7 +51,6 @@ follows the load, and uneven expert counts per rank.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -314,39 +313,49 @@ gradient (its mask is boolean and takes none) and the combine's two, for the exp
 weights its mask carries. A recomputed layer runs the forward pair again."""
 
 
-def capacity_slots(arch: Architecture, job: Job) -> float:
-    """E·C, the capacity slots of one sequence: C = max(ceil(s·k/E)·cf, cf) truncated to an integer, as MaxText's
-    generate_masks sizes expert_capacity_per_batch (0 for a dense model or without a capacity factor)."""
+def capacity_slots(arch: Architecture, job: Job, shard: Num = 1.0) -> Num:
+    """E·C, the capacity slots of one gate call on a rank, whose S tokens are one sequence's on that rank (seq_len /
+    shard; gate_shard): C = max(ceil(S·k/E)·cf, cf) truncated to an integer, as MaxText's generate_masks sizes
+    expert_capacity_per_batch per sequence and DeepSpeed-style top-2 gates (ceil(S/E·2·cf)) size theirs over the
+    tokens they see (0 for a dense model or without a capacity factor). A gate over a micro-batch of b > 1
+    sequences (DeepSpeed) has b times the slots: left out."""
     if arch.moe is None or not job.capacity_factor:
-        return 0.0
+        return 0.0 * xp.asfloat(shard)
     mo = arch.moe
-    per_expert = int(max(math.ceil(job.seq_len * mo.top_k / mo.num_experts) * job.capacity_factor,
-                         job.capacity_factor))
-    return float(mo.num_experts * per_expert)
+    tokens = job.seq_len / xp.asfloat(shard)
+    per_expert = xp.floor(xp.maximum(xp.ceil(tokens * mo.top_k / mo.num_experts) * job.capacity_factor,
+                                     job.capacity_factor))
+    return mo.num_experts * per_expert
 
 
-def dispatch_einsum_flop_per_token(arch: Architecture, job: Job) -> float:
+def gate_shard(tp: Num, cp: Num, sequence_parallel: bool) -> Num:
+    """How many ways one sequence's tokens are split before the router sees them: context parallelism, and tensor
+    parallelism under sequence parallelism (the MoE block takes the sequence-parallel shard)."""
+    return xp.asfloat(cp) * (xp.asfloat(tp) if sequence_parallel else 1.0)
+
+
+def dispatch_einsum_flop_per_token(arch: Architecture, job: Job, shard: Num = 1.0) -> Num:
     """FLOPs per token of one dispatch or combine einsum (DISPATCH_EINSUMS) under the einsum dispatcher, 0 under any
-    other: a token's row of the [s, E, C] one-hot mask meets its hidden vector at every slot, 2·E·C·h, so the cost per
-    token grows with the sequence (E·C ≈ s·k·cf). XLA runs these as dense batched GEMMs and skips none of the mask's
-    zeros. DeepSeek-V3 at 4,096 tokens and capacity factor 1: 0.94 GFLOP a token for the forward pair of each MoE
-    layer, beside 0.70 for its routed experts. These FLOPs are work the model's count leaves out (MFU excludes them).
-    Left out: the top-k, cumsum and one-hot passes that build the masks (their memory:
-    dispatch_mask_bytes_per_token)."""
+    other: a token's row of the [S, E, C] one-hot mask meets its whole hidden vector at every slot, 2·E·C·h, so the
+    cost per token grows with the tokens a gate sees (E·C ≈ S·k·cf, capacity_slots). XLA and torch run these as
+    dense (batched) GEMMs and skip none of the mask's zeros. DeepSeek-V3 at 4,096 tokens and capacity factor 1:
+    0.94 GFLOP a token for the forward pair of each MoE layer, beside 0.70 for its routed experts. These FLOPs are
+    work the model's count leaves out (MFU excludes them). Left out: the top-k, cumsum and one-hot passes that build
+    the masks (their memory: dispatch_mask_bytes_per_token)."""
     if arch.moe is None or dispatcher(job) != "einsum":
-        return 0.0
-    return 2.0 * capacity_slots(arch, job) * arch.hidden
+        return 0.0 * xp.asfloat(shard)
+    return 2.0 * capacity_slots(arch, job, shard) * arch.hidden
 
 
-def dispatch_mask_bytes_per_token(arch: Architecture, job: Job) -> float:
+def dispatch_mask_bytes_per_token(arch: Architecture, job: Job, shard: Num = 1.0) -> Num:
     """Activation bytes per token of the einsum dispatcher's masks, 0 under any other: each token's row of the
     boolean dispatch mask (1 byte a slot) and of the combine mask in the compute dtype (the routing weights), E·C
-    slots each, which the dispatch and combine einsums keep for their backward (MaxText dense_matmul's
-    dispatch_mask and combine_mask, [s, E, C] per sequence). DeepSeek-V3 at 4,096 tokens and capacity factor 1:
-    96 KiB a token and MoE layer."""
+    slots each (capacity_slots), which the dispatch and combine einsums keep for their backward (MaxText
+    dense_matmul's dispatch_mask and combine_mask, [S, E, C] per sequence). DeepSeek-V3 at 4,096 tokens and
+    capacity factor 1: 96 KiB a token and MoE layer."""
     if arch.moe is None or dispatcher(job) != "einsum":
-        return 0.0
-    return (1.0 + job.compute_dtype_bytes) * capacity_slots(arch, job)
+        return 0.0 * xp.asfloat(shard)
+    return (1.0 + job.compute_dtype_bytes) * capacity_slots(arch, job, shard)
 
 
 def permute_bytes_per_token(arch: Architecture, job: Job, ep: Num) -> Num:

@@ -224,6 +224,9 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     if any_fp8:
         casts = moe.by_expert_ranks(ep, job, lambda j: fp8_cast_bytes_per_token(arch, j, tp))
     expert_path = moe.by_expert_ranks(ep, job, lambda j: moe.expert_path_bytes_per_token(arch, j))
+    gate_shard = moe.gate_shard(tp, cp, bool(layout.sequence_parallel))
+    einsum_side = np.minimum(np.minimum(arch.hidden, job.seq_len / gate_shard),  # the einsums' thinnest side
+                             np.maximum(moe.capacity_slots(arch, job, gate_shard), 1.0))
     return _Rates(
         tokens=tokens, bf16_peak=bf16_peak, gemm_peak=gemm_peak, fp8=any_fp8,
         proj_eff=_gemm_efficiency(eff, _proj_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
@@ -239,9 +242,8 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         elementwise_per_token=replicated / norm_tp + split / tp, moe_act_per_token=moe_act,
         permute_per_token=moe.permute_bytes_per_token(arch, job, ep) / tp,
         expert_path_per_token=(expert_path[0] / tp, expert_path[1] / tp),
-        dispatch_einsum_per_token=moe.dispatch_einsum_flop_per_token(arch, job) / tp,
-        dispatch_einsum_eff=_gemm_efficiency(
-            eff, np.minimum(min(arch.hidden, job.seq_len) / tp, max(moe.capacity_slots(arch, job), 1.0)), gemm_clock),
+        dispatch_einsum_per_token=moe.dispatch_einsum_flop_per_token(arch, job, gate_shard) / norm_tp,
+        dispatch_einsum_eff=_gemm_efficiency(eff, einsum_side, gemm_clock),
         mla_up_proj_per_token=mla, layernorm_per_token=layernorm, dense_mlp_per_token=dense_mlp,
         casts_per_token=casts, kernels=kernels_per_layer(arch, job),
         kbit=peft_kbit.kbit_traffic(arch, job) if peft_kbit.applies(arch, job, moe_layer=False) else None)

@@ -82,8 +82,9 @@ def torchrun_prefix(setup: TrainingSetup) -> str:
 
 
 def require(framework: str, setup: TrainingSetup, *, tp: bool = True, pp: bool = True, cp: bool = True,
-            ep: bool = True, lora: bool = True, qlora: bool = False) -> None:
-    """Raise Unsupported for the axes and methods a framework lacks (False = not expressible)."""
+            ep: bool = True, lora: bool = True, qlora: bool = False, einsum: bool = False) -> None:
+    """Raise Unsupported for the axes and methods a framework lacks (False = not expressible); `einsum`: whether its
+    MoE layer dispatches by one-hot einsums into capacity slots (--moe-dispatcher einsum)."""
     lay, job = setup.layout, setup.job
     checks = [(tp, lay.tp > 1, f"tensor parallelism (tp={lay.tp})"),
               (pp, lay.pp > 1, f"pipeline parallelism (pp={lay.pp})"),
@@ -95,10 +96,11 @@ def require(framework: str, setup: TrainingSetup, *, tp: bool = True, pp: bool =
     for allowed, used, feature in checks:
         if used and not allowed:
             raise unsupported(framework, feature)
-    if setup.arch.moe is not None and job.moe_dispatcher == "einsum":
-        raise unsupported(framework, "the einsum dispatcher (GShard's one-hot dispatch and combine, MaxText's "
-                                     "dense_matmul in JAX)", "for capacity-padded experts in PyTorch give "
-                                                             "--moe-dispatcher alltoall --moe-pad-to-capacity")
+    if setup.arch.moe is not None and job.moe_dispatcher == "einsum" and not einsum:
+        feature = ("the einsum dispatcher (GShard's one-hot dispatch and combine, MaxText's dense_matmul in JAX, "
+                   "DeepSpeed-MoE)")
+        raise unsupported(framework, feature, "for capacity-padded experts give --moe-dispatcher alltoall "
+                                              "--moe-pad-to-capacity")
 
 
 def flag_line(args: dict[str, Any]) -> str:

@@ -28,7 +28,7 @@ PERSISTENCE_THRESHOLD = 100_000
 
 def deepspeed_config(setup: TrainingSetup) -> dict[str, Any]:
     job, lay = setup.job, setup.layout
-    require(NAME, setup, tp=False, cp=False)
+    require(NAME, setup, tp=False, cp=False, einsum=True)
     if job.precision == "bf16-true" and lay.zero == 0:
         raise unsupported(NAME, "bf16 weights without fp32 master weights (bf16-true) below ZeRO-1",
                           "bf16_master_weights_and_grads needs ZeRO stage 1-3")
@@ -91,8 +91,8 @@ def export_deepspeed(setup: TrainingSetup) -> Exported:
     if lay.pp > 1:
         notes.append(f"pipeline: build the model as deepspeed.pipe.PipelineModule(layers, num_stages={lay.pp}); "
                      f"data-parallel size is then {lay.dp}")
-    if lay.ep > 1:
-        notes.append(f"experts: deepspeed.moe.layer.MoE(..., num_experts=..., ep_size={lay.ep}) in the model")
+    if setup.arch.moe is not None:
+        notes.append(deepspeed_moe_note(setup))
     if job.method == "lora":
         notes.append(f"LoRA adapters come from PEFT in the model code (r={job.lora_rank}, "
                      f"targets {','.join(job.lora_targets)}); DeepSpeed trains the parameters left trainable")
@@ -101,3 +101,18 @@ def export_deepspeed(setup: TrainingSetup) -> Exported:
                      "gradient_checkpointing_enable()) - the JSON section only configures it")
     return Exported(framework="deepspeed", files={"ds_config.json": json.dumps(config, indent=2) + "\n"},
                     command=command, notes=notes, values=config)
+
+
+def deepspeed_moe_note(setup: TrainingSetup) -> str:
+    """Where the experts go: deepspeed.moe.layer.MoE in the model code, whose top-k gate dispatches and combines by
+    one-hot einsums into capacity slots (deepspeed/moe/sharded_moe.py: einsum('sec,sm->ecm') and 'sec,ecm->sm';
+    capacity ceil(S/E·cf), times 2 for top-2): rigplan's --moe-dispatcher einsum."""
+    moe, job = setup.arch.moe, setup.job
+    assert moe is not None
+    layer = (f"experts: deepspeed.moe.layer.MoE(..., num_experts={moe.num_experts}, ep_size={setup.layout.ep}, "
+             f"k={moe.top_k}" + (f", capacity_factor={job.capacity_factor:g}" if job.capacity_factor else "")
+             + ") in the model")
+    if job.moe_dispatcher == "einsum":
+        return layer
+    return (layer + "; its gate dispatches by one-hot einsums into capacity slots, which this estimate does not "
+            "count: estimate it with --moe-dispatcher einsum --capacity-factor to match")

@@ -85,8 +85,8 @@ class MoERoutingSpec(BaseModel):
         None, description="Token dispatcher: 'alltoall' (NCCL all-to-all, every routed copy crosses), 'deepep' or "
                           "'hybridep' (DeepEP or HybridEP, Megatron-Core's flex dispatcher: one copy per destination "
                           "rank, one crossing per destination node), 'einsum' (GShard's one-hot dispatch and combine "
-                          "einsums into capacity slots, MaxText's dense_matmul; needs capacity_factor); default "
-                          "deepep with a2a_overlap, else alltoall")
+                          "einsums into capacity slots, MaxText's dense_matmul, DeepSpeed-MoE; needs capacity_factor); "
+                          "default deepep with a2a_overlap, else alltoall")
     moe_pad_to_capacity: bool = Field(False, description="Pad every expert's input to its capacity (needs "
                                                           "capacity_factor): static shapes, no per-layer host sync")
     moe_fused_grouped_mlp: bool = Field(False, description="Routed experts through Transformer Engine's fused "
