@@ -28,6 +28,7 @@ from rigplan.estimate.moe import (
     FLEX_DISPATCHERS,
     dispatch_einsum_flop_per_token,
     dispatcher,
+    gate_shard,
     host_syncs,
     load_factor,
     megatron_expert_path,
@@ -238,7 +239,8 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
                                                                  " (dropless default; --balanced-routing, "
                                                                  "--moe-imbalance)"))
     if dispatcher(job) == "einsum":
-        pair = DISPATCH_EINSUMS[0] * dispatch_einsum_flop_per_token(arch, job) / 1e9
+        shard = gate_shard(layout.tp, layout.cp, bool(layout.sequence_parallel))
+        pair = DISPATCH_EINSUMS[0] * dispatch_einsum_flop_per_token(arch, job, shard) / 1e9
         how = (f"expert inputs padded to capacity factor {job.capacity_factor:g}, dispatched and combined by one-hot "
                f"einsums (GShard, MaxText's dense_matmul): {pair:.2f} GFLOP a token in each MoE layer's forward, "
                "beside the experts")
