@@ -57,7 +57,8 @@ def need(module: str) -> None:
                                                      "tp_comm_overlap": True, "bf16_moments": True,
                                                      "cuda_graph_scope": ["attn"]}),
                                           ("moe", {"cuda_graphs": "full"}),
-                                          ("moe", {"balanced_routing": True}),
+                                          ("moe", {"balanced_routing": True, "framework": "megatron",
+                                                   "fp8_activation_store": True}),
                                           ("dense", {"cp": 2, "seq": 8192, "cp_comm_type": "a2a"})])
 def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> None:
     need("megatron.core")
@@ -72,6 +73,8 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
     out = export(setup, "megatron")
     args = out.values
     kwargs = core_config_kwargs(args)
+    if args.get("swiglu"):  # Megatron-LM's --swiglu sets the activation (arguments.py: args.activation_func)
+        kwargs["activation_func"] = torch.nn.functional.silu
     dtype = torch.bfloat16 if args.get("bf16") else torch.float32
     config = TransformerConfig(**kwargs, params_dtype=dtype, pipeline_dtype=dtype)
     lay = setup.layout
@@ -104,6 +107,8 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
     job = setup.job
     assert (config.fp8_dot_product_attention, config.fp8_param, config.tp_comm_overlap) == (
         job.fp8_attention, job.fp8_param_gather, job.tp_comm_overlap)
+    assert config.activation_func_fp8_input_store == job.fp8_activation_store
+    assert ("--activation-func-fp8-input-store" in out.command) == job.fp8_activation_store
     if job.cuda_graphs == "full":
         assert (config.cuda_graph_impl, "--cuda-graph-scope full_iteration" in out.command) == ("local", True)
     elif job.cuda_graph_scope:

@@ -246,8 +246,8 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
 
 
 def weight_state_option_list() -> list[Callable[[F], F]]:
-    """How Megatron stores the weights and Adam's moments (fp8 parameter gather, bf16 moments), shared by
-    memory, estimate, plan and compare."""
+    """How Megatron stores the weights, Adam's moments and the SwiGLU input (fp8 parameter gather, bf16 moments,
+    fp8 activation store), shared by memory, estimate, plan and compare."""
     return [
         click.option("--fp8-param-gather/--no-fp8-param-gather", default=False,
                      help="Megatron --fp8-param-gather: the weights are fp8 tensors with no bf16 copy (-2 B/param), "
@@ -255,6 +255,9 @@ def weight_state_option_list() -> list[Callable[[F], F]]:
         click.option("--bf16-moments/--no-bf16-moments", default=False,
                      help="Adam's moments in bf16 (Megatron --use-precision-aware-optimizer --exp-avg-dtype bf16 "
                           "--exp-avg-sq-dtype bf16): 4 B/param of optimizer moments instead of 8."),
+        click.option("--fp8-activation-store/--no-fp8-activation-store", default=False,
+                     help="Megatron --activation-func-fp8-input-store: the fused SwiGLU saves its 2f input in fp8 for "
+                          "backward (1 B, not 2, per element), and casts it there and back."),
     ]
 
 

@@ -184,6 +184,13 @@ class Job:
     O to fp8 (a few bytes per element beside the kernel) and any change to what attention saves for backward."""
     fused_swiglu: bool = False
     """Megatron-Core/TE fused SwiGLU: 3f saved per token instead of 4f."""
+    fp8_activation_store: bool = False
+    """Megatron-Core activation_func_fp8_input_store (--activation-func-fp8-input-store): the fused gated
+    activation (bias_swiglu_impl, and weighted_bias_swiglu_impl in the routed experts) saves its 2f input for
+    backward as input.to(torch.float8_e4m3fn), 1 byte an element in place of the compute dtype, and casts it back
+    there (megatron/core/fusions/fused_bias_swiglu.py: 'Store the input of MLP activation function in FP8 for
+    backprop to save memory'). NVIDIA's MLPerf Llama 2 70B LoRA recipes set it (FP8_ACT=1), as its logs print
+    (estimate.activations, estimate.elementwise)."""
     fp8_experts: bool = False
     """Only the routed experts' grouped GEMMs run in fp8 (fp8_recipe, MXFP8 on Blackwell), their inputs quantized
     per micro-batch around them, while every other linear, the saved activations and the weights stay in the
@@ -330,6 +337,9 @@ class Job:
         if self.fp8_recipe != "delayed" and self.precision != "fp8" and not self.fp8_experts:
             raise InvalidSpec(f"--fp8-recipe {self.fp8_recipe} sets how the low-precision GEMMs scale: it needs "
                               "--precision fp8 (drop it for other precisions)")
+        if self.fp8_activation_store and not (self.kernels == "fused" and self.fused_swiglu):
+            raise InvalidSpec("--fp8-activation-store keeps the input of Megatron-Core's fused SwiGLU in fp8: it needs "
+                              "--kernels fused with --fused-swiglu (--framework megatron or nemo sets both)")
         if self.fp8_param_gather and self.precision != "fp8":
             raise InvalidSpec("--fp8-param-gather keeps the weights in fp8: it needs --precision fp8 (drop it "
                               "for other precisions)")

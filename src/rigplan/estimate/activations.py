@@ -20,7 +20,9 @@ Under Transformer Engine fp8 (estimate.fp8_inputs: fp8 on the fused stack) every
 (qkv / fc1 input = norm output, MLA's latent up-projection inputs, fc2 input, each routed copy's fc1 and fc2
 input, the shared experts' inputs) is a quantized copy of q = 1 byte (+1/32 MXFP8 scales) per element in
 place of p; MLA's q_down/kv_down keep two copies of the norm output (2·q = p); the out-projection adds its
-fp8 copy (1 byte) beside the kernel's bf16 output under delayed scaling only.
+fp8 copy (1 byte) beside the kernel's bf16 output under delayed scaling only. Megatron-Core's fp8 activation store
+(Job.fp8_activation_store, fp8_store_saving) keeps the fused gated activation's 2f input at 1 byte an element, in
+the dense MLP, the shared experts and each routed copy (not under moe_act recompute, whose checkpoint holds it).
 
 Megatron's other per-module recomputes (estimate.recompute_modules): mla_up_proj drops p·(2·a·d_qk + a·d_v)
 (the query, key and value), layernorm drops p·h per norm that is a module of its own (the input norm with
@@ -247,6 +249,17 @@ def expert_output_saved(job: Job) -> int:
     return 0 if job.kernels == "fused" else 1
 
 
+def fp8_store_saving(arch: Architecture, job: Job) -> float:
+    """Bytes per element the fp8 activation store takes off the fused gated activation's saved 2f input: p - 1
+    (Job.fp8_activation_store: Megatron-Core saves input.to(torch.float8_e4m3fn) in bias_swiglu_impl and the routed
+    experts' weighted_bias_swiglu_impl), 0 for a plain MLP or without the store. Under Transformer Engine's fused
+    grouped MLP (Job.moe_fused_grouped_mlp) the routed experts' activation is in the GEMM epilogue, not these
+    functions: the caller leaves their saving out."""
+    if not job.fp8_activation_store or arch.mlp != "gated":
+        return 0.0
+    return float(job.compute_dtype_bytes - 1)
+
+
 def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool) -> TokenActivation:
     """Per-token saved bytes of one MLP or MoE block (formula in the module docstring)."""
     p = job.compute_dtype_bytes
@@ -273,9 +286,14 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         recomputed = act_recomputed(job)
         routed_inner = (2 if arch.mlp == "gated" else 1) if recomputed else inner_per_ffn
         fc2_in = 0 if recomputed else moe.expert_ffn
+        # The fp8 activation store halves the gated activation's 2f input (fp8_store_saving, p-element units here);
+        # under moe_act recompute the checkpoint holds fc1's output in the compute dtype instead.
+        store = fp8_store_saving(arch, job) / p
+        routed_store = 0.0 if recomputed or job.moe_fused_grouped_mlp else 2 * store * moe.expert_ffn
         routed = load_factor(job) * moe.top_k * (
-            h + expert_output_saved(job) * h + routed_inner * moe.expert_ffn - (1 - q / p) * (h + fc2_in))
-        shared = moe.num_shared_experts * moe.shared_ffn * (inner_per_ffn - (1 - q / p))
+            h + expert_output_saved(job) * h + routed_inner * moe.expert_ffn - (1 - q / p) * (h + fc2_in)
+            - routed_store)
+        shared = moe.num_shared_experts * moe.shared_ffn * (inner_per_ffn - (1 - q / p) - 2 * store)
         # the shared experts' fc1 saves its own fp8 copy of the norm output (the router keeps the bf16 one)
         shared_in = q * h if moe.num_shared_experts and fp8_inputs.applies(job) else 0.0
         router_probs = 4 * moe.num_experts
@@ -298,7 +316,7 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
     q = fp8_inputs.saved_input_bytes(job)  # fc1's input (the norm output) and fc2's: q under TE fp8, else p
     return TokenActivation(
         replicated_under_tp=(r + q) * h + mask + norm_extra,
-        split_by_tp=(p * (inner_per_ffn - 1) + q) * arch.ffn,
+        split_by_tp=(p * (inner_per_ffn - 1) + q - 2 * fp8_store_saving(arch, job)) * arch.ffn,
         attention_core=0.0,
     )
 

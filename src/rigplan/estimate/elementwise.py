@@ -43,6 +43,15 @@ EAGER_GATED_ACT_TRAFFIC = 5.0 / 3.0
 fused 3f. A plain GeLU MLP activation is one kernel in either stack (1x)."""
 
 
+FP8_STORE_CAST_TRAFFIC = 1.0
+"""Forward traffic charged per element of the gated activation's 2f input for Megatron-Core's fp8 activation store
+(Job.fp8_activation_store), in compute-dtype elements: its casts, input.to(torch.float8_e4m3fn) before saving (read
+2 bytes, write 1) and .to(bf16) in backward (read 1, write 2), move 6 bytes, 3 bf16 elements, over the step
+(megatron/core/fusions/fused_bias_swiglu.py); rigplan moves an element-wise op's forward bytes once forward and
+twice backward, so 1 forward element stands for the pair: 2f per token and MLP. One kernel more each way
+(kernels_per_layer)."""
+
+
 EAGER_SOFTMAX_TRAFFIC = 38.0 / 3.0 / 2.0
 """bf16 elements moved per attention score and pass by eager PyTorch attention (transformers'
 eager_attention_forward; plain torch ops), against Megatron's fused scale-mask-softmax (read + write, 2).
@@ -71,7 +80,7 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     columns): rotary on q and k, the per-head RMSNorm of q and k of qk_norm models (Qwen3: read and write
     each; Megatron-Core's SelfAttention runs q_layernorm and k_layernorm, a TENorm each, after the qkv split,
     and transformers' Qwen3Attention a Qwen3RMSNorm each), the MLP activation (gated: read 2f, write f; plain:
-    read f, write f)
+    read f, write f) and the casts of an fp8 activation store (FP8_STORE_CAST_TRAFFIC)
     and, for eager attention, one fused scale-mask-softmax pass over the a·s scores (read + write,
     Megatron's fused kernel), plus one more with attention dropout. With the eager stack and no
     torch.compile, each op's traffic is multiplied by what its unfused PyTorch form moves
@@ -89,6 +98,8 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     act_x = EAGER_GATED_ACT_TRAFFIC if eager and arch.mlp == "gated" else 1.0
     replicated: float = (arch.norms_per_layer * 2 * h * norm_x + 2 * 3 * h + (2 * 2 * h if job.dropout else 0))
     activation = 3 * f * act_x if arch.mlp == "gated" else 2 * f
+    if job.fp8_activation_store and arch.mlp == "gated":
+        activation += FP8_STORE_CAST_TRAFFIC * 2 * f
     if arch.moe is not None and job.moe_fused_grouped_mlp:
         activation = 0.0  # in the fused grouped MLP's GEMM epilogues (domain.job.Job.moe_fused_grouped_mlp)
     split: float = (2 * (q_w + kv_w) * rope_x if arch.positions == "rope" else 0) + activation
@@ -181,8 +192,9 @@ def kernels_per_layer(arch: Architecture, job: Job) -> float:
     (one kernel each fused, six each eager). nn.LayerNorm and
     GeLU are single kernels in either stack; torch.compile fuses back to about the fused count."""
     qk_norms = 2.0 if arch.qk_norm and arch.mla is None else 0.0  # one norm kernel each on q and k
+    store_cast = 1.0 if job.fp8_activation_store and arch.mlp == "gated" else 0.0  # FP8_STORE_CAST_TRAFFIC's cast
     if job.kernels == "fused" or job.compile:
-        return (FUSED_KERNELS_PER_LAYER + qk_norms
+        return (FUSED_KERNELS_PER_LAYER + qk_norms + store_cast
                 + (UNFUSED_SCALED_ROPE_KERNELS if rope_unfused_for_factor(arch, job) else 0.0))
     extra = qk_norms * 6.0 + (5.0 * arch.norms_per_layer if arch.norm == "rmsnorm" else 0.0) + (
         7.0 if arch.positions == "rope" else 0.0) + (1.0 if arch.mlp == "gated" else 0.0)

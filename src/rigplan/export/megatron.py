@@ -199,10 +199,12 @@ def pipeline_layout(stages: tuple[int, ...], mtp_layers: int) -> str:
 
 def _switch_args(job: Job) -> dict[str, Any]:
     """Megatron-LM's flags for the job's switches that change the estimate: fp8 attention and parameter gather,
-    bf16 Adam moments (the precision-aware optimizer), TP communication overlap and CUDA graphs (full-iteration
+    the fused SwiGLU's fp8 input store, bf16 Adam moments (the precision-aware optimizer), TP communication
+    overlap and CUDA graphs (full-iteration
     graphs are Megatron-Core's 'local' implementation with scope full_iteration; per-module ones Transformer
     Engine's), and dropout off where the estimate has it off."""
     args: dict[str, Any] = {"fp8_dot_product_attention": job.fp8_attention, "fp8_param_gather": job.fp8_param_gather,
+                            "activation_func_fp8_input_store": job.fp8_activation_store,
                             "tp_comm_overlap": job.tp_comm_overlap}
     if not job.dropout:  # Megatron-LM's defaults are 0.1 each; the estimate took dropout off
         args.update({"attention_dropout": 0.0, "hidden_dropout": 0.0})
@@ -251,7 +253,8 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
         out["virtual_pipeline_model_parallel_size"] = per_stage // args["num_layers_per_virtual_pipeline_stage"]
     if args.get("fp8_format"):
         out["fp8"] = args["fp8_format"]
-    for key in ("fp8_recipe", "fp4_recipe", "fp8_dot_product_attention", "tp_comm_overlap", "cuda_graph_impl"):
+    for key in ("fp8_recipe", "fp4_recipe", "fp8_dot_product_attention", "tp_comm_overlap", "cuda_graph_impl",
+                "activation_func_fp8_input_store"):
         if args.get(key):
             out[key] = args[key]
     if args.get("fp8_param_gather"):

@@ -96,6 +96,7 @@ class MemoryResult:
                 "main_grads_fp32": s.job.main_grads_fp32, "ddp_grad_copy": s.job.ddp_grad_copy,
                 "fsdp_prefetch": s.job.fsdp_prefetch, "fsdp_flat_params": s.job.fsdp_flat_params,
                 "fp8_transpose_cache": s.job.fp8_transpose_cache, "fp8_param_gather": s.job.fp8_param_gather,
+                "fp8_activation_store": s.job.fp8_activation_store,
                 "fp8_attention": s.job.fp8_attention, "cuda_graphs": s.job.cuda_graphs,
                 "cuda_graph_scope": list(s.job.cuda_graph_scope), "bf16_moments": s.job.bf16_moments,
                 "fused_swiglu": s.job.fused_swiglu, "recompute_moe_act": s.job.recompute_moe_act,

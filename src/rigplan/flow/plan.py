@@ -152,7 +152,7 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "fp8_attention": request.fp8_attention, "cuda_graphs": request.cuda_graphs,
             "fp8_param_gather": request.fp8_param_gather, "bf16_moments": request.bf16_moments,
             "cuda_graph_scope": list(request.cuda_graph_scope), "step_overhead_ms": request.step_overhead_ms,
-            "grad_bucket_params": request.grad_bucket_params,
+            "grad_bucket_params": request.grad_bucket_params, "fp8_activation_store": request.fp8_activation_store,
             **request.overlap_values(), "framework": request.framework})
 
 
@@ -189,9 +189,9 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
         parts.append(f"--preemptions-per-node-month {PREEMPTIONS_PER_NODE_MONTH[cand.offer.pricing]:g}")
     for switch, on in (("--balanced-routing", request.balanced_routing), ("--a2a-overlap", request.a2a_overlap),
                        ("--moe-pad-to-capacity", request.moe_pad_to_capacity),
-                       ("--moe-fused-grouped-mlp", request.moe_fused_grouped_mlp),
-                       ("--compile", request.compile), ("--autocast", request.autocast),
-                       ("--fp8-attention", request.fp8_attention),
+                       ("--moe-fused-grouped-mlp", request.moe_fused_grouped_mlp), ("--compile", request.compile),
+                       ("--autocast", request.autocast), ("--fp8-attention", request.fp8_attention),
+                       ("--fp8-activation-store", request.fp8_activation_store),
                        ("--fp8-param-gather", request.fp8_param_gather), ("--bf16-moments", request.bf16_moments)):
         if on:
             parts.append(switch)

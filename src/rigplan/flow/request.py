@@ -207,6 +207,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, 
     cuda_graph_scope: list[CudaGraphScope] = Field(default_factory=list)
     """Per-module CUDA graphs: the scopes captured (domain.job.Job.cuda_graph_scope)."""
     fused_swiglu: bool = False
+    fp8_activation_store: bool = False
+    """The fused SwiGLU saves its input in fp8 (domain.job.Job.fp8_activation_store)."""
     rope_factor_unfused: bool = False
     """The fused rotary kernel cannot scale cos and sin (domain.job.Job.rope_factor_unfused)."""
     fp8_experts: bool = False
@@ -335,6 +337,7 @@ class PlanRequest(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSp
     fp8_attention: bool = False
     fp8_param_gather: bool = False
     bf16_moments: bool = False
+    fp8_activation_store: bool = False
     cuda_graphs: CudaGraphs = "none"
     cuda_graph_scope: list[CudaGraphScope] = Field(default_factory=list)
     currency: Literal["usd", "cny"] = "usd"

@@ -296,6 +296,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         fp8_param_gather=spec.fp8_param_gather,
         fp8_attention=spec.fp8_attention, bf16_moments=spec.bf16_moments, cuda_graphs=spec.cuda_graphs,
         cuda_graph_scope=tuple(spec.cuda_graph_scope), fused_swiglu=spec.fused_swiglu,
+        fp8_activation_store=spec.fp8_activation_store,
         rope_factor_unfused=spec.rope_factor_unfused, fp8_experts=spec.fp8_experts,
         bf16_experts=spec.bf16_experts,
         recompute_moe_act=spec.recompute_moe_act, recompute_moe=spec.recompute_moe,
@@ -310,6 +311,9 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         fp8_recipe=spec.fp8_recipe,
     )
     check_precision_on_gpu(gpu, precision, defaulted=spec.precision is None, fp8_recipe=spec.fp8_recipe)
+    if job.fp8_activation_store and arch.mlp != "gated":
+        raise InvalidSpec(f"--fp8-activation-store keeps SwiGLU's input in fp8 (Megatron-Core supports it for SwiGLU "
+                          f"only); {arch.id} has a plain MLP (drop it)")
     if job.bf16_experts and arch.moe is None:
         raise InvalidSpec("--bf16-experts keeps a mixture-of-experts model's routed experts in bf16; this model has "
                           "none (drop it: --precision fp8 covers its linears)")
