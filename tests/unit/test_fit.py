@@ -80,3 +80,19 @@ def test_plan_marks_borderline_options() -> None:
     for row in rows:
         total, usable = row["memory"]["total_bytes"], row["memory"]["usable_bytes"]
         assert row["memory"]["borderline"] == (abs(usable - total) <= MEMORY_UNCERTAINTY_FRACTION * total)
+
+
+def test_megatron_jobs_are_offered_the_fp8_activation_store_and_fp8_weights() -> None:
+    """On the fused stack with its fused SwiGLU, the SwiGLU input in fp8 and (under fp8) fp8 weights are remedies of
+    their own, each with the bytes it saves; a plain-MLP model is not offered the first, nor a bf16 job the second."""
+    lora = dict(model="llama-2-70b", method="lora", lora_rank=16, lora_targets="q,k,v,o", gpu="b200", gpus=8,
+                precision="fp8", seq=8192, global_batch=8, zero=1, recompute="none", framework="nemo")
+    advice = {row["flag"]: row for row in memory(MemoryRequest(**lora)).to_dict()["advice"]}
+    activations = 80 * 8192 * 2 * 28672  # 80 layers x 8,192 tokens x 2f, a byte less each (and the cache it kept)
+    assert activations <= advice["--fp8-activation-store"]["saves_bytes"] <= 1.05 * activations
+    assert advice["--fp8-param-gather"]["saves_bytes"] > 120 * 2**30  # the bf16 copy of the 69B frozen base
+    stored = memory(MemoryRequest(**lora, fp8_activation_store=True, fp8_param_gather=True)).to_dict()
+    assert stored["fits"] and not {"--fp8-activation-store", "--fp8-param-gather"} & {
+        row["flag"] for row in stored["advice"]}
+    plain = memory(MemoryRequest(model="gpt-3-175b", gpu="h100-sxm", gpus=8, tp=8, framework="megatron")).to_dict()
+    assert not {"--fp8-activation-store", "--fp8-param-gather"} & {row["flag"] for row in plain["advice"]}

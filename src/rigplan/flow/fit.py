@@ -51,6 +51,12 @@ def _remedies(job: Job, layout: Layout) -> list[tuple[str, Job, Layout]]:
         out.append(("--expandable-segments", replace(job, expandable_segments=True), layout))
     if job.recompute != "full":
         out.append(("--recompute full", replace(job, recompute="full"), layout))
+    if job.kernels == "fused" and job.fused_swiglu and not job.fp8_activation_store:
+        # Megatron-Core's own memory savers, as NVIDIA's recipes set them: the SwiGLU input in fp8 (a plain MLP
+        # saves nothing and is not listed) and, under fp8, the weights as fp8 tensors without a bf16 copy
+        out.append(("--fp8-activation-store", replace(job, fp8_activation_store=True), layout))
+    if job.kernels == "fused" and job.precision == "fp8" and not job.fp8_param_gather:
+        out.append(("--fp8-param-gather", replace(job, fp8_param_gather=True), layout))
     if job.micro_batch > 1:
         half = job.micro_batch // 2
         out.append((f"--micro-batch {half}", replace(job, micro_batch=half), layout))
