@@ -189,7 +189,7 @@ class Job:
     activation (bias_swiglu_impl, and weighted_bias_swiglu_impl in the routed experts) saves its 2f input for
     backward as input.to(torch.float8_e4m3fn), 1 byte an element in place of the compute dtype, and casts it back
     there (megatron/core/fusions/fused_bias_swiglu.py: 'Store the input of MLP activation function in FP8 for
-    backprop to save memory'). NVIDIA's MLPerf Llama 2 70B LoRA recipes set it (FP8_ACT=1), as its logs print
+    backprop to save memory'). NVIDIA's MLPerf Llama 2 70B LoRA recipes set it (FP8_ACT=1), as their logs print
     (estimate.activations, estimate.elementwise)."""
     fp8_experts: bool = False
     """Only the routed experts' grouped GEMMs run in fp8 (fp8_recipe, MXFP8 on Blackwell), their inputs quantized
