@@ -11,21 +11,11 @@ Usage: python benchmarks/moe_oos_stats.py [--json]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import statistics
-from typing import Any
 
+from rigplan.validation.regimes import out_of_sample, summarize_errors, tokens_error
 from rigplan.validation.run import run_suite
-
-
-def tokens_error(result: Any) -> float:
-    return float(1.0 / (1.0 + result.error) - 1.0 if result.compare == "step_time_s" else result.error)
-
-
-def summary(errors: list[float]) -> dict[str, Any]:
-    return {"rows": len(errors), "median_abs": statistics.median(abs(e) for e in errors),
-            "median_signed": statistics.median(errors), "beyond_35_fast": sum(e > 0.35 for e in errors),
-            "beyond_35_slow": sum(e < -0.35 for e in errors)}
 
 
 def main() -> None:
@@ -33,16 +23,16 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results = [r for r in run_suite("moe") if r.error is not None]
-    out_of_sample = [r for r in results if any("out of sample" in note for note in r.notes)]
-    report = {"out_of_sample": summary([tokens_error(r) for r in out_of_sample]),
-              "whole_suite": summary([tokens_error(r) for r in results])}
+    report = {"out_of_sample": summarize_errors([e for r in results if out_of_sample(r)
+                                                 if (e := tokens_error(r)) is not None]),
+              "whole_suite": summarize_errors([e for r in results if (e := tokens_error(r)) is not None])}
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps({name: dataclasses.asdict(s) for name, s in report.items()}, indent=2))
         return
     for name, s in report.items():
-        print(f"{name:14s} rows {s['rows']:4d}  median |error| {s['median_abs']:6.1%}  "
-              f"signed {s['median_signed']:+6.1%}  beyond 35%: {s['beyond_35_fast']} too fast, "
-              f"{s['beyond_35_slow']} too slow")
+        print(f"{name:14s} rows {s.rows:4d}  median |error| {s.median_abs:6.1%}  "
+              f"signed {s.median_signed:+6.1%}  beyond 35%: {s.beyond_35_fast} too fast, "
+              f"{s.beyond_35_slow} too slow")
 
 
 if __name__ == "__main__":

@@ -93,6 +93,8 @@ class CaseResult:
     message: str = ""
 
     known_gap: str | None = None
+    regime: dict[str, str] = field(default_factory=dict)
+    """An MoE case's regime labels (validation.regimes.regime_of), empty for other cases."""
 
     @property
     def passed(self) -> bool:
@@ -109,6 +111,7 @@ class CaseResult:
             "error": self.error, "tolerance": self.tolerance, "status": self.status, "compare": self.compare,
             "reliability": self.reliability, "notes": list(self.notes), "detail": dict(self.detail),
             "assumptions": list(self.assumptions), "message": self.message, "known_gap": self.known_gap,
+            "regime": dict(self.regime),
         }
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from rigplan.validation.run import CaseResult, run_suite, summarize
+from rigplan.validation import regimes
+from rigplan.validation.run import SUITES, CaseResult, run_suite, summarize
 
 
 def _pct(value: float | None) -> str:
@@ -17,7 +18,9 @@ def _pct(value: float | None) -> str:
 def _value(r: CaseResult, value: float | None) -> str:
     if value is None:
         return "-"
-    return f"{value / 2**30:.2f} GiB" if r.unit == "bytes" else f"{value:,.4g}"
+    if r.unit == "bytes":
+        return f"{value / 2**30:.2f} GiB"
+    return f"{value:,.0f} {r.unit}" if abs(value) >= 1000 else f"{value:.4g} {r.unit}"
 
 
 def markdown() -> str:
@@ -34,14 +37,15 @@ def markdown() -> str:
         median = f"{100 * s.median_abs_error:.1f}%" if s.median_abs_error is not None else "-"
         lines.append(f"| {s.suite} | {s.group} | {s.n} | {s.passed} | {s.gaps} | {median} | "
                      f"{_pct(s.median_error)} | {worst} |")
-    for suite in ("memory", "throughput"):
+    for suite in SUITES:
         chosen = [r for r in results if r.suite == suite]
         errors = sorted(abs(r.error) for r in chosen if r.expect == "value" and r.error is not None)
         if errors:
             median = errors[len(errors) // 2] if len(errors) % 2 else (errors[len(errors) // 2 - 1]
                                                                      + errors[len(errors) // 2]) / 2
             lines += ["", f"{suite}: {len(chosen)} cases, overall median abs error {100 * median:.1f}%."]
-    for suite in ("memory", "throughput"):
+    lines += regimes.markdown(results)
+    for suite in SUITES:
         lines += ["", f"## {suite} cases", "", "| id | measured | predicted | error | tolerance | status |",
                   "|---|---|---|---|---|---|"]
         for r in (r for r in results if r.suite == suite):
