@@ -15,7 +15,7 @@ QWEN = dict(model="qwen3-30b-a3b", gpus=8, ep=8, seq=4096, global_batch=64, fram
 
 
 def labels(**overrides: object) -> dict[str, str]:
-    return regimes.regime_of(speed.estimate(EstimateRequest(**{**QWEN, **overrides})).setup)
+    return regimes.setup_regime(speed.estimate(EstimateRequest(**{**QWEN, **overrides})).setup)
 
 
 def result(error: float, *, compare: str = "tokens_per_s_per_gpu", regime: dict[str, str] | None = None,

@@ -1,9 +1,10 @@
 """The MoE suite by regime: which configurations rigplan's MoE step time holds for, and which it does not.
 
-Each MoE case is labelled by five things a user can read off their own job (CaseResult.regime): the host the GPUs
-hang off, CUDA graphs, tokens per GPU per micro-batch, the training stack and the routing. The table groups the
-suite's tokens/s errors by each label, so an estimate can be read against the published runs most like it; the
-out-of-sample rows (those estimated before they were added, with nothing changed for them) are summarised apart.
+Each MoE case is labelled by five things a user can read off their own job (CaseResult.regime, flow.regime.regime_of):
+the host the GPUs hang off, CUDA graphs, tokens per GPU per micro-batch, the training stack and the routing. The
+report's table groups the suite's tokens/s errors by each label, with the out-of-sample rows (those estimated before
+they were added, with nothing changed for them) apart; the figures each MoE estimate quotes for its own regime
+(flow.regime.MOE_REGIME_FIGURES) are computed here (regime_figures; `python tools/moe_regimes.py` writes them).
 
 Errors here are in tokens/s, rigplan's over the measured minus one (positive: rigplan too fast): a step-time error e
 reads as 1 / (1 + e) - 1.
@@ -11,39 +12,21 @@ reads as 1 / (1 + e) - 1.
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import dataclass
 
+from rigplan.flow.regime import ALL_RUNS, REGIME_AXES, cell_key, regime_of
 from rigplan.flow.resolve import TrainingSetup
 from rigplan.validation.common import CaseResult
 
-REGIME_AXES = ("host", "CUDA graphs", "tokens per GPU per micro-batch", "stack", "routing")
-SMALL_TOKENS, LARGE_TOKENS = 2048, 8192
-"""Bounds of the tokens-per-GPU-per-micro-batch bands (micro-batch x sequence / (tp x cp))."""
-MEGATRON_STACKS = ("megatron", "nemo")
 OUTSIDE_CHECK = 0.35
 """The MoE acceptance bound: every published MoE run within 35% of its tokens/s."""
 
 
-def regime_of(setup: TrainingSetup) -> dict[str, str]:
-    """The regime labels of one resolved job, by REGIME_AXES."""
-    gpu, job, layout = setup.gpu, setup.job, setup.layout
-    if gpu.vendor != "nvidia":
-        host = "other vendors (AMD, Google, Huawei)"
-    else:
-        host = "NVIDIA, Grace host" if gpu.host_cpu == "grace" else "NVIDIA, x86 host"
-    graphs = ("full iteration" if job.cuda_graphs == "full"
-              else "per module" if job.cuda_graph_scope else "none (eager)")
-    tokens = job.micro_batch * job.seq_len / (layout.tp * layout.cp)
-    band = (f"<= {SMALL_TOKENS:,}" if tokens <= SMALL_TOKENS
-            else f"{SMALL_TOKENS + 1:,}-{LARGE_TOKENS:,}" if tokens <= LARGE_TOKENS else f"> {LARGE_TOKENS:,}")
-    name = getattr(setup.framework, "name", None)
-    stack = ("Megatron-Core (Megatron-LM, NeMo, Megatron-Bridge)" if name in MEGATRON_STACKS
-             else "torchtitan" if name == "torchtitan" else "NeMo AutoModel" if name == "automodel"
-             else "other (MaxText, Primus, ms-swift, MindSpore, ...)")
-    routing = ("forced balance" if job.forced_balance else "padded to capacity" if job.experts_padded
-               else "natural, dropless or capped")
-    return dict(zip(REGIME_AXES, (host, graphs, band, stack, routing), strict=True))
+def setup_regime(setup: TrainingSetup) -> dict[str, str]:
+    """The regime labels of a resolved MoE job."""
+    return regime_of(setup.gpu, setup.job, setup.layout, getattr(setup.framework, "name", None))
 
 
 def tokens_error(result: CaseResult) -> float | None:
@@ -115,3 +98,29 @@ def markdown(results: list[CaseResult]) -> list[str]:
         lines.append(f"| {axis} | {regime} | {s.rows} | {100 * s.median_abs:.1f}% | {_pct(s.median_signed)} | "
                      f"{s.within_25} | {s.beyond_35_fast} / {s.beyond_35_slow} |")
     return lines
+
+
+def regime_figures(results: list[CaseResult]) -> dict[str, tuple[int, float, float, float, int]]:
+    """flow.regime.MOE_REGIME_FIGURES from the MoE results: per ACCURACY_AXES cell and for all runs, (runs, median
+    tokens/s error, 10th and 90th percentile, runs beyond OUTSIDE_CHECK either way), rounded to 0.001."""
+    cells: dict[str, list[float]] = {ALL_RUNS: []}
+    for r in results:
+        error = tokens_error(r)
+        if r.suite != "moe" or error is None or not r.regime:
+            continue
+        cells[ALL_RUNS].append(error)
+        cells.setdefault(cell_key(r.regime), []).append(error)
+    figures = {}
+    for key, errors in sorted(cells.items()):
+        ordered = sorted(errors)
+        deciles = statistics.quantiles(ordered, n=10, method="inclusive") if len(ordered) > 1 else ordered * 9
+        beyond = sum(abs(e) > OUTSIDE_CHECK for e in ordered)
+        figures[key] = (len(ordered), round(statistics.median(ordered), 3), round(deciles[0], 3),
+                        round(deciles[-1], 3), beyond)
+    return figures
+
+
+def figures_source(figures: dict[str, tuple[int, float, float, float, int]]) -> str:
+    """The body of the MOE_REGIME_FIGURES literal."""
+    return "".join(f"    {json.dumps(key)}: {value!r},\n" for key, value in figures.items())
+

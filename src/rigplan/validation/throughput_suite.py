@@ -19,7 +19,7 @@ from rigplan.validation.common import (
     _unique_ids,
     _with_package_catalog,
 )
-from rigplan.validation.regimes import regime_of
+from rigplan.validation.regimes import setup_regime
 
 THROUGHPUT_CASE_TOLERANCE = 0.15
 """Largest |predicted / measured - 1| of one throughput case (every case, whatever its source)."""
@@ -140,7 +140,7 @@ def evaluate_throughput_case(case: ThroughputCase) -> CaseResult:
     detail.update({f"{k}": float(v) for k, v in data["breakdown"].items() if not isinstance(v, dict)})
     error = predicted / case.measured.value - 1
     status: Status = "pass" if abs(error) <= THROUGHPUT_CASE_TOLERANCE + 1e-12 else _miss(case.known_gap)
-    regime = regime_of(result.setup) if result.setup.arch.moe is not None else {}
+    regime = setup_regime(result.setup) if result.setup.arch.moe is not None else {}
     return CaseResult(**base, predicted=predicted, error=error, status=status, detail=detail,
                       assumptions=tuple(data["assumptions"]), regime=regime)
 
