@@ -94,7 +94,7 @@ class CaseResult:
 
     known_gap: str | None = None
     regime: dict[str, str] = field(default_factory=dict)
-    """An MoE case's regime labels (validation.regimes.regime_of), empty for other cases."""
+    """An MoE case's regime labels (flow.regime.regime_of), empty for other cases."""
 
     @property
     def passed(self) -> bool:
