@@ -85,7 +85,7 @@ def markdown(results: list[CaseResult]) -> list[str]:
     lines = ["", "## MoE by regime", "",
              "Errors in tokens/s (rigplan over measured, minus one: positive is rigplan too fast). Each row groups the "
              "suite's cases by one label a user can read off their own job; the labels come from "
-             "`rigplan.validation.regimes`.", "",
+             "`rigplan.flow.regime`.", "",
              "| cases | rows | median abs error | median error | within 25% | beyond 35% (fast / slow) |",
              "|---|---|---|---|---|---|"]
     for name, chosen in (("all", moe), ("out of sample", [r for r in moe if out_of_sample(r)])):
