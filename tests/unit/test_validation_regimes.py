@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rigplan.flow import estimate as speed
+from rigplan.flow.regime import setup_regime
 from rigplan.flow.request import EstimateRequest
 from rigplan.validation import regimes
 from rigplan.validation.common import CaseResult
@@ -15,7 +16,7 @@ QWEN = dict(model="qwen3-30b-a3b", gpus=8, ep=8, seq=4096, global_batch=64, fram
 
 
 def labels(**overrides: object) -> dict[str, str]:
-    return regimes.setup_regime(speed.estimate(EstimateRequest(**{**QWEN, **overrides})).setup)
+    return setup_regime(speed.estimate(EstimateRequest(**{**QWEN, **overrides})).setup)
 
 
 def result(error: float, *, compare: str = "tokens_per_s_per_gpu", regime: dict[str, str] | None = None,

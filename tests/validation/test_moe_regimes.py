@@ -3,6 +3,8 @@ stands: regenerate them with `python tools/moe_regimes.py` when MoE estimates or
 
 from __future__ import annotations
 
+import json
+
 from rigplan.flow import estimate as speed
 from rigplan.flow.regime import ALL_RUNS, MIN_RUNS, MOE_REGIME_FIGURES, moe_accuracy_note
 from rigplan.flow.request import EstimateRequest
@@ -40,3 +42,31 @@ def test_every_moe_estimate_says_how_its_regime_has_fared_and_a_dense_one_does_n
     assert quoted == [moe_accuracy_note(X86_EAGER_SMALL)]
     dense = speed.estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, global_batch=64))
     assert not [a for a in dense.setup.assumptions if a.startswith("validation: ")]
+
+
+def test_the_json_carries_the_figures_and_plan_names_its_first_options() -> None:
+    data = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="gb200", gpus=8, ep=8, micro_batch=4,
+                                          global_batch=64, cuda_graphs="full", capacity_factor=1.0,
+                                          moe_pad_to_capacity=True, framework="megatron")).to_dict()
+    accuracy = data["moe_accuracy"]
+    cell = MOE_REGIME_FIGURES["NVIDIA, Grace host | full iteration | > 8,192"]
+    assert accuracy["quoted"] == "regime" and accuracy["regime"]["routing"] == "padded to capacity"
+    assert (accuracy["runs"], accuracy["median_tokens_error"], accuracy["p10_tokens_error"],
+            accuracy["p90_tokens_error"], accuracy["beyond_35"]) == cell
+    assert accuracy["note"] in data["assumptions"]
+    dense = speed.estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, global_batch=64)).to_dict()
+    assert dense["moe_accuracy"] is None
+
+
+def test_plan_prints_its_first_options_accuracy_line() -> None:
+    from click.testing import CliRunner
+
+    from rigplan.cli.main import cli
+
+    out = CliRunner().invoke(cli, ["plan", "qwen3-30b-a3b", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus-max", "8",
+                                   "--json"])
+    first = json.loads(out.output)["ranked"][0]["moe_accuracy"]
+    assert first["note"].startswith("validation: ")
+    text = CliRunner().invoke(cli, ["plan", "qwen3-30b-a3b", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus-max", "8"],
+                              env={"COLUMNS": "400"}).output
+    assert f"the first, {first['note']}" in text

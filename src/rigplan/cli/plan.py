@@ -71,6 +71,8 @@ def _render(data: dict[str, Any], currency: str) -> None:
                       "rigplan's memory uncertainty (marked; ranked after the options that fit)")
     if data["ranked"]:
         console.print(f"reproduce the first: [bold]{data['ranked'][0]['estimate_command']}[/bold]")
+        if data["ranked"][0]["moe_accuracy"]:
+            console.print(f"the first, {data['ranked'][0]['moe_accuracy']['note']}")
     for note in data["assumptions"]:
         console.print(f"[dim]assumed: {note}[/dim]")
 

@@ -53,7 +53,7 @@ from rigplan.flow.evidence import (
 )
 from rigplan.flow.memory import MemoryResult, memory_of
 from rigplan.flow.model_source import ResolvedModel
-from rigplan.flow.regime import moe_accuracy_note, regime_of
+from rigplan.flow.regime import moe_accuracy, moe_accuracy_note, setup_regime
 from rigplan.flow.resolve import TrainingSetup, build_setup
 from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job
 from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, with_preemptions
@@ -192,6 +192,7 @@ class EstimateResult:
             "memory": memory,
             "assumptions": list(self.setup.assumptions),
             "framework": self.setup.framework.to_dict() if self.setup.framework else None,
+            "moe_accuracy": moe_accuracy(setup_regime(self.setup)) if self.setup.arch.moe is not None else None,
         }
 
 
@@ -432,8 +433,7 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
             assumptions.append(HOPPER_GPT_OSS_EVIDENCE)
         if blackwell_gpt_oss_evidence_applies(gpu.id, setup.arch, job):
             assumptions.append(BLACKWELL_GPT_OSS_EVIDENCE)
-        framework = setup.framework.name if setup.framework is not None else None
-        assumptions.append(moe_accuracy_note(regime_of(gpu, job, setup.layout, framework)))
+        assumptions.append(moe_accuracy_note(setup_regime(setup)))
         ep_group = setup.layout.ep * setup.layout.expert_tp
         if gpu.link.domain_size >= NVL_RACK_GPUS and ep_group > NVL_TRAY_GPUS and gpu.gpus_per_node > NVL_TRAY_GPUS:
             assumptions.append(MNNVL_EP_NOTE.format(n=ep_group, domain=gpu.link.domain_size))

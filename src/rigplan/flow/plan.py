@@ -275,7 +275,7 @@ class PlanResult:
                 "residual_value_usd": residual_value_usd(self.catalog.gpu(c.gpu), c.gpus, self.onprem_overrides)
                 if c.offer.pricing == "purchase" else None,
                 "meets_budget": c.meets_budget, "reasons": c.reasons,
-                "estimate_command": estimate_command(self.request, c),
+                "estimate_command": estimate_command(self.request, c), "moe_accuracy": e.get("moe_accuracy"),
             }
         return {
             "model": self.request.model, "tokens": parse_count(self.request.tokens, "--tokens"),

@@ -11,9 +11,14 @@ The figures are the suite's own (in sample): an error bar for the estimate, not 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
+
+if TYPE_CHECKING:
+    from rigplan.flow.resolve import TrainingSetup
 
 REGIME_AXES = ("host", "CUDA graphs", "tokens per GPU per micro-batch", "stack", "routing")
 ACCURACY_AXES = REGIME_AXES[:3]
@@ -44,6 +49,11 @@ def regime_of(gpu: Gpu, job: Job, layout: Layout, framework: str | None) -> dict
     routing = ("forced balance" if job.forced_balance else "padded to capacity" if job.experts_padded
                else "natural, dropless or capped")
     return dict(zip(REGIME_AXES, (host, graphs, band, stack, routing), strict=True))
+
+
+def setup_regime(setup: TrainingSetup) -> dict[str, str]:
+    """The regime labels of a resolved job."""
+    return regime_of(setup.gpu, setup.job, setup.layout, setup.framework.name if setup.framework else None)
 
 
 def cell_key(labels: dict[str, str]) -> str:
@@ -99,3 +109,14 @@ def moe_accuracy_note(labels: dict[str, str]) -> str:
             f"rigplan's tokens/s came out {_pct(median)} against the measured at the median ({_pct(low)} to "
             f"{_pct(high)} from the 10th to the 90th percentile; + is rigplan faster) (docs/validation.md, MoE by "
             "regime)")
+
+
+def moe_accuracy(labels: dict[str, str]) -> dict[str, object]:
+    """The accuracy line's figures as JSON values: the job's regime labels, the cell quoted ('regime', or 'all' where
+    it has fewer than MIN_RUNS runs) and its runs, median tokens/s error, 10th and 90th percentile and runs beyond
+    35%, with the line itself."""
+    figures = MOE_REGIME_FIGURES.get(cell_key(labels))
+    quoted = "regime" if figures and figures[0] >= MIN_RUNS else "all"
+    runs, median, low, high, beyond = figures if quoted == "regime" and figures else MOE_REGIME_FIGURES[ALL_RUNS]
+    return {"regime": dict(labels), "quoted": quoted, "runs": runs, "median_tokens_error": median,
+            "p10_tokens_error": low, "p90_tokens_error": high, "beyond_35": beyond, "note": moe_accuracy_note(labels)}

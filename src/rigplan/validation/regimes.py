@@ -16,17 +16,11 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from rigplan.flow.regime import ALL_RUNS, REGIME_AXES, cell_key, regime_of
-from rigplan.flow.resolve import TrainingSetup
+from rigplan.flow.regime import ALL_RUNS, REGIME_AXES, cell_key
 from rigplan.validation.common import CaseResult
 
 OUTSIDE_CHECK = 0.35
 """The MoE acceptance bound: every published MoE run within 35% of its tokens/s."""
-
-
-def setup_regime(setup: TrainingSetup) -> dict[str, str]:
-    """The regime labels of a resolved MoE job."""
-    return regime_of(setup.gpu, setup.job, setup.layout, getattr(setup.framework, "name", None))
 
 
 def tokens_error(result: CaseResult) -> float | None:

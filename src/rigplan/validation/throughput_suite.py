@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rigplan.flow import estimate as speed
+from rigplan.flow.regime import setup_regime
 from rigplan.flow.request import EstimateRequest
 from rigplan.validation.common import (
     CaseResult,
@@ -19,7 +20,6 @@ from rigplan.validation.common import (
     _unique_ids,
     _with_package_catalog,
 )
-from rigplan.validation.regimes import setup_regime
 
 THROUGHPUT_CASE_TOLERANCE = 0.15
 """Largest |predicted / measured - 1| of one throughput case (every case, whatever its source)."""
