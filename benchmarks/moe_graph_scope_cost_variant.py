@@ -22,14 +22,12 @@ import sys
 from typing import Any
 
 import rigplan.estimate.moe as moe
+from rigplan.validation.regimes import tokens_error
 from rigplan.validation.run import run_suite
 
 COUNTED = dict(moe.CUDA_GRAPH_SCOPE_OPS)
 COUNTED_LAYER_OPS = moe.MOE_LAYER_HOST_OPS
 
-
-def tokens_error(result: Any) -> float:
-    return 1.0 / (1.0 + result.error) - 1.0 if result.compare == "step_time_s" else float(result.error)
 
 
 def summary() -> tuple[int, float, float, int, int, int]:

@@ -24,13 +24,11 @@ import numpy as np
 import rigplan.estimate.stage_time as stage_time
 from rigplan.estimate.elementwise import KERNEL_GAP_S
 from rigplan.estimate.moe import MOE_LAYER_HOST_OPS
+from rigplan.validation.regimes import tokens_error
 from rigplan.validation.run import run_suite
 
 SUITES = ("moe", "throughput", "frontier", "dense_oos")
 
-
-def tokens_error(result: Any) -> float:
-    return 1.0 / (1.0 + result.error) - 1.0 if result.compare == "step_time_s" else float(result.error)
 
 
 def summary() -> dict[str, tuple[int, float, float, int, int]]:

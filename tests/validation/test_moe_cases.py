@@ -11,6 +11,7 @@ import pytest
 from published_cases import check_published_case
 
 from rigplan.flow import evidence
+from rigplan.validation import regimes
 from rigplan.validation.moe_suite import MOE_CASE_TOLERANCE, evaluate_moe_case
 from rigplan.validation.run import SUITES, load_case_file
 
@@ -19,9 +20,9 @@ CASES = list(load_case_file(SUITES["moe"].default_file).cases)
 
 def tokens_error(case) -> float:  # type: ignore[no-untyped-def]
     """A case's error as a tokens/s error: a step-time case's error e is a tokens/s error of 1/(1 + e) - 1."""
-    result = evaluate_moe_case(case)
-    assert result.error is not None
-    return 1.0 / (1.0 + result.error) - 1.0 if case.compare == "step_time_s" else result.error
+    error = regimes.tokens_error(evaluate_moe_case(case))
+    assert error is not None
+    return error
 
 
 def errors_where_shown(note: str) -> list[float]:
