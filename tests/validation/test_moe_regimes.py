@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rigplan.flow import estimate as speed
 from rigplan.flow.regime import ALL_RUNS, MIN_RUNS, MOE_REGIME_FIGURES, moe_accuracy_note
 from rigplan.flow.request import EstimateRequest
@@ -31,7 +33,8 @@ def test_a_populated_regime_is_quoted_and_a_thin_one_falls_back_to_the_whole_sui
     seen = MOE_REGIME_FIGURES.get("NVIDIA, x86 host | full iteration | <= 2,048", (0,))[0]
     assert seen < MIN_RUNS
     fallback = moe_accuracy_note(thin)
-    assert f"{seen} published MoE runs in this regime" in fallback and "too few to quote" in fallback
+    assert fallback.startswith("validation: too few published MoE runs in this regime to quote (")
+    assert f"micro-batch: {seen}, fewer than {MIN_RUNS})" in fallback
     assert f"on all {MOE_REGIME_FIGURES[ALL_RUNS][0]}," in fallback
 
 
@@ -70,3 +73,47 @@ def test_plan_prints_its_first_options_accuracy_line() -> None:
     text = CliRunner().invoke(cli, ["plan", "qwen3-30b-a3b", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus-max", "8"],
                               env={"COLUMNS": "400"}).output
     assert f"the first, {first['note']}" in text
+
+
+def test_time_to_train_is_also_given_under_the_quoted_runs_spread() -> None:
+    from click.testing import CliRunner
+
+    from rigplan.cli.main import cli
+
+    data = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=8, micro_batch=1, seq=2048,
+                                          global_batch=64, framework="megatron", tokens="10B")).to_dict()
+    accuracy = data["moe_accuracy"]
+    _, _, low, high, _ = MOE_REGIME_FIGURES["NVIDIA, x86 host | none (eager) | <= 2,048"]
+    assert low < 0 < high
+    time_s, gpu_hours = data["time_to_train_s"], data["gpu_hours"]
+    assert accuracy["time_to_train_s_spread"] == (time_s * (1 + low), time_s * (1 + high))
+    assert accuracy["gpu_hours_spread"] == (gpu_hours * (1 + low), gpu_hours * (1 + high))
+    no_tokens = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=8,
+                                               global_batch=64)).to_dict()["moe_accuracy"]
+    assert no_tokens["time_to_train_s_spread"] is None and no_tokens["gpu_hours_spread"] is None
+    args = ["estimate", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "8", "--ep", "8", "--seq", "2048",
+            "--global-batch", "64", "--framework", "megatron", "--tokens", "10B"]
+    text = CliRunner().invoke(cli, args, env={"COLUMNS": "400"}).output
+    assert "with the error of published MoE runs like it (10th-90th percentile)" in text
+    dense = CliRunner().invoke(cli, ["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "8", "--tokens", "10B"],
+                               env={"COLUMNS": "400"}).output
+    assert "time to train" in dense and "published MoE runs" not in dense
+
+
+def test_plan_gives_its_first_options_wall_time_under_the_spread_and_says_when_it_would_miss_the_deadline() -> None:
+    from click.testing import CliRunner
+
+    from rigplan.cli.main import cli
+
+    args = ["plan", "qwen3-30b-a3b", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus-max", "8"]
+    first = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)["ranked"][0]
+    accuracy = first["moe_accuracy"]
+    low, high = accuracy["wall_time_s_spread"]
+    assert (low, high) == pytest.approx((first["wall_time_s"] * (1 + accuracy["p10_tokens_error"]),
+                                         first["wall_time_s"] * (1 + accuracy["p90_tokens_error"])))
+    assert low < first["wall_time_s"] < high
+    text = CliRunner().invoke(cli, args, env={"COLUMNS": "400"}).output
+    assert "the first, with that error (10th-90th percentile): wall time " in text and "would miss" not in text
+    tight = f"{high / 86400 * 0.99:.2f}d"  # the first option still meets it, its 90th percentile does not
+    text = CliRunner().invoke(cli, [*args, "--deadline", tight], env={"COLUMNS": "400"}).output
+    assert "deadline at the 90th percentile of that error" in text

@@ -152,6 +152,20 @@ def test_first_story_is_the_clis(page, live_server) -> None:  # type: ignore[no-
     assert f"{expected['per_gpu']['total_bytes'] / 2**30:.2f} GiB" in banner and "H100" in banner
 
 
+def test_an_moe_job_shows_its_time_to_train_under_the_published_runs_spread(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    settle(page, lambda: (page.fill("#f-model", "qwen3-30b-a3b"), page.select_option("#f-gpu", "b200"),
+                          page.fill("#f-gpus", "8"), page.fill("#f-ep", "8")))
+    expected = post(live_server, "/api/estimate", {"model": "qwen3-30b-a3b", "gpu": "b200", "gpus": 8, "ep": 8,
+                                                   "tokens": "100B"})
+    low, high = expected["moe_accuracy"]["time_to_train_s_spread"]
+    spread = page.locator("#kpi-ttt-spread")
+    assert spread.inner_text().count("days") == 2 and f"{low / 86400:.1f}" in spread.inner_text()
+    assert f"{high / 86400:.1f}" in spread.inner_text()
+    assert (spread.get_attribute("title") or "").startswith("validation: "), spread.get_attribute("title")
+    settle(page, lambda: (page.fill("#f-ep", ""), page.fill("#f-model", "llama-3.1-8b")))
+    assert "days" in page.inner_text("#kpi-ttt") and page.locator("#kpi-ttt-spread").count() == 0
+
+
 def _boxes_overlap(a: dict[str, float], b: dict[str, float]) -> bool:
     return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
                 or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])

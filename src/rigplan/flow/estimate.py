@@ -192,7 +192,8 @@ class EstimateResult:
             "memory": memory,
             "assumptions": list(self.setup.assumptions),
             "framework": self.setup.framework.to_dict() if self.setup.framework else None,
-            "moe_accuracy": moe_accuracy(setup_regime(self.setup)) if self.setup.arch.moe is not None else None,
+            "moe_accuracy": (moe_accuracy(setup_regime(self.setup), time_s, time_s * n / 3600 if time_s else None)
+                             if self.setup.arch.moe is not None else None),
         }
 
 

@@ -32,6 +32,7 @@ from rigplan.flow.fit import MEMORY_UNCERTAINTY_FRACTION
 from rigplan.flow.framework import FrameworkApplied, given_fields
 from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.plan_spaces import PlanSpaces, SpaceKey
+from rigplan.flow.regime import wall_spread
 from rigplan.flow.request import EstimateRequest, PlanRequest
 from rigplan.flow.resolve import TrainingSetup, build_setup, check_precision_on_gpu
 from rigplan.reliab import reliability_for_job
@@ -140,12 +141,11 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "model": request.model, **shape, "method": request.method, "lora_rank": request.lora_rank,
             "lora_targets": request.lora_targets, "seq": request.seq, "precision": request.precision,
             "optimizer": request.optimizer, "loss": request.loss, "kernels": request.kernels,
-            "catalog": request.catalog,
-            "tokens": request.tokens, "calibration": request.calibration, "moe_imbalance": request.moe_imbalance,
+            "catalog": request.catalog, "tokens": request.tokens, "calibration": request.calibration,
+            "moe_imbalance": request.moe_imbalance,
             "balanced_routing": request.balanced_routing, "capacity_factor": request.capacity_factor,
             "a2a_overlap": request.a2a_overlap, "a2a_overlap_schedule": request.a2a_overlap_schedule,
-            "moe_dispatcher": request.moe_dispatcher,
-            "moe_pad_to_capacity": request.moe_pad_to_capacity,
+            "moe_dispatcher": request.moe_dispatcher, "moe_pad_to_capacity": request.moe_pad_to_capacity,
             "moe_fused_grouped_mlp": request.moe_fused_grouped_mlp, "compile": request.compile,
             "autocast": request.autocast,
             "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
@@ -275,7 +275,7 @@ class PlanResult:
                 "residual_value_usd": residual_value_usd(self.catalog.gpu(c.gpu), c.gpus, self.onprem_overrides)
                 if c.offer.pricing == "purchase" else None,
                 "meets_budget": c.meets_budget, "reasons": c.reasons,
-                "estimate_command": estimate_command(self.request, c), "moe_accuracy": e.get("moe_accuracy"),
+                "estimate_command": estimate_command(self.request, c), "moe_accuracy": wall_spread(e, c.wall_time_s),
             }
         return {
             "model": self.request.model, "tokens": parse_count(self.request.tokens, "--tokens"),

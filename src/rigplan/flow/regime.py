@@ -11,7 +11,7 @@ The figures are the suite's own (in sample): an error bar for the estimate, not 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
@@ -105,18 +105,42 @@ def moe_accuracy_note(labels: dict[str, str]) -> str:
                 "regime)")
     runs, median, low, high, beyond = MOE_REGIME_FIGURES[ALL_RUNS]
     seen = figures[0] if figures else 0
-    return (f"validation: {seen} published MoE runs in this regime ({cell}), too few to quote; on all {runs}, "
+    return (f"validation: too few published MoE runs in this regime to quote ({cell}: {seen}, fewer than {MIN_RUNS}); "
+            f"on all {runs}, "
             f"rigplan's tokens/s came out {_pct(median)} against the measured at the median ({_pct(low)} to "
             f"{_pct(high)} from the 10th to the 90th percentile; + is rigplan faster) (docs/validation.md, MoE by "
             "regime)")
 
 
-def moe_accuracy(labels: dict[str, str]) -> dict[str, object]:
+def measured_spread(value: float, low: float, high: float) -> tuple[float, float]:
+    """What a duration (or GPU-hours) estimated at `value` came to on the quoted runs, from their 10th to their 90th
+    percentile of tokens/s error e = rigplan's tokens/s / the measured - 1: value·(1 + low) to value·(1 + high). A
+    run measured at tokens/s T/(1 + e) takes (1 + e) times the estimated time. It restates the validation
+    spread in the user's own units; the estimate itself is unchanged."""
+    return value * (1.0 + low), value * (1.0 + high)
+
+
+def moe_accuracy(labels: dict[str, str], time_to_train_s: float | None = None,
+                 gpu_hours: float | None = None) -> dict[str, object]:
     """The accuracy line's figures as JSON values: the job's regime labels, the cell quoted ('regime', or 'all' where
     it has fewer than MIN_RUNS runs) and its runs, median tokens/s error, 10th and 90th percentile and runs beyond
-    35%, with the line itself."""
+    35%, with the line itself; given the estimate's time to train and GPU-hours, their measured_spread over the
+    quoted runs (None without a token count)."""
     figures = MOE_REGIME_FIGURES.get(cell_key(labels))
     quoted = "regime" if figures and figures[0] >= MIN_RUNS else "all"
     runs, median, low, high, beyond = figures if quoted == "regime" and figures else MOE_REGIME_FIGURES[ALL_RUNS]
     return {"regime": dict(labels), "quoted": quoted, "runs": runs, "median_tokens_error": median,
-            "p10_tokens_error": low, "p90_tokens_error": high, "beyond_35": beyond, "note": moe_accuracy_note(labels)}
+            "p10_tokens_error": low, "p90_tokens_error": high, "beyond_35": beyond, "note": moe_accuracy_note(labels),
+            "time_to_train_s_spread": measured_spread(time_to_train_s, low, high) if time_to_train_s else None,
+            "gpu_hours_spread": measured_spread(gpu_hours, low, high) if gpu_hours else None}
+
+
+def wall_spread(estimate: dict[str, Any], wall_time_s: float) -> dict[str, Any] | None:
+    """An option's accuracy figures (the estimate's moe_accuracy) with its wall time, failures and checkpoints
+    included, under the same spread (`wall_time_s_spread`: measured_spread, the failure and checkpoint time taken to
+    scale with the training time); None for a dense model."""
+    accuracy = estimate.get("moe_accuracy")
+    if accuracy is None:
+        return None
+    low, high = float(accuracy["p10_tokens_error"]), float(accuracy["p90_tokens_error"])
+    return accuracy | {"wall_time_s_spread": measured_spread(wall_time_s, low, high)}

@@ -183,6 +183,10 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
     if data["time_to_train_s"]:
         table.add_section()
         table.add_row(f"time to train {format_tokens(data['tokens'])}", format_duration(data["time_to_train_s"]))
+        spread = (data.get("moe_accuracy") or {}).get("time_to_train_s_spread")
+        if spread:
+            table.add_row("  with the error of published MoE runs like it (10th-90th percentile)",
+                          f"{format_duration(spread[0])} – {format_duration(spread[1])}")
         table.add_row("GPU-hours", f"{data['gpu_hours']:,.0f}")
         rel = data.get("reliability")
         if rel:

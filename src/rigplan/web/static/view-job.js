@@ -36,8 +36,14 @@ export function renderJob({mem, est, cost}) {
   const mark = mem.fits ? {} : {class: "kpi infeasible", title: t("infeasible.note")};
   const flag = (v) => (mem.fits ? v : `${t("infeasible")} ${v}`);
   if (est.time_to_train_s) {
-    kpis.push(kpi(t("k.ttt"), flag(fmtDuration(est.time_to_train_s)), {id: "kpi-ttt", ...mark}),
-      kpi(t("k.gpuh"), flag(fmtInt(est.gpu_hours)), mark), kpi(t("k.energy"), flag(`${fmtInt(est.energy_kwh)} kWh`), mark));
+    kpis.push(kpi(t("k.ttt"), flag(fmtDuration(est.time_to_train_s)), {id: "kpi-ttt", ...mark}));
+    // An MoE estimate also shows its time to train under the error of the published MoE runs of its regime.
+    const spread = est.moe_accuracy && est.moe_accuracy.time_to_train_s_spread;
+    if (spread) {
+      kpis.push(kpi(t("k.tttspread"), flag(`${fmtDuration(spread[0])} – ${fmtDuration(spread[1])}`),
+        {id: "kpi-ttt-spread", title: est.moe_accuracy.note, ...mark}));
+    }
+    kpis.push(kpi(t("k.gpuh"), flag(fmtInt(est.gpu_hours)), mark), kpi(t("k.energy"), flag(`${fmtInt(est.energy_kwh)} kWh`), mark));
     if (cheapest) kpis.push(kpi(`${t("k.rent")} (${cheapest.provider} ${pricingText(cheapest.pricing)})`, flag(fmtMoney(cheapest.total_usd)), {id: "kpi-rent", ...mark}));
     if (cost && cost.job) {
       const own = cost.job.onprem_usd == null ? t("k.nopurchase") : flag(fmtMoney(cost.job.onprem_usd));
