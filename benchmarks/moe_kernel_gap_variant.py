@@ -4,7 +4,7 @@ launch gaps (docs/methodology/moe.md, 'What the host model was tried against').
 rigplan charges KERNEL_GAP_S (3 us) for each of a layer's dense kernels (estimate.elementwise.kernels_per_layer) but
 not for the MoE layer's router and dispatcher kernels or its per-expert GEMMs. The variant adds, per MoE layer of a
 stage and micro-batch, KERNEL_GAP_S x ((R + forward kernels) x (1 + recomputed share) + R + backward kernels), with R
-the router and dispatcher's kernels (estimate.moe.MOE_LAYER_HOST_OPS, 25) and, per local expert and grouped linear,
+the router and dispatcher's kernels (estimate.moe_host.MOE_LAYER_HOST_OPS, 25) and, per local expert and grouped linear,
 G x (1 GEMM forward, 2 backward, one cast more each in fp8); the fused grouped MLP counts 1 and 2. It prints, per
 suite, the rows compared, the median absolute and signed error in tokens/s (positive: rigplan too fast), the rows
 beyond 35% and the rows that fail their tolerance, for the model as it is (R = G = 0) and for the variant.
@@ -23,7 +23,7 @@ import numpy as np
 
 import rigplan.estimate.stage_time as stage_time
 from rigplan.estimate.elementwise import KERNEL_GAP_S
-from rigplan.estimate.moe import MOE_LAYER_HOST_OPS
+from rigplan.estimate.moe_host import MOE_LAYER_HOST_OPS
 from rigplan.validation.regimes import tokens_error
 from rigplan.validation.run import run_suite
 

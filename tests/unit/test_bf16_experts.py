@@ -12,7 +12,7 @@ from rigplan.catalog.load import load_catalog
 from rigplan.cli.main import cli
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.elementwise import FP8_CAST_BYTES, fp8_cast_bytes_per_token
-from rigplan.estimate.moe import host_ops_per_moe_layer
+from rigplan.estimate.moe_host import host_ops_per_moe_layer
 from rigplan.flow import estimate as speed
 from rigplan.flow.memory import memory
 from rigplan.flow.request import EstimateRequest, MemoryRequest
@@ -63,7 +63,8 @@ def test_only_the_dense_operands_are_cast_and_host_ops_are_bf16s() -> None:
     assert fp8_cast_bytes_per_token(arch, job, 1.0) == pytest.approx(dense_elements * FP8_CAST_BYTES["delayed"])
     assert fp8_cast_bytes_per_token(arch, job, 1.0) < fp8_cast_bytes_per_token(arch, full, 1.0)
     assert host_ops_per_moe_layer(arch, job, 8.0, 14.0) == host_ops_per_moe_layer(arch, bf16, 8.0, 14.0)
-    assert host_ops_per_moe_layer(arch, full, 8.0, 14.0)[0] > host_ops_per_moe_layer(arch, job, 8.0, 14.0)[0]
+    # fp8 experts issue bf16's host ops (one allocation for all experts: TransformerEngine PRs #1793, #1934)
+    assert host_ops_per_moe_layer(arch, full, 8.0, 14.0) == host_ops_per_moe_layer(arch, job, 8.0, 14.0)
 
 
 @pytest.mark.parametrize(("changes", "message"), [

@@ -9,10 +9,10 @@ from rigplan.flow.request import EstimateRequest
 
 
 def _qwen3_30b_gb200(**extra: object) -> EstimateRequest:
-    # Grace issues PyTorch ops ~2.8x slower than an x86 host (estimate.moe.HOST_OP_S), so four sequences a
-    # micro-batch on eight GB200 are host-paced without graphs.
+    # At Grace's 37 us an op (estimate.moe_host.HOST_OP_S) one sequence a micro-batch on eight GB200 is
+    # host-paced without graphs.
     return EstimateRequest(model="qwen3-30b-a3b", gpu="gb200", gpus=8, ep=8, precision="fp8", fp8_recipe="mxfp8",
-                           micro_batch=4, global_batch=512, zero=1, framework="megatron", balanced_routing=True,
+                           micro_batch=1, global_batch=512, zero=1, framework="megatron", balanced_routing=True,
                            recompute="none", **extra)
 
 
@@ -39,15 +39,15 @@ def test_dense_models_have_no_host_pacing_to_remove() -> None:
 
 def test_per_module_graphs_save_the_host_ops_they_capture(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
     from rigplan.domain.job import Job
-    from rigplan.estimate import moe
+    from rigplan.estimate import moe_host
 
-    eager_f, eager_b = moe.host_ops_per_moe_layer(qwen3_moe, Job(), 8.0, 14.0)
+    eager_f, eager_b = moe_host.host_ops_per_moe_layer(qwen3_moe, Job(), 8.0, 14.0)
     job = Job(cuda_graph_scope=("attn", "moe_router", "moe_preprocess"))
-    graphed_f, graphed_b = moe.host_ops_per_moe_layer(qwen3_moe, job, 8.0, 14.0)
+    graphed_f, graphed_b = moe_host.host_ops_per_moe_layer(qwen3_moe, job, 8.0, 14.0)
     # attention block 6 ops, router 6, preprocess 9: each becomes one launch
     assert float(eager_f - graphed_f) == pytest.approx(5.0 + 5.0 + 8.0)
     assert float(eager_b - graphed_b) == pytest.approx(18.0)
-    assert moe.graph_captured_ops(job, scopes=("attn",)) == 5.0
+    assert moe_host.graph_captured_ops(job, scopes=("attn",)) == 5.0
 
 
 def test_scoped_graphs_shorten_the_host_paced_step_but_keep_the_sync() -> None:

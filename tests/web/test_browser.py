@@ -281,16 +281,16 @@ def test_chinese_mode_shows_lint_findings_offer_kinds_and_verdicts_in_chinese(pa
 
 
 def test_kernel_switches_reach_the_estimate(page, live_server) -> None:  # type: ignore[no-untyped-def]
-    # balanced fp8 on Grace, four sequences a micro-batch: host-paced without graphs (estimate.moe.host_paced_s)
+    # balanced fp8 on Grace, one sequence a micro-batch: host-paced without graphs (estimate.moe_host.host_paced_s)
     settle(page, lambda: (page.fill("#f-model", "qwen3-30b-a3b"), page.select_option("#f-gpu", "gb200"),
-                          page.fill("#f-gpus", "8"), page.fill("#f-ep", "8"), page.fill("#f-micro_batch", "4"),
+                          page.fill("#f-gpus", "8"), page.fill("#f-ep", "8"), page.fill("#f-micro_batch", "1"),
                           page.select_option("#f-precision", "fp8")))
     page.click('details[data-sub="sub.moe"] summary')
     settle(page, lambda: page.check("#f-balanced_routing"))
     eager = page.inner_text("#kpi-step")
     settle(page, lambda: page.select_option("#f-cuda_graphs", "full"))
     graphed = page.inner_text("#kpi-step")
-    body = {"model": "qwen3-30b-a3b", "gpu": "gb200", "gpus": 8, "ep": 8, "micro_batch": 4, "precision": "fp8",
+    body = {"model": "qwen3-30b-a3b", "gpu": "gb200", "gpus": 8, "ep": 8, "micro_batch": 1, "precision": "fp8",
             "balanced_routing": True}
     slow = post(live_server, "/api/estimate", body)["step_time_s"]
     fast = post(live_server, "/api/estimate", {**body, "cuda_graphs": "full"})["step_time_s"]

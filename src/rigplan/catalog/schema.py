@@ -202,8 +202,9 @@ class GpuRecord(Record):
     idle, not this part's datasheet peak (Blackwell Ultra and MI325X are quoted at their siblings' peaks at more
     power)."""
     host_cpu: Literal["x86", "grace"] = "x86"
-    """CPU family that drives the GPU: 'grace' on Grace superchips (GB200, GB300, GH200), where each
-    PyTorch op takes the host ~2.7x longer to issue than on a DGX's Xeon (estimate.moe.HOST_OP_S)."""
+    """CPU family that drives the GPU: 'grace' on Grace superchips (GB200, GB300, GH200). It picks the host's cost
+    per op of an MoE layer (estimate.moe_host.HOST_OP_S: in training about the same on both, 36-37 us, where an
+    isolated torch op takes 2.75x longer on Grace)."""
     gpudirect_rdma: bool | None = True
     """NICs read and write GPU memory directly. False on GeForce cards (NVIDIA supports GPUDirect
     RDMA on data-centre and professional GPUs only): NCCL then stages inter-node traffic through

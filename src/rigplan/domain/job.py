@@ -167,13 +167,13 @@ class Job:
     """'full': the whole iteration (every micro-batch's forward and backward) is captured once and replayed as
     one CUDA graph (Megatron-Core cuda_graph_impl 'full_iteration', Megatron-Bridge's 2026 MoE recipes), so the
     host issues one launch per step instead of every op: the per-layer host pacing of dropless MoE
-    (estimate.moe.host_paced_s) goes. Capture needs static shapes (Megatron pads the experts with its paged
+    (estimate.moe_host.host_paced_s) goes. Capture needs static shapes (Megatron pads the experts with its paged
     stash); the GPU-side gaps between kernels stay (elementwise.KERNEL_GAP_S). 'none': eager launches.
     Per-module graphs are cuda_graph_scope."""
     cuda_graph_scope: tuple[str, ...] = ()
     """Per-module CUDA graphs (Megatron-Core / Transformer Engine cuda_graph_scope, with cuda_graph_impl
     transformer_engine): of 'attn', 'moe_router' and 'moe_preprocess', the modules captured and replayed with
-    one launch each, forward and backward (estimate.moe.CUDA_GRAPH_SCOPE_OPS); the per-layer host sync of
+    one launch each, forward and backward (estimate.moe_host.CUDA_GRAPH_SCOPE_OPS); the per-layer host sync of
     dropless routing stays. Ignored under cuda_graphs 'full'."""
     fp8_attention: bool = False
     """FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine NVTE_FP8_DPA=1 with

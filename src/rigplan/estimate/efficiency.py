@@ -171,7 +171,9 @@ class Efficiency:
     per-tensor delayed scaling, 1.186), which it reproduces at 1.006 and 1.189 where the dense fp8 curve (553)
     gives 1.065 and 1.334; checked on the same DGX Cloud release's Llama 4 Maverick pair it was not fitted on (512
     H100, EP128, the fp8 run with full CUDA graphs), 1.168 against 1.148 measured (python
-    benchmarks/fp8_grouped_half_dim.py; tests/validation/test_fp8_grouped_pairs.py)."""
+    benchmarks/fp8_grouped_half_dim.py; tests/validation/test_fp8_grouped_pairs.py). Since the x86 host op went to
+    36.2 us (estimate.moe_host.HOST_OP_S, 2026-12-06) the host paces the Qwen3-30B-A3B pair and it no longer bears
+    on the curve (rigplan 1.158 at any half dimension); Grok-1 alone gives 1,070 -> 1.196, kept."""
     fp4_gemm_max: float = 0.0
     """Large NVFP4 GEMMs (the GEMM alone, E2M1 data with E4M3 scales per 16 elements), fraction of the fp4 dense
     peak (0: no NVFP4 tensor cores). Blackwell: gemm_max x 0.979, the ratio of the sustained fractions of peak

@@ -55,10 +55,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from rigplan.domain.job import CUDA_GRAPH_SCOPES, Job
+from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
-from rigplan.estimate import comm, fp8_inputs, recompute_modules
+from rigplan.estimate import comm, fp8_inputs
 
 Num = Any
 
@@ -204,7 +204,7 @@ def activation_bytes_per_token(arch: Architecture, job: Job) -> float:
     if arch.moe is None:
         return 0.0
     per_copy = (3.0 if arch.mlp == "gated" else 2.0) * arch.moe.expert_ffn
-    if _clamped(arch) and megatron_expert_path(arch, job):
+    if clamped_glu(arch) and megatron_expert_path(arch, job):
         per_copy += CLAMPED_GLU_TRAFFIC[0] * arch.moe.expert_ffn
     return load_factor(job) * arch.moe.top_k * per_copy * float(job.compute_dtype_bytes)
 
@@ -283,7 +283,7 @@ def expert_path_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     if arch.moe is None:
         return 0.0, 0.0
     copies = load_factor(job) * arch.moe.top_k * float(job.compute_dtype_bytes)
-    f_e = float(arch.moe.expert_ffn) if _clamped(arch) else 0.0
+    f_e = float(arch.moe.expert_ffn) if clamped_glu(arch) else 0.0
     h = float(arch.hidden) if arch.moe.expert_bias else 0.0
     if megatron_expert_path(arch, job):
         return (copies * (CLAMPED_GLU_TRAFFIC[0] * f_e + EXPERT_BIAS_LOOP_TRAFFIC[0] * h),
@@ -296,7 +296,8 @@ def expert_path_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     return 0.0, 0.0
 
 
-def _clamped(arch: Architecture) -> bool:
+def clamped_glu(arch: Architecture) -> bool:
+    """Whether the experts are gated with a clamped activation (gpt-oss: expert_act_clamp > 0)."""
     return arch.moe is not None and arch.mlp == "gated" and arch.moe.expert_act_clamp > 0.0
 
 
@@ -487,110 +488,3 @@ def unpaired_all_to_all_s(job: Job, a2a_s: Num, exposed_s: Num) -> Num:
         return 0.0 * xp.asfloat(a2a_s)
     hidden = xp.asfloat(a2a_s) - xp.asfloat(exposed_s)
     return hidden * (1.0 - A2A_OVERLAP_SM_SHARE / (1.0 - A2A_OVERLAP_SM_SHARE))
-
-
-HOST_OP_S = {"x86": 13.48e-6, "grace": 37.08e-6}
-"""Host seconds to issue one PyTorch op with autograd recording, by CPU family: torch.nn.Linear's
-forward (bf16, hidden 2048, 8192 tokens) takes 13.48 us of CPU time on a DGX H100 (Xeon Platinum
-8480C) and 37.08 us on a GB200 (Grace), measured in TransformerEngine issue #2053 (2025-08)."""
-MOE_LAYER_HOST_OPS = 25.0
-"""Ops the host issues per MoE layer and pass outside the expert GEMMs, counted from Megatron-Core's
-router and MoEAlltoAllTokenDispatcher with permute and router fusion: router (gate GEMM, fp32 cast,
-fused score/top-k, auxiliary loss 2, saving it: 6), preprocess (tokens per expert, its gather over
-the EP group, 4 split computations, 3 device-to-host copies: 9), dispatch (permute index and
-permute, all-to-all, sort by local expert: 4), the fused activation (1), combine (sort back,
-all-to-all, unpermute: 3) and 2 reshapes."""
-CUDA_GRAPH_SCOPE_OPS = {"attn": 6.0, "moe_router": 6.0, "moe_preprocess": 9.0}
-"""Host ops a per-module CUDA graph scope (Megatron-Core / Transformer Engine cuda_graph_scope) replaces with
-one graph launch, forward and backward alike: attn, the attention block of the fused stack (norm, qkv
-projection, rotary, attention kernel, output projection, residual add: 6 of FUSED_KERNELS_PER_LAYER's 14);
-moe_router and moe_preprocess, MOE_LAYER_HOST_OPS' router (6) and preprocess (9) counts."""
-EXPERT_HOST_OPS = {"forward": (2.0, 4.0), "backward": (3.0, 5.0)}
-"""Host ops per local expert and grouped linear (fc1, fc2), (bf16, fp8): TransformerEngine's
-GroupedLinear splits its input per expert and issues one GEMM per expert (forward) or a dgrad and a
-wgrad GEMM (backward); with fp8 it also allocates the cast outputs per expert, 2 torch.empty per GEMM
-input (TransformerEngine issue #1499: the GroupedLinear time over its GEMMs is 'the CPU overheads of
-PyTorch ops, such as torch.split() and torch.empty() (2x num_gemms calls)')."""
-
-FUSED_GROUPED_MLP_HOST_OPS = {"forward": 1.2e-3 / HOST_OP_S["grace"], "backward": 2.1e-3 / HOST_OP_S["grace"]}
-"""Host ops of the whole routed-expert MLP (fc1, activation, fc2) per pass with Transformer Engine's fused MXFP8
-grouped MLP (Job.moe_fused_grouped_mlp), in HOST_OP_S units: its forward takes about 1.2 ms and its backward
-2.1 ms of CPU time on a GB200 with 64 experts (TransformerEngine issue #2897, 2026-04, a benchmark at hidden
-size 128 where the GPU work is negligible), 32 and 57 ops at Grace's 37.08 us. One fused op issues every
-expert, so the count is taken for any number of local experts (part of it, the wgrad allocations, grows
-with them: an overestimate below 64)."""
-
-
-def graph_captured_ops(job: Job, scopes: tuple[str, ...] = CUDA_GRAPH_SCOPES) -> float:
-    """Host ops a layer saves to the job's per-module CUDA graph scopes among `scopes`: each captured scope's
-    ops (CUDA_GRAPH_SCOPE_OPS) become one graph launch."""
-    return sum(CUDA_GRAPH_SCOPE_OPS[s] - 1.0 for s in job.cuda_graph_scope if s in scopes)
-
-
-def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels: float) -> tuple[Num, Num]:
-    """(forward, backward) ops the host issues for one MoE layer: the layer's other kernels, the
-    router and dispatcher (MOE_LAYER_HOST_OPS) and E/ep local experts' grouped-GEMM ops (or the fused
-    grouped MLP's, FUSED_GROUPED_MLP_HOST_OPS), the clamp and fc2 bias loop of Megatron-Core's biased or
-    clamped experts (megatron_expert_path), less what per-module CUDA graphs capture (graph_captured_ops)."""
-    if arch.moe is None:
-        return 0.0 * xp.asarray(ep), 0.0 * xp.asarray(ep)
-    local = arch.moe.num_experts / xp.asfloat(ep)
-    fp8 = 1 if job.precision == "fp8" and not job.bf16_experts else 0
-    own = dense_kernels + MOE_LAYER_HOST_OPS - graph_captured_ops(job)
-    if job.moe_fused_grouped_mlp:
-        zero = 0.0 * local
-        return (own + FUSED_GROUPED_MLP_HOST_OPS["forward"] + zero,
-                own + FUSED_GROUPED_MLP_HOST_OPS["backward"] + zero)
-    fwd = own + 2.0 * EXPERT_HOST_OPS["forward"][fp8] * local
-    bwd = own + 2.0 * EXPERT_HOST_OPS["backward"][fp8] * local
-    if megatron_expert_path(arch, job):
-        clamp = 1.0 if _clamped(arch) else 0.0
-        bias = local if arch.moe.expert_bias else 0.0 * local
-        fwd = fwd + clamp * CLAMPED_GLU_HOST_OPS[0] + bias * EXPERT_BIAS_LOOP_HOST_OPS[0]
-        bwd = bwd + clamp * CLAMPED_GLU_HOST_OPS[1] + bias * EXPERT_BIAS_LOOP_HOST_OPS[1]
-    return fwd, bwd
-
-
-def host_paced_s(gpu_s: Num, *, host_forward_s: Num, host_backward_s: Num, host_recompute_s: Num,
-                 recompute_share: Num, sync: bool = True) -> Num:
-    """Seconds of one micro-batch when the host must issue every op of it.
-
-    Dropless routing needs the tokens per expert on the host (the all-to-all splits and the grouped
-    GEMM's per-expert sizes): Megatron-Core's MoEAlltoAllTokenDispatcher copies them device-to-host
-    and synchronises once per MoE layer in the forward (cuda_sync_point), so the host cannot run
-    ahead of the GPU across layers; each pass then takes the longer of its GPU time and its host
-    time. The GPU time of a pass is split by its FLOPs: forward 1, recompute r, backward 2 (of 3 + r).
-    Without a sync (static shapes) the host may run ahead through the whole micro-batch.
-    """
-    gpu = xp.asfloat(gpu_s)
-    r = xp.asfloat(recompute_share)
-    passes = 3.0 + r
-    if not sync:
-        return xp.maximum(gpu, host_forward_s + host_backward_s + host_recompute_s)
-    return (xp.maximum(gpu / passes, host_forward_s) + xp.maximum(gpu * r / passes, host_recompute_s)
-            + xp.maximum(gpu * 2.0 / passes, host_backward_s))
-
-
-def exposed_host_s(arch: Architecture, job: Job, host_cpu: str, ep: Num, gpu_s: Num, *, kernels: float, layers: Num,
-                   dense_layers: Num, lm_head: Num, recomputed_layers: Num) -> Num:
-    """Seconds by which issuing one micro-batch's ops on the host outlasts its GPU time on one pipeline rank (MoE
-    models only: the per-layer host sync of dropless routing, host_paced_s). `gpu_s` is the GPU's whole stream of
-    the micro-batch, compute and the exposed collectives: the host keeps issuing while a collective runs.
-    `kernels`: a layer's forward kernels (estimate.elementwise.kernels_per_layer); the rank holds `layers`, of them
-    `dense_layers` dense, the MTP modules where lm_head is 1, and fully recomputes `recomputed_layers`. Megatron's
-    'moe' recompute module (estimate.recompute_modules) issues each MoE block's forward ops again inside the
-    backward, counted there."""
-    if arch.moe is None or job.cuda_graphs == "full":
-        return 0.0 * xp.asfloat(gpu_s)
-    op_s = HOST_OP_S.get(host_cpu, HOST_OP_S["x86"])
-    fwd_ops, bwd_ops = host_ops_per_moe_layer(arch, job, ep, kernels)
-    moe_layers = layers - dense_layers + lm_head * arch.moe.mtp_layers
-    share = recomputed_layers / xp.maximum(xp.asfloat(layers), 1.0)
-    dense_ops = kernels - graph_captured_ops(job, scopes=("attn",))
-    if recompute_modules.moe_layer_recomputed(arch, job):
-        bwd_ops = bwd_ops + (fwd_ops - dense_ops)
-    forward = (moe_layers * fwd_ops + dense_layers * dense_ops) * op_s
-    backward = (moe_layers * bwd_ops + dense_layers * dense_ops) * op_s
-    paced = host_paced_s(gpu_s, host_forward_s=forward, host_backward_s=backward, host_recompute_s=forward * share,
-                         recompute_share=share, sync=host_syncs(job))
-    return xp.maximum(paced - xp.asfloat(gpu_s), 0.0)

@@ -27,7 +27,7 @@ from rigplan.domain.stages import (
     rank_layer_counts,
     virtual_stage_layers,
 )
-from rigplan.estimate import comm, moe, overlap, peft_kbit, recompute, recompute_modules, tensor_parallel
+from rigplan.estimate import comm, moe, moe_host, overlap, peft_kbit, recompute, recompute_modules, tensor_parallel
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import (
     Efficiency,
@@ -572,9 +572,9 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             ep_s, ep_tax = moe.exposed_all_to_all_s(job, a2a, compute)
         tax = tp_tax + cp_tax + ep_tax
         compute = compute + tax
-        host_s = moe.exposed_host_s(arch, job, gpu.host_cpu, ep, compute + tp_s + cp_s + ep_s, kernels=rates.kernels,
-                                    layers=stage.layers, dense_layers=stage.dense_layers, lm_head=stage.lm_head,
-                                    recomputed_layers=stage.recomputed_layers)
+        host_s = moe_host.exposed_host_s(arch, job, gpu.host_cpu, ep, compute + tp_s + cp_s + ep_s,
+                                         kernels=rates.kernels, layers=stage.layers, dense_layers=stage.dense_layers,
+                                         lm_head=stage.lm_head, recomputed_layers=stage.recomputed_layers)
         return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s, "host": host_s,
                 "tp_total": tp_total, "cp_total": cp_total, "ep_total": a2a + 0.0 * tp_s, "tax": tax,
                 "layers": layers, "rank": stage.rank}

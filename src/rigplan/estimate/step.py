@@ -29,7 +29,7 @@ step, loss reduction, logging; the Megatron-Core presets set MEGATRON_STEP_OVERH
 It is reported with the host-paced time (host_s).
 
 MoE stages add the time the GPU waits for the host to issue each pass (the per-layer host sync of
-dropless routing, estimate.moe.host_paced_s); without a pipeline, the one micro-batch a step that
+dropless routing, estimate.moe_host.host_paced_s); without a pipeline, the one micro-batch a step that
 Megatron-Core's 1F1B EP overlap cannot pair runs its all-to-all exposed (estimate.moe.unpaired_all_to_all_s).
 Left out: per-micro-batch host overhead of dense models (large for tiny ones), stragglers, network
 congestion from other jobs, dataloader stalls, and checkpointing (reliability is a separate estimate).
@@ -239,7 +239,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         c["tax"] = c["tax"] + np.where(sharded, fsdp_tax, 0.0) + pp_tax
         c["compute"] = c["compute"] + np.where(sharded, fsdp_tax, 0.0) + pp_tax
         # the host keeps issuing while the exposed ZeRO-3 gathers and pipeline sends run: it paces the
-        # micro-batch only beyond them too (moe.exposed_host_s measures it against compute, tp, cp, ep)
+        # micro-batch only beyond them too (moe_host.exposed_host_s measures it against compute, tp, cp, ep)
         c["host"] = np.maximum(c["host"] - c["fsdp"] - c["pp"], 0.0)
         per_rank_mb.append(c["compute"] + c["tp"] + c["cp"] + c["ep"] + c["host"] + c["pp"] + c["fsdp"])
     slowest = first_argmax(np.broadcast_arrays(*per_rank_mb))
@@ -252,14 +252,20 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     pp_mb = pick("pp")
     pace_layers, pace_rank = pick("layers"), pick("rank")
     # Gradient sync after the last micro-batch hides behind its backward, all but the last layer's
-    # bucket; ZeRO-1/2's all-gather of the updated weights behind the next step's first forward.
+    # bucket; ZeRO-1/2's all-gather of the updated weights behind the next step's first forward. A host-paced
+    # MoE pass (host_mb, split as its GPU time) adds idle GPU time to either window, in which the rest hides
+    # without slowing compute (hidden_in_idle).
+    backward_host = host_mb * backward_mb / np.maximum(compute_mb, 1e-30)
     tail = np.where(zero >= 3, 0.0, np.where(zero >= 1, sync_rs, sync_ar))
+    tail_floor = np.maximum(tail / np.maximum(pace_layers, 1.0), bucket_tail)
     tail_exposed, _, tail_tax = overlap.hide(tail, backward_mb, overlap.DP_OVERLAP_SM_SHARE, on=reduce_on,
-                                             floor_s=np.maximum(tail / np.maximum(pace_layers, 1.0), bucket_tail))
+                                             floor_s=tail_floor)
+    tail_exposed = hidden_in_idle(tail_exposed, tail, tail_floor, backward_host, reduce_on)
     zero12_gather = np.where((zero >= 1) & (zero < 3), updated_gather, 0.0)
     first_gather = np.maximum(zero12_gather / np.maximum(pace_layers, 1.0), bucket_gather)
     gather_exposed, _, gather_tax = overlap.hide(zero12_gather, compute_mb - backward_mb, overlap.DP_OVERLAP_SM_SHARE,
                                                  on=gather_on, floor_s=first_gather)
+    gather_exposed = hidden_in_idle(gather_exposed, zero12_gather, first_gather, host_mb - backward_host, gather_on)
     dp_exposed = np.where(group > 1, tail_exposed + gather_exposed, 0.0)
     dp_tax = np.where(group > 1, tail_tax + gather_tax, 0.0)
     dp_step_total = np.where(group > 1, tail + zero12_gather, 0.0)
@@ -320,3 +326,11 @@ def with_network(gpu: Gpu, *, gpus_per_node: int | None = None, nic_gbit_per_s: 
     elif nics_per_node is not None:
         nic_bits = gpu.nic_bits_per_s * nics_per_node / per_node
     return replace(gpu, gpus_per_node=per_node, nic_bits_per_s=nic_bits)
+
+
+def hidden_in_idle(exposed_s: Num, comm_s: Num, floor_s: Num, idle_s: Num, on: Any) -> Num:
+    """What stays exposed of an overlapped collective (overlap.hide's exposed_s) once it also runs while the GPU
+    idles, waiting for the host to issue a host-paced MoE pass (idle_s): max(exposed - idle, min(floor, comm)), the
+    floor (the last bucket) never hiding; unchanged where the overlap is off."""
+    floor = np.minimum(floor_s, comm_s)
+    return np.where(np.asarray(on, dtype=bool), np.maximum(exposed_s - idle_s, np.minimum(floor, exposed_s)), exposed_s)

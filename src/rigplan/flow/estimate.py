@@ -42,14 +42,11 @@ from rigplan.flow.evidence import (
     GB300_MOE_EVIDENCE,
     HOPPER_GPT_OSS_EVIDENCE,
     HOST_PACED_NOTE_SHARE,
-    HOST_PACED_X86_EVIDENCE,
     SMALL_MICROBATCH_MOE_EVIDENCE,
-    X86_ONE_SEQUENCE_MOE_EVIDENCE,
     blackwell_gpt_oss_evidence_applies,
     gb300_moe_evidence_applies,
     hopper_gpt_oss_evidence_applies,
     small_microbatch_moe,
-    x86_one_sequence_moe_evidence_applies,
 )
 from rigplan.flow.memory import MemoryResult, memory_of
 from rigplan.flow.model_source import ResolvedModel
@@ -428,8 +425,6 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
         assumptions.append(moe_routing_note(setup.arch, job, setup.layout))
         if eff.family == "hopper" and job.recompute != "full" and small_microbatch_moe(job, setup.layout):
             assumptions.append(SMALL_MICROBATCH_MOE_EVIDENCE)
-        elif x86_one_sequence_moe_evidence_applies(gpu, setup.arch, job):
-            assumptions.append(X86_ONE_SEQUENCE_MOE_EVIDENCE)
         if hopper_gpt_oss_evidence_applies(eff.family, setup.arch, job):
             assumptions.append(HOPPER_GPT_OSS_EVIDENCE)
         if blackwell_gpt_oss_evidence_applies(gpu.id, setup.arch, job):
@@ -482,8 +477,6 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
             assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
                                "layers' ops (dropless routing syncs once a layer); --cuda-graphs full or "
                                "--cuda-graph-scope if your stack captures CUDA graphs")
-            if gpu.host_cpu == "x86":
-                assumptions.append(HOST_PACED_X86_EVIDENCE)
         else:
             assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
                                "layers' ops (padded capacity: no per-layer sync, the host runs ahead through each "
