@@ -100,7 +100,8 @@ def test_time_to_train_is_also_given_under_the_quoted_runs_spread() -> None:
     assert "time to train" in dense and "published MoE runs" not in dense
 
 
-def test_plan_gives_its_first_options_wall_time_under_the_spread_and_says_when_it_would_miss_the_deadline() -> None:
+def test_plan_gives_its_first_options_wall_time_under_the_spread_and_says_when_it_would_miss_the_deadline(
+        tmp_path) -> None:  # type: ignore[no-untyped-def]
     from click.testing import CliRunner
 
     from rigplan.cli.main import cli
@@ -115,5 +116,10 @@ def test_plan_gives_its_first_options_wall_time_under_the_spread_and_says_when_i
     text = CliRunner().invoke(cli, args, env={"COLUMNS": "400"}).output
     assert "the first, with that error (10th-90th percentile): wall time " in text and "would miss" not in text
     tight = f"{high / 86400 * 0.99:.2f}d"  # the first option still meets it, its 90th percentile does not
-    text = CliRunner().invoke(cli, [*args, "--deadline", tight], env={"COLUMNS": "400"}).output
+    report = tmp_path / "plan.md"
+    deadline = [*args, "--deadline", tight, "--markdown", str(report)]
+    text = CliRunner().invoke(cli, deadline, env={"COLUMNS": "400"}).output
     assert "deadline at the 90th percentile of that error" in text
+    markdown = report.read_text()
+    assert f"- the first, {accuracy['note']}" in markdown  # the purchase request carries the same lines
+    assert "- **the first would miss the " in markdown

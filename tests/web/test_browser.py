@@ -86,6 +86,18 @@ def test_memory_and_speed_then_plan_view(page, live_server) -> None:  # type: ig
     assert page.locator("#ranked-table tbody tr").count() >= 1
 
 
+def test_plan_view_gives_moe_options_their_published_spread(page) -> None:  # type: ignore[no-untyped-def]
+    settle(page, lambda: page.fill("#f-model", "qwen3-30b-a3b"))
+    page.click('#tabs button[data-view="plan"]')
+    page.wait_for_selector("body[data-ready=plan]", timeout=TIMEOUT_MS)
+    settle(page, lambda: page.select_option("#f-plan_gpus", ["h100-sxm"]))
+    spread = page.locator("#ranked-table .spread")
+    assert spread.count() == page.locator("#ranked-table tbody tr").count() >= 1
+    assert "–" in spread.first.inner_text()
+    settle(page, lambda: page.fill("#f-model", "llama-3.1-8b"))
+    assert page.locator("#ranked-table tbody tr").count() >= 1 and page.locator("#ranked-table .spread").count() == 0
+
+
 def test_inputs_validate_as_you_type(page) -> None:  # type: ignore[no-untyped-def]
     settle(page, lambda: page.fill("#f-tp", "abc"))
     assert "integer" in page.inner_text("#err-tp") and "invalid" in page.get_attribute("#f-tp", "class")

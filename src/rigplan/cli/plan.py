@@ -33,7 +33,7 @@ from rigplan.flow.request import PlanRequest
 from rigplan.flow.resolve import build_setup
 from rigplan.report.markdown import plan_markdown
 from rigplan.report.plots import plan_plot
-from rigplan.report.text import layout_text, stdout_console
+from rigplan.report.text import first_option_accuracy, layout_text, stdout_console
 from rigplan.units import format_bytes, format_duration
 
 
@@ -71,15 +71,8 @@ def _render(data: dict[str, Any], currency: str) -> None:
                       "rigplan's memory uncertainty (marked; ranked after the options that fit)")
     if data["ranked"]:
         console.print(f"reproduce the first: [bold]{data['ranked'][0]['estimate_command']}[/bold]")
-        accuracy = data["ranked"][0]["moe_accuracy"]
-        if accuracy:
-            console.print(f"the first, {accuracy['note']}")
-            low, high = accuracy["wall_time_s_spread"]
-            console.print(f"the first, with that error (10th-90th percentile): wall time "
-                          f"{format_duration(low)} – {format_duration(high)}")
-            if data["deadline_s"] is not None and high > data["deadline_s"]:
-                console.print(f"[yellow]the first would miss the {format_duration(data['deadline_s'])} deadline at the "
-                              "90th percentile of that error[/yellow]")
+        for line, warning in first_option_accuracy(data):
+            console.print(f"[yellow]{line}[/yellow]" if warning else line)
     for note in data["assumptions"]:
         console.print(f"[dim]assumed: {note}[/dim]")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.cost.money import format_cny, format_usd
+from rigplan.report.text import first_option_accuracy
 from rigplan.units import format_bytes, format_duration, format_tokens
 
 
@@ -36,6 +37,9 @@ def plan_markdown(data: dict[str, Any]) -> str:
         lines += [_row(c) for c in data["ranked"]]
         best = data["ranked"][0]
         lines += ["", f"Reproduce the first: `{best['estimate_command']}`", ""]
+        accuracy = first_option_accuracy(data)
+        if accuracy:
+            lines += [f"- {'**' + line + '**' if warning else line}" for line, warning in accuracy] + [""]
     else:
         lines += [f"**INFEASIBLE**: {data['infeasible']}.", ""]
     lines += ["## Time vs cost: the Pareto front", "", header]

@@ -36,6 +36,23 @@ def stdout_console(**kwargs: Any) -> Console:
     return console
 
 
+def first_option_accuracy(data: dict[str, Any]) -> list[tuple[str, bool]]:
+    """A plan's sentences on its first option's MoE accuracy, each with whether it is a warning: the regime line, the
+    wall time under the quoted runs' spread, and whether that option, within the deadline at its estimate, would miss
+    it at the 90th percentile. Empty for a dense model or no option."""
+    if not data["ranked"] or not data["ranked"][0]["moe_accuracy"]:
+        return []
+    accuracy = data["ranked"][0]["moe_accuracy"]
+    low, high = accuracy["wall_time_s_spread"]
+    lines = [(f"the first, {accuracy['note']}", False),
+             (f"the first, with that error (10th-90th percentile): wall time {format_duration(low)} – "
+              f"{format_duration(high)}", False)]
+    if data["deadline_s"] is not None and high > data["deadline_s"]:
+        lines.append((f"the first would miss the {format_duration(data['deadline_s'])} deadline at the 90th "
+                      "percentile of that error", True))
+    return lines
+
+
 def layout_text(lay: dict[str, Any]) -> str:
     """A searched layout in one short line: tp2 pp8x2 dp16 cp2 ep32 etp2 z1 mb1 selective (cp, ep and the virtual
     stages only where they are not 1, the expert tp only beside ep > 1)."""

@@ -63,7 +63,7 @@ export function renderPlan(data) {
   const cols = ["c.gpus", "c.purchase", "c.layout", "c.time", "c.cost", "c.mfu", "c.mem", "c.why"];
   const rows = (data.ranked || []).map((c) => el("tr", {"data-key": candKey(c)},
     el("td", {text: `${c.gpus} × ${c.gpu}`}), el("td", {text: modeText(c.mode)}), el("td", {text: fmtLayout(c.layout)}),
-    el("td", {class: "num", text: fmtDuration(c.time_to_train_s)}), el("td", {class: "num", text: fmtMoney(c.cost_usd)}),
+    timeCell(c), el("td", {class: "num", text: fmtMoney(c.cost_usd)}),
     el("td", {class: "num", text: fmtPct(c.mfu)}), el("td", {class: "num", text: fmtBytes(c.memory.total_bytes)}),
     el("td", {text: (c.reasons || []).join("; ")})));
   $("#plan-table").replaceChildren(el("table", {id: "ranked-table"},
@@ -71,3 +71,11 @@ export function renderPlan(data) {
     el("tbody", {}, rows)), notes(t("assumptions"), data.assumptions) || "");
 }
 
+
+// An MoE option's time also under the error of the published MoE runs of its regime (10th-90th percentile).
+function timeCell(c) {
+  const spread = c.moe_accuracy && c.moe_accuracy.time_to_train_s_spread;
+  if (!spread) return el("td", {class: "num", text: fmtDuration(c.time_to_train_s)});
+  return el("td", {class: "num", title: c.moe_accuracy.note}, el("div", {text: fmtDuration(c.time_to_train_s)}),
+    el("div", {class: "muted spread", text: `${t("c.spread")} ${fmtDuration(spread[0])} – ${fmtDuration(spread[1])}`}));
+}
