@@ -59,8 +59,9 @@ EXPERT_HOST_OPS = {"forward": 2.0, "backward": 3.0}
 expert and issues one GEMM per expert (forward) or a dgrad and a wgrad GEMM (backward), in bf16 and fp8 alike. In
 early 2025 the fp8 path also allocated its cast outputs per expert, 2 torch.empty per GEMM input (TransformerEngine
 issue #1499, TE 1.13); TransformerEngine PRs #1793 and #1934 (2025-05 and 2025-07) allocate the quantized per-expert
-buffers of the fp8 and MXFP8 GroupedLinear in one call, so the stacks of the MoE suite (NeMo 25.09 and later) pay no
-per-expert surplus in fp8. Before 2026-12-06 rigplan counted 4 and 5 in fp8."""
+buffers of the fp8 and MXFP8 GroupedLinear in one call, so stacks from NeMo 25.09 on (most of the MoE suite) pay no
+per-expert surplus in fp8; older ones (NeMo 25.04 images: DGX Cloud's FP8 Grok-1 and Llama 4 recipes) may, and rigplan
+has no stack version to tell them apart. Before 2026-12-06 rigplan counted 4 and 5 in fp8."""
 
 FUSED_GROUPED_MLP_HOST_OPS = {"forward": 1.2e-3 / HOST_OP_S["grace"], "backward": 2.1e-3 / HOST_OP_S["grace"]}
 """Host ops of the whole routed-expert MLP (fc1, activation, fc2) per pass with Transformer Engine's fused MXFP8
