@@ -88,6 +88,14 @@ def hide(comm_s: Num, window_s: Num, sm_share: float, *, on: Any, floor_s: Num =
     return exposed, comm - exposed, tax
 
 
+def hidden_in_idle(exposed_s: Num, comm_s: Num, floor_s: Num, idle_s: Num, on: Any) -> Num:
+    """What stays exposed of an overlapped collective (hide's exposed_s) once it also runs while the GPU
+    idles, waiting for the host to issue a host-paced MoE pass (idle_s): max(exposed - idle, min(floor, comm)), the
+    floor (the last bucket) never hiding; unchanged where the overlap is off."""
+    floor = np.minimum(floor_s, comm_s)
+    return np.where(np.asarray(on, dtype=bool), np.maximum(exposed_s - idle_s, np.minimum(floor, exposed_s)), exposed_s)
+
+
 def grad_reduce_bytes_per_param(job: Job) -> float:
     """Bytes per gradient element in the data-parallel reduction: 4 for an fp32 reduce, 2 for bf16,
     and with no choice the gradients' own dtype (4 with fp32 main grads or fp32 training).

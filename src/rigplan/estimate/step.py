@@ -254,18 +254,19 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     # Gradient sync after the last micro-batch hides behind its backward, all but the last layer's
     # bucket; ZeRO-1/2's all-gather of the updated weights behind the next step's first forward. A host-paced
     # MoE pass (host_mb, split as its GPU time) adds idle GPU time to either window, in which the rest hides
-    # without slowing compute (hidden_in_idle).
+    # without slowing compute (overlap.hidden_in_idle).
     backward_host = host_mb * backward_mb / np.maximum(compute_mb, 1e-30)
     tail = np.where(zero >= 3, 0.0, np.where(zero >= 1, sync_rs, sync_ar))
     tail_floor = np.maximum(tail / np.maximum(pace_layers, 1.0), bucket_tail)
     tail_exposed, _, tail_tax = overlap.hide(tail, backward_mb, overlap.DP_OVERLAP_SM_SHARE, on=reduce_on,
                                              floor_s=tail_floor)
-    tail_exposed = hidden_in_idle(tail_exposed, tail, tail_floor, backward_host, reduce_on)
+    tail_exposed = overlap.hidden_in_idle(tail_exposed, tail, tail_floor, backward_host, reduce_on)
     zero12_gather = np.where((zero >= 1) & (zero < 3), updated_gather, 0.0)
     first_gather = np.maximum(zero12_gather / np.maximum(pace_layers, 1.0), bucket_gather)
     gather_exposed, _, gather_tax = overlap.hide(zero12_gather, compute_mb - backward_mb, overlap.DP_OVERLAP_SM_SHARE,
                                                  on=gather_on, floor_s=first_gather)
-    gather_exposed = hidden_in_idle(gather_exposed, zero12_gather, first_gather, host_mb - backward_host, gather_on)
+    gather_exposed = overlap.hidden_in_idle(gather_exposed, zero12_gather, first_gather, host_mb - backward_host,
+                                            gather_on)
     dp_exposed = np.where(group > 1, tail_exposed + gather_exposed, 0.0)
     dp_tax = np.where(group > 1, tail_tax + gather_tax, 0.0)
     dp_step_total = np.where(group > 1, tail + zero12_gather, 0.0)
@@ -327,10 +328,3 @@ def with_network(gpu: Gpu, *, gpus_per_node: int | None = None, nic_gbit_per_s: 
         nic_bits = gpu.nic_bits_per_s * nics_per_node / per_node
     return replace(gpu, gpus_per_node=per_node, nic_bits_per_s=nic_bits)
 
-
-def hidden_in_idle(exposed_s: Num, comm_s: Num, floor_s: Num, idle_s: Num, on: Any) -> Num:
-    """What stays exposed of an overlapped collective (overlap.hide's exposed_s) once it also runs while the GPU
-    idles, waiting for the host to issue a host-paced MoE pass (idle_s): max(exposed - idle, min(floor, comm)), the
-    floor (the last bucket) never hiding; unchanged where the overlap is off."""
-    floor = np.minimum(floor_s, comm_s)
-    return np.where(np.asarray(on, dtype=bool), np.maximum(exposed_s - idle_s, np.minimum(floor, exposed_s)), exposed_s)

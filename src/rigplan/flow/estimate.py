@@ -135,6 +135,7 @@ class EstimateResult:
         paper_tflops = (float(paper_flop_per_token(self.setup.arch, job.seq_len)) * float(st.tokens_per_step)
                         / step_s / n / 1e12) if not job.is_peft else None
         time_s = self.tokens / tokens_per_s if self.tokens else None
+        gpu_hours = time_s * n / 3600 if time_s else None
         gpu = self.setup.gpu
         power_w = n * (gpu.tdp_w + self.host_power_w) if gpu.tdp_w else None  # 0: no published power figure
         eff = calibrated_efficiency(gpu, self.setup.calibration)
@@ -171,7 +172,7 @@ class EstimateResult:
             "wall_time_s": self.reliability.wall_time_s if self.reliability else None,
             "reliability": self.reliability.to_dict() if self.reliability else None,
             "storage": self.storage.to_dict() if self.storage else None,
-            "gpu_hours": time_s * n / 3600 if time_s else None,
+            "gpu_hours": gpu_hours,
             "power_w": power_w,
             "energy_kwh": power_w * time_s / 3.6e6 if time_s and power_w is not None else None,
             "wall_gpu_hours": self.reliability.wall_time_s * n / 3600 if self.reliability else None,
@@ -189,7 +190,7 @@ class EstimateResult:
             "memory": memory,
             "assumptions": list(self.setup.assumptions),
             "framework": self.setup.framework.to_dict() if self.setup.framework else None,
-            "moe_accuracy": (moe_accuracy(setup_regime(self.setup), time_s, time_s * n / 3600 if time_s else None)
+            "moe_accuracy": (moe_accuracy(setup_regime(self.setup), time_s, gpu_hours)
                              if self.setup.arch.moe is not None else None),
         }
 

@@ -10,12 +10,10 @@ from __future__ import annotations
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
+from rigplan.flow.regime import SMALL_TOKENS, tokens_per_gpu_micro_batch
 
 HOST_PACED_NOTE_SHARE = 0.05
 """Share of the step above which the estimate says it is host-paced and names the CUDA-graph switches."""
-SMALL_MICROBATCH_MOE_TOKENS = 2048
-"""Tokens per GPU per micro-batch (micro-batch x sequence / (tp x cp)) at or below which MoE layers on Hopper get
-SMALL_MICROBATCH_MOE_EVIDENCE (without full recomputation)."""
 SMALL_MICROBATCH_MOE_EVIDENCE = (
     "MoE with at most 2,048 tokens per GPU per micro-batch on Hopper: on the 49 published runs of this kind rigplan "
     "checks, its tokens/s were from 30% below to 287% above the measured, median 32% above, 23 beyond 35% (rigplan "
@@ -69,8 +67,9 @@ def gb300_moe_evidence_applies(gpu_id: str, arch: Architecture, job: Job) -> boo
 
 
 def small_microbatch_moe(job: Job, layout: Layout) -> bool:
-    """Whether each GPU's micro-batch is at most SMALL_MICROBATCH_MOE_TOKENS tokens (mb·s/(tp·cp))."""
-    return job.micro_batch * job.seq_len / (layout.tp * layout.cp) <= SMALL_MICROBATCH_MOE_TOKENS
+    """Whether each GPU's micro-batch is at most flow.regime.SMALL_TOKENS (2,048) tokens, the regime band
+    SMALL_MICROBATCH_MOE_EVIDENCE speaks for on Hopper (without full recomputation)."""
+    return tokens_per_gpu_micro_batch(job, layout) <= SMALL_TOKENS
 
 
 BLACKWELL_GPT_OSS_PARTS = ("b200", "b300", "gb200")

@@ -32,6 +32,11 @@ ALL_RUNS = "all"
 """MOE_REGIME_FIGURES' key for the whole suite."""
 
 
+def tokens_per_gpu_micro_batch(job: Job, layout: Layout) -> float:
+    """Tokens each GPU's micro-batch holds: micro-batch x sequence / (tp x cp)."""
+    return job.micro_batch * job.seq_len / (layout.tp * layout.cp)
+
+
 def regime_of(gpu: Gpu, job: Job, layout: Layout, framework: str | None) -> dict[str, str]:
     """The regime labels of one job, by REGIME_AXES; `framework`: the preset's name (None without one)."""
     if gpu.vendor != "nvidia":
@@ -40,7 +45,7 @@ def regime_of(gpu: Gpu, job: Job, layout: Layout, framework: str | None) -> dict
         host = "NVIDIA, Grace host" if gpu.host_cpu == "grace" else "NVIDIA, x86 host"
     graphs = ("full iteration" if job.cuda_graphs == "full"
               else "per module" if job.cuda_graph_scope else "none (eager)")
-    tokens = job.micro_batch * job.seq_len / (layout.tp * layout.cp)
+    tokens = tokens_per_gpu_micro_batch(job, layout)
     band = (f"<= {SMALL_TOKENS:,}" if tokens <= SMALL_TOKENS
             else f"{SMALL_TOKENS + 1:,}-{LARGE_TOKENS:,}" if tokens <= LARGE_TOKENS else f"> {LARGE_TOKENS:,}")
     stack = ("Megatron-Core (Megatron-LM, NeMo, Megatron-Bridge)" if framework in MEGATRON_STACKS
@@ -92,19 +97,26 @@ def _pct(value: float) -> str:
     return f"{100 * value:+.0f}%"
 
 
+def quoted_figures(labels: dict[str, str]) -> tuple[str, tuple[int, float, float, float, int], int]:
+    """(what is quoted, its figures, the runs in the job's own cell): 'regime', the cell's MOE_REGIME_FIGURES, where
+    the cell has at least MIN_RUNS runs, else 'all' and the whole suite's."""
+    figures = MOE_REGIME_FIGURES.get(cell_key(labels))
+    seen = figures[0] if figures else 0
+    if figures and seen >= MIN_RUNS:
+        return "regime", figures, seen
+    return "all", MOE_REGIME_FIGURES[ALL_RUNS], seen
+
+
 def moe_accuracy_note(labels: dict[str, str]) -> str:
     """The accuracy line of an MoE estimate in regime `labels` (MOE_REGIME_FIGURES)."""
     host, graphs, band = (labels[axis] for axis in ACCURACY_AXES)
     cell = f"{host}; CUDA graphs: {graphs}; {band} tokens per GPU per micro-batch"
-    figures = MOE_REGIME_FIGURES.get(cell_key(labels))
-    if figures and figures[0] >= MIN_RUNS:
-        runs, median, low, high, beyond = figures
+    quoted, (runs, median, low, high, beyond), seen = quoted_figures(labels)
+    if quoted == "regime":
         return (f"validation: on the {runs} published MoE runs in this regime ({cell}), rigplan's tokens/s came out "
                 f"{_pct(median)} against the measured at the median ({_pct(low)} to {_pct(high)} from the 10th to the "
                 f"90th percentile; + is rigplan faster), {beyond} of them beyond 35% (docs/validation.md, MoE by "
                 "regime)")
-    runs, median, low, high, beyond = MOE_REGIME_FIGURES[ALL_RUNS]
-    seen = figures[0] if figures else 0
     return (f"validation: too few published MoE runs in this regime to quote ({cell}: {seen}, fewer than {MIN_RUNS}); "
             f"on all {runs}, "
             f"rigplan's tokens/s came out {_pct(median)} against the measured at the median ({_pct(low)} to "
@@ -126,9 +138,7 @@ def moe_accuracy(labels: dict[str, str], time_to_train_s: float | None = None,
     it has fewer than MIN_RUNS runs) and its runs, median tokens/s error, 10th and 90th percentile and runs beyond
     35%, with the line itself; given the estimate's time to train and GPU-hours, their measured_spread over the
     quoted runs (None without a token count)."""
-    figures = MOE_REGIME_FIGURES.get(cell_key(labels))
-    quoted = "regime" if figures and figures[0] >= MIN_RUNS else "all"
-    runs, median, low, high, beyond = figures if quoted == "regime" and figures else MOE_REGIME_FIGURES[ALL_RUNS]
+    quoted, (runs, median, low, high, beyond), _ = quoted_figures(labels)
     return {"regime": dict(labels), "quoted": quoted, "runs": runs, "median_tokens_error": median,
             "p10_tokens_error": low, "p90_tokens_error": high, "beyond_35": beyond, "note": moe_accuracy_note(labels),
             "time_to_train_s_spread": measured_spread(time_to_train_s, low, high) if time_to_train_s else None,
