@@ -284,6 +284,41 @@ def test_host_paced_pass_takes_the_longer_of_gpu_and_host() -> None:
                                   recompute_share=0.0, sync=False)) == pytest.approx(3.0)
 
 
+def test_synced_forward_pass_cannot_hide_the_experts_host_time_behind_the_next_attention() -> None:
+    # forward GPU 1 s (experts 0.25 s, the rest 0.75 s), host 0.9 s of which the expert phase 0.6 s: after each
+    # sync the GPU waits for the experts' launches, then runs the attention the host has already issued
+    assert float(moe_host.synced_pass_s(1.0, 0.9, 0.25, 0.6)) == pytest.approx(1.35)
+    # GPU-heavy experts: the host stays ahead, the GPU alone sets the pass
+    assert float(moe_host.synced_pass_s(1.0, 0.9, 0.8, 0.6)) == pytest.approx(1.0)
+    paced = moe_host.host_paced_s(3.0, host_forward_s=0.9, host_backward_s=1.0, host_recompute_s=0.0,
+                                  recompute_share=0.0, expert_gpu_s=0.25, expert_host_s=0.6)
+    assert float(paced) == pytest.approx(1.35 + 2.0)
+    # never more than host and GPU one after the other
+    assert float(moe_host.synced_pass_s(1.0, 0.9, 0.0, 0.9)) == pytest.approx(1.9)
+
+
+def test_expert_phase_counts_the_launches_from_the_sync_to_the_last_expert_gemm() -> None:
+    arch = load_catalog().model("qwen3-30b-a3b").to_domain()
+    # 16 local experts, 2 grouped linears of 2 forward ops each, and the 3 dispatcher ops from the sync to fc2
+    assert float(moe_host.expert_phase_host_ops(arch, Job(), 8.0)) == 3.0 + 2 * 2 * 16
+    fused = Job(precision="fp8", fp8_recipe="mxfp8", moe_fused_grouped_mlp=True)
+    assert float(moe_host.expert_phase_host_ops(arch, fused, 8.0)) == pytest.approx(
+        3.0 + moe_host.FUSED_GROUPED_MLP_HOST_OPS["forward"])
+    forward, _ = moe_host.host_ops_per_moe_layer(arch, Job(), 8.0, 14.0)
+    assert float(moe_host.expert_phase_host_ops(arch, Job(), 8.0)) < float(forward)
+
+
+def test_a_compiled_tpu_step_has_no_host_time() -> None:
+    catalog = load_catalog()
+    arch = catalog.model("qwen3-30b-a3b").to_domain()
+    job = Job(seq_len=1024, micro_batch=1)
+    args = dict(kernels=14.0, layers=48.0, dense_layers=0.0, lm_head=0.0, recomputed_layers=0.0,
+                experts_s=(0.001, 0.0))
+    tpu, h100 = catalog.gpu("tpu-v5p").to_domain(), catalog.gpu("h100-sxm").to_domain()
+    assert float(moe_host.exposed_host_s(arch, job, h100, 8.0, 0.01, **args)) > 0.0
+    assert float(moe_host.exposed_host_s(arch, job, tpu, 8.0, 0.01, **args)) == 0.0
+
+
 def test_eager_gpt_oss_experts_move_their_clamp_and_bias_bytes() -> None:
     """torchtitan's eager gpt-oss experts (no torch.compile): per routed copy, the clamped GLU's excess over a plain
     eager SwiGLU and the materialised biases; compiled or Megatron-Core stacks and unclamped, unbiased experts have
@@ -519,9 +554,10 @@ def test_the_host_runs_ahead_while_the_gpu_waits_on_exposed_tensor_parallel_traf
     stream = first["compute"] + first["tp"] + first["cp"] + first["ep"]
     counts = dict(kernels=kernels_per_layer(arch, job), layers=shape.layers, dense_layers=shape.dense_layers,
                   lm_head=shape.lm_head, recomputed_layers=shape.recomputed_layers)
-    assert float(first["host"]) == pytest.approx(float(moe_host.exposed_host_s(arch, job, gpu.host_cpu, 2.0, stream,
+    counts = dict(counts, experts_s=(first["expert_forward"], first["ep"]))
+    assert float(first["host"]) == pytest.approx(float(moe_host.exposed_host_s(arch, job, gpu, 2.0, stream,
                                                                           **counts)))
-    before = moe_host.exposed_host_s(arch, job, gpu.host_cpu, 2.0, first["compute"] + first["ep"], **counts)
+    before = moe_host.exposed_host_s(arch, job, gpu, 2.0, first["compute"] + first["ep"], **counts)
     assert float(first["host"]) == pytest.approx(max(float(before) - float(first["tp"]), 0.0))
 
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
+from rigplan.catalog.load import load_catalog
 from rigplan.cli.main import cli
 from rigplan.domain.job import Job
 from rigplan.estimate import moe_host
@@ -52,9 +53,10 @@ def test_the_block_forward_runs_again(qwen3_moe) -> None:  # type: ignore[no-unt
 def test_the_host_issues_the_block_again_in_backward(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
     job = Job(kernels="fused")
     args = dict(kernels=14.0, layers=48.0, dense_layers=0.0, lm_head=0.0, recomputed_layers=0.0)
+    h100 = load_catalog().gpu("h100-sxm").to_domain()  # an x86 host
     # a GPU stream short enough for the host to set the pace: the extra host work shows up whole
-    plain = float(moe_host.exposed_host_s(qwen3_moe, job, "x86", 8.0, 1e-6, **args))
-    redone = float(moe_host.exposed_host_s(qwen3_moe, replace(job, recompute_moe=True), "x86", 8.0, 1e-6, **args))
+    plain = float(moe_host.exposed_host_s(qwen3_moe, job, h100, 8.0, 1e-6, **args))
+    redone = float(moe_host.exposed_host_s(qwen3_moe, replace(job, recompute_moe=True), h100, 8.0, 1e-6, **args))
     fwd, _ = moe_host.host_ops_per_moe_layer(qwen3_moe, job, 8.0, 14.0)
     assert redone - plain == pytest.approx(48 * float(fwd - 14.0) * moe_host.HOST_OP_S["x86"])
 

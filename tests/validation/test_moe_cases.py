@@ -54,8 +54,8 @@ def test_small_microbatch_hopper_note_states_the_suite_as_it_is() -> None:
     errors = errors_where_shown(evidence.SMALL_MICROBATCH_MOE_EVIDENCE)
     assert len(errors) == 49
     assert round(-min(errors) * 100) == 30 and round(max(errors) * 100) == 287
-    assert round(statistics.median(errors) * 100) == 32
-    assert sum(e > 0.35 for e in errors) == 23
+    assert round(statistics.median(errors) * 100) == 31
+    assert sum(e > 0.35 for e in errors) == 19
 
 
 def test_gb300_moe_note_states_the_suite_as_it_is() -> None:
@@ -106,7 +106,7 @@ def test_hopper_gpt_oss_note_states_the_suite_as_it_is() -> None:
     errors = errors_where_shown(evidence.HOPPER_GPT_OSS_EVIDENCE)
     assert len(errors) == 11
     assert round(min(errors) * 100) == 0 and round(max(errors) * 100) == 135
-    assert round(statistics.median(errors) * 100) == 29 and sum(e > 0.35 for e in errors) == 5
+    assert round(statistics.median(errors) * 100) == 27 and sum(e > 0.35 for e in errors) == 5
     base = {"model": "gpt-oss-20b", "gpu": "h100-sxm", "gpus": 8, "ep": 8, "framework": "megatron"}
     assert evidence.HOPPER_GPT_OSS_EVIDENCE in speed.estimate(EstimateRequest(**base)).setup.assumptions
     for changed in ({"gpu": "b200"}, {"model": "qwen3-30b-a3b"}, {"kernels": "eager"}):
@@ -125,7 +125,7 @@ def test_blackwell_gpt_oss_note_states_the_suite_as_it_is() -> None:
     errors = errors_where_shown(evidence.BLACKWELL_GPT_OSS_EVIDENCE)
     assert len(errors) == 11
     assert round(min(errors) * 100) == 15 and round(max(errors) * 100) == 107
-    assert round(statistics.median(errors) * 100) == 43 and sum(e > 0.35 for e in errors) == 9
+    assert round(statistics.median(errors) * 100) == 40 and sum(e > 0.35 for e in errors) == 9
     graphed = [tokens_error(case) for case in CASES
                if case.request.gpu in evidence.BLACKWELL_GPT_OSS_PARTS and case.request.model.startswith("gpt-oss")
                and case.request.cuda_graphs == "full"]

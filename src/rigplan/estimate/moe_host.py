@@ -6,6 +6,7 @@ from the step). Used by estimate.stage_time beside the GPU-side model of estimat
 
 from __future__ import annotations
 
+from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import CUDA_GRAPH_SCOPES, Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
@@ -101,28 +102,74 @@ def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels:
     return fwd, bwd
 
 
+COMPILED_PROGRAM_VENDORS = frozenset({"google"})
+"""Vendors whose parts run the training step as one compiled program: a Cloud TPU executes the XLA program of the
+whole jitted step (JAX / MaxText, PyTorch/XLA), so the host issues no per-op work and MaxText's dropless experts
+have static shapes (ragged GEMMs up to a fixed bound, no device-to-host copy of the tokens per expert)."""
+
+EXPERT_PHASE_DISPATCH_OPS = 3.0
+"""MOE_LAYER_HOST_OPS issued between the layer's host sync (Megatron-Core's cuda_sync_point 'before_ep_alltoall')
+and its last expert GEMM: the dispatch all-to-all, the sort by local expert and the fused activation (the sort back,
+the combine all-to-all and the unpermute come after the experts)."""
+
+
+def expert_phase_host_ops(arch: Architecture, job: Job, ep: Num) -> Num:
+    """Forward host ops of one MoE layer from its sync to its last expert GEMM: the expert GEMMs' (or the fused
+    grouped MLP's), the clamp and bias loop, and EXPERT_PHASE_DISPATCH_OPS."""
+    if arch.moe is None:
+        return 0.0 * xp.asarray(ep)
+    local = arch.moe.num_experts / xp.asfloat(ep)
+    if job.moe_fused_grouped_mlp:
+        return EXPERT_PHASE_DISPATCH_OPS + FUSED_GROUPED_MLP_HOST_OPS["forward"] + 0.0 * local
+    ops = EXPERT_PHASE_DISPATCH_OPS + 2.0 * EXPERT_HOST_OPS["forward"] * local
+    if megatron_expert_path(arch, job):
+        ops = ops + (CLAMPED_GLU_HOST_OPS[0] if clamped_glu(arch) else 0.0)
+        ops = ops + (local * EXPERT_BIAS_LOOP_HOST_OPS[0] if arch.moe.expert_bias else 0.0 * local)
+    return ops
+
+
+def synced_pass_s(gpu_s: Num, host_s: Num, expert_gpu_s: Num, expert_host_s: Num) -> Num:
+    """Seconds of a forward pass whose MoE layers each sync the host once, two phases a layer: after the sync
+    the expert phase (host expert_host_s, GPU expert_gpu_s), then the rest up to the next sync (attention,
+    router). One queue in order on each side, so the pass takes the longest of GPU alone, host alone, and
+    host through the expert phase then GPU through the rest: max(G, H, H_e + G - G_e), the two-machine flow-shop
+    bound (Johnson) at the phase boundary. Source of the order: Megatron-Core's MoEAlltoAllTokenDispatcher syncs
+    'before_ep_alltoall' in dropless routing (token_dispatcher.py, preprocess). Leaves out the order inside a
+    phase (its ops taken as evenly mixed) and the host time before the sync (router, preprocess), which the
+    GPU's attention of the same layer covers."""
+    rest_gpu = xp.maximum(gpu_s - expert_gpu_s, 0.0)
+    return xp.maximum(xp.maximum(gpu_s, host_s), expert_host_s + rest_gpu)
+
+
 def host_paced_s(gpu_s: Num, *, host_forward_s: Num, host_backward_s: Num, host_recompute_s: Num,
-                 recompute_share: Num, sync: bool = True) -> Num:
+                 recompute_share: Num, sync: bool = True, expert_gpu_s: Num = 0.0,
+                 expert_host_s: Num = 0.0) -> Num:
     """Seconds of one micro-batch when the host must issue every op of it.
 
     Dropless routing needs the tokens per expert on the host (the all-to-all splits and the grouped
     GEMM's per-expert sizes): Megatron-Core's MoEAlltoAllTokenDispatcher copies them device-to-host
     and synchronises once per MoE layer in the forward (cuda_sync_point), so the host cannot run
     ahead of the GPU across layers; each pass then takes the longer of its GPU time and its host
-    time. The GPU time of a pass is split by its FLOPs: forward 1, recompute r, backward 2 (of 3 + r).
-    Without a sync (static shapes) the host may run ahead through the whole micro-batch.
+    time, and a forward or recompute pass with the expert phase given (expert_gpu_s, expert_host_s) the
+    longer of those and the flow-shop bound of synced_pass_s. The GPU time of a pass is split by its FLOPs:
+    forward 1, recompute r, backward 2 (of 3 + r). Without a sync (static shapes) the host may run ahead
+    through the whole micro-batch.
     """
     gpu = xp.asfloat(gpu_s)
     r = xp.asfloat(recompute_share)
     passes = 3.0 + r
     if not sync:
         return xp.maximum(gpu, host_forward_s + host_backward_s + host_recompute_s)
-    return (xp.maximum(gpu / passes, host_forward_s) + xp.maximum(gpu * r / passes, host_recompute_s)
-            + xp.maximum(gpu * 2.0 / passes, host_backward_s))
+    forward_gpu = gpu / passes
+    expert_gpu = xp.minimum(xp.asfloat(expert_gpu_s), forward_gpu)
+    forward = synced_pass_s(forward_gpu, host_forward_s, expert_gpu, expert_host_s)
+    recompute = synced_pass_s(forward_gpu * r, host_recompute_s, expert_gpu * r, expert_host_s * r)
+    return forward + recompute + xp.maximum(gpu * 2.0 / passes, host_backward_s)
 
 
-def exposed_host_s(arch: Architecture, job: Job, host_cpu: str, ep: Num, gpu_s: Num, *, kernels: float, layers: Num,
-                   dense_layers: Num, lm_head: Num, recomputed_layers: Num) -> Num:
+def exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, *, kernels: float, layers: Num,
+                   dense_layers: Num, lm_head: Num, recomputed_layers: Num,
+                   experts_s: tuple[Num, Num] = (0.0, 0.0)) -> Num:
     """Seconds by which issuing one micro-batch's ops on the host outlasts its GPU time on one pipeline rank (MoE
     models only: the per-layer host sync of dropless routing, host_paced_s). `gpu_s` is the GPU's whole stream of
     the micro-batch, compute and the exposed collectives: the host keeps issuing while a collective runs.
@@ -130,17 +177,21 @@ def exposed_host_s(arch: Architecture, job: Job, host_cpu: str, ep: Num, gpu_s: 
     `dense_layers` dense, the MTP modules where lm_head is 1, and fully recomputes `recomputed_layers`. Megatron's
     'moe' recompute module (estimate.recompute_modules) issues each MoE block's forward ops again inside the
     backward, counted there."""
-    if arch.moe is None or job.cuda_graphs == "full":
+    if arch.moe is None or job.cuda_graphs == "full" or gpu.vendor in COMPILED_PROGRAM_VENDORS:
         return 0.0 * xp.asfloat(gpu_s)
-    op_s = HOST_OP_S.get(host_cpu, HOST_OP_S["x86"])
+    op_s = HOST_OP_S.get(gpu.host_cpu, HOST_OP_S["x86"])
     fwd_ops, bwd_ops = host_ops_per_moe_layer(arch, job, ep, kernels)
     moe_layers = layers - dense_layers + lm_head * arch.moe.mtp_layers
     share = recomputed_layers / xp.maximum(xp.asfloat(layers), 1.0)
     dense_ops = kernels - graph_captured_ops(job, scopes=("attn",))
     if recompute_modules.moe_layer_recomputed(arch, job):
         bwd_ops = bwd_ops + (fwd_ops - dense_ops)
+    two_phase = 1.0 if job.kernels == "fused" else 0.0
+    expert_compute_s, ep_s = experts_s
+    expert_gpu = expert_compute_s + ep_s / (2.0 + share) / 2.0  # and the forward's dispatch (half its all-to-all)
     forward = (moe_layers * fwd_ops + dense_layers * dense_ops) * op_s
     backward = (moe_layers * bwd_ops + dense_layers * dense_ops) * op_s
     paced = host_paced_s(gpu_s, host_forward_s=forward, host_backward_s=backward, host_recompute_s=forward * share,
-                         recompute_share=share, sync=host_syncs(job))
+                         recompute_share=share, sync=host_syncs(job), expert_gpu_s=expert_gpu,
+                         expert_host_s=moe_layers * expert_phase_host_ops(arch, job, ep) * op_s * two_phase)
     return xp.maximum(paced - xp.asfloat(gpu_s), 0.0)

@@ -127,6 +127,7 @@ class ComputeTime:
     """Projection and MLP GEMMs, forward, backward and recompute (TP userbuffers overlap); 0 unless asked."""
     column_backward_gemm_s: Num
     """The column-parallel linears' backward GEMMs (Megatron's async TP backward); 0 unless asked."""
+    expert_forward_s: Num = 0.0  # the routed experts' forward GEMMs and clamp/bias path (moe_host's expert phase)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -305,16 +306,14 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
               + flops.recompute.attention_core_flop) / (bf16_peak * r.attn_eff)
     layers = stage.layers
     tokens = r.tokens
-    # torchtitan's per-op checkpointing ('op', its _save_list) keeps matmul and attention outputs only, so
-    # every element-wise op of the layer (norms, rotary, activation, residual adds) runs again in backward.
+    # torchtitan's per-op checkpointing ('op', its _save_list) keeps matmul and attention outputs; element-wise reruns
     redone = recomputed_share + (1.0 if job.recompute == "op" else 0.0)
     passes = 3.0 + redone
     elementwise = r.elementwise_per_token * tokens * layers * passes
     # token permutation: forward, its backward (the same bytes, moe.permute_bytes_per_token) and any recompute
     moe_redone = redone + (1.0 if recompute_modules.moe_layer_recomputed(arch, job) else 0.0)
     elementwise = elementwise + r.permute_per_token * tokens * moe_layers * (2.0 + moe_redone)
-    # Megatron-Core's clamp and fc2 bias loop around biased or clamped experts: forward (again where recomputed)
-    # and backward
+    # Megatron-Core's clamp and fc2 bias loop around biased or clamped experts: forward (again if recomputed), backward
     path_forward, path_backward = r.expert_path_per_token
     elementwise = elementwise + (path_forward * (1.0 + moe_redone) + path_backward) * tokens * moe_layers
     if arch.moe is not None and (moe.act_recomputed(job) or recompute_modules.moe_layer_recomputed(arch, job)):
@@ -347,7 +346,8 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
     gaps_s = launches * KERNEL_GAP_S
     compute = forward_s + backward_s + recompute_s + elementwise_s + gaps_s
     return ComputeTime(compute_s=compute, backward_s=backward_s, core_s=core_s, gemm_s=gemm_s,
-                       column_backward_gemm_s=column_backward_s)
+                       column_backward_gemm_s=column_backward_s,
+                       expert_forward_s=expert_s["forward"] + path_forward * tokens * moe_layers / r.hbm_bytes_per_s)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -572,12 +572,13 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             ep_s, ep_tax = moe.exposed_all_to_all_s(job, a2a, compute)
         tax = tp_tax + cp_tax + ep_tax
         compute = compute + tax
-        host_s = moe_host.exposed_host_s(arch, job, gpu.host_cpu, ep, compute + tp_s + cp_s + ep_s,
-                                         kernels=rates.kernels, layers=stage.layers, dense_layers=stage.dense_layers,
-                                         lm_head=stage.lm_head, recomputed_layers=stage.recomputed_layers)
+        host_s = moe_host.exposed_host_s(arch, job, gpu, ep, compute + tp_s + cp_s + ep_s, lm_head=stage.lm_head,
+                                         layers=stage.layers, dense_layers=stage.dense_layers, kernels=rates.kernels,
+                                         recomputed_layers=stage.recomputed_layers, experts_s=(timed.expert_forward_s,
+                                                                                               ep_s))
         return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s, "host": host_s,
                 "tp_total": tp_total, "cp_total": cp_total, "ep_total": a2a + 0.0 * tp_s, "tax": tax,
-                "layers": layers, "rank": stage.rank}
+                "layers": layers, "rank": stage.rank, "expert_forward": timed.expert_forward_s + 0.0 * tp_s}
 
     if work is None:
         work = pace_work(arch, job, layout, tp=tp, pp=pp, vpp=vpp, cp=cp, micro_batch=mb)
