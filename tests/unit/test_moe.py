@@ -308,6 +308,30 @@ def test_expert_phase_counts_the_launches_from_the_sync_to_the_last_expert_gemm(
     assert float(moe_host.expert_phase_host_ops(arch, Job(), 8.0)) < float(forward)
 
 
+def test_a_second_sync_after_fc1_splits_the_expert_phase() -> None:
+    # forward GPU 1 s (experts 0.5 s, of it 0.3 s up to fc1's sync), host 0.9 s (experts 0.6 s, 0.2 s to the sync):
+    # the first part takes max(0.3, 0.2), the rest max(0.7, 0.7, 0.4 + 0.5)
+    assert float(moe_host.synced_pass_s(1.0, 0.9, 0.5, 0.6, 0.3, 0.2)) == pytest.approx(0.3 + 0.9)
+    # never shorter than without the second sync
+    split = moe_host.synced_pass_s(1.0, 0.9, 0.5, 0.6, 0.3, 0.2)
+    assert float(split) >= float(moe_host.synced_pass_s(1.0, 0.9, 0.5, 0.6))
+
+
+def test_only_megatron_cores_clamped_glu_syncs_after_fc1() -> None:
+    catalog = load_catalog()
+    gpt_oss, qwen = catalog.model("gpt-oss-120b").to_domain(), catalog.model("qwen3-30b-a3b").to_domain()
+    fused = Job(moe_imbalance=1.0)
+    assert moe_host.glu_offset_syncs(gpt_oss, fused)
+    assert not moe_host.glu_offset_syncs(qwen, fused)
+    assert not moe_host.glu_offset_syncs(gpt_oss, Job(kernels="eager"))  # torchtitan's own experts
+    assert not moe_host.glu_offset_syncs(gpt_oss, Job(cuda_graphs="full"))  # the operation fuser's grouped MLP
+    # 128 experts over ep 8: the dispatch all-to-all and sort, fc1's 2 ops for each of 16 experts, the clamp's 5
+    assert float(moe_host.fc1_phase_host_ops(gpt_oss, fused, 8.0)) == 2.0 + 2.0 * 16 + 5.0
+    assert float(moe_host.fc1_phase_host_ops(qwen, fused, 8.0)) == 0.0
+    assert float(moe_host.fc1_phase_host_ops(gpt_oss, fused, 8.0)) < float(
+        moe_host.expert_phase_host_ops(gpt_oss, fused, 8.0))
+
+
 def test_a_compiled_tpu_step_has_no_host_time() -> None:
     catalog = load_catalog()
     arch = catalog.model("qwen3-30b-a3b").to_domain()

@@ -105,8 +105,8 @@ def test_hopper_gpt_oss_note_states_the_suite_as_it_is() -> None:
 
     errors = errors_where_shown(evidence.HOPPER_GPT_OSS_EVIDENCE)
     assert len(errors) == 11
-    assert round(min(errors) * 100) == 0 and round(max(errors) * 100) == 135
-    assert round(statistics.median(errors) * 100) == 27 and sum(e > 0.35 for e in errors) == 5
+    assert round(min(errors) * 100) == 0 and round(max(errors) * 100) == 116
+    assert round(statistics.median(errors) * 100) == 24 and sum(e > 0.35 for e in errors) == 5
     base = {"model": "gpt-oss-20b", "gpu": "h100-sxm", "gpus": 8, "ep": 8, "framework": "megatron"}
     assert evidence.HOPPER_GPT_OSS_EVIDENCE in speed.estimate(EstimateRequest(**base)).setup.assumptions
     for changed in ({"gpu": "b200"}, {"model": "qwen3-30b-a3b"}, {"kernels": "eager"}):
@@ -124,8 +124,8 @@ def test_blackwell_gpt_oss_note_states_the_suite_as_it_is() -> None:
 
     errors = errors_where_shown(evidence.BLACKWELL_GPT_OSS_EVIDENCE)
     assert len(errors) == 11
-    assert round(min(errors) * 100) == 15 and round(max(errors) * 100) == 107
-    assert round(statistics.median(errors) * 100) == 40 and sum(e > 0.35 for e in errors) == 9
+    assert round(min(errors) * 100) == 15 and round(max(errors) * 100) == 103
+    assert round(statistics.median(errors) * 100) == 40 and sum(e > 0.35 for e in errors) == 8
     graphed = [tokens_error(case) for case in CASES
                if case.request.gpu in evidence.BLACKWELL_GPT_OSS_PARTS and case.request.model.startswith("gpt-oss")
                and case.request.cuda_graphs == "full"]

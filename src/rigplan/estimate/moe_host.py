@@ -128,32 +128,61 @@ def expert_phase_host_ops(arch: Architecture, job: Job, ep: Num) -> Num:
     return ops
 
 
-def synced_pass_s(gpu_s: Num, host_s: Num, expert_gpu_s: Num, expert_host_s: Num) -> Num:
+FC1_SHARE = 2.0 / 3.0
+"""fc1's share of a gated expert's forward GEMM FLOPs: gate and up projections (2·h·2f) against fc2's down (2·f·h)."""
+
+
+def glu_offset_syncs(arch: Architecture, job: Job) -> bool:
+    """Whether the experts' clamped GLU syncs the host a second time in each MoE layer's forward: Megatron-Core's
+    fused weighted_bias_quick_geglu_impl (megatron/core/fusions/fused_bias_geglu.py, the activation TEGroupedMLP runs
+    for gpt-oss with bias_activation_fusion) makes its linear offset a device tensor on every call,
+    torch.tensor(linear_offset, device=input.device): a copy from pageable host memory, which PyTorch completes with a
+    stream synchronisation (copy_kernel_cuda with non_blocking False, c10::cuda::memcpy_and_sync). The host then
+    waits for fc1's GEMMs before it issues the activation and fc2."""
+    return megatron_expert_path(arch, job) and clamped_glu(arch)
+
+
+def fc1_phase_host_ops(arch: Architecture, job: Job, ep: Num) -> Num:
+    """Forward host ops of one MoE layer from its dispatch sync to the clamped GLU's offset sync (glu_offset_syncs):
+    the dispatch all-to-all and the sort (2 of EXPERT_PHASE_DISPATCH_OPS), fc1's per-expert ops and the clamp's ops,
+    the offset copy included (CLAMPED_GLU_HOST_OPS). 0 where the layer has no such sync."""
+    if arch.moe is None or not glu_offset_syncs(arch, job):
+        return 0.0 * xp.asarray(ep)
+    local = arch.moe.num_experts / xp.asfloat(ep)
+    return EXPERT_PHASE_DISPATCH_OPS - 1.0 + EXPERT_HOST_OPS["forward"] * local + CLAMPED_GLU_HOST_OPS[0]
+
+
+def synced_pass_s(gpu_s: Num, host_s: Num, expert_gpu_s: Num, expert_host_s: Num, fc1_gpu_s: Num = 0.0,
+                  fc1_host_s: Num = 0.0) -> Num:
     """Seconds of a forward pass whose MoE layers each sync the host once, two phases a layer: after the sync
     the expert phase (host expert_host_s, GPU expert_gpu_s), then the rest up to the next sync (attention,
     router). One queue in order on each side, so the pass takes the longest of GPU alone, host alone, and
     host through the expert phase then GPU through the rest: max(G, H, H_e + G - G_e), the two-machine flow-shop
     bound (Johnson) at the phase boundary. Source of the order: Megatron-Core's MoEAlltoAllTokenDispatcher syncs
-    'before_ep_alltoall' in dropless routing (token_dispatcher.py, preprocess). Leaves out the order inside a
-    phase (its ops taken as evenly mixed) and the host time before the sync (router, preprocess), which the
-    GPU's attention of the same layer covers."""
-    rest_gpu = xp.maximum(gpu_s - expert_gpu_s, 0.0)
-    return xp.maximum(xp.maximum(gpu_s, host_s), expert_host_s + rest_gpu)
+    'before_ep_alltoall' in dropless routing (token_dispatcher.py, preprocess). Where a second sync splits the
+    expert phase after fc1 (glu_offset_syncs; fc1_gpu_s and fc1_host_s, the part of the expert phase before it),
+    that part takes max(G_1, H_1) on its own and the rest of the layer the bound above over what is left. Leaves
+    out the order inside a phase (its ops taken as evenly mixed) and the host time before the sync (router,
+    preprocess), which the GPU's attention of the same layer covers."""
+    first = xp.maximum(fc1_gpu_s, fc1_host_s)
+    gpu, host = gpu_s - fc1_gpu_s, host_s - fc1_host_s
+    rest_gpu = xp.maximum(gpu - (expert_gpu_s - fc1_gpu_s), 0.0)
+    return first + xp.maximum(xp.maximum(gpu, host), expert_host_s - fc1_host_s + rest_gpu)
 
 
 def host_paced_s(gpu_s: Num, *, host_forward_s: Num, host_backward_s: Num, host_recompute_s: Num,
-                 recompute_share: Num, sync: bool = True, expert_gpu_s: Num = 0.0,
-                 expert_host_s: Num = 0.0) -> Num:
+                 recompute_share: Num, sync: bool = True, expert_gpu_s: Num = 0.0, expert_host_s: Num = 0.0,
+                 fc1_gpu_s: Num = 0.0, fc1_host_s: Num = 0.0) -> Num:
     """Seconds of one micro-batch when the host must issue every op of it.
 
     Dropless routing needs the tokens per expert on the host (the all-to-all splits and the grouped
     GEMM's per-expert sizes): Megatron-Core's MoEAlltoAllTokenDispatcher copies them device-to-host
     and synchronises once per MoE layer in the forward (cuda_sync_point), so the host cannot run
     ahead of the GPU across layers; each pass then takes the longer of its GPU time and its host
-    time, and a forward or recompute pass with the expert phase given (expert_gpu_s, expert_host_s) the
-    longer of those and the flow-shop bound of synced_pass_s. The GPU time of a pass is split by its FLOPs:
-    forward 1, recompute r, backward 2 (of 3 + r). Without a sync (static shapes) the host may run ahead
-    through the whole micro-batch.
+    time, and a forward or recompute pass with the expert phase given (expert_gpu_s, expert_host_s; fc1_gpu_s
+    and fc1_host_s where the clamped GLU syncs again after fc1) the bound of synced_pass_s. The GPU time of a
+    pass is split by its FLOPs: forward 1, recompute r, backward 2 (of 3 + r). Without a sync (static shapes)
+    the host may run ahead through the whole micro-batch.
     """
     gpu = xp.asfloat(gpu_s)
     r = xp.asfloat(recompute_share)
@@ -162,8 +191,10 @@ def host_paced_s(gpu_s: Num, *, host_forward_s: Num, host_backward_s: Num, host_
         return xp.maximum(gpu, host_forward_s + host_backward_s + host_recompute_s)
     forward_gpu = gpu / passes
     expert_gpu = xp.minimum(xp.asfloat(expert_gpu_s), forward_gpu)
-    forward = synced_pass_s(forward_gpu, host_forward_s, expert_gpu, expert_host_s)
-    recompute = synced_pass_s(forward_gpu * r, host_recompute_s, expert_gpu * r, expert_host_s * r)
+    fc1_gpu = xp.minimum(xp.asfloat(fc1_gpu_s), expert_gpu)
+    forward = synced_pass_s(forward_gpu, host_forward_s, expert_gpu, expert_host_s, fc1_gpu, fc1_host_s)
+    recompute = synced_pass_s(forward_gpu * r, host_recompute_s, expert_gpu * r, expert_host_s * r, fc1_gpu * r,
+                              fc1_host_s * r)
     return forward + recompute + xp.maximum(gpu * 2.0 / passes, host_backward_s)
 
 
@@ -188,10 +219,14 @@ def exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, 
         bwd_ops = bwd_ops + (fwd_ops - dense_ops)
     two_phase = 1.0 if job.kernels == "fused" else 0.0
     expert_compute_s, ep_s = experts_s
-    expert_gpu = expert_compute_s + ep_s / (2.0 + share) / 2.0  # and the forward's dispatch (half its all-to-all)
+    dispatch = ep_s / (2.0 + share) / 2.0  # the forward's dispatch, half its all-to-all
+    expert_gpu = expert_compute_s + dispatch
+    fc1_gpu = dispatch + FC1_SHARE * expert_compute_s if glu_offset_syncs(arch, job) else 0.0 * dispatch
     forward = (moe_layers * fwd_ops + dense_layers * dense_ops) * op_s
     backward = (moe_layers * bwd_ops + dense_layers * dense_ops) * op_s
     paced = host_paced_s(gpu_s, host_forward_s=forward, host_backward_s=backward, host_recompute_s=forward * share,
                          recompute_share=share, sync=host_syncs(job), expert_gpu_s=expert_gpu,
-                         expert_host_s=moe_layers * expert_phase_host_ops(arch, job, ep) * op_s * two_phase)
+                         expert_host_s=moe_layers * expert_phase_host_ops(arch, job, ep) * op_s * two_phase,
+                         fc1_gpu_s=fc1_gpu * two_phase,
+                         fc1_host_s=moe_layers * fc1_phase_host_ops(arch, job, ep) * op_s * two_phase)
     return xp.maximum(paced - xp.asfloat(gpu_s), 0.0)

@@ -80,15 +80,15 @@ MOE_REGIME_FIGURES: dict[str, tuple[int, float, float, float, int]] = {
     "NVIDIA, x86 host | full iteration | <= 2,048": (1, -0.128, -0.128, -0.128, 0),
     "NVIDIA, x86 host | full iteration | > 8,192": (12, 0.006, -0.009, 0.033, 0),
     "NVIDIA, x86 host | none (eager) | 2,049-8,192": (65, 0.119, -0.146, 0.481, 10),
-    "NVIDIA, x86 host | none (eager) | <= 2,048": (58, 0.381, -0.102, 1.175, 30),
-    "NVIDIA, x86 host | none (eager) | > 8,192": (26, -0.052, -0.117, 0.658, 6),
-    "NVIDIA, x86 host | per module | 2,049-8,192": (13, 0.071, -0.199, 0.224, 0),
+    "NVIDIA, x86 host | none (eager) | <= 2,048": (58, 0.368, -0.102, 1.164, 30),
+    "NVIDIA, x86 host | none (eager) | > 8,192": (26, -0.052, -0.117, 0.629, 6),
+    "NVIDIA, x86 host | per module | 2,049-8,192": (13, 0.071, -0.199, 0.196, 0),
     "NVIDIA, x86 host | per module | <= 2,048": (2, -0.061, -0.071, -0.05, 0),
-    "NVIDIA, x86 host | per module | > 8,192": (8, 0.045, -0.113, 0.585, 3),
-    "all": (335, 0.015, -0.15, 0.789, 67),
+    "NVIDIA, x86 host | per module | > 8,192": (8, 0.045, -0.113, 0.519, 2),
+    "all": (335, 0.015, -0.15, 0.789, 66),
     "other vendors (not NVIDIA) | none (eager) | 2,049-8,192": (4, -0.083, -0.234, 0.206, 0),
     "other vendors (not NVIDIA) | none (eager) | <= 2,048": (1, 0.881, 0.881, 0.881, 1),
-    "other vendors (not NVIDIA) | none (eager) | > 8,192": (15, -0.037, -0.147, 0.611, 2),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192": (15, -0.037, -0.147, 0.607, 2),
 }
 """Cell key -> (runs, median tokens/s error, its 10th and 90th percentiles, runs beyond 35% either way)."""
 
