@@ -76,3 +76,15 @@ def test_scopes_under_a_full_graph_are_reported_as_ignored() -> None:
     full = speed.estimate(_qwen3_30b_gb200(cuda_graphs="full"))
     assert both.step.step_time_s == pytest.approx(full.step.step_time_s)
     assert any("--cuda-graph-scope is ignored" in a for a in both.to_dict()["assumptions"])
+
+
+def test_gpt_oss_host_note_names_the_glu_offset_sync() -> None:
+    from rigplan.flow.request import EstimateRequest
+
+    base = {"model": "gpt-oss-20b", "gpu": "h100-sxm", "gpus": 8, "ep": 8, "micro_batch": 1, "seq": 2048,
+            "global_batch": 128, "framework": "megatron", "moe_dispatcher": "alltoall"}
+    gpt_oss = speed.estimate(EstimateRequest(**base)).to_dict()["assumptions"]
+    note = next(a for a in gpt_oss if a.startswith("host-paced"))
+    assert "clamped GLU's offset copy once more after fc1" in note
+    qwen = speed.estimate(_qwen3_30b_gb200()).to_dict()["assumptions"]
+    assert not any("clamped GLU" in a for a in qwen if a.startswith("host-paced"))

@@ -33,6 +33,7 @@ from rigplan.estimate.moe import (
     load_factor,
     megatron_expert_path,
 )
+from rigplan.estimate.moe_host import glu_offset_syncs
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
 from rigplan.estimate.stage_time import attention_head_dims
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
@@ -474,7 +475,12 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     # the MoE layers' host pacing, without the training loop's per-step host time (Job.step_overhead_s)
     host_s, step_s = float(breakdown.host_s) - job.step_overhead_s, float(breakdown.step_time_s)
     if host_s > HOST_PACED_NOTE_SHARE * step_s:
-        if host_syncs(job):
+        if host_syncs(job) and glu_offset_syncs(setup.arch, job):
+            assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
+                               "layers' ops (dropless routing syncs once a layer, the clamped GLU's offset copy once "
+                               "more after fc1); --cuda-graphs full or --cuda-graph-scope if your stack captures CUDA "
+                               "graphs")
+        elif host_syncs(job):
             assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
                                "layers' ops (dropless routing syncs once a layer); --cuda-graphs full or "
                                "--cuda-graph-scope if your stack captures CUDA graphs")
