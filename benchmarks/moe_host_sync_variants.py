@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 
 import rigplan.estimate.moe_host as moe_host
-from rigplan.estimate.moe import clamped_glu, megatron_expert_path
 from rigplan.validation.regimes import out_of_sample, tokens_error
 from rigplan.validation.run import run_suite
 
@@ -46,17 +45,6 @@ def summary(errs: dict[str, tuple[float, bool]]) -> str:
         parts.append(f"{label}: {len(chosen)} rows, median |error| {statistics.median(abs(e) for e in chosen):.1%}, "
                      f"signed {statistics.median(chosen):+.1%}, beyond 35% {sum(abs(e) > 0.35 for e in chosen)}")
     return "; ".join(parts)
-
-
-def expert_backward_ops(arch: Any, job: Any, ep: Any) -> Any:
-    local = arch.moe.num_experts / np.asarray(ep, dtype=np.float64)
-    if job.moe_fused_grouped_mlp:
-        return 3.0 + moe_host.FUSED_GROUPED_MLP_HOST_OPS["backward"] + 0.0 * local
-    ops = 3.0 + 2.0 * moe_host.EXPERT_HOST_OPS["backward"] * local
-    if megatron_expert_path(arch, job):
-        ops = ops + (moe_host.CLAMPED_GLU_HOST_OPS[1] if clamped_glu(arch) else 0.0)
-        ops = ops + (local * moe_host.EXPERT_BIAS_LOOP_HOST_OPS[1] if arch.moe.expert_bias else 0.0 * local)
-    return ops
 
 
 def merged_variant() -> None:
@@ -86,7 +74,8 @@ def merged_variant() -> None:
         if arch.moe is not None and job.kernels == "fused":
             op_s = moe_host.HOST_OP_S.get(gpu.host_cpu, moe_host.HOST_OP_S["x86"])
             moe_layers = counts["layers"] - counts["dense_layers"] + counts["lm_head"] * arch.moe.mtp_layers
-            state["expert_backward_host_s"] = moe_layers * expert_backward_ops(arch, job, ep) * op_s
+            backward_ops = moe_host.EXPERT_PHASE_DISPATCH_OPS + moe_host.expert_host_ops(arch, job, ep, "backward")
+            state["expert_backward_host_s"] = moe_layers * backward_ops * op_s
         return original_exposed(arch, job, gpu, ep, gpu_s, **counts)
 
     moe_host.host_paced_s = host_paced_s  # type: ignore[assignment]

@@ -79,27 +79,30 @@ def graph_captured_ops(job: Job, scopes: tuple[str, ...] = CUDA_GRAPH_SCOPES) ->
     return sum(CUDA_GRAPH_SCOPE_OPS[s] - 1.0 for s in job.cuda_graph_scope if s in scopes)
 
 
+def expert_host_ops(arch: Architecture, job: Job, ep: Num, phase: str) -> Num:
+    """Host ops of one MoE layer's routed experts in `phase` ('forward' or 'backward'): E/ep local experts'
+    grouped-GEMM ops (or the fused grouped MLP's, FUSED_GROUPED_MLP_HOST_OPS), and the clamp and fc2 bias loop of
+    Megatron-Core's biased or clamped experts (megatron_expert_path)."""
+    assert arch.moe is not None
+    local = arch.moe.num_experts / xp.asfloat(ep)
+    if job.moe_fused_grouped_mlp:
+        return FUSED_GROUPED_MLP_HOST_OPS[phase] + 0.0 * local
+    ops = 2.0 * EXPERT_HOST_OPS[phase] * local
+    if megatron_expert_path(arch, job):
+        index = 0 if phase == "forward" else 1
+        ops = ops + (CLAMPED_GLU_HOST_OPS[index] if clamped_glu(arch) else 0.0)
+        ops = ops + (local * EXPERT_BIAS_LOOP_HOST_OPS[index] if arch.moe.expert_bias else 0.0 * local)
+    return ops
+
+
 def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels: float) -> tuple[Num, Num]:
     """(forward, backward) ops the host issues for one MoE layer: the layer's other kernels, the
-    router and dispatcher (MOE_LAYER_HOST_OPS) and E/ep local experts' grouped-GEMM ops (or the fused
-    grouped MLP's, FUSED_GROUPED_MLP_HOST_OPS), the clamp and fc2 bias loop of Megatron-Core's biased or
-    clamped experts (megatron_expert_path), less what per-module CUDA graphs capture (graph_captured_ops)."""
+    router and dispatcher (MOE_LAYER_HOST_OPS) and the experts' (expert_host_ops), less what per-module CUDA graphs
+    capture (graph_captured_ops)."""
     if arch.moe is None:
         return 0.0 * xp.asarray(ep), 0.0 * xp.asarray(ep)
-    local = arch.moe.num_experts / xp.asfloat(ep)
     own = dense_kernels + MOE_LAYER_HOST_OPS - graph_captured_ops(job)
-    if job.moe_fused_grouped_mlp:
-        zero = 0.0 * local
-        return (own + FUSED_GROUPED_MLP_HOST_OPS["forward"] + zero,
-                own + FUSED_GROUPED_MLP_HOST_OPS["backward"] + zero)
-    fwd = own + 2.0 * EXPERT_HOST_OPS["forward"] * local
-    bwd = own + 2.0 * EXPERT_HOST_OPS["backward"] * local
-    if megatron_expert_path(arch, job):
-        clamp = 1.0 if clamped_glu(arch) else 0.0
-        bias = local if arch.moe.expert_bias else 0.0 * local
-        fwd = fwd + clamp * CLAMPED_GLU_HOST_OPS[0] + bias * EXPERT_BIAS_LOOP_HOST_OPS[0]
-        bwd = bwd + clamp * CLAMPED_GLU_HOST_OPS[1] + bias * EXPERT_BIAS_LOOP_HOST_OPS[1]
-    return fwd, bwd
+    return own + expert_host_ops(arch, job, ep, "forward"), own + expert_host_ops(arch, job, ep, "backward")
 
 
 COMPILED_PROGRAM_VENDORS = frozenset({"google"})
@@ -114,18 +117,11 @@ the combine all-to-all and the unpermute come after the experts)."""
 
 
 def expert_phase_host_ops(arch: Architecture, job: Job, ep: Num) -> Num:
-    """Forward host ops of one MoE layer from its sync to its last expert GEMM: the expert GEMMs' (or the fused
-    grouped MLP's), the clamp and bias loop, and EXPERT_PHASE_DISPATCH_OPS."""
+    """Forward host ops of one MoE layer from its sync to its last expert GEMM: EXPERT_PHASE_DISPATCH_OPS and the
+    experts' forward ops (expert_host_ops)."""
     if arch.moe is None:
         return 0.0 * xp.asarray(ep)
-    local = arch.moe.num_experts / xp.asfloat(ep)
-    if job.moe_fused_grouped_mlp:
-        return EXPERT_PHASE_DISPATCH_OPS + FUSED_GROUPED_MLP_HOST_OPS["forward"] + 0.0 * local
-    ops = EXPERT_PHASE_DISPATCH_OPS + 2.0 * EXPERT_HOST_OPS["forward"] * local
-    if megatron_expert_path(arch, job):
-        ops = ops + (CLAMPED_GLU_HOST_OPS[0] if clamped_glu(arch) else 0.0)
-        ops = ops + (local * EXPERT_BIAS_LOOP_HOST_OPS[0] if arch.moe.expert_bias else 0.0 * local)
-    return ops
+    return EXPERT_PHASE_DISPATCH_OPS + expert_host_ops(arch, job, ep, "forward")
 
 
 FC1_SHARE = 2.0 / 3.0
@@ -227,6 +223,5 @@ def exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, 
     paced = host_paced_s(gpu_s, host_forward_s=forward, host_backward_s=backward, host_recompute_s=forward * share,
                          recompute_share=share, sync=host_syncs(job), expert_gpu_s=expert_gpu,
                          expert_host_s=moe_layers * expert_phase_host_ops(arch, job, ep) * op_s * two_phase,
-                         fc1_gpu_s=fc1_gpu * two_phase,
-                         fc1_host_s=moe_layers * fc1_phase_host_ops(arch, job, ep) * op_s * two_phase)
+                         fc1_gpu_s=fc1_gpu, fc1_host_s=moe_layers * fc1_phase_host_ops(arch, job, ep) * op_s)
     return xp.maximum(paced - xp.asfloat(gpu_s), 0.0)

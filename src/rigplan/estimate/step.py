@@ -327,4 +327,3 @@ def with_network(gpu: Gpu, *, gpus_per_node: int | None = None, nic_gbit_per_s: 
     elif nics_per_node is not None:
         nic_bits = gpu.nic_bits_per_s * nics_per_node / per_node
     return replace(gpu, gpus_per_node=per_node, nic_bits_per_s=nic_bits)
-

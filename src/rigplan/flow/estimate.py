@@ -475,15 +475,12 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     # the MoE layers' host pacing, without the training loop's per-step host time (Job.step_overhead_s)
     host_s, step_s = float(breakdown.host_s) - job.step_overhead_s, float(breakdown.step_time_s)
     if host_s > HOST_PACED_NOTE_SHARE * step_s:
-        if host_syncs(job) and glu_offset_syncs(setup.arch, job):
+        if host_syncs(job):
+            syncs = "dropless routing syncs once a layer" + (
+                ", the clamped GLU's offset copy once more after fc1" if glu_offset_syncs(setup.arch, job) else "")
             assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
-                               "layers' ops (dropless routing syncs once a layer, the clamped GLU's offset copy once "
-                               "more after fc1); --cuda-graphs full or --cuda-graph-scope if your stack captures CUDA "
-                               "graphs")
-        elif host_syncs(job):
-            assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
-                               "layers' ops (dropless routing syncs once a layer); --cuda-graphs full or "
-                               "--cuda-graph-scope if your stack captures CUDA graphs")
+                               f"layers' ops ({syncs}); --cuda-graphs full or --cuda-graph-scope if your stack "
+                               "captures CUDA graphs")
         else:
             assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
                                "layers' ops (padded capacity: no per-layer sync, the host runs ahead through each "

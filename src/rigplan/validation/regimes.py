@@ -117,4 +117,3 @@ def regime_figures(results: list[CaseResult]) -> dict[str, tuple[int, float, flo
 def figures_source(figures: dict[str, tuple[int, float, float, float, int]]) -> str:
     """The body of the MOE_REGIME_FIGURES literal."""
     return "".join(f"    {json.dumps(key)}: {value!r},\n" for key, value in figures.items())
-
