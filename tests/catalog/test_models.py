@@ -55,6 +55,7 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
     "deepseek-v2": "DeepSeek's V3 convention; 20.85B exact without the input embedding vs 21B (21.38B with it)",
     "deepseek-v2-lite": "DeepSeek's V3 convention; 2.45B exact without the input embedding vs 2.4B (2.66B with it)",
     "minimax-m2": "10.41B exact without the input embedding vs the release's 10B (11.03B with it)",
+    "ernie-4.5-300b-a47b": "47.08B exact without the input embedding vs the card's 47B (47.93B with it)",
 }
 """The records whose active_excludes_input_embedding is true, and why."""
 
@@ -152,6 +153,39 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         0.025, "the card gives '2.4B activated' (two significant figures); the exact count without the input "
                "embedding is 2.45B (2.1% above)",
     ),
+    ("dbrx", "active"): (
+        0.015, "the card and blog give '36B active' (two significant figures); the exact count with both embedding "
+               "tables is 36.47B (1.3% above), 35.85B without the input embedding (0.4% below): Databricks does not "
+               "say which it counts",
+    ),
+    ("qwen3-coder-480b-a35b", "active"): (
+        0.015, "the card gives '35B activated' (two significant figures); the exact count with both embedding "
+               "tables is 35.47B (1.4% above)",
+    ),
+    ("qwen2-57b-a14b", "active"): (
+        0.02, "the report gives '14 billion activated' (two significant figures); the exact count with both "
+              "embedding tables is 14.25B (1.8% above)",
+    ),
+    ("olmoe-1b-7b", "active"): (
+        0.015, "the paper gives '1.3B active' (two significant figures); the exact count with both embedding tables "
+               "is 1.282B (1.4% below)",
+    ),
+    ("phi-3.5-moe", "active"): (
+        0.01, "the card gives '6.6B active' (two significant figures); the exact count with both embedding tables "
+              "is 6.64B (0.6% above), 6.51B without the input embedding",
+    ),
+    ("ernie-4.5-21b-a3b", "total"): (
+        0.04, "the card and name give 21B; config.json gives 21.83B (3.9% above), 21.56B without the tied "
+              "embedding table: the label is truncated",
+    ),
+    ("ernie-4.5-21b-a3b", "active"): (
+        0.12, "the card gives '3B activated' (one significant figure); the exact count is 3.35B with the tied "
+              "embedding table counted once, as the output head (11.7% above), 3.09B without it",
+    ),
+    ("hunyuan-a13b", "active"): (
+        0.02, "the card gives '13B activated' (two significant figures); the exact count with the tied embedding "
+              "table counted once is 12.75B (1.9% below)",
+    ),
 }
 
 CHECKPOINT_COUNTS: dict[str, int] = {
@@ -171,6 +205,7 @@ FAMILIES_WITHOUT_HF_READER: dict[str, str] = {
     "gpt-3": "paper family: no weights or config.json were released",
     "falcon": "Hugging Face model_type of the Falcon records; rigplan's config.json reader has no falcon reader",
     "nemotron": "Hugging Face model_type of Nemotron-4; rigplan's config.json reader has no nemotron reader",
+    "dbrx": "Hugging Face model_type of DBRX; rigplan's config.json reader has no dbrx reader",
 }
 """Record families that are not model types of rigplan's Hugging Face config reader, and why."""
 
