@@ -86,3 +86,39 @@ def test_stage_layers_take_repeated_counts_as_printed() -> None:
     for bad in ("2x0", "2x", "2x1000000000"):  # the last would spell out a billion stages: refused before building it
         result = CliRunner().invoke(cli, [*base[:-1], "--stage-layers", bad])
         assert result.exit_code == 2 and "1,2x30,0" in result.output and "Traceback" not in result.output
+
+
+def test_megatron_layout_string_is_the_same_request_as_its_counts() -> None:
+    """Megatron-Core's --pipeline-model-parallel-layout as a recipe writes it: DeepSeek-V3 at PP16 with the MTP
+    module alone on virtual stage 30 and the loss alone on stage 31 gives vpp 2 and the split of --stage-layers, and
+    says where rigplan times the MTP module."""
+    base = ("estimate", "deepseek-v3", "--gpu", "h800-sxm", "--gpus", "2048", "--pp", "16", "--ep", "64",
+            "--zero", "1", "--global-batch", "15360", "--json")
+    by_layout = run(*base, "--pipeline-layout", "Et*3|(tt|)*29,m|L")
+    by_counts = run(*base, "--vpp", "2", "--stage-layers", "3,2x29,0,0")
+    assert by_layout["step_time_s"] == by_counts["step_time_s"]
+    assert by_layout["memory"]["layout"]["vpp"] == 2
+    assert by_layout["pipeline"]["stage_layers"] == by_counts["pipeline"]["stage_layers"] == [5] + [4] * 13 + [2, 2]
+    notes = " ".join(by_layout["assumptions"])
+    assert "vpp 2: --pipeline-layout lists 32 stages" in notes
+    assert "MTP modules on virtual stage 30 (pipeline rank 14)" in notes and "(as given by --pipeline-layout)" in notes
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--pipeline-layout", "Et*3|(tt|)*28,t|m|L"), "holds 60 decoder layers ('t'); deepseek-v3 has 61"),
+    (("--pipeline-layout", "Et*3|(tt|)*29,|L"), "places 0 MTP modules ('m'); deepseek-v3 has 1 (set --mtp-layers 0"),
+    (("--pipeline-layout", "Et*3|(tt|)*29,m|L", "--vpp", "4"), "drop --vpp 4 or give a layout of 64 stages"),
+    (("--pipeline-layout", "Et*3|(tt|)*29,m|L", "--stage-layers", "3,2x29,0,0"), "both split the pipeline"),
+    (("--pipeline-layout", "Et*3|(tt|)*29,q|L"), "'q' is not a layer letter"),
+])
+def test_megatron_layout_errors_are_one_line(extra: tuple[str, ...], message: str) -> None:
+    result = CliRunner().invoke(cli, ["estimate", "deepseek-v3", "--gpu", "h800-sxm", "--gpus", "2048", "--pp", "16",
+                                      "--ep", "64", "--zero", "1", *extra])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_megatron_layout_with_mtp_on_a_dense_model() -> None:
+    result = CliRunner().invoke(cli, ["memory", "llama-3.1-8b", "--pp", "2", "--pipeline-layout", "Et*16|t*16mL"])
+    assert result.exit_code == 2 and "MTP modules on MoE models only" in result.output

@@ -388,6 +388,10 @@ def _job_options(func: F, *, preset: bool) -> F:
                                             "in virtual-stage order (e.g. 7,8,8,7; LAYERSxSTAGES repeats a count: "
                                             "1,2x30,0). Default: even, or when the layers do not divide, embedding "
                                             "and LM head counted as one layer each."),
+        click.option("--pipeline-layout",
+                     help="Megatron-Core's pipeline layout (--pipeline-model-parallel-layout): stages separated by "
+                          "|, E embedding, t decoder layer, m MTP module, L loss, X*n and (...)*n repeats, e.g. "
+                          "'Et*3|(tt|)*29,m|L'. Sets the per-stage split, and vpp = stages / pp."),
         click.option("--first-stage-layers", type=int,
                      help="Layers on the first pipeline rank; the other ranks share the rest "
                           "(Megatron --decoder-first-pipeline-num-layers)."),

@@ -60,6 +60,8 @@ class PipelineSplit:
     """The embedding counted as this many layers in the split (torchtitan input_weight)."""
     head_weight: int | None = None
     """The LM head and loss counted as this many layers (torchtitan output_weight)."""
+    given_by: str = "--stage-layers"
+    """The option that gave stage_layers (--stage-layers, or --pipeline-layout read by domain.pipeline_layout)."""
 
     def __post_init__(self) -> None:
         if any(n < 0 for n in self.stage_layers):
@@ -107,7 +109,7 @@ def _ranks_to_chunks(per_rank: list[int], vpp: int) -> list[int]:
 def _rule(split: PipelineSplit, num_layers: int, pp: int, vpp: int) -> tuple[list[int], str]:
     stages = pp * vpp
     if split.stage_layers:
-        return list(split.stage_layers), "as given by --stage-layers"
+        return list(split.stage_layers), f"as given by {split.given_by}"
     if split.first_stage_layers is not None or split.last_stage_layers is not None:
         if pp == 1:
             raise InvalidSpec("--first-stage-layers/--last-stage-layers need pipeline parallelism (pp > 1)")
@@ -142,10 +144,10 @@ def _checked(split: PipelineSplit, num_layers: int, pp: int, vpp: int) -> tuple[
     stages = pp * vpp
     counts, note = _rule(split, num_layers, pp, vpp)
     if len(counts) != stages:
-        raise InvalidSpec(f"--stage-layers has {len(counts)} entries; pp*vpp = {pp}*{vpp} = {stages} virtual stages "
-                          "need one each")
+        raise InvalidSpec(f"{split.given_by} has {len(counts)} entries; pp*vpp = {pp}*{vpp} = {stages} virtual "
+                          "stages need one each")
     if sum(counts) != num_layers:
-        raise InvalidSpec(f"--stage-layers {','.join(map(str, counts))} sums to {sum(counts)}, the model has "
+        raise InvalidSpec(f"{split.given_by} {','.join(map(str, counts))} sums to {sum(counts)}, the model has "
                           f"{num_layers} layers")
     if min(counts) < 0:
         raise InvalidSpec(f"pp*vpp = {stages} virtual stages are more than the {num_layers} layers (plus embedding "

@@ -169,6 +169,9 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, 
     sequence_parallel: bool = False
     stage_layers: list[Annotated[int, Bounded("stage_layers")]] = Field(
         default_factory=list, description="Layers of each virtual pipeline stage (pp*vpp entries), e.g. 7,8,8,7")
+    pipeline_layout: str | None = Field(
+        None, description="Megatron-Core's --pipeline-model-parallel-layout, e.g. Et*3|(tt|)*29,m|L (sets the "
+                          "per-stage split, and vpp = stages / pp)")
     first_stage_layers: Annotated[int, Bounded("first_stage_layers")] | None = None
     last_stage_layers: Annotated[int, Bounded("last_stage_layers")] | None = None
     embedding_layer_weight: Annotated[int, Bounded("embedding_layer_weight")] | None = None

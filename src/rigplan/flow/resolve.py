@@ -10,6 +10,7 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout, check_layout_for_model, heads_per_cp_problem
 from rigplan.domain.model import Architecture
+from rigplan.domain.pipeline_layout import parse_megatron_layout
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
 from rigplan.errors import InvalidSpec, UnsupportedPrecision
 from rigplan.flow.framework import FrameworkApplied
@@ -225,6 +226,44 @@ def _recompute_granularity(spec: JobSpec) -> dict[str, object]:
     return {"recompute_method": spec.recompute_method, "recompute_layers": spec.recompute_num_layers or 1}
 
 
+def _pipeline_split(spec: JobSpec, arch: Architecture, assumptions: list[str]) -> tuple[int, PipelineSplit]:
+    """vpp and the pipeline split the request asks for: Megatron's layout string (--pipeline-layout, read by
+    domain.pipeline_layout: its stages give vpp = stages / pp, its decoder and MTP counts must be the model's), or
+    the split options as given."""
+    if not spec.pipeline_layout:
+        return spec.vpp, PipelineSplit(
+            stage_layers=tuple(spec.stage_layers), first_stage_layers=spec.first_stage_layers,
+            last_stage_layers=spec.last_stage_layers, embedding_weight=spec.embedding_layer_weight,
+            head_weight=spec.head_layer_weight)
+    others = [flag for flag, given in (
+        ("--stage-layers", bool(spec.stage_layers)), ("--first-stage-layers", spec.first_stage_layers is not None),
+        ("--last-stage-layers", spec.last_stage_layers is not None),
+        ("--embedding-layer-weight", spec.embedding_layer_weight is not None),
+        ("--head-layer-weight", spec.head_layer_weight is not None)) if given]
+    if others:
+        raise InvalidSpec(f"--pipeline-layout and {others[0]} both split the pipeline; give one")
+    parsed = parse_megatron_layout(spec.pipeline_layout, spec.pp)
+    vpp = parsed.stages // spec.pp
+    if spec.vpp not in (1, vpp):
+        raise InvalidSpec(f"--pipeline-layout lists {parsed.stages} stages, vpp {vpp} at --pp {spec.pp}; "
+                          f"drop --vpp {spec.vpp} or give a layout of {spec.pp * spec.vpp} stages")
+    decoder = sum(parsed.stage_layers)
+    if decoder != arch.num_layers:
+        raise InvalidSpec(f"--pipeline-layout holds {decoder} decoder layers ('t'); {arch.id} has {arch.num_layers}")
+    mtp = arch.moe.mtp_layers if arch.moe is not None else 0
+    if parsed.mtp_modules != mtp:
+        fix = (f"set --mtp-layers {parsed.mtp_modules} to train with that many" if arch.moe is not None
+               else "rigplan models MTP modules on MoE models only")
+        raise InvalidSpec(f"--pipeline-layout places {parsed.mtp_modules} MTP modules ('m'); {arch.id} has {mtp} "
+                          f"({fix})")
+    if vpp != spec.vpp:
+        assumptions.append(f"vpp {vpp}: --pipeline-layout lists {parsed.stages} stages over --pp {spec.pp}")
+    if parsed.mtp_stage is not None and parsed.mtp_stage != parsed.stages - 1:
+        assumptions.append(f"--pipeline-layout puts the MTP modules on virtual stage {parsed.mtp_stage} (pipeline "
+                           f"rank {parsed.mtp_stage % spec.pp}); rigplan times them with the LM head on the last stage")
+    return vpp, PipelineSplit(stage_layers=parsed.stage_layers, given_by="--pipeline-layout")
+
+
 def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedModel | None = None) -> TrainingSetup:
     """Resolve the catalog, model and GPU, and build a checked Job and Layout.
 
@@ -248,12 +287,10 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         raise InvalidSpec(f"--seq {seq} exceeds the learned position table ({arch.max_positions} rows) of {arch.id}")
     dp, dp_notes = _derive_dp(spec)
     assumptions.extend(dp_notes)
-    split = PipelineSplit(stage_layers=tuple(spec.stage_layers), first_stage_layers=spec.first_stage_layers,
-                          last_stage_layers=spec.last_stage_layers, embedding_weight=spec.embedding_layer_weight,
-                          head_weight=spec.head_layer_weight)
+    vpp, split = _pipeline_split(spec, arch, assumptions)
     etp, etp_notes = _expert_tp_default(spec, dp)
     assumptions.extend(etp_notes)
-    layout = Layout(tp=spec.tp, pp=spec.pp, vpp=spec.vpp, dp=dp, cp=spec.cp, ep=spec.ep, etp=etp,
+    layout = Layout(tp=spec.tp, pp=spec.pp, vpp=vpp, dp=dp, cp=spec.cp, ep=spec.ep, etp=etp,
                     zero=spec.zero, sequence_parallel=spec.sequence_parallel, split=split)
     check_layout_for_model(layout, num_layers=arch.num_layers, num_heads=arch.num_heads,
                            num_kv_heads=arch.kv_heads, num_experts=arch.moe.num_experts if arch.moe else 0,
