@@ -43,6 +43,7 @@ export const FIELDS = [
   ...["tp", "pp", "vpp", "cp", "ep", "etp", "dp"].map((n) => ({name: n, group: "layout", type: "int", grid: true})),
   {name: "sequence_parallel", group: "layout", type: "bool"},
   {name: "cp_comm_type", group: "layout", type: "select", empty: "h.default"},
+  {name: "pipeline_layout", group: "layout", type: "text", hint: "h.pipeline_layout"},
   {name: "gpu", group: "cluster", type: "gpu", views: ["job", "tco"]},
   {name: "gpus", group: "cluster", type: "int", def: "1", views: ["job", "tco"]},
   {name: "tokens", group: "cluster", type: "text", def: "100B", hint: "h.tokens", views: ["job", "plan", "compare"]},
