@@ -205,7 +205,6 @@ FAMILIES_WITHOUT_HF_READER: dict[str, str] = {
     "gpt-3": "paper family: no weights or config.json were released",
     "falcon": "Hugging Face model_type of the Falcon records; rigplan's config.json reader has no falcon reader",
     "nemotron": "Hugging Face model_type of Nemotron-4; rigplan's config.json reader has no nemotron reader",
-    "dbrx": "Hugging Face model_type of DBRX; rigplan's config.json reader has no dbrx reader",
 }
 """Record families that are not model types of rigplan's Hugging Face config reader, and why."""
 

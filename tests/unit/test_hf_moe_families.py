@@ -1,6 +1,6 @@
-"""config.json readers of MiniMax-M2, ERNIE 4.5 MoE, Hunyuan-A13B and DeepSeek-V3.2: their published shapes give
-the publishers' parameter counts (or the catalog record of the same model), and their per-family keys fail as one
-clear line."""
+"""config.json readers of MiniMax-M2, ERNIE 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2, dots.llm1, DBRX, Ling 2.0 and the
+text models of Qwen3-VL-MoE and GLM-4.5V: their published shapes give the publishers' parameter counts (or the catalog
+record of the same model or text model), and their per-family keys fail as one clear line."""
 
 from __future__ import annotations
 
@@ -42,6 +42,67 @@ DEEPSEEK_V32 = {  # deepseek-ai/DeepSeek-V3.2 config.json (as transformers store
     "v_head_dim": 128, "vocab_size": 129280,
 }
 
+DOTS1 = {  # rednote-hilab/dots.llm1.base config.json (its refs/pr/4 revision on the Hub); card: 142B total, 14B active
+    "model_type": "dots1", "attention_bias": False, "first_k_dense_replace": 1, "hidden_size": 4096,
+    "intermediate_size": 10944, "max_position_embeddings": 32768, "moe_intermediate_size": 1408, "moe_layer_freq": 1,
+    "n_routed_experts": 128, "n_shared_experts": 2, "norm_topk_prob": True, "num_attention_heads": 32,
+    "num_experts_per_tok": 6, "num_hidden_layers": 62, "num_key_value_heads": 32, "routed_scaling_factor": 2.5,
+    "scoring_func": "noaux_tc", "sliding_window": None, "tie_word_embeddings": False, "use_sliding_window": False,
+    "vocab_size": 152064,
+}
+DBRX = {  # databricks/dbrx-base config.json (as its copies on the Hub give it), the source of the catalog record dbrx
+    "model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40, "max_seq_len": 32768, "vocab_size": 100352,
+    "tie_word_embeddings": False, "attn_config": {"clip_qkv": 8, "kv_n_heads": 8, "rope_theta": 500000},
+    "ffn_config": {"ffn_hidden_size": 10752, "moe_jitter_eps": 0, "moe_loss_weight": 0.05, "moe_num_experts": 16,
+                   "moe_top_k": 4},
+}
+QWEN3_VL_TEXT = {  # Qwen/Qwen3-VL-30B-A3B-Instruct config.json's text_config (no tie_word_embeddings of its own)
+    "model_type": "qwen3_vl_moe_text", "attention_bias": False, "decoder_sparse_step": 1, "head_dim": 128,
+    "hidden_size": 2048, "intermediate_size": 6144, "max_position_embeddings": 262144, "mlp_only_layers": [],
+    "moe_intermediate_size": 768, "norm_topk_prob": True, "num_attention_heads": 32, "num_experts": 128,
+    "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4, "rope_theta": 5000000,
+    "rope_scaling": {"mrope_interleaved": True, "mrope_section": [24, 20, 20], "rope_type": "default"},
+    "vocab_size": 151936,
+}
+QWEN3_VL_30B = {"model_type": "qwen3_vl_moe", "tie_word_embeddings": False, "text_config": QWEN3_VL_TEXT,
+                "vision_config": {"depth": 27, "hidden_size": 1152, "out_hidden_size": 2048}}
+QWEN3_VL_235B = {  # Qwen/Qwen3-VL-235B-A22B-Instruct: the same text keys at Qwen3-235B-A22B's shape
+    **QWEN3_VL_30B, "text_config": {**QWEN3_VL_TEXT, "hidden_size": 4096, "intermediate_size": 12288,
+                                    "moe_intermediate_size": 1536, "num_attention_heads": 64, "num_hidden_layers": 94},
+}
+GLM45V = {  # zai-org/GLM-4.5V: transformers Glm4vMoeTextConfig's defaults (its docstring's checkpoint) with the vocab
+    # of 151552 its config.json gives; GLM-4.5-Air's text model (106B total, 12B active)
+    "model_type": "glm4v_moe", "tie_word_embeddings": False, "text_config": {
+        "model_type": "glm4v_moe_text", "attention_bias": True, "first_k_dense_replace": 1, "head_dim": 128,
+        "hidden_size": 4096, "intermediate_size": 10944, "max_position_embeddings": 65536,
+        "moe_intermediate_size": 1408, "n_routed_experts": 128, "n_shared_experts": 1, "num_attention_heads": 96,
+        "num_experts_per_tok": 8, "num_hidden_layers": 46, "num_key_value_heads": 8, "partial_rotary_factor": 0.5,
+        "use_qk_norm": False, "vocab_size": 151552},
+}
+LING_MINI = {  # inclusionAI/Ling-mini-2.0: BailingMoeV2Config's defaults (the configuration file its checkpoints ship)
+    # in the keys of inclusionAI's released Ling 2.0 config.json; card: 16.26B total, 1.43B active (789M non-embedding)
+    "model_type": "bailing_moe", "architectures": ["BailingMoeV2ForCausalLM"], "vocab_size": 157184,
+    "hidden_size": 2048, "intermediate_size": 5120, "num_hidden_layers": 20, "num_attention_heads": 16,
+    "num_key_value_heads": 4, "head_dim": 128, "use_qkv_bias": False, "use_bias": False, "use_qk_norm": True,
+    "tie_word_embeddings": False, "max_position_embeddings": 32768, "num_experts": 256, "num_shared_experts": 1,
+    "num_experts_per_tok": 8, "moe_intermediate_size": 512, "moe_shared_expert_intermediate_size": 512,
+    "first_k_dense_replace": 1, "num_nextn_predict_layers": 0, "partial_rotary_factor": 0.5,
+    "score_function": "sigmoid",
+}
+LING_FLASH = {  # inclusionAI/Ling-flash-2.0: the Ling 2.0 GGUF metadata of Ring-flash-2.0 (the same base model); the
+    # Hub counts 102,889,697,280 BF16 weights in its safetensors; card: 100B total, 6.1B active (4.8B non-embedding)
+    **LING_MINI, "hidden_size": 4096, "intermediate_size": 9216, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "moe_intermediate_size": 1024, "moe_shared_expert_intermediate_size": 1024,
+}
+
+LING_LITE = {  # inclusionAI/Ling-lite-base config.json (Ling 1.x, BailingMoeForCausalLM); 16.8B total, 2.75B active
+    "model_type": "bailing_moe", "architectures": ["BailingMoeForCausalLM"], "first_k_dense_replace": 0,
+    "hidden_size": 2048, "intermediate_size": 5632, "max_position_embeddings": 16384, "moe_intermediate_size": 1408,
+    "num_experts": 64, "num_shared_experts": 2, "norm_topk_prob": True, "num_attention_heads": 16,
+    "num_experts_per_tok": 6, "num_hidden_layers": 28, "num_key_value_heads": 4, "tie_word_embeddings": False,
+    "use_bias": False, "use_qkv_bias": False, "vocab_size": 126464, "norm_head": True,
+}
+
 
 def _write(tmp_path: Path, cfg: dict[str, Any]) -> Path:
     path = tmp_path / "config.json"
@@ -57,7 +118,8 @@ def _error(tmp_path: Path, cfg: dict[str, Any]) -> str:
     return message
 
 
-@pytest.mark.parametrize("model_type", ["minimax_m2", "ernie4_5_moe", "hunyuan_v1_moe", "deepseek_v32"])
+@pytest.mark.parametrize("model_type", ["minimax_m2", "ernie4_5_moe", "hunyuan_v1_moe", "deepseek_v32", "dots1", "dbrx",
+                                        "bailing_moe", "qwen3_vl_moe_text", "glm4v_moe_text"])
 def test_the_new_model_types_are_listed_as_supported(model_type: str) -> None:
     assert model_type in SUPPORTED_MODEL_TYPES
 
@@ -124,3 +186,93 @@ def test_readme_counts_the_model_types_read() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     match = re.search(r"read for (\d+) `model_type`s", readme)
     assert match is not None and int(match.group(1)) == len(SUPPORTED_MODEL_TYPES)
+
+
+@pytest.mark.parametrize(("cfg", "model_id", "text_model"),
+                         [(DBRX, "dbrx", ""), (QWEN3_VL_30B, "qwen3-30b-a3b", "qwen3_vl_moe_text"),
+                          (QWEN3_VL_235B, "qwen3-235b-a22b", "qwen3_vl_moe_text"),
+                          (GLM45V, "glm-4.5-air", "glm4v_moe_text")],
+                         ids=["dbrx", "qwen3_vl_moe_30b", "qwen3_vl_moe_235b", "glm4v_moe"])
+def test_config_counts_as_the_catalog_record_of_its_text_model(tmp_path: Path, cfg: dict[str, Any], model_id: str,
+                                                                text_model: str) -> None:
+    """DBRX's config is its catalog record; Qwen3-VL-MoE's and GLM-4.5V's text models are Qwen3-30B-A3B's,
+    Qwen3-235B-A22B's and GLM-4.5-Air's shapes, their vision towers not counted."""
+    arch = architecture_from_hf_config(_write(tmp_path, cfg))
+    counts, record = count_params(arch), count_params(load_catalog().model(model_id).to_domain())
+    assert (counts.total, counts.active_published) == (record.total, record.active_published)
+    if text_model:
+        assert any(f"text model ({text_model})" in note and "other towers not counted" in note for note in arch.notes)
+
+
+def test_dots1_gives_the_cards_counts_cut_to_whole_billions(tmp_path: Path) -> None:
+    """dots.llm1's card says 142B total and 14B active: its shape counts 142.77B and 14.02B (with both embeddings),
+    the card's figures cut to whole billions."""
+    arch = architecture_from_hf_config(_write(tmp_path, DOTS1))
+    counts = count_params(arch)
+    assert (counts.total // 10**9, counts.active_published // 10**9) == (142, 14)
+    assert arch.moe is not None and arch.qk_norm and not arch.mla and arch.kv_heads == 32
+    assert (arch.moe.first_dense_layers, arch.moe.num_shared_experts, arch.moe.router) == (1, 2, "sigmoid")
+
+
+def test_dots1_sliding_window_starts_at_max_window_layers(tmp_path: Path) -> None:
+    """Dots1Config slides only the layers from max_window_layers on (default 62: none of dots.llm1's)."""
+    assert architecture_from_hf_config(_write(tmp_path, {**DOTS1, "sliding_window": 4096})).attention_windows == ()
+    arch = architecture_from_hf_config(_write(tmp_path, {**DOTS1, "sliding_window": 4096, "max_window_layers": 60}))
+    assert arch.attention_windows == (0,) * 60 + (4096, 4096)
+
+
+def test_ling_2_gives_the_cards_counts(tmp_path: Path) -> None:
+    """Ling-mini-2.0: 16.26B total, 1.43B active of which 789M outside the embeddings; Ling-flash-2.0: exactly the
+    Hub's safetensors count, and 6.1B active (cut to a tenth), both embeddings counted as active."""
+    arch = architecture_from_hf_config(_write(tmp_path, LING_MINI))
+    assert arch.moe is not None and arch.qk_norm and arch.moe.router == "sigmoid" and arch.moe.first_dense_layers == 1
+    mini = count_params(arch)
+    assert (round(mini.total / 1e9, 2), round(mini.active_published / 1e9, 2)) == (16.26, 1.43)
+    assert (mini.active_published - mini.embedding - mini.lm_head) // 10**6 == 789
+    flash = count_params(architecture_from_hf_config(_write(tmp_path, LING_FLASH)))
+    assert flash.total == 102_889_697_280
+    assert flash.active_published // 10**8 == 61
+
+
+def test_ling_1_configs_read_the_same_keys(tmp_path: Path) -> None:
+    """Ling-lite (Ling 1.x, same model_type): 16.8B total and 2.75B active, no q/k norm, a softmax router."""
+    arch = architecture_from_hf_config(_write(tmp_path, LING_LITE))
+    counts = count_params(arch)
+    assert (round(counts.total / 1e9, 1), round(counts.active_published / 1e9, 2)) == (16.8, 2.75)
+    assert arch.moe is not None and not arch.qk_norm and arch.moe.router == "softmax"
+
+
+def test_ling_multi_token_prediction_layers_are_the_last_layers(tmp_path: Path) -> None:
+    arch = architecture_from_hf_config(_write(tmp_path, {**LING_MINI, "num_nextn_predict_layers": 1}))
+    assert arch.num_layers == 19 and arch.moe is not None and arch.moe.mtp_layers == 1
+    assert any("multi-token-prediction" in note for note in arch.notes)
+
+
+def test_the_wrappers_tie_flag_decides_the_output_head(tmp_path: Path) -> None:
+    """A Qwen3-VL-MoE text config re-saved with its class default tie_word_embeddings true stays untied: transformers
+    ties the wrapper's lm_head by the outer flag."""
+    resaved = {**QWEN3_VL_30B, "text_config": {**QWEN3_VL_TEXT, "tie_word_embeddings": True}}
+    assert not architecture_from_hf_config(_write(tmp_path, resaved)).tied_embeddings
+    tied = {**resaved, "tie_word_embeddings": True}
+    assert architecture_from_hf_config(_write(tmp_path, tied)).tied_embeddings
+
+
+def test_dbrx_says_what_it_assumes(tmp_path: Path) -> None:
+    arch = architecture_from_hf_config(_write(tmp_path, DBRX))
+    assert arch.norm == "layernorm" and not arch.norm_bias and arch.kv_heads == 8 and arch.context_length == 32768
+    assert any("clip_qkv" in note for note in arch.notes)
+    no_kv = architecture_from_hf_config(_write(tmp_path, {**DBRX, "attn_config": {"clip_qkv": 8}}))
+    assert no_kv.kv_heads == 1 and any("kv_n_heads absent" in note for note in no_kv.notes)
+
+
+@pytest.mark.parametrize(("cfg", "expected"), [
+    ({**DOTS1, "first_k_dense_replace": 62}, "first_k_dense_replace"),
+    ({**DBRX, "ffn_config": [10752, 16, 4]}, "'ffn_config' must be a JSON object"),
+    ({**DBRX, "tie_word_embeddings": True}, "never ties"),
+    ({**QWEN3_VL_30B, "text_config": {**QWEN3_VL_TEXT, "mlp_only_layers": "all"}}, "'text_config.mlp_only_layers'"),
+    ({**GLM45V, "text_config": {k: v for k, v in GLM45V["text_config"].items() if k != "n_routed_experts"}},
+     "missing key 'text_config.n_routed_experts'"),
+    ({**LING_MINI, "num_nextn_predict_layers": 19}, "leave no MoE layer"),
+], ids=["dots1", "dbrx_ffn_config", "dbrx_tied", "qwen3_vl_moe", "glm4v_moe", "bailing_moe"])
+def test_a_bad_key_of_the_new_families_is_one_line(tmp_path: Path, cfg: dict[str, Any], expected: str) -> None:
+    assert expected in _error(tmp_path, cfg)

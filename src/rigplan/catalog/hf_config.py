@@ -29,6 +29,9 @@ modules; the other families apply the window to every layer (Mistral)."""
 WINDOW_SWITCH = {"qwen2": "use_sliding_window", "qwen2_moe": "use_sliding_window", "qwen3": "use_sliding_window",
                  "qwen3_moe": "use_sliding_window"}
 """Families whose sliding_window applies only when this flag is true (Qwen configs carry a window but off)."""
+FIRST_LOCAL_DEFAULT = {"dots1": 62}
+"""Families whose sliding_window applies from layer max_window_layers on, with no switch: transformers' Dots1Config
+(max_window_layers defaults to 62, every layer of dots.llm1, so a window it carries stays off by default)."""
 
 
 def attention_windows(r: ConfigReader, model_type: str, num_layers: int) -> tuple[tuple[int, ...], list[str]]:
@@ -52,8 +55,8 @@ def attention_windows(r: ConfigReader, model_type: str, num_layers: int) -> tupl
         if other:
             notes.append(f"layer kinds {', '.join(other)} counted as full attention")
         windows = tuple(window if k == "sliding_attention" else 0 for k in kinds)
-    elif switch:
-        first_local = r.opt_int("max_window_layers", default=0)
+    elif switch or model_type in FIRST_LOCAL_DEFAULT:
+        first_local = r.opt_int("max_window_layers", default=FIRST_LOCAL_DEFAULT.get(model_type, 0))
         windows = tuple(window if i >= first_local else 0 for i in range(num_layers))
     else:
         every = r.opt_int("sliding_window_pattern", default=FULL_EVERY_DEFAULT.get(model_type, 0))
@@ -98,9 +101,15 @@ FAMILIES = {**BASE_FAMILIES, **MOE_FAMILIES}
 """Every model_type rigplan reads, and its reader."""
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 
-TEXT_TOWER_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+TEXT_TOWER_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl_moe": "qwen3_vl_moe_text",
+                    "glm4v_moe": "glm4v_moe_text"}
 """The text model of a multimodal config whose text_config does not name its own model_type (transformers'
-Gemma3Config and Llama4Config build their text_config as Gemma3TextConfig / Llama4TextConfig)."""
+Gemma3Config, Llama4Config, Qwen3VLMoeConfig and Glm4vMoeConfig build their text_config as Gemma3TextConfig,
+Llama4TextConfig, Qwen3VLMoeTextConfig and Glm4vMoeTextConfig)."""
+OUTER_TIE_TYPES = frozenset({"qwen3_vl_moe", "glm4v_moe"})
+"""Multimodal configs whose own tie_word_embeddings decides the output head: transformers ties the wrapper's lm_head
+by the outer flag, and the text config's default can disagree (Qwen3VLMoeTextConfig defaults to true where
+Qwen3-VL-MoE's checkpoints and the outer Qwen3VLMoeConfig are untied)."""
 
 
 def _load_json(path: str | Path) -> tuple[Path, dict[str, Any]]:
@@ -129,15 +138,20 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
         raise InvalidSpec(f"{file}: missing key 'model_type'")
     if not isinstance(model_type, str):
         raise InvalidSpec(f"{file}: key 'model_type' must be a string, got {model_type!r}")
+    prefix = ""
     if model_type not in FAMILIES and isinstance(cfg.get("text_config"), dict):
-        inner = cfg["text_config"].get("model_type") or TEXT_TOWER_TYPES.get(model_type)
+        text: Config = cfg["text_config"]
+        inner = text.get("model_type") or TEXT_TOWER_TYPES.get(model_type)
         if isinstance(inner, str) and inner in FAMILIES:
             notes.append(f"text model ({inner}) of a '{model_type}' config; other towers not counted")
-            cfg, model_type = cfg["text_config"], inner
+            outer_tie = cfg.get("tie_word_embeddings")
+            if model_type in OUTER_TIE_TYPES and isinstance(outer_tie, bool):
+                text = {**text, "tie_word_embeddings": outer_tie}
+            cfg, model_type, prefix = text, inner, "text_config."
     if model_type not in FAMILIES:
         supported = ", ".join(SUPPORTED_MODEL_TYPES)
         raise InvalidSpec(f"{file}: model_type {model_type!r} is not supported; supported: {supported}")
-    reader = ConfigReader(cfg, file, model_type)
+    reader = ConfigReader(cfg, file, model_type, prefix)
     try:
         fields, family_notes = FAMILIES[model_type](reader)
     except InvalidSpec as exc:  # a domain value's own check (MoE top-k above its experts) names no file

@@ -1,12 +1,15 @@
 """config.json readers for the MoE families that reuse another family's layout with their own keys: MiniMax-M2,
-ERNIE 4.5 MoE, Hunyuan-A13B and DeepSeek-V3.2. Each returns the fields and notes on what it assumed, as the
-readers of hf_families.py do; hf_config.py joins the two tables."""
+ERNIE 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2, dots.llm1, DBRX, Ling 2.0 (model_type bailing_moe) and the text models of
+Qwen3-VL-MoE and GLM-4.5V (qwen3_vl_moe_text, glm4v_moe_text; hf_config.py reads them out of their multimodal
+config, the vision tower not counted). Each returns the fields and notes on what it assumed, as the readers of
+hf_families.py do; hf_config.py joins the two tables."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
 from rigplan.catalog.hf_families import deepseek_fields, routed_every_layer
 from rigplan.catalog.hf_reader import ConfigReader, moe_layer_split, standard
 from rigplan.domain.model import MoE
@@ -82,9 +85,120 @@ def _deepseek_v32(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, [*notes, indexer, sparse]
 
 
+def _dots1(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """dots.llm1 (rednote-hilab; transformers Dots1Config, whose modeling takes Qwen3's attention and DeepSeek-V3's
+    MoE): GQA/MHA heads with per-head q and k RMSNorms and attention_bias on q, k, v and o (no MLA); the first
+    first_k_dense_replace layers keep a dense MLP of intermediate_size, the others route over n_routed_experts
+    experts of moe_intermediate_size (top num_experts_per_tok, sigmoid scores with a selection bias whatever
+    scoring_func says) beside n_shared_experts shared experts of the same width, fused into one MLP."""
+    fields = standard(r, tie_default=False)
+    bias = r.flag("attention_bias", False)
+    fields.update(qkv_bias=bias, attn_out_bias=bias, qk_norm=True)
+    layers = fields["num_layers"]
+    first_dense = r.opt_int("first_k_dense_replace")
+    if first_dense >= layers:
+        raise r.fail(f"key '{r.prefix}first_k_dense_replace' ({first_dense}) leaves no MoE layer among {layers}")
+    fields["moe"] = MoE(num_experts=r.req_int("n_routed_experts"), top_k=r.req_int("num_experts_per_tok"),
+                        expert_ffn=r.req_int("moe_intermediate_size"), num_shared_experts=r.opt_int("n_shared_experts"),
+                        first_dense_layers=first_dense, router="sigmoid")
+    return fields, ["router e_score_correction_bias not counted"]
+
+
+def _dbrx(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """DBRX (Databricks; transformers DbrxConfig): d_model, n_heads, n_layers, vocab_size and max_seq_len at the top,
+    attn_config {kv_n_heads, clip_qkv, rope_theta} and ffn_config {ffn_hidden_size, moe_num_experts, moe_top_k}.
+    Every layer routes over moe_num_experts GLU experts of ffn_hidden_size (softmax router without bias, no shared
+    expert); LayerNorms without bias, no projection bias; the fused Wqkv projection is counted as q, k and v (the
+    same weights). The embeddings are never tied (DbrxConfig refuses tie_word_embeddings)."""
+    attn, ffn = r.nested("attn_config"), r.nested("ffn_config")
+    if r.flag("tie_word_embeddings", False):
+        raise r.fail(f"key '{r.prefix}tie_word_embeddings' is true, but DBRX never ties its embeddings")
+    notes = []
+    if attn.cfg.get("kv_n_heads") is None:
+        notes.append("attn_config.kv_n_heads absent: DbrxAttentionConfig's default of 1 key/value head")
+    clip = attn.number("clip_qkv", 0.0)
+    if clip:
+        notes.append(f"q, k and v clamped to +-{clip:g} (clip_qkv): no parameters")
+    expert_ffn = ffn.req_int("ffn_hidden_size")
+    return {
+        "num_layers": r.req_int("n_layers"),
+        "hidden": r.req_int("d_model"),
+        "num_heads": r.req_int("n_heads"),
+        "num_kv_heads": attn.opt_int("kv_n_heads", default=1),
+        "ffn": expert_ffn,
+        "vocab": r.req_int("vocab_size"),
+        "context_length": r.opt_int("max_seq_len", default=2048),
+        "tied_embeddings": False,
+        "norm": "layernorm",
+        "norm_bias": False,
+        "moe": MoE(num_experts=ffn.req_int("moe_num_experts"), top_k=ffn.req_int("moe_top_k"), expert_ffn=expert_ffn),
+    }, notes
+
+
+def _qwen3_vl_moe_text(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Text model of Qwen3-VL-MoE (Qwen3-VL-30B-A3B, Qwen3-VL-235B-A22B; transformers Qwen3VLMoeTextConfig): Qwen3-MoE's
+    layers and keys (num_experts of moe_intermediate_size, decoder_sparse_step, mlp_only_layers, per-head q and k
+    norms, no shared expert). Its interleaved M-RoPE (rope_scaling mrope_section) has no parameters and the config
+    class drops sliding_window; the wrapper's tie_word_embeddings decides the output head (hf_config.py)."""
+    fields, notes = BASE_FAMILIES["qwen3_moe"](r)
+    return fields, [*notes, "DeepStack visual features added to the first layers: no parameters of the text model"]
+
+
+def _glm4v_moe_text(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Text model of GLM-4.5V (zai-org; transformers Glm4vMoeTextConfig): GLM-4.5's layers and keys (q/k/v biases,
+    leading dense layers by first_k_dense_replace, n_routed_experts and n_shared_experts of moe_intermediate_size,
+    sigmoid router), but its attention (Glm4Attention) has no q/k norm, so use_qk_norm is not read."""
+    fields, notes = BASE_FAMILIES["glm4_moe"](r)
+    fields["qk_norm"] = False
+    return fields, notes
+
+
+def _bailing_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Ling 2.0 (inclusionAI Ling-mini-2.0, Ling-flash-2.0; BailingMoeV2Config and modeling_bailing_moe_v2.py, the
+    remote code its checkpoints ship under model_type bailing_moe): one fused query_key_value projection (bias
+    use_qkv_bias, counted as q, k and v) and a dense output projection (bias use_bias), per-head q and k RMSNorms when
+    use_qk_norm; the first first_k_dense_replace layers keep a dense MLP of intermediate_size, the others route over
+    num_experts experts of moe_intermediate_size (top num_experts_per_tok) beside num_shared_experts shared ones of
+    the same width. The last num_nextn_predict_layers of num_hidden_layers are multi-token-prediction layers (0 in
+    the released checkpoints). The router scores are sigmoids in BailingMoeV2 (architectures names it, or
+    score_function says so), whose use_qk_norm defaults to true; Ling 1.x configs (BailingMoeForCausalLM) share the
+    model_type and these keys, with a softmax router and no q/k norms."""
+    fields = standard(r, tie_default=False)
+    mtp = r.opt_int("num_nextn_predict_layers")
+    layers = fields["num_layers"] - mtp
+    first_dense = r.opt_int("first_k_dense_replace")
+    if first_dense >= layers:
+        raise r.fail(f"keys '{r.prefix}first_k_dense_replace' ({first_dense}) and '{r.prefix}num_nextn_predict_layers' "
+                     f"({mtp}) leave no MoE layer among num_hidden_layers={fields['num_layers']}")
+    architectures = r.cfg.get("architectures")
+    v2 = isinstance(architectures, list) and "BailingMoeV2ForCausalLM" in architectures
+    fields.update(num_layers=layers, qkv_bias=r.flag("use_qkv_bias", False), attn_out_bias=r.flag("use_bias", False),
+                  qk_norm=r.flag("use_qk_norm", v2))
+    expert_ffn = r.req_int("moe_intermediate_size")
+    expert_bias = v2 or r.flag("moe_router_enable_expert_bias", False)
+    notes = ["router expert_bias (a buffer) not counted"] if expert_bias else []
+    shared_ffn = r.opt_int("moe_shared_expert_intermediate_size", default=expert_ffn)
+    if shared_ffn != expert_ffn:
+        notes.append(f"shared experts counted {expert_ffn} wide as modeling_bailing_moe_v2.py builds them, not "
+                     f"moe_shared_expert_intermediate_size ({shared_ffn})")
+    fields["moe"] = MoE(num_experts=r.req_int("num_experts"), top_k=r.req_int("num_experts_per_tok"),
+                        expert_ffn=expert_ffn, num_shared_experts=r.opt_int("num_shared_experts"),
+                        first_dense_layers=first_dense,
+                        router="sigmoid" if v2 or r.cfg.get("score_function") == "sigmoid" else "softmax",
+                        mtp_layers=mtp)
+    if mtp:
+        notes.append(f"{mtp} multi-token-prediction layer(s) of num_hidden_layers not counted")
+    return fields, notes
+
+
 MOE_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] = {
+    "bailing_moe": _bailing_moe,
+    "dbrx": _dbrx,
     "deepseek_v32": _deepseek_v32,
+    "dots1": _dots1,
     "ernie4_5_moe": _ernie4_5_moe,
+    "glm4v_moe_text": _glm4v_moe_text,
     "hunyuan_v1_moe": _hunyuan_v1_moe,
     "minimax_m2": _minimax_m2,
+    "qwen3_vl_moe_text": _qwen3_vl_moe_text,
 }

@@ -24,6 +24,7 @@ KEY_BOUNDS = {
     "max_position_embeddings": "context", "n_positions": "context", "max_seq_len": "context",
     "num_nextn_predict_layers": "mtp_layers", "moe_num_experts": "experts", "moe_k": "top_k", "moe_topk": "top_k",
     "moe_num_shared_experts": "shared_experts", "num_shared_expert": "shared_experts",
+    "num_shared_experts": "shared_experts", "kv_n_heads": "kv_heads", "ffn_hidden_size": "ffn", "moe_top_k": "top_k",
 }
 """config.json keys checked against the same bounds as the shape flags (rigplan.bounds)."""
 ZERO_MEANS_NONE = frozenset({"experts", "top_k", "expert_ffn", "shared_experts", "head_dim"})
