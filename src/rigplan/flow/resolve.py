@@ -273,7 +273,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     catalog = catalog or load_catalog(spec.catalog)
     resolved: ResolvedModel = model or resolve_model(spec.model, catalog, spec.shape_flags())
     arch = resolved.arch
-    assumptions = list(resolved.assumptions)
+    assumptions = [*resolved.assumptions, *spec.source_notes]
     if spec.framework_applied is not None:
         assumptions.append(spec.framework_applied.assumption())
     gpu = catalog.gpu_domain(spec.gpu)
