@@ -14,6 +14,7 @@ import click
 
 from rigplan import i18n
 from rigplan.bounds import BOUND_ERROR_TYPE
+from rigplan.cli.job_files import MEGATRON_ARGS_OPTION, TORCHTITAN_CONFIG_OPTION, with_job_file
 from rigplan.cli.language import error_line
 from rigplan.domain.frameworks import FRAMEWORK_NAMES
 from rigplan.domain.job import FP8_RECIPES, KERNEL_STACKS, LOSS_IMPLS, OPTIMIZERS
@@ -502,7 +503,7 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="Batches padded to their longest sample (unpacked data): shapes change from step to "
                           "step and the caching allocator keeps more reserved; with --kernels hf the padding "
                           "mask reaches SDPA (a bf16 copy per layer)."),
-        *([framework_option(), MEGATRON_ARGS_OPTION] if preset else []),
+        *([framework_option(), MEGATRON_ARGS_OPTION, TORCHTITAN_CONFIG_OPTION] if preset else []),
         click.option("--gpu", default="h100-sxm", show_default=True, envvar="RIGPLAN_GPU",
                      help="GPU id (rigplan gpus)."),
         click.option("--gpus", type=int, help="Total GPUs; dp is derived when not given."),
@@ -516,41 +517,9 @@ def _job_options(func: F, *, preset: bool) -> F:
     return func
 
 
-MEGATRON_ARGS_OPTION = click.option(
-    "--megatron-args", type=click.Path(dir_okay=False, allow_dash=True),
-    help="A Megatron-LM launch command or its flags (a file, or - for standard input): its layout, batch, "
-         "precision, recompute, MoE and overlap flags fill the options not typed here, with the megatron preset "
-         "(docs/methodology/frameworks.md).")
-
-
-def _with_megatron_args(values: dict[str, Any]) -> dict[str, Any]:
-    """values with the fields of --megatron-args where the user typed no option of that name; the reading's notes
-    go into the request's source_notes."""
-    path = values.pop("megatron_args", None)
-    if not path:
-        return values
-    from rigplan.files import read_text
-    from rigplan.flow.megatron_args import read_megatron_args
-
-    text = sys.stdin.read() if path == "-" else read_text(path, "--megatron-args")
-    imported = read_megatron_args(text, "--megatron-args" if path == "-" else f"--megatron-args {path}")
-    ctx = click.get_current_context()
-    typed = {name for name in ctx.params
-             if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)}
-    notes = list(imported.notes)
-    for name, value in imported.fields.items():
-        if name in typed or name not in ctx.params:
-            if name not in ctx.params:
-                notes.append(f"{name} from --megatron-args: not an option of this command, not used")
-            continue
-        values[name] = value
-    values["source_notes"] = notes
-    return values
-
-
 def job_values(kwargs: dict[str, Any]) -> dict[str, Any]:
     """Map the CLI's option names onto request fields."""
-    values = _with_megatron_args(explicit_values(kwargs))
+    values = with_job_file(explicit_values(kwargs))
     if values.pop("fsdp", False):
         values["zero"] = 3
     values["qlora_double_quant"] = not values.pop("single_quant", False)

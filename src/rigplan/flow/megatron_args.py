@@ -105,7 +105,8 @@ SHAPE_FLAGS = frozenset({"hidden-size", "ffn-hidden-size", "num-attention-heads"
 
 @dataclass(frozen=True)
 class ImportedArgs:
-    """Request fields read from a Megatron-LM launch command, and what the reading assumed or skipped."""
+    """Request fields read from a framework's job file (a Megatron-LM launch command here, a torchtitan job TOML in
+    flow.torchtitan_config), and what the reading assumed or skipped."""
 
     fields: dict[str, Any]
     notes: list[str] = field(default_factory=list)

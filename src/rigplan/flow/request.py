@@ -170,8 +170,8 @@ class JobSpec(FrameworkPresetMixin, ModelSpec, MoERoutingSpec, CommOverlapSpec, 
     stage_layers: list[Annotated[int, Bounded("stage_layers")]] = Field(
         default_factory=list, description="Layers of each virtual pipeline stage (pp*vpp entries), e.g. 7,8,8,7")
     source_notes: list[str] = Field(
-        default_factory=list, description="What reading the request from a file (--megatron-args) assumed or skipped; "
-                                          "shown with the estimate's assumptions")
+        default_factory=list, description="What reading the request from a file (--megatron-args, --torchtitan-config) "
+                                          "assumed or skipped; shown with the estimate's assumptions")
     pipeline_layout: str | None = Field(
         None, description="Megatron-Core's --pipeline-model-parallel-layout, e.g. Et*3|(tt|)*29,m|L (sets the "
                           "per-stage split, and vpp = stages / pp)")
