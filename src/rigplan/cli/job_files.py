@@ -28,11 +28,6 @@ TORCHTITAN_CONFIG_OPTION = click.option(
          "batch, precision and float8/MX converters, activation checkpointing, compile and optimizer fill the "
          "options not typed here, with the torchtitan preset (docs/methodology/frameworks.md).")
 
-SPLIT_FIELDS = frozenset({"stage_layers", "pipeline_layout", "first_stage_layers", "last_stage_layers",
-                          "embedding_layer_weight", "head_layer_weight"})
-"""The ways to split the pipeline: one typed replaces all that the file gives (rigplan takes one way only)."""
-
-
 def _megatron(text: str, source: str, ctx: click.Context) -> ImportedArgs:
     from rigplan.flow.megatron_args import read_megatron_args
 
@@ -71,14 +66,7 @@ def with_job_file(values: dict[str, Any]) -> dict[str, Any]:
     imported = read(text, flag if path == "-" else f"{flag} {path}", ctx)
     typed = {name for name in ctx.params
              if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)}
-    fields = imported.fields
-    if typed & SPLIT_FIELDS:
-        fields = {name: value for name, value in fields.items() if name not in SPLIT_FIELDS}
-    notes = list(imported.notes)
-    for name, value in fields.items():
-        if name not in ctx.params:
-            notes.append(f"{name} from {flag}: not an option of this command, not used")
-        elif name not in typed:
-            values[name] = value
+    fields, notes = imported.merged_into(typed, set(ctx.params), flag)
+    values.update(fields)
     values["source_notes"] = notes
     return values

@@ -15,7 +15,7 @@ May import: domain.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +103,11 @@ SHAPE_FLAGS = frozenset({"hidden-size", "ffn-hidden-size", "num-attention-heads"
 """Model shape flags: the model is MODEL's, so these are named in the notes, not applied."""
 
 
+SPLIT_FIELDS = frozenset({"stage_layers", "pipeline_layout", "first_stage_layers", "last_stage_layers",
+                          "embedding_layer_weight", "head_layer_weight"})
+"""The ways to split the pipeline: one the request sets replaces all that a file gives (rigplan takes one way)."""
+
+
 @dataclass(frozen=True)
 class ImportedArgs:
     """Request fields read from a framework's job file (a Megatron-LM launch command here, a torchtitan job TOML in
@@ -110,6 +115,19 @@ class ImportedArgs:
 
     fields: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+
+    def merged_into(self, given: Collection[str], accepted: Collection[str],
+                    flag: str) -> tuple[dict[str, Any], list[str]]:
+        """(fields to set, notes) for a request that set `given` itself and takes the fields `accepted`: the file's
+        fields that the request did not set (a pipeline split it set replaces the file's whole split, rigplan taking
+        one way), and the reading's notes with one more for each field the request does not take."""
+        fields = self.fields
+        if set(given) & SPLIT_FIELDS:
+            fields = {name: value for name, value in fields.items() if name not in SPLIT_FIELDS}
+        notes = list(self.notes)
+        notes += [f"{name} from {flag}: not an option of this command, not used" for name in fields
+                  if name not in accepted]
+        return {name: value for name, value in fields.items() if name in accepted and name not in given}, notes
 
 
 def _tokens(text: str, source: str) -> list[str]:

@@ -33,7 +33,7 @@ from rigplan.lint import Workload, lint_build
 from rigplan.servers.load import resolve_build
 from rigplan.units import parse_count
 from rigplan.web.errors import clean_message, field_of, pydantic_payload
-from rigplan.web.requests import LintBody, MemoryBody, TcoBody, WithHfConfig
+from rigplan.web.requests import LintBody, MemoryBody, TcoBody, WithHfConfig, WithJobFile
 
 B = TypeVar("B", bound=BaseModel)
 
@@ -53,6 +53,8 @@ def _with_files(body: B, work: Callable[[B], Any], fields: Iterable[str]) -> Any
     temporary file whose path goes where the CLI takes a path (MODEL, BUILD). Runs in a worker thread; the
     file lives until the work is done."""
     reject_nul(body.model_dump(exclude={"hf_config"}))
+    if isinstance(body, WithJobFile):
+        body = _guard(lambda: _with_job_file(body), fields)
     if isinstance(body, WithHfConfig) and body.hf_config is not None:
         if body.model is not None:  # type: ignore[attr-defined]
             raise ApiError(400, "give model or hf_config, not both", "hf_config")
@@ -80,6 +82,29 @@ def _with_files(body: B, work: Callable[[B], Any], fields: Iterable[str]) -> Any
         with grant(path), grant(path.parent):
             result = _guard(lambda: work(body.model_copy(update={target: str(path)})), fields, str(path), field)
         return _replace_in_strings(result, str(path), path.name)
+
+
+def _with_job_file(body: Any) -> Any:
+    """The body with the fields of its megatron_args or torchtitan_config text where the body gives none (the
+    merge of the CLI's --megatron-args and --torchtitan-config), revalidated so that the file's framework preset
+    applies; the reading's notes go into source_notes."""
+    from rigplan.export.torchtitan import FLAVORS
+    from rigplan.flow.megatron_args import read_megatron_args
+    from rigplan.flow.torchtitan_config import read_torchtitan_config
+
+    if body.megatron_args is None and body.torchtitan_config is None:
+        return body
+    if body.megatron_args is not None and body.torchtitan_config is not None:
+        raise ApiError(400, "give megatron_args or torchtitan_config, not both", "torchtitan_config")
+    if body.megatron_args is not None:
+        flag, imported = "megatron_args", read_megatron_args(body.megatron_args, "megatron_args")
+    else:
+        flag, imported = "torchtitan_config", read_torchtitan_config(
+            body.torchtitan_config, "torchtitan_config", gpus=body.gpus, dp=body.dp, model=body.model,
+            flavor=FLAVORS.get(body.model) if body.model else None)
+    given = body.model_dump(exclude_unset=True, exclude={"megatron_args", "torchtitan_config"})
+    fields, notes = imported.merged_into(set(given), set(type(body).model_fields) - {"source_notes"}, flag)
+    return type(body).model_validate({**given, **fields, "source_notes": [*body.source_notes, *notes]})
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

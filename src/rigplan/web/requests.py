@@ -32,13 +32,31 @@ class WithHfConfig(BaseModel):
     hf_config: dict[str, Any] | None = Field(None, description=HF_CONFIG_DESCRIPTION)
 
 
-class MemoryBody(MemoryRequest, WithHfConfig):
+JOB_FILE_CAP = 60_000
+"""Longest job file the HTTP API reads (characters): a Megatron-LM launch script or a torchtitan TOML is a few
+thousand."""
+
+
+class WithJobFile(BaseModel):
+    """A framework's own job file as text: its fields fill those the body leaves out (what the CLI's
+    --megatron-args and --torchtitan-config read)."""
+
+    megatron_args: str | None = Field(None, max_length=JOB_FILE_CAP, description=(
+        "A Megatron-LM launch command or its flags (the text --megatron-args reads): its layout, batch, precision, "
+        "recompute, MoE and overlap flags fill the fields the body does not give, with the megatron preset"))
+    torchtitan_config: str | None = Field(None, max_length=JOB_FILE_CAP, description=(
+        "A torchtitan job TOML (the text --torchtitan-config reads): its parallelism, batch, precision, "
+        "activation checkpointing, compile and optimizer fill the fields the body does not give, with the "
+        "torchtitan preset"))
+
+
+class MemoryBody(MemoryRequest, WithHfConfig, WithJobFile):
     """`rigplan memory`: the fields are the command's options (`--kv-heads` is `kv_heads`)."""
 
     _split_targets = field_validator("lora_targets", mode="before")(_split_targets_checked)
 
 
-class EstimateBody(EstimateRequest, WithHfConfig):
+class EstimateBody(EstimateRequest, WithHfConfig, WithJobFile):
     """`rigplan estimate`: the fields are the command's options."""
 
     _split_targets = field_validator("lora_targets", mode="before")(_split_targets_checked)
