@@ -35,7 +35,7 @@ def _megatron(text: str, source: str, ctx: click.Context) -> ImportedArgs:
 
 
 def _torchtitan(text: str, source: str, ctx: click.Context) -> ImportedArgs:
-    from rigplan.export.torchtitan import FLAVORS
+    from rigplan.domain.torchtitan_models import FLAVORS
     from rigplan.flow.torchtitan_config import read_torchtitan_config
 
     model = ctx.params.get("model")

@@ -15,6 +15,7 @@ from typing import Any
 
 from rigplan.domain.job import Job
 from rigplan.domain.stages import virtual_stage_layers
+from rigplan.domain.torchtitan_models import FLAVORS
 from rigplan.estimate.moe import dispatcher, flex_dispatched
 from rigplan.export.common import (
     FORCED_BALANCE_NOTE,
@@ -28,21 +29,6 @@ from rigplan.export.common import (
 from rigplan.flow.resolve import TrainingSetup
 
 NAME = "torchtitan"
-
-FLAVORS = {
-    "llama-3.1-8b": ("llama3", "8B"), "llama-3-8b": ("llama3", "8B"),
-    "llama-3.1-70b": ("llama3", "70B"), "llama-3-70b": ("llama3", "70B"),
-    "llama-3.1-405b": ("llama3", "405B"),
-    "deepseek-v3": ("deepseek_v3", "671B"),
-    "qwen3-8b": ("qwen3", "8B"),
-    "qwen3-30b-a3b": ("qwen3", "30B-A3B"), "qwen3-235b-a22b": ("qwen3", "235B-A22B"),
-    "gpt-oss-20b": ("gpt_oss", "20b"), "gpt-oss-120b": ("gpt_oss", "120b"),
-    "llama-4-scout": ("llama4", "17bx16e"), "llama-4-maverick": ("llama4", "17bx128e"),
-}
-"""rigplan catalog id -> (torchtitan model name, flavor), same shapes as torchtitan's registry (0.2.2: models/qwen3,
-gpt_oss and llama4 __init__.py). Llama 4 maps to the flavors with full causal attention on every layer, as rigplan
-estimates it, not the _irope ones (NoPE every fourth layer, chunked attention)."""
-
 
 UNPIPELINED = frozenset({"qwen3", "gpt_oss"})
 """torchtitan models whose train spec has no pipelining function (0.2.2: models/qwen3 and gpt_oss __init__.py,

@@ -88,7 +88,7 @@ def _with_job_file(body: Any) -> Any:
     """The body with the fields of its megatron_args or torchtitan_config text where the body gives none (the
     merge of the CLI's --megatron-args and --torchtitan-config), revalidated so that the file's framework preset
     applies; the reading's notes go into source_notes."""
-    from rigplan.export.torchtitan import FLAVORS
+    from rigplan.domain.torchtitan_models import FLAVORS
     from rigplan.flow.megatron_args import read_megatron_args
     from rigplan.flow.torchtitan_config import read_torchtitan_config
 
