@@ -14,6 +14,8 @@ export const FIELDS = [
   ...["layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts", "top_k"].map(
     (n) => ({name: n, group: "model", type: "int", sub: "sub.shape", grid: true})),
   {name: "framework", group: "recipe", type: "select", empty: "h.none", hint: "h.framework"},
+  {name: "megatron_args", group: "recipe", type: "yaml", sub: "sub.jobfile"},
+  {name: "torchtitan_config", group: "recipe", type: "yaml", sub: "sub.jobfile"},
   {name: "method", group: "recipe", type: "select"},
   {name: "precision", group: "recipe", type: "select", empty: "h.auto"},
   {name: "optimizer", group: "recipe", type: "select"},
