@@ -35,12 +35,10 @@ def _megatron(text: str, source: str, ctx: click.Context) -> ImportedArgs:
 
 
 def _torchtitan(text: str, source: str, ctx: click.Context) -> ImportedArgs:
-    from rigplan.domain.torchtitan_models import FLAVORS
     from rigplan.flow.torchtitan_config import read_torchtitan_config
 
-    model = ctx.params.get("model")
-    return read_torchtitan_config(text, source, gpus=ctx.params.get("gpus"), dp=ctx.params.get("dp"), model=model,
-                                  flavor=FLAVORS.get(model) if model else None)
+    return read_torchtitan_config(text, source, gpus=ctx.params.get("gpus"), dp=ctx.params.get("dp"),
+                                  model=ctx.params.get("model"))
 
 
 READERS: dict[str, tuple[str, Callable[[str, str, click.Context], ImportedArgs]]] = {

@@ -21,6 +21,7 @@ import re
 import tomllib
 from typing import Any
 
+from rigplan.domain.torchtitan_models import FLAVORS
 from rigplan.errors import InvalidSpec
 from rigplan.flow.megatron_args import ImportedArgs
 
@@ -118,9 +119,11 @@ def read_torchtitan_config(text: str, source: str = "--torchtitan-config", *, gp
                            flavor: tuple[str, str] | None = None) -> ImportedArgs:
     """The request fields of a torchtitan job TOML (module docstring). `gpus`, `dp`: the GPU count and data-parallel
     degree the request gives (a shard degree of -1 takes the ranks left over, which sets torchtitan's default global
-    batch); `model` and
-    `flavor`: MODEL and its torchtitan (name, flavor), None when rigplan knows none. InvalidSpec when the text is
-    not TOML or holds no table rigplan reads."""
+    batch); `model`: MODEL; `flavor`: its torchtitan (name, flavor), by default from torchtitan's registry
+    (domain.torchtitan_models), None when rigplan knows none. InvalidSpec when the text is not TOML or holds no
+    table rigplan reads."""
+    if flavor is None and model is not None:
+        flavor = FLAVORS.get(model)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -88,7 +88,6 @@ def _with_job_file(body: Any) -> Any:
     """The body with the fields of its megatron_args or torchtitan_config text where the body gives none (the
     merge of the CLI's --megatron-args and --torchtitan-config), revalidated so that the file's framework preset
     applies; the reading's notes go into source_notes."""
-    from rigplan.domain.torchtitan_models import FLAVORS
     from rigplan.flow.megatron_args import read_megatron_args
     from rigplan.flow.torchtitan_config import read_torchtitan_config
 
@@ -100,8 +99,7 @@ def _with_job_file(body: Any) -> Any:
         flag, imported = "megatron_args", read_megatron_args(body.megatron_args, "megatron_args")
     else:
         flag, imported = "torchtitan_config", read_torchtitan_config(
-            body.torchtitan_config, "torchtitan_config", gpus=body.gpus, dp=body.dp, model=body.model,
-            flavor=FLAVORS.get(body.model) if body.model else None)
+            body.torchtitan_config, "torchtitan_config", gpus=body.gpus, dp=body.dp, model=body.model)
     given = body.model_dump(exclude_unset=True, exclude={"megatron_args", "torchtitan_config"})
     fields, notes = imported.merged_into(set(given), set(type(body).model_fields) - {"source_notes"}, flag)
     return type(body).model_validate({**given, **fields, "source_notes": [*body.source_notes, *notes]})
