@@ -145,6 +145,10 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         0.015, "the card gives 1.7B (two significant figures); the exact count 1,720,574,976 equals the Keras "
                "Hub port's (CHECKPOINT_COUNTS)",
     ),
+    ("qwen3-next-80b-a3b", "active"): (
+        0.30, "the card gives '3B activated' (one significant figure); the exact count is 3.87B with both embedding "
+              "tables (29% above) and 3.25B without either, which the figure matches",
+    ),
     ("deepseek-v2", "active"): (
         0.01, "the README gives '21B activated' (two significant figures); the exact count without the input "
               "embedding is 20.85B (0.7% below)",

@@ -157,6 +157,27 @@ def test_megatron_writes_the_router_and_the_mtp_modules_the_estimate_counts() ->
     assert "mtp_num_layers" not in qwen and "moe_router_score_function" not in qwen
 
 
+def test_megatron_writes_the_gated_deltanet_layers_of_a_hybrid_model() -> None:
+    """Qwen3-Next's Gated DeltaNet layers and gated attention reach megatron-core's TransformerConfig with the shapes
+    rigplan counts; context parallelism, which Megatron-Core 0.16 rejects with gated_delta_net, is refused."""
+    need("megatron.core")
+    import torch
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    from rigplan.export.megatron import core_config_kwargs
+
+    request = {"model": "qwen3-next-80b-a3b", "gpus": 128, "pp": 4, "ep": 32, "zero": 1, "global_batch": 256}
+    hybrid = export(build_setup(EstimateRequest(**request)), "megatron")
+    assert "--experimental-attention-variant gated_delta_net" in hybrid.command
+    assert "--linear-attention-freq 4" in hybrid.command and "--attention-output-gate" in hybrid.command
+    config = TransformerConfig(**core_config_kwargs(hybrid.values), params_dtype=torch.bfloat16,
+                               pipeline_dtype=torch.bfloat16)
+    assert (config.linear_num_key_heads, config.linear_num_value_heads, config.linear_key_head_dim) == (16, 32, 128)
+    assert config.attention_output_gate and config.linear_attention_freq == 4
+    with pytest.raises(Unsupported, match="context parallelism"):
+        export(build_setup(EstimateRequest(**{**request, "cp": 2, "gpus": 256})), "megatron")
+
+
 def test_megatron_refuses_dualpipe() -> None:
     with pytest.raises(Unsupported, match="DualPipe"):
         export(setup_of("moe", a2a_overlap=True, a2a_overlap_schedule="dualpipe"), "megatron")

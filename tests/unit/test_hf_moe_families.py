@@ -1,6 +1,6 @@
-"""config.json readers of MiniMax-M2, ERNIE 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2, dots.llm1, DBRX, Ling 2.0 and the
-text models of Qwen3-VL-MoE and GLM-4.5V: their published shapes give the publishers' parameter counts (or the catalog
-record of the same model or text model), and their per-family keys fail as one clear line."""
+"""config.json readers of MiniMax-M2, ERNIE 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2, dots.llm1, DBRX, Ling 2.0, Qwen3-Next
+and the text models of Qwen3-VL-MoE, GLM-4.5V and Qwen3.5 MoE: their published shapes give the publishers' parameter
+counts (or the catalog record of the same model or text model), and their per-family keys fail as one clear line."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from rigplan.catalog.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_hf_config
 from rigplan.catalog.load import load_catalog
+from rigplan.domain.model import LinearAttention, MoE
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.params import count_params
 
@@ -102,6 +103,35 @@ LING_LITE = {  # inclusionAI/Ling-lite-base config.json (Ling 1.x, BailingMoeFor
     "num_experts_per_tok": 6, "num_hidden_layers": 28, "num_key_value_heads": 4, "tie_word_embeddings": False,
     "use_bias": False, "use_qkv_bias": False, "vocab_size": 126464, "norm_head": True,
 }
+QWEN3_NEXT = {  # Qwen/Qwen3-Next-80B-A3B-Instruct config.json (no attention_bias, layer_types or MTP key)
+    "model_type": "qwen3_next", "decoder_sparse_step": 1, "mlp_only_layers": [], "full_attention_interval": 4,
+    "head_dim": 256, "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 5120, "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_value_head_dim": 128,
+    "max_position_embeddings": 262144, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+    "norm_topk_prob": True, "num_experts": 512, "num_experts_per_tok": 10, "num_attention_heads": 16,
+    "num_hidden_layers": 48, "num_key_value_heads": 2, "partial_rotary_factor": 0.25, "rms_norm_eps": 1e-06,
+    "rope_scaling": None, "rope_theta": 10000000, "tie_word_embeddings": False, "vocab_size": 151936,
+}
+QWEN35_LAYER_TYPES = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(40)]
+QWEN35_TEXT = {  # Qwen/Qwen3.5-35B-A3B config.json's text_config (no intermediate_size, decoder_sparse_step,
+    # mlp_only_layers or norm_topk_prob: every layer is MoE)
+    "model_type": "qwen3_5_moe_text", "attention_bias": False, "attention_dropout": 0.0, "attn_output_gate": True,
+    "full_attention_interval": 4, "head_dim": 256, "hidden_act": "silu", "hidden_size": 2048,
+    "layer_types": QWEN35_LAYER_TYPES, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_value_head_dim": 128,
+    "mamba_ssm_dtype": "float32", "max_position_embeddings": 262144, "moe_intermediate_size": 512,
+    "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": False, "num_attention_heads": 16, "num_experts": 256,
+    "num_experts_per_tok": 8, "num_hidden_layers": 40, "num_key_value_heads": 2, "partial_rotary_factor": 0.25,
+    "rms_norm_eps": 1e-6, "rope_parameters": {"mrope_interleaved": True, "mrope_section": [11, 11, 10],
+                                              "partial_rotary_factor": 0.25, "rope_theta": 10000000,
+                                              "rope_type": "default"},
+    "shared_expert_intermediate_size": 512, "tie_word_embeddings": False, "vocab_size": 248320,
+}
+QWEN35_35B = {"model_type": "qwen3_5_moe", "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+              "tie_word_embeddings": False, "text_config": QWEN35_TEXT,
+              "vision_config": {"model_type": "qwen3_5_moe", "depth": 27, "hidden_size": 1152,
+                                "intermediate_size": 4304, "num_heads": 16, "out_hidden_size": 2048,
+                                "deepstack_visual_indexes": []}}
 
 
 def _write(tmp_path: Path, cfg: dict[str, Any]) -> Path:
@@ -119,7 +149,8 @@ def _error(tmp_path: Path, cfg: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("model_type", ["minimax_m2", "ernie4_5_moe", "hunyuan_v1_moe", "deepseek_v32", "dots1", "dbrx",
-                                        "bailing_moe", "qwen3_vl_moe_text", "glm4v_moe_text"])
+                                        "bailing_moe", "qwen3_vl_moe_text", "glm4v_moe_text", "qwen3_next",
+                                        "qwen3_5_moe_text"])
 def test_the_new_model_types_are_listed_as_supported(model_type: str) -> None:
     assert model_type in SUPPORTED_MODEL_TYPES
 
@@ -276,3 +307,99 @@ def test_dbrx_says_what_it_assumes(tmp_path: Path) -> None:
 ], ids=["dots1", "dbrx_ffn_config", "dbrx_tied", "qwen3_vl_moe", "glm4v_moe", "bailing_moe"])
 def test_a_bad_key_of_the_new_families_is_one_line(tmp_path: Path, cfg: dict[str, Any], expected: str) -> None:
     assert expected in _error(tmp_path, cfg)
+
+
+def test_qwen3_next_reads_its_hybrid_layers_and_counts_the_catalog_total(tmp_path: Path) -> None:
+    """Qwen3-Next-80B-A3B: 36 Gated DeltaNet and 12 gated full-attention layers, every one with a 512-expert MoE and a
+    gated shared expert; 79,674,391,296 parameters without the MTP layer its config.json does not declare (the
+    released checkpoint's 81,324,862,720 less 1,650,471,424), as the catalog record counts."""
+    arch = architecture_from_hf_config(_write(tmp_path, QWEN3_NEXT))
+    assert arch.linear_attention == LinearAttention(num_key_heads=16, num_value_heads=32, key_head_dim=128,
+                                                    value_head_dim=128, conv_kernel=4, full_attention_interval=4)
+    assert arch.attention_output_gate and arch.qk_norm and not arch.qkv_bias and not arch.tied_embeddings
+    assert (arch.num_linear_attention_layers, arch.kv_heads, arch.head_dim, arch.ffn) == (36, 2, 256, 5120)
+    assert arch.moe == MoE(num_experts=512, top_k=10, expert_ffn=512, num_shared_experts=1, shared_expert_ffn=512,
+                           shared_expert_gate=True)
+    assert any("declares no multi-token-prediction layer" in note for note in arch.notes)
+    counts = count_params(arch)
+    assert counts.total == 79_674_391_296
+    assert counts.total == count_params(load_catalog().model("qwen3-next-80b-a3b").to_domain()).total
+
+
+def test_qwen3_next_layer_types_give_the_interval(tmp_path: Path) -> None:
+    """layer_types wins over full_attention_interval, as in transformers; legacy names read as theirs."""
+    every_third = ["full_attention" if (i + 1) % 3 == 0 else "linear_attention" for i in range(48)]
+    arch = architecture_from_hf_config(_write(tmp_path, {**QWEN3_NEXT, "layer_types": every_third}))
+    assert arch.linear_attention is not None and arch.linear_attention.full_attention_interval == 3
+    assert arch.num_linear_attention_layers == 32
+    assert any("full_attention_interval 4 not used" in note for note in arch.notes)
+    legacy = ["attention" if (i + 1) % 4 == 0 else "mamba" for i in range(48)]
+    arch = architecture_from_hf_config(_write(tmp_path, {**QWEN3_NEXT, "layer_types": legacy}))
+    assert arch.linear_attention is not None and arch.linear_attention.full_attention_interval == 4
+    sparse = architecture_from_hf_config(_write(tmp_path, {**QWEN3_NEXT, "mlp_only_layers": [0, 1]}))
+    assert sparse.moe is not None and sparse.moe.first_dense_layers == 2
+
+
+def test_qwen3_5_moe_text_tower_counts_the_language_model(tmp_path: Path) -> None:
+    """Qwen3.5-35B-A3B: the checkpoint's 35,951,822,704 parameters are its language model (34,660,610,688), one MTP
+    layer (844,640,768) and the vision tower (446,571,248); rigplan counts the language model only."""
+    arch = architecture_from_hf_config(_write(tmp_path, QWEN35_35B))
+    assert any("text model (qwen3_5_moe_text)" in note and "other towers not counted" in note for note in arch.notes)
+    assert arch.linear_attention == LinearAttention(num_key_heads=16, num_value_heads=32, key_head_dim=128,
+                                                    value_head_dim=128, conv_kernel=4, full_attention_interval=4)
+    assert arch.attention_output_gate and arch.qk_norm and not arch.tied_embeddings and arch.rope_attention_factor == 1
+    assert arch.moe == MoE(num_experts=256, top_k=8, expert_ffn=512, num_shared_experts=1, shared_expert_ffn=512,
+                           shared_expert_gate=True, mtp_layers=1)
+    assert arch.num_moe_layers == 40 and arch.num_linear_attention_layers == 30
+    assert count_params(arch).total == 34_660_610_688
+    assert any("1 multi-token-prediction layer(s) not counted" in note for note in arch.notes)
+
+
+def test_qwen3_5_moe_wrapper_tie_flag_decides_the_output_head(tmp_path: Path) -> None:
+    tied = {**QWEN35_35B, "tie_word_embeddings": True}
+    assert architecture_from_hf_config(_write(tmp_path, tied)).tied_embeddings
+
+
+@pytest.mark.parametrize(("cfg", "expected"), [
+    ({**QWEN3_NEXT, "layer_types": ["linear_attention"] * 44 + ["full_attention"] * 4},
+     "key 'layer_types' has full attention at layers [44, 45, 46, 47], not on one layer in n"),
+    ({**QWEN3_NEXT, "layer_types": ["linear_attention"] * 48}, "key 'layer_types' has full attention at layers []"),
+    ({**QWEN3_NEXT, "layer_types": ["sliding_attention"] * 48}, "names sliding_attention"),
+    ({**QWEN3_NEXT, "layer_types": ["full_attention"] * 4}, "must list one attention kind per layer (48)"),
+    ({**QWEN3_NEXT, "full_attention_interval": 1}, "key 'full_attention_interval' must be >= 2"),
+    ({**QWEN3_NEXT, "linear_num_value_heads": 24}, "value heads (24) must be a multiple of its key heads (16)"),
+    ({k: v for k, v in QWEN3_NEXT.items() if k != "linear_key_head_dim"}, "missing key 'linear_key_head_dim'"),
+    ({**QWEN35_35B, "text_config": {**QWEN35_TEXT, "layer_types": [*QWEN35_LAYER_TYPES[1:], "linear_attention"]}},
+     "key 'text_config.layer_types' has full attention at layers [2, 6,"),
+    ({**QWEN35_35B, "text_config": {**QWEN35_TEXT, "linear_num_key_heads": 0}}, "'text_config.linear_num_key_heads'"),
+], ids=["late_full_layers", "no_full_layer", "other_kind", "short_list", "interval_1", "value_heads", "missing_key",
+        "qwen3_5_shifted", "qwen3_5_zero_heads"])
+def test_a_bad_hybrid_key_is_one_line(tmp_path: Path, cfg: dict[str, Any], expected: str) -> None:
+    assert expected in _error(tmp_path, cfg)
+
+
+@pytest.mark.parametrize(("config_class", "cfg"), [
+    ("Qwen3NextConfig", QWEN3_NEXT),
+    ("Qwen3_5MoeTextConfig", QWEN35_TEXT),
+    ("Qwen3NextConfig", {**QWEN3_NEXT, "attention_bias": True, "full_attention_interval": 3,
+                         "linear_num_value_heads": 16, "mlp_only_layers": [0, 5]}),
+])
+def test_hybrid_counts_equal_transformers_modules(tmp_path: Path, config_class: str, cfg: dict[str, Any]) -> None:
+    """transformers builds the model on the meta device from the same config (48 or 40 layers cut to 8, 512 or
+    256 experts to 16) and counts its parameters; rigplan's count of config.json must be the same to the unit."""
+    pytest.importorskip("torch", reason="torch is not installed: pip install 'rigplan[frameworks]'")
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed: pip install "
+                                       "'rigplan[frameworks]'")
+    if not hasattr(transformers, config_class):
+        pytest.skip(f"this transformers has no {config_class}")
+    import torch
+
+    small = {**cfg, "num_hidden_layers": 8, "num_experts": 16, "vocab_size": 1024}
+    if "layer_types" in small:
+        small["layer_types"] = small["layer_types"][:8]
+    keys = {k: v for k, v in small.items() if k not in ("model_type", "architectures")}
+    config = getattr(transformers, config_class)(**keys)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    counted = sum(p.numel() for p in model.parameters())
+    assert count_params(architecture_from_hf_config(_write(tmp_path, small))).total == counted

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rigplan.domain.hardware import Gpu, Link
-from rigplan.domain.model import MLA, Architecture, MoE
+from rigplan.domain.model import MLA, Architecture, LinearAttention, MoE
 from rigplan.errors import RigplanError
 from rigplan.files import read_bytes
 
@@ -103,8 +103,10 @@ def _gpu(d: dict[str, Any]) -> Gpu:
 
 
 def _arch(d: dict[str, Any]) -> Architecture:
+    linear = d.get("linear_attention")
     return Architecture(**{**_tuples(d), "moe": MoE(**_tuples(d["moe"])) if d["moe"] else None,
-                           "mla": MLA(**_tuples(d["mla"])) if d["mla"] else None})
+                           "mla": MLA(**_tuples(d["mla"])) if d["mla"] else None,
+                           "linear_attention": LinearAttention(**linear) if linear else None})
 
 
 def load(key: str) -> tuple[dict[str, Gpu], dict[str, Architecture]] | None:

@@ -107,8 +107,8 @@ def _qwen2(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, []
 
 
-def _qwen_sparse_layers(r: ConfigReader, num_layers: int) -> list[int]:
-    """Layers with a dense MLP in Qwen2-MoE / Qwen3-MoE (mlp_only_layers, decoder_sparse_step)."""
+def qwen_sparse_layers(r: ConfigReader, num_layers: int) -> list[int]:
+    """Layers with a dense MLP in Qwen2-MoE / Qwen3-MoE / Qwen3-Next (mlp_only_layers, decoder_sparse_step)."""
     step = r.opt_int("decoder_sparse_step", default=1)
     if step < 1:
         raise r.fail(f"key 'decoder_sparse_step' must be >= 1, got {step}")
@@ -118,7 +118,7 @@ def _qwen_sparse_layers(r: ConfigReader, num_layers: int) -> list[int]:
 
 def _qwen2_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     fields, notes = _qwen2(r)
-    dense, dense_notes = moe_layer_split(fields["num_layers"], _qwen_sparse_layers(r, fields["num_layers"]))
+    dense, dense_notes = moe_layer_split(fields["num_layers"], qwen_sparse_layers(r, fields["num_layers"]))
     shared_ffn = r.opt_int("shared_expert_intermediate_size")
     fields["moe"] = MoE(
         num_experts=r.req_int("num_experts"),
@@ -141,7 +141,7 @@ def _qwen3(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
 
 def _qwen3_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     fields, notes = _qwen3(r)
-    dense, dense_notes = moe_layer_split(fields["num_layers"], _qwen_sparse_layers(r, fields["num_layers"]))
+    dense, dense_notes = moe_layer_split(fields["num_layers"], qwen_sparse_layers(r, fields["num_layers"]))
     fields["moe"] = MoE(
         num_experts=r.req_int("num_experts"),
         top_k=r.req_int("num_experts_per_tok"),

@@ -1,8 +1,9 @@
 """config.json readers for the MoE families that reuse another family's layout with their own keys: MiniMax-M2,
-ERNIE 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2, dots.llm1, DBRX, Ling 2.0 (model_type bailing_moe) and the text models of
-Qwen3-VL-MoE and GLM-4.5V (qwen3_vl_moe_text, glm4v_moe_text; hf_config.py reads them out of their multimodal
-config, the vision tower not counted). Each returns the fields and notes on what it assumed, as the readers of
-hf_families.py do; hf_config.py joins the two tables."""
+ERNIE 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2, dots.llm1, DBRX, Ling 2.0 (model_type bailing_moe), the Gated DeltaNet
+hybrids Qwen3-Next and Qwen3.5 MoE, and the text models of Qwen3-VL-MoE, GLM-4.5V and Qwen3.5 MoE (qwen3_vl_moe_text,
+glm4v_moe_text, qwen3_5_moe_text; hf_config.py reads them out of their multimodal config, the vision tower not
+counted). Each returns the fields and notes on what it assumed, as the readers of hf_families.py do; hf_config.py
+joins the two tables."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
-from rigplan.catalog.hf_families import deepseek_fields, routed_every_layer
+from rigplan.catalog.hf_families import deepseek_fields, qwen_sparse_layers, routed_every_layer
 from rigplan.catalog.hf_reader import ConfigReader, moe_layer_split, standard
-from rigplan.domain.model import MoE
+from rigplan.domain.model import LinearAttention, MoE
 
 
 def _minimax_m2(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
@@ -191,6 +192,110 @@ def _bailing_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, notes
 
 
+LAYER_KINDS = {"linear_attention": False, "full_attention": True, "mamba": False, "attention": True}
+"""The layer_types of a Gated DeltaNet hybrid, True for full attention, with the legacy names transformers'
+remap_legacy_layer_types maps ('mamba' to linear_attention, 'attention' to full_attention)."""
+
+
+def _full_attention_interval(r: ConfigReader, num_layers: int) -> tuple[int, list[str]]:
+    """Every how many layers a Qwen3-Next / Qwen3.5 hybrid keeps full attention (layer i when (i + 1) % interval ==
+    0, the others Gated DeltaNet): from layer_types when the config lists them (transformers then ignores
+    full_attention_interval), else full_attention_interval (default 4, as Qwen3NextConfig builds layer_types).
+    rigplan models that periodic pattern only, so any other layer_types is one line."""
+    interval = r.opt_int("full_attention_interval", default=4)
+    kinds = r.cfg.get("layer_types")
+    if kinds is None:
+        if interval < 2:
+            raise r.fail(f"key '{r.prefix}full_attention_interval' must be >= 2 (full attention on one layer in that "
+                         f"many, linear attention on the others), got {interval}")
+        return interval, []
+    if not isinstance(kinds, list) or len(kinds) != num_layers or not all(isinstance(k, str) for k in kinds):
+        raise r.fail(f"key '{r.prefix}layer_types' must list one attention kind per layer ({num_layers}), "
+                     f"got {kinds!r}")
+    other = sorted({k for k in kinds if k not in LAYER_KINDS})
+    if other:
+        raise r.fail(f"key '{r.prefix}layer_types' names {', '.join(other)}; rigplan reads linear_attention and "
+                     "full_attention layers only")
+    full = [i for i, kind in enumerate(kinds) if LAYER_KINDS[kind]]
+    period = full[0] + 1 if full else 0
+    if period < 2 or full != list(range(period - 1, num_layers, period)):
+        raise r.fail(f"key '{r.prefix}layer_types' has full attention at layers {full}, not on one layer in n (n >= 2) "
+                     "with linear attention on the others; rigplan models that periodic pattern only")
+    if r.cfg.get("full_attention_interval") is not None and interval != period:
+        return period, [f"full_attention_interval {interval} not used: layer_types puts full attention on one layer "
+                        f"in {period}, as transformers builds the model"]
+    return period, []
+
+
+def _gated_deltanet_attention(r: ConfigReader, fields: dict[str, Any]) -> list[str]:
+    """The token mixers of Qwen3-Next and Qwen3.5 (transformers Qwen3NextGatedDeltaNet and Qwen3NextAttention) into
+    `fields`: Gated DeltaNet on all layers but every full_attention_interval-th (linear_num_key_heads and
+    linear_num_value_heads heads of linear_key_head_dim and linear_value_head_dim, a causal convolution of
+    linear_conv_kernel_dim taps), full attention on those: GQA of head_dim with per-head q and k RMSNorms,
+    attention_bias on q, k, v and o, and a sigmoid output gate that doubles q_proj (attn_output_gate, true unless
+    the config says false, as vLLM reads it; transformers always builds the gate)."""
+    interval, notes = _full_attention_interval(r, fields["num_layers"])
+    bias = r.flag("attention_bias", False)
+    fields.update(qkv_bias=bias, attn_out_bias=bias, qk_norm=True,
+                  attention_output_gate=r.flag("attn_output_gate", True))
+    fields["linear_attention"] = LinearAttention(
+        num_key_heads=r.req_int("linear_num_key_heads"), num_value_heads=r.req_int("linear_num_value_heads"),
+        key_head_dim=r.req_int("linear_key_head_dim"), value_head_dim=r.req_int("linear_value_head_dim"),
+        conv_kernel=r.opt_int("linear_conv_kernel_dim", default=4), full_attention_interval=interval)
+    return notes
+
+
+def _gated_shared_moe(r: ConfigReader, *, first_dense_layers: int, mtp_layers: int) -> MoE:
+    """Qwen3NextSparseMoeBlock: num_experts routed experts of moe_intermediate_size (softmax router, top
+    num_experts_per_tok) and one shared expert of shared_expert_intermediate_size behind a sigmoid gate (none
+    when that size is 0)."""
+    shared_ffn = r.req_int("shared_expert_intermediate_size")
+    return MoE(num_experts=r.req_int("num_experts"), top_k=r.req_int("num_experts_per_tok"),
+               expert_ffn=r.req_int("moe_intermediate_size"), num_shared_experts=1 if shared_ffn else 0,
+               shared_expert_ffn=shared_ffn, first_dense_layers=first_dense_layers,
+               shared_expert_gate=bool(shared_ffn), mtp_layers=mtp_layers)
+
+
+def _qwen3_next(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Qwen3-Next (Qwen3-Next-80B-A3B; transformers Qwen3NextConfig and modeling_qwen3_next.py): Gated DeltaNet and
+    gated full attention (_gated_deltanet_attention), Qwen2-MoE's MLP layers (decoder_sparse_step and
+    mlp_only_layers leave dense MLPs of intermediate_size, the others _gated_shared_moe). Its zero-centred RMSNorms
+    (1 + weight) hold as many parameters as plain ones. The released config.json declares no multi-token-prediction
+    layer; num_nextn_predict_layers or mtp_num_hidden_layers, when given, are read as its count."""
+    fields = standard(r, tie_default=False)
+    notes = _gated_deltanet_attention(r, fields)
+    layers = fields["num_layers"]
+    dense, dense_notes = moe_layer_split(layers, qwen_sparse_layers(r, layers))
+    mtp = r.opt_int("mtp_num_hidden_layers", "num_nextn_predict_layers")
+    fields["moe"] = _gated_shared_moe(r, first_dense_layers=dense, mtp_layers=mtp)
+    if mtp:
+        mtp_note = f"{mtp} multi-token-prediction layer(s) not counted in the total (the checkpoint's mtp.* weights)"
+    else:
+        mtp_note = ("config.json declares no multi-token-prediction layer, so none is counted or trained (Qwen's "
+                    "Qwen3-Next checkpoints ship one, mtp.*; --mtp-layers 1 trains it)")
+    return fields, [*notes, *dense_notes, mtp_note]
+
+
+def _qwen3_5_moe_text(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Text model of Qwen3.5 MoE (Qwen3.5-35B-A3B, 122B-A10B, 397B-A17B; transformers Qwen3_5MoeTextConfig, read
+    out of a qwen3_5_moe config by hf_config.py): Qwen3-Next's layers and keys, but every layer's MLP routed (the
+    config class drops decoder_sparse_step and mlp_only_layers, and intermediate_size, which no module reads: ffn is
+    taken as moe_intermediate_size when the config has none), layer_types written out, and mtp_num_hidden_layers
+    multi-token-prediction layers (mtp.*) beside the model, not in the total. Its Gated DeltaNet splits in_proj_qkvz
+    and in_proj_ba into in_proj_qkv, in_proj_z, in_proj_b and in_proj_a: the same weights. The interleaved M-RoPE
+    (rope_parameters mrope_section) has no parameters; the wrapper's tie_word_embeddings decides the output head."""
+    expert_ffn = r.req_int("moe_intermediate_size")
+    filled = ConfigReader({**r.cfg, "intermediate_size": r.cfg.get("intermediate_size") or expert_ffn},
+                          r.path, r.model_type, r.prefix)
+    fields = standard(filled, tie_default=False)
+    notes = _gated_deltanet_attention(filled, fields)
+    mtp = r.opt_int("mtp_num_hidden_layers")
+    fields["moe"] = _gated_shared_moe(r, first_dense_layers=0, mtp_layers=mtp)
+    if mtp:
+        notes.append(f"{mtp} multi-token-prediction layer(s) not counted in the total (the checkpoint's mtp.* weights)")
+    return fields, notes
+
+
 MOE_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] = {
     "bailing_moe": _bailing_moe,
     "dbrx": _dbrx,
@@ -200,5 +305,7 @@ MOE_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]
     "glm4v_moe_text": _glm4v_moe_text,
     "hunyuan_v1_moe": _hunyuan_v1_moe,
     "minimax_m2": _minimax_m2,
+    "qwen3_5_moe_text": _qwen3_5_moe_text,
+    "qwen3_next": _qwen3_next,
     "qwen3_vl_moe_text": _qwen3_vl_moe_text,
 }

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 
 from rigplan.bounds import BOUNDS, Bounded
 from rigplan.domain.hardware import Gpu, Link
-from rigplan.domain.model import MLA, Architecture, MoE, sliding_windows
+from rigplan.domain.model import MLA, Architecture, LinearAttention, MoE, sliding_windows
 from rigplan.units import GiB, MiB
 
 PCIE_X16_ACHIEVABLE_GB_PER_S = {3: 12.0, 4: 25.0, 5: 50.0, 6: 100.0}
@@ -286,6 +286,15 @@ class MLARecord(Record):
     v_head_dim: Annotated[int, Bounded("head_dim")]
 
 
+class LinearAttentionRecord(Record):
+    num_key_heads: Annotated[int, Bounded("heads")]
+    num_value_heads: Annotated[int, Bounded("heads")]
+    key_head_dim: Annotated[int, Bounded("head_dim")]
+    value_head_dim: Annotated[int, Bounded("head_dim")]
+    conv_kernel: Annotated[int, Field(ge=1, le=64)] = 4
+    full_attention_interval: Annotated[int, Field(ge=2, le=BOUNDS["layers"].high)] = 4
+
+
 class ModelRecord(Record):
     id: RecordId
     name: str
@@ -320,8 +329,11 @@ class ModelRecord(Record):
     """Tokens each query attends back to in the local layers; 0 = full attention everywhere."""
     sliding_window_full_every: Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)] = 0
     """Every n-th layer has full attention (Gemma 2 and gpt-oss: 2, Gemma 3: 6); 0 = every layer is local."""
+    attention_output_gate: bool = False
     moe: MoERecord | None = None
     mla: MLARecord | None = None
+    linear_attention: LinearAttentionRecord | None = None
+    """Gated DeltaNet layers between the full-attention ones (domain.model.LinearAttention)."""
     official_params: Annotated[float, Bounded("params")]
     """Published total parameter count."""
     official_active_params: Annotated[float, Bounded("params")] | None = None
@@ -361,6 +373,8 @@ class ModelRecord(Record):
             attention_windows=sliding_windows(self.num_layers, self.sliding_window, self.sliding_window_full_every),
             moe=MoE(**self.moe.model_dump()) if self.moe else None,
             mla=MLA(**self.mla.model_dump()) if self.mla else None,
+            attention_output_gate=self.attention_output_gate,
+            linear_attention=LinearAttention(**self.linear_attention.model_dump()) if self.linear_attention else None,
             context_length=self.context_length,
             official_params=self.official_params,
             official_active_params=self.official_active_params or 0.0,

@@ -94,6 +94,17 @@ def heads_per_cp_problem(num_heads: int, num_kv_heads: int, tp: int, cp: int) ->
     return None
 
 
+def linear_heads_problem(num_key_heads: int, num_value_heads: int, tp: int, cp: int) -> str | None:
+    """Why tp x cp ranks cannot split a hybrid model's Gated DeltaNet heads (None if they can): Megatron-Core's
+    GatedDeltaNet splits its key and value heads by tp (num_value_heads // tp_size) and, under context
+    parallelism, turns the sequence split into a head split by cp (all-to-all, tensor_a2a_cp2hp)."""
+    ranks = tp * cp
+    if num_key_heads % ranks or num_value_heads % ranks:
+        return (f"tp x cp = {tp} x {cp} must divide the linear-attention key heads ({num_key_heads}) and value heads "
+                f"({num_value_heads}): each rank holds whole heads")
+    return None
+
+
 def check_layout_for_model(layout: Layout, *, num_layers: int, num_heads: int, num_kv_heads: int,
                            num_experts: int, seq_len: int) -> None:
     """Raise InvalidSpec, showing every factor, when the layout cannot split this model."""

@@ -1,4 +1,5 @@
-"""Transformer architecture description: dense and MoE decoders, MHA/GQA/MQA and MLA attention.
+"""Transformer architecture description: dense and MoE decoders, MHA/GQA/MQA and MLA attention, and hybrids whose
+layers alternate linear attention (Gated DeltaNet) with full attention.
 
 One frozen value covers every catalog model and every Hugging Face family rigplan reads. Fields
 are counts (no units). Validation messages show every factor involved.
@@ -92,6 +93,51 @@ class MLA:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class LinearAttention:
+    """Gated DeltaNet token mixers on the layers between full-attention ones (Qwen3-Next, Qwen3.5; Yang et al. 2024,
+    arXiv 2412.06464): every full_attention_interval-th layer (the 4th, 8th, ...) keeps full attention, the others run
+    the gated delta rule over a fixed-size state with num_value_heads heads (queries and keys num_key_heads heads,
+    each shared by num_value_heads / num_key_heads value heads), after a depthwise causal convolution."""
+
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int = 4
+    full_attention_interval: int = 4
+    """Every full_attention_interval-th layer has full attention (transformers' layer_types rule for Qwen3-Next,
+    Megatron-Core's --linear-attention-freq); 1 would make every layer full attention."""
+
+    def __post_init__(self) -> None:
+        dims = (self.num_key_heads, self.num_value_heads, self.key_head_dim, self.value_head_dim, self.conv_kernel)
+        if min(dims) < 1 or self.full_attention_interval < 2:
+            raise InvalidSpec(
+                f"linear attention needs key/value heads, head dims and conv kernel >= 1 and a full-attention interval "
+                f">= 2; got heads {self.num_key_heads}/{self.num_value_heads}, dims {self.key_head_dim}/"
+                f"{self.value_head_dim}, conv {self.conv_kernel}, interval {self.full_attention_interval}")
+        if self.num_value_heads % self.num_key_heads:
+            raise InvalidSpec(f"linear-attention value heads ({self.num_value_heads}) must be a multiple of its key "
+                              f"heads ({self.num_key_heads})")
+
+    @property
+    def key_dim(self) -> int:
+        return self.num_key_heads * self.key_head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.num_value_heads * self.value_head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the causal convolution: q, k and v."""
+        return 2 * self.key_dim + self.value_dim
+
+    def linear_layers(self, num_layers: int) -> int:
+        """Layers with a Gated DeltaNet mixer among num_layers."""
+        return num_layers - num_layers // self.full_attention_interval
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Architecture:
     """Shape of a decoder-only transformer. Defaults match a Llama-style model."""
 
@@ -138,8 +184,13 @@ class Architecture:
     """Sliding-window size of each layer's attention in tokens, 0 for full causal attention; empty when
     every layer is full (Mistral 7B v0.1: 4096 on all layers; Gemma 2: 4096 on every other layer; Gemma 3:
     1024 on five layers in six; gpt-oss: 128 on every other layer). See sliding_windows()."""
+    attention_output_gate: bool = False
+    """Full attention with a sigmoid output gate per head channel (Qwen3-Next, Qwen3.5): the query projection is
+    twice as wide, its second half multiplied into the attention output before the output projection."""
     moe: MoE | None = None
     mla: MLA | None = None
+    linear_attention: LinearAttention | None = None
+    """Gated DeltaNet mixers on all layers but every full_attention_interval-th (None: every layer attends)."""
     context_length: int = 0
     """Longest trained sequence; 0 if unknown."""
     official_params: float = 0.0
@@ -174,6 +225,8 @@ class Architecture:
                 f"attention windows need one size >= 0 per layer (0 = full attention): got "
                 f"{len(self.attention_windows)} for layers={self.num_layers}"
             )
+        if self.linear_attention is not None and (self.mla is not None or self.attention_windows):
+            raise InvalidSpec("linear attention is read with plain full attention only (no MLA, no sliding windows)")
         if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
             raise InvalidSpec(
                 f"dense layers before MoE ({self.moe.first_dense_layers}) exceed layers={self.num_layers}"
@@ -203,6 +256,19 @@ class Architecture:
         return self.num_layers - self.num_moe_layers
 
     @property
+    def num_linear_attention_layers(self) -> int:
+        """Layers whose token mixer is linear attention (0 without it)."""
+        if self.linear_attention is None:
+            return 0
+        return self.linear_attention.linear_layers(self.num_layers)
+
+    @property
+    def linear_attention_share(self) -> float:
+        """Share of the layers with linear attention: estimators average a layer over the model, as for sliding
+        windows (a pipeline stage is taken to hold the same mix)."""
+        return self.num_linear_attention_layers / self.num_layers
+
+    @property
     def window_counts(self) -> dict[int, int]:
         """Layers per attention window size (0 = full causal attention)."""
         if not self.attention_windows:
@@ -214,6 +280,8 @@ class Architecture:
 
     @property
     def attention_kind(self) -> str:
+        if self.linear_attention is not None:
+            return "GQA + GDN"
         if self.mla is not None:
             return "MLA"
         if self.kv_heads == self.num_heads:

@@ -8,6 +8,9 @@ rigplan reads. Per token and layer, in bytes, with p bytes per element (2 for bf
     attention  p·(h_norm_in + h_qkv_in + q_w + 2·kv_w + q_w) [+ h mask]
                + eager core: p·a·s (softmax) [+ a·s mask + p·a·s dropout out]
                + flash core: 4·a (fp32 log-sum-exp)
+               [+ 2·p·q_w: an output gate's sigmoid and the gated output (Qwen3-Next)]
+    hybrid     the layer-mean of the attention mixer above and a Gated DeltaNet mixer's
+               (estimate.linear_attention.saved_split_bytes) by their shares of the layers
     MLP        p·(h_norm_in + h_fc1_in + 2f (plain) | 4f (gated: gate, silu(gate), up, product)) [+ h mask]
     MoE MLP    p·(h_norm_in + h_router_in + load·k·(h + 4·f_e [+ h]) + shared·4·f_s) + 4·E (router probs)
                + 8·k (int32 permutation index and fp32 routing weight per copy); load is the busiest
@@ -66,7 +69,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
-from rigplan.estimate import fp8_inputs, peft_kbit, recompute_modules
+from rigplan.estimate import fp8_inputs, linear_attention, peft_kbit, recompute_modules
 from rigplan.estimate.litgpt import litgpt_token_bytes
 from rigplan.estimate.torchtune import torchtune_token_parts
 
@@ -150,6 +153,12 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
             # Qwen3RMSNorm on q and k per head: fp32 copy (4), rsqrt per head (4 B), the weight-multiplied
             # bf16 result (p) (tests/validation/test_hf_saved_tensors.py, qwen3).
             split = split + (HF_RMSNORM_EXTRA_BYTES_PER_HIDDEN + p) * (q_w + kv_w) + 4 * (a + arch.kv_heads)
+    if arch.attention_output_gate and arch.mla is None:
+        split = split + 2 * p * a * arch.dim_per_head  # sigmoid(gate) and the gated output, out_proj's input
+    if arch.linear_attention is not None:  # the layer-mean of full attention and Gated DeltaNet mixers
+        out_proj_input = p + fp8_inputs.out_proj_extra_bytes(job)
+        split = linear_attention.blend(arch, split, linear_attention.saved_split_bytes(arch, p, out_proj_input))
+        core = linear_attention.blend(arch, core, 0.0)
     return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
 
 
@@ -454,7 +463,8 @@ def _layer_activation_bytes(
     if job.kernels == "litgpt" and job.recompute == "none" and not moe_layer and arch.mla is None:
         own = (litgpt_token_bytes(arch, job) + legacy) * tokens
         return LayerActivations(saved_bytes=own, full_bytes=own)
-    full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy + kv_replica_token_bytes(arch, job, tp)
+    kv_replicas = linear_attention.blend(arch, kv_replica_token_bytes(arch, job, tp), 0.0)
+    full_per_token = attention.per_gpu(tp, sp) + mlp.per_gpu(tp, sp) + legacy + kv_replicas
     if moe_layer and arch.moe is not None:  # the einsum dispatcher's masks, kept for its einsums' backward
         from rigplan.estimate.moe import dispatch_mask_bytes_per_token, gate_shard
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
-from rigplan.estimate import moe
+from rigplan.estimate import linear_attention, moe
 
 Num = Any
 
@@ -102,14 +102,19 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
         activation += FP8_STORE_CAST_TRAFFIC * 2 * f
     if arch.moe is not None and job.moe_fused_grouped_mlp:
         activation = 0.0  # in the fused grouped MLP's GEMM epilogues (domain.job.Job.moe_fused_grouped_mlp)
-    split: float = (2 * (q_w + kv_w) * rope_x if arch.positions == "rope" else 0) + activation
+    mixer: float = 2 * (q_w + kv_w) * rope_x if arch.positions == "rope" else 0
     if arch.qk_norm and arch.mla is None:
-        split += 2 * (q_w + kv_w) * (EAGER_RMSNORM_TRAFFIC if eager else 1.0)  # per-head RMSNorm of q and k
+        mixer += 2 * (q_w + kv_w) * (EAGER_RMSNORM_TRAFFIC if eager else 1.0)  # per-head RMSNorm of q and k
+    if arch.attention_output_gate:
+        mixer += 3 * q_w  # sigmoid(gate) times the attention output: read 2·q_w, write q_w
     if arch.moe is not None:
         replicated += moe.router_bytes_per_token(arch) / p
     if job.attention == "eager":
         scores = EAGER_SOFTMAX_TRAFFIC if eager else 2.0
-        split += scores * arch.num_heads * job.seq_len * (2 if job.dropout else 1)
+        mixer += scores * arch.num_heads * job.seq_len * (2 if job.dropout else 1)
+    if arch.linear_attention is not None:
+        mixer = linear_attention.blend(arch, mixer, linear_attention.elementwise_elements_per_token(arch))
+    split: float = mixer + activation
     if job.autocast and p == 2:
         # fp32 residual stream: norms and residual adds move twice the bytes; each matmul input is cast
         # (read fp32, write bf16: 3 bf16-element units): qkv and MLP-in from h, output and MLP-out split.
@@ -165,7 +170,11 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     if job.bf16_experts and arch.moe is not None:
         # the routed experts stay bf16 (Job.bf16_experts): only a shared expert's input and output gradient are cast
         mlp_side, between = (h if arch.moe.num_shared_experts else 0.0), 0.0
-    elements = h + mlp_side + q_w / tp + (q_w + 2 * kv_w) / tp + h + mlp_side + between
+    gate = q_w if arch.attention_output_gate else 0
+    mixer = 2 * h + q_w / tp + (q_w + gate + 2 * kv_w) / tp
+    if arch.linear_attention is not None:
+        mixer = linear_attention.blend(arch, mixer, linear_attention.cast_elements_per_token(arch, tp))
+    elements = mixer + 2 * mlp_side + between
     if job.fp8_experts and arch.moe is not None:
         # only the routed experts' grouped GEMMs (Job.fp8_experts): their inputs, fc1's output gradient and fc2's
         # input, and fc2's output gradient; the shared expert and every other linear stay bf16
@@ -191,11 +200,14 @@ def kernels_per_layer(arch: Architecture, job: Job) -> float:
     (an RMSNorm +5: cast, pow, mean, rsqrt-mul, weight-mul; rotary +7; SwiGLU +1), and Qwen3's q and k norms
     (one kernel each fused, six each eager). nn.LayerNorm and
     GeLU are single kernels in either stack; torch.compile fuses back to about the fused count."""
-    qk_norms = 2.0 if arch.qk_norm and arch.mla is None else 0.0  # one norm kernel each on q and k
+    qk_norms = float(linear_attention.blend(arch, 2.0 if arch.qk_norm and arch.mla is None else 0.0, 0.0))  # q, k
     store_cast = 1.0 if job.fp8_activation_store and arch.mlp == "gated" else 0.0  # FP8_STORE_CAST_TRAFFIC's cast
+    # a hybrid model's Gated DeltaNet layers (their share) launch their own mixer's kernels instead of attention's
+    gdn = linear_attention.kernels_over_attention(arch) if arch.linear_attention else 0.0
+    mixer = float(linear_attention.blend(arch, 1.0 if arch.attention_output_gate else 0.0, gdn))
     if job.kernels == "fused" or job.compile:
-        return (FUSED_KERNELS_PER_LAYER + qk_norms + store_cast
+        return (FUSED_KERNELS_PER_LAYER + qk_norms + store_cast + mixer
                 + (UNFUSED_SCALED_ROPE_KERNELS if rope_unfused_for_factor(arch, job) else 0.0))
     extra = qk_norms * 6.0 + (5.0 * arch.norms_per_layer if arch.norm == "rmsnorm" else 0.0) + (
         7.0 if arch.positions == "rope" else 0.0) + (1.0 if arch.mlp == "gated" else 0.0)
-    return FUSED_KERNELS_PER_LAYER + extra
+    return FUSED_KERNELS_PER_LAYER + extra + mixer

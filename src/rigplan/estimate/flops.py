@@ -25,7 +25,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
-from rigplan.estimate import recompute_modules
+from rigplan.estimate import linear_attention, recompute_modules
 from rigplan.estimate.arrays import as_num as _num
 from rigplan.estimate.params import count_params
 
@@ -63,11 +63,13 @@ class OpFlops:
     lm_head_flop: Num = 0.0
     adapter_flop: Num = 0.0
     """LoRA A and B matrices (0 for full training)."""
+    linear_core_flop: Num = 0.0
+    """The chunked gated delta rule of a hybrid model's Gated DeltaNet layers (estimate.linear_attention)."""
 
     @property
     def total_flop(self) -> Num:
         return (self.attention_proj_flop + self.attention_core_flop + self.mlp_flop + self.expert_flop
-                + self.router_flop + self.lm_head_flop + self.adapter_flop)
+                + self.router_flop + self.lm_head_flop + self.adapter_flop + self.linear_core_flop)
 
     def __add__(self, other: OpFlops) -> OpFlops:
         return OpFlops(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
@@ -169,11 +171,18 @@ def paper_flop_per_token(arch: Architecture, seq_len: NumIn) -> Num:
     N is count_params(...).active_matmul: the weights that meet a matmul (routed experts at top-k, the output
     head once, the input embedding lookup not). The attention term is the full s×s score matrix: no causal
     half, no sliding window, no recompute, which is why it differs from rigplan's own `mfu` (what the
-    kernels compute: flash attention skips the masked half and the blocks outside a window).
+    kernels compute: flash attention skips the masked half and the blocks outside a window). A hybrid model's
+    attention term counts its full-attention layers, and its Gated DeltaNet layers add Megatron-LM's nominal
+    3·2·4·H_v·d_v² (training.py's num_floating_point_operations).
     """
     d_qk, d_v = _core_widths(arch)
-    return 6.0 * count_params(arch).active_matmul + 6.0 * arch.num_layers * _num(seq_len) * arch.num_heads * (
-        d_qk + d_v)
+    attention_layers = arch.num_layers - arch.num_linear_attention_layers
+    linear: Num = 0.0
+    if arch.linear_attention is not None:  # Megatron-LM's nominal 4·H_v·d_v² multiply-adds per token and layer
+        la = arch.linear_attention
+        linear = 6.0 * 2.0 * 4.0 * la.num_value_heads * la.value_head_dim ** 2 * arch.num_linear_attention_layers
+    return 6.0 * count_params(arch).active_matmul + linear + 6.0 * attention_layers * _num(seq_len) * (
+        arch.num_heads * (d_qk + d_v))
 
 
 def _mlp_matmuls(arch: Architecture) -> int:
@@ -187,15 +196,24 @@ def _core_widths(arch: Architecture) -> tuple[int, int]:
     return arch.dim_per_head, arch.dim_per_head
 
 
+def attention_head_dims(arch: Architecture) -> tuple[float, float]:
+    """(query-key, value) head dimensions of the attention core: MLA's (d_nope + d_rope, d_v), else d_head."""
+    d_qk, d_v = _core_widths(arch)
+    return float(d_qk), float(d_v)
+
+
 def layer_forward_flops(
     arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, moe: bool,
     causal_fraction: NumIn = FLASH_CAUSAL_FRACTION, tp: NumIn = 1, cp: NumIn = 1,
-    sequence_parallel: bool = False, window_scale: NumIn = 1.0,
+    sequence_parallel: bool = False, window_scale: NumIn = 1.0, full_attention: bool = False,
 ) -> OpFlops:
     """Forward FLOPs of one decoder layer on one GPU, for b sequences of s tokens (T = b·s/cp).
 
     Attention projections (GQA: g kv heads of width d; a query heads):
-      2·T·h·a·d (Q) + 2·2·T·h·g·d (K, V) + 2·T·a·d·h (out).
+      2·T·h·a·d (Q) + 2·2·T·h·g·d (K, V) + 2·T·a·d·h (out); an output gate (Qwen3-Next) 2·T·h·a·d more.
+    A hybrid model's Gated DeltaNet layers (estimate.linear_attention): their projections and chunked rule
+      (linear_core_flop) in place of attention, each averaged over the layers by their share (a layer of the
+      model's mix; full_attention: a full-attention layer, as an MTP module's).
     MLA (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1): 2·T·(h·r_q + r_q·a·d_qk) or 2·T·h·a·d_qk (Q),
       2·T·h·(r_kv + d_rope) (KV down), 2·T·r_kv·a·(d_nope + d_v) (KV up), 2·T·a·d_v·h (out).
     Core: 2·b·s²·a·d_qk (scores) + 2·b·s²·a·d_v (P·V), times causal_fraction and window_scale (the
@@ -224,11 +242,16 @@ def layer_forward_flops(
         proj = q_rep + kv_rep + (q_split + kv_split + out) / t
     else:
         d, g = arch.dim_per_head, arch.kv_heads
-        q_and_out = 2.0 * 2.0 * tokens * h * a * d / t
+        q_and_out = (3.0 if arch.attention_output_gate else 2.0) * 2.0 * tokens * h * a * d / t
         kv = 2.0 * 2.0 * tokens * h * d * np.maximum(g / t, 1.0)
         proj = q_and_out + kv
     d_qk, d_v = _core_widths(arch)
     core = 2.0 * b * s * s * a * (d_qk + d_v) * cf * _num(window_scale) / (c * t)
+    linear_core = 0.0 * core
+    if arch.linear_attention is not None and not full_attention:
+        proj = linear_attention.blend(arch, proj, tokens * linear_attention.projection_flop_per_token(arch) / t)
+        core = linear_attention.blend(arch, core, 0.0 * core)
+        linear_core = arch.linear_attention_share * tokens * linear_attention.core_flop_per_token(arch)[0] / t
     ffn_fwd = 2.0 * tokens * h * _mlp_matmuls(arch)
     router: Num = 0.0
     if moe and arch.moe is not None:
@@ -240,7 +263,7 @@ def layer_forward_flops(
         mlp = ffn_fwd * arch.ffn / t
         experts = 0.0 * mlp
     return OpFlops(attention_proj_flop=_num(proj), attention_core_flop=core, mlp_flop=mlp,
-                   expert_flop=experts, router_flop=router)
+                   expert_flop=experts, router_flop=router, linear_core_flop=linear_core)
 
 
 def mtp_forward_flops(
@@ -254,7 +277,8 @@ def mtp_forward_flops(
         return OpFlops()
     kw: dict[str, Any] = {"seq_len": seq_len, "micro_batch": micro_batch, "tp": tp, "cp": cp}
     layer = layer_forward_flops(arch, moe=arch.num_moe_layers > 0, causal_fraction=causal_fraction,
-                                sequence_parallel=sequence_parallel, window_scale=window_scale, **kw)
+                                sequence_parallel=sequence_parallel, window_scale=window_scale, full_attention=True,
+                                **kw)
     tokens = _num(micro_batch) * _num(seq_len) / _num(cp)
     proj = 2.0 * tokens * 2 * arch.hidden * arch.hidden / _num(tp)
     head = lm_head_forward_flop(arch, **kw)
@@ -378,7 +402,8 @@ def _stage_flops(
     if job.is_peft:
         # Frozen base weights: input gradient only (1× forward); adapters and the core: 2×.
         backward = forward.times(1.0) + OpFlops(attention_core_flop=forward.attention_core_flop,
-                                                adapter_flop=forward.adapter_flop)
+                                                adapter_flop=forward.adapter_flop,
+                                                linear_core_flop=forward.linear_core_flop)
     else:
         backward = forward.times(2.0)
     if job.recompute == "full":
@@ -404,6 +429,9 @@ def _stage_flops(
     if recompute_modules.moe_layer_recomputed(arch, job):  # the MoE block: router, routed and shared experts
         recompute = recompute + OpFlops(expert_flop=moe_layer.expert_flop, router_flop=moe_layer.router_flop,
                                         mlp_flop=moe_layer.mlp_flop).times(n_moe)
+    if arch.linear_attention is not None:  # the chunked rule's backward runs its state pass again
+        forward_core, again = linear_attention.core_flop_per_token(arch)
+        recompute = recompute + OpFlops(linear_core_flop=layers.linear_core_flop * again / forward_core)
     if flash_backward_recompute and job.attention == "flash":
         d_qk, d_v = _core_widths(arch)
         scores = layers.attention_core_flop * d_qk / (d_qk + d_v)

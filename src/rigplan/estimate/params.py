@@ -2,7 +2,9 @@
 
 Every weight matrix and vector of the decoder is counted exactly (projections, biases, norms,
 embeddings, position tables, routers, attention sinks), so that the totals match the published
-counts of the catalog models within 0.5%. Not counted: buffers that are not trained (rotary
+counts of the catalog models within 0.5%. A hybrid model's Gated DeltaNet and full-attention mixers are counted
+layer by layer (estimate.linear_attention.mixer_params); each layer's `attention` is their mean over the layers and
+ParamCounts.mixer_remainder keeps the total exact. Not counted: buffers that are not trained (rotary
 frequency tables, causal masks), multi-token-prediction heads (DeepSeek-V3's MTP module is left
 out, as in its published 671B total).
 """
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rigplan.domain.model import Architecture
+from rigplan.estimate import linear_attention
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -52,11 +55,14 @@ class ParamCounts:
     """Weights of the output projection's matmul (vocab x hidden), tied or not."""
     active_excludes_input_embedding: bool = False
     """The architecture's publisher counts active parameters without the input embedding."""
+    mixer_remainder: int = 0
+    """Token-mixer weights the per-layer mean (LayerParams.attention, rounded down) leaves out of a hybrid model's
+    total: fewer than one per layer."""
 
     @property
     def layers_total(self) -> int:
         moe = self.moe_layer.total * self.num_moe_layers if self.moe_layer else 0
-        return self.dense_layer.total * self.num_dense_layers + moe
+        return self.dense_layer.total * self.num_dense_layers + moe + self.mixer_remainder
 
     @property
     def total(self) -> int:
@@ -97,10 +103,19 @@ def norm_params(arch: Architecture, width: int) -> int:
     return width * (2 if arch.norm == "layernorm" and arch.norm_bias else 1)
 
 
+def mixer_params_total(arch: Architecture) -> int:
+    """Token-mixer weights of all layers: attention_params on the full-attention layers and
+    linear_attention.mixer_params on the Gated DeltaNet ones."""
+    linear = arch.num_linear_attention_layers
+    total = attention_params(arch) * (arch.num_layers - linear)
+    return total + (linear_attention.mixer_params(arch) * linear if linear else 0)
+
+
 def attention_params(arch: Architecture) -> int:
     """Q, K, V and output projections (with GQA/MQA sharing, or MLA low-rank factors).
 
-    Standard: h·(a·d) + 2·h·(g·d) + (a·d)·h, plus biases; g = kv heads, d = head dim.
+    Standard: h·(a·d) + 2·h·(g·d) + (a·d)·h, plus biases; g = kv heads, d = head dim; an output gate
+    (Qwen3-Next) widens the query projection to 2·a·d.
     MLA (DeepSeek-V2 paper, Sec. 2.1): W_DQ h×r_q, W_UQ r_q×a·(d_nope+d_rope), W_DKV h×(r_kv+d_rope),
     W_UKV r_kv×a·(d_nope+d_v), W_O a·d_v×h, plus the two latent RMSNorms.
     """
@@ -120,9 +135,10 @@ def attention_params(arch: Architecture) -> int:
     g = arch.kv_heads
     q_width = a * d
     kv_width = g * d
-    params = h * (q_width + 2 * kv_width) + q_width * h
+    gate = q_width if arch.attention_output_gate else 0
+    params = h * (q_width + gate + 2 * kv_width) + q_width * h
     if arch.qkv_bias:
-        params += q_width + 2 * kv_width
+        params += q_width + gate + 2 * kv_width
     if arch.attn_out_bias:
         params += h
     if arch.qk_norm:
@@ -144,7 +160,8 @@ def mlp_params(arch: Architecture, ffn: int, bias: bool) -> int:
 def count_params(arch: Architecture) -> ParamCounts:
     """Parameter counts by component for one architecture (cached: architectures are frozen)."""
     h = arch.hidden
-    attention = attention_params(arch)
+    mixers = mixer_params_total(arch)
+    attention = mixers // arch.num_layers
     norms = arch.norms_per_layer * norm_params(arch, h)
     dense = LayerParams(
         attention=attention, mlp_dense=mlp_params(arch, arch.ffn, arch.mlp_bias),
@@ -180,6 +197,7 @@ def count_params(arch: Architecture) -> ParamCounts:
         top_k=top_k,
         head_matmul=arch.vocab * h,
         active_excludes_input_embedding=arch.active_excludes_input_embedding,
+        mixer_remainder=mixers - attention * arch.num_layers,
     )
 
 

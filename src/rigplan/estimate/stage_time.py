@@ -48,11 +48,13 @@ from rigplan.estimate.elementwise import (
 )
 from rigplan.estimate.flops import (
     StepFlops,
+    attention_head_dims,
     op_recompute_matmul_share,
     skips_window_blocks,
     stage_micro_batch_flops,
     window_pair_share,
 )
+from rigplan.estimate.linear_attention import CHUNK as LINEAR_ATTENTION_CHUNK
 from rigplan.estimate.states import first_dense_layers
 
 Num = Any
@@ -108,13 +110,6 @@ def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, ker
     return work / time
 
 
-def attention_head_dims(arch: Architecture) -> tuple[float, float]:
-    """(query-key, value) head dimensions of the attention core: MLA's (d_nope + d_rope, d_v), else d_head."""
-    if arch.mla is not None:
-        return float(arch.mla.qk_head_dim), float(arch.mla.v_head_dim)
-    return float(arch.dim_per_head), float(arch.dim_per_head)
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComputeTime:
     """Seconds of one micro-batch's computation on one rank, and the parts communication may hide behind."""
@@ -146,6 +141,8 @@ class _Rates:
     head_eff: Num
     adapter_eff: Num
     attn_eff: Num
+    linear_eff: Num
+    """A Gated DeltaNet layer's chunked rule (linear_attention.CHUNK-wide matmuls, bf16)."""
     backward_rate: float
     read_bytes: float
     grad_bytes: float
@@ -235,6 +232,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         expert_rate=expert_peak * expert_eff, load=load,
         head_eff=_gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), gemm_clock),
         adapter_eff=_gemm_efficiency(eff, float(job.lora_rank), gemm_clock), attn_eff=attn_eff,
+        linear_eff=_gemm_efficiency(eff, float(LINEAR_ATTENTION_CHUNK), gemm_clock),
         backward_rate=eff.fp8_backward_rate if fp8 else 1.0, read_bytes=read_bytes, grad_bytes=grad_bytes,
         local_expert_params=moe.local_expert_params(arch, ep, expert_tp) if arch.moe is not None else 0.0,
         hbm_bytes_per_s=gpu.memory_bandwidth_bytes_per_s * eff.hbm,
@@ -283,7 +281,8 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
         return (gemm_of(ops, phase, rate)
                 + ops.router_flop / (bf16_peak * r.head_eff) + ops.lm_head_flop / (bf16_peak * r.head_eff)
                 + ops.adapter_flop / (bf16_peak * r.adapter_eff)
-                + ops.attention_core_flop / (bf16_peak * r.attn_eff))
+                + ops.attention_core_flop / (bf16_peak * r.attn_eff)
+                + ops.linear_core_flop / (bf16_peak * r.linear_eff))
 
     # fp8 dgrad/wgrad GEMMs run with split accumulation where the part has a fast mode (efficiency.py)
     forward_s = time_of(flops.forward, "forward")

@@ -82,6 +82,7 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         "vocab_size": arch.vocab, "tokenizer_type": "NullTokenizer",
     }
     args.update(_attention_and_activation_args(arch))
+    args.update(_linear_attention_args(arch, lay.cp))
     if arch.mla is not None:
         m = arch.mla
         args.update({"multi_latent_attention": True, "q_lora_rank": m.q_lora_rank or None,
@@ -178,6 +179,26 @@ def _attention_and_activation_args(arch: Architecture) -> dict[str, Any]:
     return args
 
 
+def _linear_attention_args(arch: Architecture, cp: int) -> dict[str, Any]:
+    """Megatron-Core's flags for a hybrid model's Gated DeltaNet layers (Qwen3-Next; TransformerConfig's linear
+    attention fields: --experimental-attention-variant gated_delta_net, --linear-attention-freq N, whose N - 1
+    linear layers then one full one are the interval rule rigplan models, the conv and head shapes) and the output
+    gate of its full-attention layers (--attention-output-gate). Partial rotary (Qwen3-Next's 0.25,
+    --rotary-percent) is not a field of rigplan's model and is left to the user. Megatron-Core 0.16 asserts
+    context_parallel_size == 1 for gated_delta_net, so a layout with cp > 1 is refused."""
+    args: dict[str, Any] = {"attention_output_gate": True} if arch.attention_output_gate else {}
+    la = arch.linear_attention
+    if la is None:
+        return args
+    if cp > 1:
+        raise unsupported(NAME, f"context parallelism (cp={cp}) with Gated DeltaNet layers",
+                          "Megatron-Core 0.16 asserts context_parallel_size == 1 for gated_delta_net; use cp 1")
+    return {**args, "experimental_attention_variant": "gated_delta_net", "linear_attention_freq":
+            la.full_attention_interval, "linear_conv_kernel_dim": la.conv_kernel, "linear_key_head_dim":
+            la.key_head_dim, "linear_value_head_dim": la.value_head_dim, "linear_num_key_heads": la.num_key_heads,
+            "linear_num_value_heads": la.num_value_heads}
+
+
 def pipeline_layout(stages: tuple[int, ...], mtp_layers: int) -> str:
     """Megatron-Core's --pipeline-model-parallel-layout for an uneven split: one entry per virtual stage in layer
     order (stage k on rank k mod pp, chunk k // pp, as domain.stages orders them), 'E' the embedding on the first,
@@ -231,7 +252,10 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
               "moe_router_force_load_balancing", "moe_router_score_function", "mtp_num_layers",
               "pipeline_model_parallel_layout",
               "overlap_moe_expert_parallel_comm", "delay_wgrad_compute",
-              "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim")
+              "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim",
+              "attention_output_gate", "experimental_attention_variant", "linear_attention_freq",
+              "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads",
+              "linear_num_value_heads")
     out: dict[str, Any] = {renamed.get(k, k): args[k] for k in direct if args.get(k) not in (None, False)}
     if "pipeline_model_parallel_layout" in out:  # quoted for the shell
         out["pipeline_model_parallel_layout"] = out["pipeline_model_parallel_layout"].strip("'")

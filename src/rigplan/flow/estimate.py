@@ -22,7 +22,7 @@ from rigplan.estimate.efficiency import (
     warp_mma_speedup,
 )
 from rigplan.estimate.elementwise import rope_unfused_for_factor
-from rigplan.estimate.flops import paper_flop_per_token, skips_window_blocks
+from rigplan.estimate.flops import attention_head_dims, paper_flop_per_token, skips_window_blocks
 from rigplan.estimate.moe import (
     DISPATCH_EINSUMS,
     FLEX_DISPATCHERS,
@@ -35,7 +35,6 @@ from rigplan.estimate.moe import (
 )
 from rigplan.estimate.moe_host import glu_offset_syncs
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
-from rigplan.estimate.stage_time import attention_head_dims
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.flow.evidence import (

@@ -257,7 +257,7 @@ def describe_model(model: str, overlays: Sequence[str] = ()) -> dict[str, Any]:
     resolved = resolve_model(model, catalog)
     counts = count_params(resolved.arch)
     shape = asdict(resolved.arch)
-    parts = {key: shape.pop(key) for key in ("moe", "mla")}
+    parts = {key: shape.pop(key) for key in ("moe", "mla", "linear_attention")}
     read = list(shape.pop("notes"))
     notes = [*read, *(a for a in resolved.assumptions if not any(a.endswith(note) for note in read))]
     return {"model": model, "source": resolved.source, "params_total": counts.total,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
-from rigplan.domain.layout import Layout, check_layout_for_model, heads_per_cp_problem
+from rigplan.domain.layout import Layout, check_layout_for_model, heads_per_cp_problem, linear_heads_problem
 from rigplan.domain.model import Architecture
 from rigplan.domain.pipeline_layout import parse_megatron_layout
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
@@ -295,6 +295,13 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     check_layout_for_model(layout, num_layers=arch.num_layers, num_heads=arch.num_heads,
                            num_kv_heads=arch.kv_heads, num_experts=arch.moe.num_experts if arch.moe else 0,
                            seq_len=seq)
+    linear = arch.linear_attention
+    problem = linear and linear_heads_problem(linear.num_key_heads, linear.num_value_heads, layout.tp, layout.cp)
+    if problem:
+        raise InvalidSpec(problem)
+    if linear and spec.method != "full":
+        raise InvalidSpec(f"--method {spec.method} on a model with Gated DeltaNet layers is not modelled (its "
+                          "adapters' modules differ between the linear- and full-attention layers); use --method full")
     if layout.pp > 1 and (split != DEFAULT_SPLIT or arch.num_layers % (layout.pp * layout.vpp)):
         assumptions.append(describe_split(split, arch.num_layers, layout.pp, layout.vpp))
     if spec.global_batch and spec.global_batch % (spec.micro_batch * dp):

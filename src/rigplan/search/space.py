@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rigplan.domain.layout import heads_per_cp_problem
+from rigplan.domain.layout import heads_per_cp_problem, linear_heads_problem
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, split_problem, virtual_stage_layers
 
@@ -131,6 +131,9 @@ def _count_blocks(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
                 if cp > 1 and (seq_len % cp or seq_len // cp < MIN_TOKENS_PER_CP_RANK):
                     continue
                 if heads_split_by_cp and heads_per_cp_problem(arch.num_heads, arch.kv_heads, tp, cp):
+                    continue
+                linear = arch.linear_attention
+                if linear and linear_heads_problem(linear.num_key_heads, linear.num_value_heads, tp, cp):
                     continue
                 if num_gpus % (tp * pp * cp):
                     continue

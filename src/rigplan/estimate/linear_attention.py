@@ -1,0 +1,135 @@
+"""Gated DeltaNet layers of hybrid models (Qwen3-Next, Qwen3.5): parameters, FLOPs, saved activations, element-wise
+traffic and kernels of one such layer's token mixer, per token, for the estimators, which average a layer over the
+model by its share of linear-attention layers (`blend`; domain.model.Architecture.linear_attention_share).
+
+Shapes: transformers' Qwen3NextGatedDeltaNet (modeling_qwen3_next.py: in_proj_qkvz h -> 2·k + 2·v, in_proj_ba
+h -> 2·H_v, a depthwise causal conv1d over the 2·k + v channels of q, k and v without bias, dt_bias and A_log per
+value head, a gated RMSNorm over the value head dim, out_proj v -> h, no biases; k = H_k·d_k, v = H_v·d_v) and
+Megatron-Core's GatedDeltaNet (megatron/core/ssm/gated_delta_net.py: the same weights, in_proj column-parallel and
+out_proj row-parallel, the heads split by tp; q and k L2-normalised by fla.modules.l2norm, then repeated to the
+value heads, before the kernel). Kernel: flash-linear-attention's chunk_gated_delta_rule
+(fla/ops/gated_delta_rule/chunk.py), chunks of CHUNK tokens.
+
+Left out: the convolution's FLOPs (2·K per channel and token, under 0.1% of the projections'; its traffic is
+counted), the sequential walk over chunks of the state kernels (chunk_gated_delta_rule_fwd_h and its backward run
+one chunk after another for each head and value block), context parallelism's all-to-all for these layers
+(Megatron-Core converts them to head parallelism; rigplan times context parallelism as the attention layers'),
+and LoRA adapters on these layers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigplan.domain.model import Architecture, LinearAttention
+
+Num = Any
+
+CHUNK = 64
+"""Tokens per chunk of flash-linear-attention's chunked gated delta rule: chunk_local_cumsum(g, chunk_size=64) and
+the BT = 64 blocks of its kernels (fla/ops/gated_delta_rule/chunk.py). estimate.stage_time times the rule at the GEMM
+curve's efficiency at this dimension (about 96 TFLOP/s on an H100, 88 on a B200, by core_flop_per_token's count);
+published forward-only timings of the Triton kernels give 49 on an H100 (8 value heads, 65,536 tokens: flashinfer
+PR #3866's FLA baseline, 1.954 ms) and 64 on an SM100 part (48 value heads, 8,192 tokens: vLLM PR #43273, 1.116 ms),
+so this part of the estimate is optimistic by 1.4-2x (docs/methodology/flops.md)."""
+
+FORWARD_KERNELS = 13.0
+"""Kernels the forward of one Gated DeltaNet mixer launches in Megatron-Core: in_proj, the causal conv1d with its
+SiLU, two L2 norms (q, k), the gating (decay and beta), the chunked rule's six (chunk_local_cumsum,
+chunk_scaled_dot_kkt_fwd, solve_tril, recompute_w_u_fwd, chunk_gated_delta_rule_fwd_h, chunk_fwd_o), the gated
+RMSNorm and out_proj; two more (REPEAT_KERNELS) where the key heads are repeated to the value heads."""
+REPEAT_KERNELS = 2.0
+ATTENTION_MIXER_KERNELS = 4.0
+"""Of elementwise.FUSED_KERNELS_PER_LAYER, the kernels of the attention mixer a Gated DeltaNet layer replaces: the
+qkv projection, rotary, the attention kernel and the output projection."""
+
+
+def _spec(arch: Architecture) -> LinearAttention:
+    assert arch.linear_attention is not None
+    return arch.linear_attention
+
+
+def blend(arch: Architecture, full: Num, linear: Num) -> Num:
+    """The mean over the model's layers of a per-layer figure that is `full` on full-attention layers and `linear`
+    on Gated DeltaNet ones: full itself for a model without linear attention."""
+    share = arch.linear_attention_share
+    if not share:
+        return full
+    return full * (1.0 - share) + linear * share
+
+
+def mixer_params(arch: Architecture) -> int:
+    """Weights of one Gated DeltaNet mixer: h·(2k + 2v + 2·H_v) + (2k + v)·K + 2·H_v + d_v + v·h
+    (Qwen3-Next-80B-A3B: 33,718,464, transformers' module shapes)."""
+    la = _spec(arch)
+    h = arch.hidden
+    in_proj = h * (2 * la.key_dim + 2 * la.value_dim + 2 * la.num_value_heads)
+    return in_proj + la.conv_dim * la.conv_kernel + 2 * la.num_value_heads + la.value_head_dim + la.value_dim * h
+
+
+def projection_flop_per_token(arch: Architecture) -> float:
+    """Forward FLOPs of the in and out projections per token (before the tp split): 2·h·(2k + 2v + 2·H_v) + 2·v·h."""
+    la = _spec(arch)
+    h = arch.hidden
+    return 2.0 * h * (2 * la.key_dim + 2 * la.value_dim + 2 * la.num_value_heads) + 2.0 * la.value_dim * h
+
+
+def _head_macs(la: LinearAttention) -> tuple[float, float]:
+    """Multiply-adds per token and value head of the chunked rule's forward, and of the part its backward computes
+    again, from its kernels' matmuls (C = CHUNK, d_k, d_v). Forward: K·K^T within the chunk (C·d_k), the triangular
+    inverse (C²/3), W and U (C·d_k + C·d_v), the state pass (v_new = U - W·S and S += K^T·v_new: 2·d_k·d_v), the
+    output (Q·S: d_k·d_v; Q·K^T: C·d_k; times v_new: C·d_v): 3·C·d_k + 2·C·d_v + 3·d_k·d_v + C²/3. The backward
+    recomputes W, U and the state pass (recompute_w_u_fwd, chunk_gated_delta_rule_fwd_h):
+    C·d_k + C·d_v + 2·d_k·d_v."""
+    c, dk, dv = float(CHUNK), float(la.key_head_dim), float(la.value_head_dim)
+    forward = 3.0 * c * dk + 2.0 * c * dv + 3.0 * dk * dv + c * c / 3.0
+    return forward, c * dk + c * dv + 2.0 * dk * dv
+
+
+def core_flop_per_token(arch: Architecture) -> tuple[float, float]:
+    """(forward, backward recompute) FLOPs per token of the chunked rule over all value heads, before the tp
+    split: 2·H_v·_head_macs. Qwen3-Next (H_v 32, d 128): 5.85 MFLOP forward, 3.1 MFLOP recomputed; Megatron-LM's
+    MFU formula counts 4·H_v·d_v² multiply-adds (4.2 MFLOP forward), its nominal figure."""
+    la = _spec(arch)
+    forward, again = _head_macs(la)
+    return 2.0 * la.num_value_heads * forward, 2.0 * la.num_value_heads * again
+
+
+def saved_split_bytes(arch: Architecture, p: float, out_proj_input: float) -> float:
+    """Bytes per token one Gated DeltaNet mixer keeps for backward between its column- and row-parallel linears
+    (split by tp), at p bytes per element: the conv's input (2k + v; causal_conv1d saves it), z for the gated norm
+    (v), the gating inputs a and b (2·H_v), the L2 norms' outputs q and k (2k) and their fp32 rstd per head
+    (2·4·H_k), their copies repeated to the value heads where H_v > H_k (2·H_v·d_k), v (v), the decay's fp32
+    chunk cumsum (4·H_v) and beta (H_v), the inverted chunk matrix A (H_v·C, in the input dtype: chunk.py's
+    ctx.save_for_backward(q, k, v, g, beta, A, ...)), the rule's output for the gated norm (v), and the norm's
+    output, out_proj's input, at out_proj_input bytes an element."""
+    la = _spec(arch)
+    repeated = 2 * la.num_value_heads * la.key_head_dim if la.num_value_heads > la.num_key_heads else 0
+    elements = (la.conv_dim + la.value_dim + 2 * la.num_value_heads + 2 * la.key_dim + repeated + la.value_dim
+                + la.num_value_heads + la.num_value_heads * CHUNK + la.value_dim)
+    return p * elements + 4.0 * (2 * la.num_key_heads + la.num_value_heads) + out_proj_input * la.value_dim
+
+
+def elementwise_elements_per_token(arch: Architecture) -> float:
+    """Elements one Gated DeltaNet mixer's memory-bound ops read and write per token in the forward (split by tp):
+    the conv with its SiLU (2·(2k + v)), the q and k L2 norms (2·2k), the repeat to the value heads where
+    H_v > H_k (2k + 2·H_v·d_k), the gating and its chunk cumsum (6·H_v) and the gated RMSNorm (read the output and
+    z, write: 3v)."""
+    la = _spec(arch)
+    repeat = 2 * la.key_dim + 2 * la.num_value_heads * la.key_head_dim if la.num_value_heads > la.num_key_heads else 0
+    return float(2 * la.conv_dim + 4 * la.key_dim + repeat + 6 * la.num_value_heads + 3 * la.value_dim)
+
+
+def kernels_over_attention(arch: Architecture) -> float:
+    """Forward kernels one Gated DeltaNet layer launches beyond an attention layer of the fused stack."""
+    la = _spec(arch)
+    repeats = REPEAT_KERNELS if la.num_value_heads > la.num_key_heads else 0.0
+    return FORWARD_KERNELS + repeats - ATTENTION_MIXER_KERNELS
+
+
+def cast_elements_per_token(arch: Architecture, tp: Num) -> Num:
+    """Elements an fp8 recipe quantizes per token in one Gated DeltaNet mixer: the inputs of in_proj (h) and
+    out_proj (v/tp), and in backward the gradients of their outputs ((2k + 2v + 2·H_v)/tp, h)."""
+    la = _spec(arch)
+    h = arch.hidden
+    return 2.0 * h + (la.value_dim + 2 * la.key_dim + 2 * la.value_dim + 2 * la.num_value_heads) / tp

@@ -1,0 +1,167 @@
+"""Hybrid models with Gated DeltaNet layers (Qwen3-Next): the domain checks, the exact parameter count, the FLOPs of
+the chunked rule, the layer-mean the estimators take, the layouts that split the heads, and the estimate itself."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from rigplan.catalog.load import load_catalog
+from rigplan.domain.job import Job
+from rigplan.domain.model import MLA, Architecture, LinearAttention, MoE
+from rigplan.errors import InvalidSpec
+from rigplan.estimate import elementwise, linear_attention
+from rigplan.estimate.activations import attention_token_bytes
+from rigplan.estimate.flops import layer_forward_flops, micro_batch_flops, paper_flop_per_token
+from rigplan.estimate.params import attention_params, count_params
+from rigplan.flow.estimate import estimate
+from rigplan.flow.request import EstimateRequest
+
+QWEN3_NEXT_MAIN_MODEL = 79_674_391_296
+"""Qwen3-Next-80B-A3B's checkpoint (81,324,862,720 parameters) less its multi-token-prediction layer
+(1,650,471,424), counted from transformers' module shapes."""
+
+
+@pytest.fixture(scope="module")
+def next80b() -> Architecture:
+    return load_catalog().model("qwen3-next-80b-a3b").to_domain()
+
+
+def _full_attention(arch: Architecture) -> Architecture:
+    return replace(arch, linear_attention=None)
+
+
+def test_qwen3_next_counts_its_checkpoint_exactly(next80b: Architecture) -> None:
+    counts = count_params(next80b)
+    assert counts.total == QWEN3_NEXT_MAIN_MODEL
+    assert linear_attention.mixer_params(next80b) == 33_718_464  # in_proj_qkvz, in_proj_ba, conv1d, dt, A, norm, out
+    assert attention_params(next80b) == 27_263_488  # q_proj twice as wide for the output gate, q/k norms
+    assert next80b.num_linear_attention_layers == 36 and next80b.linear_attention_share == 0.75
+    assert counts.active == 3_874_929_408
+
+
+def test_layer_mean_keeps_the_total_exact_when_the_mixers_do_not_divide_evenly(next80b: Architecture) -> None:
+    odd = replace(next80b, num_layers=47, moe=replace(next80b.moe, mtp_layers=0))
+    counts = count_params(odd)
+    mixers = attention_params(odd) * 11 + linear_attention.mixer_params(odd) * 36
+    assert 0 < counts.mixer_remainder < odd.num_layers
+    assert counts.moe_layer is not None
+    assert counts.total - mixers == (counts.total - counts.moe_layer.attention * 47 - counts.mixer_remainder)
+
+
+def test_chunked_rule_flops_per_token(next80b: Architecture) -> None:
+    forward, again = linear_attention.core_flop_per_token(next80b)
+    c, d = 64, 128  # CHUNK, head dims: 3·C·d + 2·C·d + 3·d² + C²/3 multiply-adds per value head
+    assert forward == pytest.approx(2 * 32 * (3 * c * d + 2 * c * d + 3 * d * d + c * c / 3))
+    assert again == pytest.approx(2 * 32 * (2 * c * d + 2 * d * d))
+    # above Megatron-LM's nominal 4·H_v·d_v² multiply-adds: the chunked form computes intra-chunk products too
+    assert forward > 2 * 4 * 32 * d * d
+
+
+def test_layer_flops_are_the_mean_of_the_two_mixers(next80b: Architecture) -> None:
+    kw = {"seq_len": 4096, "micro_batch": 1, "moe": True}
+    hybrid = layer_forward_flops(next80b, **kw)
+    full = layer_forward_flops(next80b, full_attention=True, **kw)
+    gdn_proj = 4096 * linear_attention.projection_flop_per_token(next80b)
+    assert hybrid.attention_proj_flop == pytest.approx(0.25 * full.attention_proj_flop + 0.75 * gdn_proj)
+    assert hybrid.attention_core_flop == pytest.approx(0.25 * full.attention_core_flop)
+    assert hybrid.linear_core_flop == pytest.approx(0.75 * 4096 * linear_attention.core_flop_per_token(next80b)[0])
+    assert full.linear_core_flop == 0.0
+    assert hybrid.expert_flop == full.expert_flop  # the MoE half of the layer is the same
+
+
+def test_output_gate_widens_the_query_projection(next80b: Architecture) -> None:
+    gated = layer_forward_flops(next80b, seq_len=1024, micro_batch=1, moe=True, full_attention=True)
+    plain = layer_forward_flops(replace(next80b, attention_output_gate=False), seq_len=1024, micro_batch=1, moe=True,
+                                full_attention=True)
+    assert gated.attention_proj_flop - plain.attention_proj_flop == pytest.approx(2 * 1024 * 2048 * 16 * 256)
+
+
+def test_backward_recomputes_the_state_pass(next80b: Architecture) -> None:
+    job = Job(seq_len=4096, micro_batch=1, attention="flash")
+    step = micro_batch_flops(next80b, job)
+    forward, again = linear_attention.core_flop_per_token(next80b)
+    assert step.backward.linear_core_flop == pytest.approx(2 * step.forward.linear_core_flop)
+    assert step.recompute.linear_core_flop == pytest.approx(step.forward.linear_core_flop * again / forward)
+
+
+def test_papers_flops_count_attention_on_full_layers_only(next80b: Architecture) -> None:
+    hybrid = paper_flop_per_token(next80b, 32768)
+    full = paper_flop_per_token(_full_attention(next80b), 32768)
+    assert hybrid < full  # 36 of 48 layers have no s² term
+
+
+def test_saved_bytes_blend_the_mixers(next80b: Architecture) -> None:
+    job = Job(seq_len=4096, micro_batch=1, attention="flash", kernels="fused")
+    hybrid = attention_token_bytes(next80b, job, dropout=False)
+    full = attention_token_bytes(_full_attention(next80b), job, dropout=False)
+    gdn = linear_attention.saved_split_bytes(next80b, 2, 2)
+    assert hybrid.split_by_tp == pytest.approx(0.25 * full.split_by_tp + 0.75 * gdn)
+    assert hybrid.attention_core == pytest.approx(0.25 * full.attention_core)
+    assert hybrid.replicated_under_tp == full.replicated_under_tp
+    # conv input 8192, z 4096, a/b 64, q/k 4096, repeated q/k 8192, v 4096, beta 32, A 32x64, output 4096, norm out
+    assert gdn == 2 * (8192 + 4096 + 64 + 4096 + 8192 + 4096 + 32 + 2048 + 4096) + 4 * (32 + 32) + 2 * 4096
+
+
+def test_kernels_and_traffic_of_the_linear_layers(next80b: Architecture) -> None:
+    job = Job(seq_len=4096, micro_batch=1, attention="flash", kernels="fused")
+    assert linear_attention.kernels_over_attention(next80b) == 11.0  # 13 + 2 repeats - qkv, rotary, attention, out
+    full = elementwise.kernels_per_layer(_full_attention(next80b), job)
+    assert elementwise.kernels_per_layer(next80b, job) == pytest.approx(full + 0.75 * 11.0 - 0.75 * 3.0)
+    assert elementwise.elementwise_bytes_per_token(next80b, job)[1] > elementwise.elementwise_bytes_per_token(
+        _full_attention(next80b), job)[1]
+
+
+@pytest.mark.parametrize(("changes", "needle"), [
+    ({"num_value_heads": 24}, "must be a multiple"),
+    ({"full_attention_interval": 1}, "interval"),
+    ({"key_head_dim": 0}, ">= 1"),
+])
+def test_bad_linear_attention_specs_are_refused(changes: dict, needle: str) -> None:
+    base = {"num_key_heads": 16, "num_value_heads": 32, "key_head_dim": 128, "value_head_dim": 128}
+    with pytest.raises(InvalidSpec, match=needle):
+        LinearAttention(**{**base, **changes})
+
+
+def test_linear_attention_with_mla_is_refused() -> None:
+    with pytest.raises(InvalidSpec, match="plain full attention"):
+        Architecture(id="x", num_layers=8, hidden=1024, num_heads=8, ffn=2048, vocab=1000,
+                     mla=MLA(q_lora_rank=0, kv_lora_rank=256, qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64),
+                     linear_attention=LinearAttention(num_key_heads=8, num_value_heads=8, key_head_dim=64,
+                                                      value_head_dim=64))
+
+
+def _request(**kw: object) -> EstimateRequest:
+    base: dict[str, object] = {"model": "qwen3-next-80b-a3b", "gpu": "h100-sxm", "gpus": 64, "pp": 2, "ep": 32,
+                               "micro_batch": 1, "global_batch": 256, "seq": 4096, "tokens": "1B"}
+    return EstimateRequest(**{**base, **kw})
+
+
+def test_layouts_must_split_the_linear_heads_whole() -> None:
+    with pytest.raises(InvalidSpec, match="linear-attention key heads"):
+        estimate(_request(tp=8, cp=4, pp=1, ep=8))
+
+
+def test_adapters_are_refused_on_hybrid_models() -> None:
+    with pytest.raises(InvalidSpec, match="Gated DeltaNet"):
+        estimate(_request(method="lora", gpus=8, pp=1, ep=8))
+
+
+def test_linear_layers_make_long_sequences_cheaper(next80b: Architecture) -> None:
+    """At 32k tokens the quadratic attention of 36 full layers outweighs their Gated DeltaNet replacement."""
+    catalog = load_catalog()
+    from rigplan.flow.model_source import ResolvedModel
+
+    request = _request(seq=32768, global_batch=64, pp=1, ep=64)
+    hybrid = estimate(request).to_dict()["step_time_s"]
+    full_model = ResolvedModel(arch=_full_attention(next80b), source="catalog")
+    full = estimate(request, catalog=catalog, model=full_model).to_dict()["step_time_s"]
+    assert hybrid < full
+
+
+def test_hybrid_moe_estimate_runs_with_mtp(next80b: Architecture) -> None:
+    result = estimate(_request()).to_dict()
+    assert result["step_time_s"] > 0
+    assert result["memory"]["model"]["attention"] == "GQA + GDN"
+    assert next80b.moe == replace(next80b.moe or MoE(num_experts=1, top_k=1, expert_ffn=1), mtp_layers=1)
