@@ -165,3 +165,14 @@ def test_hybrid_moe_estimate_runs_with_mtp(next80b: Architecture) -> None:
     assert result["step_time_s"] > 0
     assert result["memory"]["model"]["attention"] == "GQA + GDN"
     assert next80b.moe == replace(next80b.moe or MoE(num_experts=1, top_k=1, expert_ffn=1), mtp_layers=1)
+
+
+def test_memory_advice_does_not_offer_adapters_to_a_hybrid_model() -> None:
+    from rigplan.flow.memory import memory
+    from rigplan.flow.request import MemoryRequest
+
+    hybrid = memory(MemoryRequest(model="qwen3-next-80b-a3b", gpu="h100-sxm", gpus=16, ep=16)).to_dict()
+    flags = [row["flag"] for row in hybrid["advice"]]
+    assert flags and not any("qlora" in flag for flag in flags)
+    dense = memory(MemoryRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=16, ep=16, seq=32768)).to_dict()
+    assert any("qlora" in row["flag"] for row in dense["advice"])  # the same advice offers it to a plain MoE

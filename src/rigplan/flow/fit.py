@@ -43,7 +43,9 @@ def fit_verdict(total_bytes: float, usable_bytes: float) -> dict[str, Any]:
             "uncertainty_fraction": MEMORY_UNCERTAINTY_FRACTION}
 
 
-def _remedies(job: Job, layout: Layout) -> list[tuple[str, Job, Layout]]:
+def _remedies(job: Job, layout: Layout, adapters: bool = True) -> list[tuple[str, Job, Layout]]:
+    """The switches that may bring this job's peak down, each with the job and layout it gives; `adapters`: whether
+    QLoRA is open to the model (not to a hybrid with Gated DeltaNet layers, whose adapters rigplan refuses)."""
     out: list[tuple[str, Job, Layout]] = []
     if job.offload == "none" and job.optimizer != "muon":  # Muon's Newton-Schulz stays on the GPU
         out.append(("--offload optimizer", replace(job, offload="optimizer"), layout))
@@ -64,7 +66,7 @@ def _remedies(job: Job, layout: Layout) -> list[tuple[str, Job, Layout]]:
     if job.seq_len >= 2 * step:
         half_seq = job.seq_len // 2 // step * step
         out.append((f"--seq {half_seq}", replace(job, seq_len=half_seq), layout))
-    if job.method != "qlora" and job.precision not in ("fp32", "fp8"):
+    if adapters and job.method != "qlora" and job.precision not in ("fp32", "fp8"):
         # QLoRA recipes run with full recompute; the suggestion says so when it turns it on.
         label = "--method qlora" + (" --recompute full" if job.recompute == "none" else "")
         out.append((label, replace(job, method="qlora", precision="bf16-true",
@@ -82,7 +84,7 @@ def _remedies(job: Job, layout: Layout) -> list[tuple[str, Job, Layout]]:
 def advice(setup: TrainingSetup, total_bytes: float, usable_bytes: float) -> list[dict[str, Any]]:
     """Remedies for this job, each re-estimated, the one that saves most first."""
     rows: list[dict[str, Any]] = []
-    for flag, job, layout in _remedies(setup.job, setup.layout):
+    for flag, job, layout in _remedies(setup.job, setup.layout, adapters=setup.arch.linear_attention is None):
         try:
             new_total = float(peak_memory(setup.arch, job, layout).total_bytes)
         except InvalidSpec:
