@@ -149,6 +149,14 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         0.30, "the card gives '3B activated' (one significant figure); the exact count is 3.87B with both embedding "
               "tables (29% above) and 3.25B without either, which the figure matches",
     ),
+    ("qwen3.5-35b-a3b", "total"): (
+        0.01, "the card's 35B counts the checkpoint (35,951,822,704 with the multi-token-prediction layer and the "
+              "vision encoder); the language model alone has 34,660,610,688 (1.0% below)",
+    ),
+    ("qwen3.5-35b-a3b", "active"): (
+        0.16, "the card gives '3B activated' (one significant figure); the exact count is 3.45B with both embedding "
+              "tables (15% above), 2.95B without the input one",
+    ),
     ("deepseek-v2", "active"): (
         0.01, "the README gives '21B activated' (two significant figures); the exact count without the input "
               "embedding is 20.85B (0.7% below)",

@@ -222,8 +222,9 @@ def test_readme_counts_the_model_types_read() -> None:
 @pytest.mark.parametrize(("cfg", "model_id", "text_model"),
                          [(DBRX, "dbrx", ""), (QWEN3_VL_30B, "qwen3-30b-a3b", "qwen3_vl_moe_text"),
                           (QWEN3_VL_235B, "qwen3-235b-a22b", "qwen3_vl_moe_text"),
-                          (GLM45V, "glm-4.5-air", "glm4v_moe_text")],
-                         ids=["dbrx", "qwen3_vl_moe_30b", "qwen3_vl_moe_235b", "glm4v_moe"])
+                          (GLM45V, "glm-4.5-air", "glm4v_moe_text"),
+                          (QWEN35_35B, "qwen3.5-35b-a3b", "qwen3_5_moe_text")],
+                         ids=["dbrx", "qwen3_vl_moe_30b", "qwen3_vl_moe_235b", "glm4v_moe", "qwen3_5_moe_35b"])
 def test_config_counts_as_the_catalog_record_of_its_text_model(tmp_path: Path, cfg: dict[str, Any], model_id: str,
                                                                 text_model: str) -> None:
     """DBRX's config is its catalog record; Qwen3-VL-MoE's and GLM-4.5V's text models are Qwen3-30B-A3B's,
