@@ -32,6 +32,8 @@ ROUND_TRIPS = [
                                     "--seq", "8192")),
     ("mixtral-8x7b", "h100-sxm", ("--gpus", "64", "--tp", "2", "--ep", "8", "--cp", "2", "--sequence-parallel",
                                    "--zero", "1", "--global-batch", "256", "--seq", "16384", "--cuda-graphs", "full")),
+    ("qwen3-next-80b-a3b", "h100-sxm", ("--gpus", "128", "--pp", "4", "--vpp", "3", "--ep", "32", "--zero", "1",
+                                         "--global-batch", "256", "--moe-dispatcher", "deepep")),
 ]
 
 
