@@ -176,3 +176,17 @@ def test_memory_advice_does_not_offer_adapters_to_a_hybrid_model() -> None:
     assert flags and not any("qlora" in flag for flag in flags)
     dense = memory(MemoryRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=16, ep=16, seq=32768)).to_dict()
     assert any("qlora" in row["flag"] for row in dense["advice"])  # the same advice offers it to a plain MoE
+
+
+def test_context_parallelism_exchanges_the_linear_layers_by_all_to_all(next80b: Architecture) -> None:
+    """Under cp the Gated DeltaNet layers' all-to-all to head shards is exposed, where the ring exchange of the
+    full-attention layers hides behind their attention core."""
+    catalog = load_catalog()
+    from rigplan.flow.model_source import ResolvedModel
+
+    request = _request(cp=2, pp=1, ep=16, gpus=64, seq=16384, global_batch=64)
+    hybrid = estimate(request).to_dict()["breakdown"]["comm_by_axis"]["cp"]
+    full_model = ResolvedModel(arch=_full_attention(next80b), source="catalog")
+    full = estimate(request, catalog=catalog, model=full_model).to_dict()["breakdown"]["comm_by_axis"]["cp"]
+    assert hybrid["exposed_s"] > full["exposed_s"]
+    assert hybrid["total_s"] > 0.0

@@ -12,9 +12,7 @@ value heads, before the kernel). Kernel: flash-linear-attention's chunk_gated_de
 
 Left out: the convolution's FLOPs (2·K per channel and token, under 0.1% of the projections'; its traffic is
 counted), the sequential walk over chunks of the state kernels (chunk_gated_delta_rule_fwd_h and its backward run
-one chunk after another for each head and value block), context parallelism's all-to-all for these layers
-(Megatron-Core converts them to head parallelism; rigplan times context parallelism as the attention layers'),
-and LoRA adapters on these layers.
+one chunk after another for each head and value block), and LoRA adapters on these layers.
 """
 
 from __future__ import annotations
@@ -22,6 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.domain.model import Architecture, LinearAttention
+from rigplan.estimate import comm
+from rigplan.estimate.comm import Tier
 
 Num = Any
 
@@ -133,3 +133,17 @@ def cast_elements_per_token(arch: Architecture, tp: Num) -> Num:
     la = _spec(arch)
     h = arch.hidden
     return 2.0 * h + (la.value_dim + 2 * la.key_dim + 2 * la.value_dim + 2 * la.num_value_heads) / tp
+
+
+def context_parallel_s(arch: Architecture, *, tokens: Num, tp: Num, cp: Num, dtype_bytes: Num, per_node: Num,
+                       intra: Tier, inter: Tier) -> Num:
+    """Context parallelism of one Gated DeltaNet layer, forward and backward: the rule and its causal convolution
+    run along the whole sequence, so Megatron-Core's GatedDeltaNet turns the rank's sequence shard into a head
+    shard by all-to-all before them (tensor_a2a_cp2hp; its context-parallel support, Megatron-LM PR #2642) and
+    back after (tensor_a2a_hp2cp), as DeepSpeed-Ulysses does for attention (comm.ulysses_all_to_all_s): in, q, k,
+    v, b and a (2k + v + 2·H_v per token); out, the rule's output (v). z is taken to stay sequence-sharded for
+    the gated norm after the exchange back."""
+    la = _spec(arch)
+    return comm.ulysses_all_to_all_s(tokens=tokens, qkv_width=la.conv_dim + 2 * la.num_value_heads,
+                                     out_width=la.value_dim, tp=tp, cp=cp, dtype_bytes=dtype_bytes,
+                                     per_node=per_node, intra=intra, inter=inter)

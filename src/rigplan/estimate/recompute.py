@@ -26,6 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.domain.job import Job
+from rigplan.domain.model import Architecture
+from rigplan.domain.stages import DEFAULT_SPLIT, virtual_stage_layers
 from rigplan.estimate import arrays as xp
 
 Num = Any
@@ -70,3 +72,22 @@ def working_layers(job: Job, chunk_layers: Num) -> Num:
     if job.recompute == "full" and job.recompute_method == "uniform":
         return xp.minimum(float(job.recompute_layers), xp.maximum(layers, 1.0))
     return xp.ones_like_float(layers)
+
+
+def whole_model_recompute_fraction(arch: Architecture, job: Job, layout: Any, pp: Num, vpp: Num) -> Num:
+    """Share of all layers a full recompute runs again, summed over the virtual stages (a step-time helper: numpy is
+    imported here so that `rigplan memory` does not load it, tests/unit/test_one_layout_without_numpy.py)."""
+    if not is_granular(job):
+        return 1.0
+    import numpy as np
+
+    split = getattr(layout, "split", DEFAULT_SPLIT)
+    pp_i, vpp_i = np.broadcast_arrays(np.rint(np.asarray(pp)).astype(np.int64),
+                                      np.rint(np.asarray(vpp)).astype(np.int64))
+    out = np.ones(pp_i.shape)
+    for p_, v_ in {(int(a), int(b)) for a, b in zip(pp_i.ravel(), vpp_i.ravel(), strict=True)}:
+        counts = np.asarray(virtual_stage_layers(split, arch.num_layers, p_, v_))
+        per_rank = np.asarray([counts[r::p_].sum() for r in range(p_)])
+        redone = float(np.sum(recomputed_layers(job, counts, per_rank[np.arange(counts.size) % p_])))
+        out[(pp_i == p_) & (vpp_i == v_)] = redone / arch.num_layers
+    return float(out) if out.ndim == 0 else out

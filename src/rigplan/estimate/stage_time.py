@@ -25,9 +25,18 @@ from rigplan.domain.stages import (
     busiest_middle_rank,
     chunk_layer_counts,
     rank_layer_counts,
-    virtual_stage_layers,
 )
-from rigplan.estimate import comm, moe, moe_host, overlap, peft_kbit, recompute, recompute_modules, tensor_parallel
+from rigplan.estimate import (
+    comm,
+    linear_attention,
+    moe,
+    moe_host,
+    overlap,
+    peft_kbit,
+    recompute,
+    recompute_modules,
+    tensor_parallel,
+)
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import (
     Efficiency,
@@ -54,7 +63,6 @@ from rigplan.estimate.flops import (
     stage_micro_batch_flops,
     window_pair_share,
 )
-from rigplan.estimate.linear_attention import CHUNK as LINEAR_ATTENTION_CHUNK
 from rigplan.estimate.states import first_dense_layers
 
 Num = Any
@@ -232,7 +240,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         expert_rate=expert_peak * expert_eff, load=load,
         head_eff=_gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), gemm_clock),
         adapter_eff=_gemm_efficiency(eff, float(job.lora_rank), gemm_clock), attn_eff=attn_eff,
-        linear_eff=_gemm_efficiency(eff, float(LINEAR_ATTENTION_CHUNK), gemm_clock),
+        linear_eff=_gemm_efficiency(eff, float(linear_attention.CHUNK), gemm_clock),
         backward_rate=eff.fp8_backward_rate if fp8 else 1.0, read_bytes=read_bytes, grad_bytes=grad_bytes,
         local_expert_params=moe.local_expert_params(arch, ep, expert_tp) if arch.moe is not None else 0.0,
         hbm_bytes_per_s=gpu.memory_bandwidth_bytes_per_s * eff.hbm,
@@ -386,22 +394,6 @@ def pace_candidates(arch: Architecture, job: Job, layout: Any, pp: Num, vpp: Num
     return shapes
 
 
-def whole_model_recompute_fraction(arch: Architecture, job: Job, layout: Any, pp: Num, vpp: Num) -> Num:
-    """Share of all layers a full recompute runs again, summed over the virtual stages."""
-    if not recompute.is_granular(job):
-        return 1.0
-    split = getattr(layout, "split", DEFAULT_SPLIT)
-    pp_i, vpp_i = np.broadcast_arrays(np.rint(np.asarray(pp)).astype(np.int64),
-                                      np.rint(np.asarray(vpp)).astype(np.int64))
-    out = np.ones(pp_i.shape)
-    for p_, v_ in {(int(a), int(b)) for a, b in zip(pp_i.ravel(), vpp_i.ravel(), strict=True)}:
-        counts = np.asarray(virtual_stage_layers(split, arch.num_layers, p_, v_))
-        per_rank = np.asarray([counts[r::p_].sum() for r in range(p_)])
-        redone = float(np.sum(recompute.recomputed_layers(job, counts, per_rank[np.arange(counts.size) % p_])))
-        out[(pp_i == p_) & (vpp_i == v_)] = redone / arch.num_layers
-    return float(out) if out.ndim == 0 else out
-
-
 def scale_up_domain(gpu: Gpu) -> int:
     """GPUs that reach each other over the scale-up link: the link's domain, never more than a node
     (NVL72 racks are catalogued as 72-GPU nodes)."""
@@ -523,6 +515,12 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
                                                 head_dim=arch.dim_per_head, dtype_bytes=p)
         cp_per_layer = (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
                         + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
+    linear_cp_per_layer: Num = 0.0  # a hybrid's Gated DeltaNet layers: all-to-all to head shards, exposed
+    if arch.linear_attention is not None:
+        linear_cp_per_layer = arch.linear_attention_share * linear_attention.context_parallel_s(
+            arch, tokens=tokens, tp=tp, cp=cp, dtype_bytes=p, per_node=cp_place.per_node, intra=cp_place.intra,
+            inter=inter)
+        cp_per_layer = cp_per_layer * (1.0 - arch.linear_attention_share)
     a2a_per_layer: Num = 0.0
     a2a_recompute_per_layer: Num = 0.0
     if arch.moe is not None:
@@ -558,6 +556,8 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             cp_s, cp_tax = cp_total, 0.0 * cp_total
         else:
             cp_s, _, cp_tax = overlap.hide(cp_total, core, overlap.P2P_OVERLAP_SM_SHARE, on=job.cp_comm_overlap)
+        linear_cp = linear_cp_per_layer * (layers + stage.recomputed_layers / 2.0)
+        cp_total, cp_s = cp_total + linear_cp, cp_s + linear_cp
         # Expert parallel: dispatch and combine all-to-all per MoE layer of this stage (MTP modules on
         # the last), exposed or overlapped with another micro-batch's computation (estimate.moe).
         ep_s = np.zeros_like(tp_s)

@@ -60,9 +60,10 @@ from rigplan.estimate.elementwise import elementwise_bytes_per_token as elementw
 from rigplan.estimate.elementwise import fp8_cast_bytes_per_token as fp8_cast_bytes_per_token
 from rigplan.estimate.flops import causal_fraction_for, micro_batch_flops
 from rigplan.estimate.params import count_params
+from rigplan.estimate.recompute import whole_model_recompute_fraction
 from rigplan.estimate.stage_time import PaceTerms as PaceTerms
 from rigplan.estimate.stage_time import StageShape as StageShape
-from rigplan.estimate.stage_time import _expert_tp, degree, pace_terms, whole_model_recompute_fraction
+from rigplan.estimate.stage_time import _expert_tp, degree, pace_terms
 from rigplan.estimate.stage_time import attention_core_efficiency as attention_core_efficiency
 from rigplan.estimate.stage_time import pace_candidates as pace_candidates
 from rigplan.estimate.stage_time import pace_lower_bound_s as pace_lower_bound_s
