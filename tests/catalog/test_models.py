@@ -50,6 +50,8 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
     "gpt-oss-20b": "model card Table 1: active = routed MLP + attention + unembedding (3.61B)",
     "gpt-oss-120b": "model card Table 1: active = routed MLP + attention + unembedding (5.13B)",
     "kimi-k2": "DeepSeek-V3 architecture and DeepSeek's convention (31.69B exact vs the card's 32B)",
+    "kimi-linear-48b-a3b": "Moonshot's Kimi K2 convention; 3.11B exact without the input embedding vs the card's 3B "
+                           "(3.48B with it)",
     "glm-4.5": "32.86B exact without the input embedding vs the card's 32B (33.63B with it)",
     "glm-4.5-air": "GLM-4.5's convention; 12.80B exact without the input embedding vs 12B (13.42B with it)",
     "deepseek-v2": "DeepSeek's V3 convention; 20.85B exact without the input embedding vs 21B (21.38B with it)",
@@ -102,6 +104,14 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
     ),
     ("kimi-k2", "active"): (
         0.015, "the card gives '32B activated' (two significant figures); the exact count is 31.69B",
+    ),
+    ("kimi-linear-48b-a3b", "total"): (
+        0.025, "the card gives '48B total'; config.json gives 49.12B (2.3% above), and 48.37B without the embedding "
+               "and output tables, which the figure matches",
+    ),
+    ("kimi-linear-48b-a3b", "active"): (
+        0.04, "the card gives '3B activated' (one significant figure); the exact count is 3.11B without the input "
+              "embedding (3.6% above), 3.48B with it and 2.73B without either table",
     ),
     ("glm-4.5", "total"): (
         0.01, "the card gives 355B; the 92 main layers of config.json hold 352.80B (0.6% below), with the "

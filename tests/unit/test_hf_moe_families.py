@@ -1,6 +1,7 @@
-"""config.json readers of MiniMax-M2, ERNIE 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2, dots.llm1, DBRX, Ling 2.0, Qwen3-Next
-and the text models of Qwen3-VL-MoE, GLM-4.5V and Qwen3.5 MoE: their published shapes give the publishers' parameter
-counts (or the catalog record of the same model or text model), and their per-family keys fail as one clear line."""
+"""config.json readers of MiniMax-M2, ERNIE 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2, dots.llm1, DBRX, Ling 2.0, Qwen3-Next,
+Kimi Linear and the text models of Qwen3-VL-MoE, GLM-4.5V and Qwen3.5 MoE: their published shapes give the publishers'
+parameter counts (or the catalog record of the same model or text model), and their per-family keys fail as one clear
+line."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from rigplan.catalog.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_hf_config
 from rigplan.catalog.load import load_catalog
-from rigplan.domain.model import LinearAttention, MoE
+from rigplan.domain.model import MLA, LinearAttention, MoE
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.params import count_params
 
@@ -133,6 +134,20 @@ QWEN35_35B = {"model_type": "qwen3_5_moe", "architectures": ["Qwen3_5MoeForCondi
                                 "intermediate_size": 4304, "num_heads": 16, "out_hidden_size": 2048,
                                 "deepstack_visual_indexes": []}}
 
+KIMI_KDA_LAYERS = [i for i in range(1, 28) if i not in (4, 8, 12, 16, 20, 24, 27)]
+KIMI_LINEAR = {  # moonshotai/Kimi-Linear-48B-A3B-Instruct config.json (Moonshot's spellings, layers listed from 1)
+    "model_type": "kimi_linear", "architectures": ["KimiLinearForCausalLM"], "hidden_size": 2304,
+    "intermediate_size": 9216, "num_attention_heads": 32, "num_key_value_heads": 32, "num_hidden_layers": 27,
+    "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "vocab_size": 163840, "hidden_act": "silu", "kv_lora_rank": 512,
+    "q_lora_rank": None, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "mla_use_nope": True,
+    "linear_attn_config": {"head_dim": 128, "num_heads": 32, "short_conv_kernel_size": 4,
+                           "full_attn_layers": [4, 8, 12, 16, 20, 24, 27], "kda_layers": KIMI_KDA_LAYERS},
+    "num_experts": 256, "num_experts_per_token": 8, "num_shared_experts": 1, "moe_intermediate_size": 1024,
+    "moe_router_activation_func": "sigmoid", "moe_renormalize": True, "routed_scaling_factor": 2.446,
+    "use_grouped_topk": True, "num_expert_group": 1, "topk_group": 1, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+    "num_nextn_predict_layers": 0, "tie_word_embeddings": False, "max_position_embeddings": 1048576,
+}
+
 
 def _write(tmp_path: Path, cfg: dict[str, Any]) -> Path:
     path = tmp_path / "config.json"
@@ -150,16 +165,18 @@ def _error(tmp_path: Path, cfg: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("model_type", ["minimax_m2", "ernie4_5_moe", "hunyuan_v1_moe", "deepseek_v32", "dots1", "dbrx",
                                         "bailing_moe", "qwen3_vl_moe_text", "glm4v_moe_text", "qwen3_next",
-                                        "qwen3_5_moe_text"])
+                                        "qwen3_5_moe_text", "kimi_linear"])
 def test_the_new_model_types_are_listed_as_supported(model_type: str) -> None:
     assert model_type in SUPPORTED_MODEL_TYPES
 
 
-@pytest.mark.parametrize(("cfg", "model_id"), [(MINIMAX_M2, "minimax-m2"), (DEEPSEEK_V32, "deepseek-v3")],
-                         ids=["minimax_m2", "deepseek_v32"])
+@pytest.mark.parametrize(("cfg", "model_id"), [(MINIMAX_M2, "minimax-m2"), (DEEPSEEK_V32, "deepseek-v3"),
+                                               (KIMI_LINEAR, "kimi-linear-48b-a3b")],
+                         ids=["minimax_m2", "deepseek_v32", "kimi_linear"])
 def test_config_counts_as_the_catalog_record_of_the_same_shape(tmp_path: Path, cfg: dict[str, Any],
                                                                model_id: str) -> None:
-    """MiniMax-M2's config is its catalog record; DeepSeek-V3.2 keeps DeepSeek-V3's weights but the indexer."""
+    """MiniMax-M2's and Kimi Linear's configs are their catalog records; DeepSeek-V3.2 keeps DeepSeek-V3's weights
+    but the indexer."""
     arch = architecture_from_hf_config(_write(tmp_path, cfg))
     counts, record = count_params(arch), count_params(load_catalog().model(model_id).to_domain())
     assert (counts.total, counts.active_published) == (record.total, record.active_published)
@@ -341,6 +358,25 @@ def test_qwen3_next_layer_types_give_the_interval(tmp_path: Path) -> None:
     assert sparse.moe is not None and sparse.moe.first_dense_layers == 2
 
 
+def test_qwen3_next_reads_any_layer_list(tmp_path: Path) -> None:
+    """A layer_types whose full-attention layers are not every n-th is read as their list, with a note; one whose
+    layers are every n-th still gives the interval and no list."""
+    late = ["linear_attention"] * 44 + ["full_attention"] * 4
+    arch = architecture_from_hf_config(_write(tmp_path, {**QWEN3_NEXT, "layer_types": late}))
+    assert arch.linear_attention is not None and arch.linear_attention.full_attention_layers == (44, 45, 46, 47)
+    assert arch.num_linear_attention_layers == 44
+    assert any("layer_types puts full attention on layers [44, 45, 46, 47] (from 0)" in note for note in arch.notes)
+    shifted = [*QWEN35_LAYER_TYPES[1:], "linear_attention"]
+    text = architecture_from_hf_config(_write(tmp_path, {**QWEN35_35B, "text_config": {**QWEN35_TEXT,
+                                                                                          "layer_types": shifted}}))
+    assert text.linear_attention is not None
+    assert text.linear_attention.full_attention_layers == tuple(range(2, 40, 4))
+    last = ["linear_attention"] * 47 + ["full_attention"]
+    arch = architecture_from_hf_config(_write(tmp_path, {**QWEN3_NEXT, "layer_types": last}))
+    assert arch.linear_attention is not None and arch.linear_attention.full_attention_layers == ()
+    assert arch.linear_attention.full_attention_interval == 48
+
+
 def test_qwen3_5_moe_text_tower_counts_the_language_model(tmp_path: Path) -> None:
     """Qwen3.5-35B-A3B: the checkpoint's 35,951,822,704 parameters are its language model (34,660,610,688), one MTP
     layer (844,640,768) and the vision tower (446,571,248); rigplan counts the language model only."""
@@ -362,21 +398,113 @@ def test_qwen3_5_moe_wrapper_tie_flag_decides_the_output_head(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("cfg", "expected"), [
-    ({**QWEN3_NEXT, "layer_types": ["linear_attention"] * 44 + ["full_attention"] * 4},
-     "key 'layer_types' has full attention at layers [44, 45, 46, 47], not on one layer in n"),
-    ({**QWEN3_NEXT, "layer_types": ["linear_attention"] * 48}, "key 'layer_types' has full attention at layers []"),
+    ({**QWEN3_NEXT, "layer_types": ["full_attention"] * 48},
+     "key 'layer_types' gives 48 full-attention and 0 linear-attention layers; rigplan reads a hybrid with at least "
+     "one of each"),
+    ({**QWEN3_NEXT, "layer_types": ["linear_attention"] * 48},
+     "key 'layer_types' gives 0 full-attention and 48 linear-attention layers"),
     ({**QWEN3_NEXT, "layer_types": ["sliding_attention"] * 48}, "names sliding_attention"),
     ({**QWEN3_NEXT, "layer_types": ["full_attention"] * 4}, "must list one attention kind per layer (48)"),
     ({**QWEN3_NEXT, "full_attention_interval": 1}, "key 'full_attention_interval' must be >= 2"),
     ({**QWEN3_NEXT, "linear_num_value_heads": 24}, "value heads (24) must be a multiple of its key heads (16)"),
     ({k: v for k, v in QWEN3_NEXT.items() if k != "linear_key_head_dim"}, "missing key 'linear_key_head_dim'"),
-    ({**QWEN35_35B, "text_config": {**QWEN35_TEXT, "layer_types": [*QWEN35_LAYER_TYPES[1:], "linear_attention"]}},
-     "key 'text_config.layer_types' has full attention at layers [2, 6,"),
+    ({**QWEN35_35B, "text_config": {**QWEN35_TEXT, "layer_types": ["attention"] * 40}},
+     "key 'text_config.layer_types' gives 40 full-attention and 0 linear-attention layers"),
     ({**QWEN35_35B, "text_config": {**QWEN35_TEXT, "linear_num_key_heads": 0}}, "'text_config.linear_num_key_heads'"),
-], ids=["late_full_layers", "no_full_layer", "other_kind", "short_list", "interval_1", "value_heads", "missing_key",
-        "qwen3_5_shifted", "qwen3_5_zero_heads"])
+], ids=["no_linear_layer", "no_full_layer", "other_kind", "short_list", "interval_1", "value_heads", "missing_key",
+        "qwen3_5_no_linear_layer", "qwen3_5_zero_heads"])
 def test_a_bad_hybrid_key_is_one_line(tmp_path: Path, cfg: dict[str, Any], expected: str) -> None:
     assert expected in _error(tmp_path, cfg)
+
+
+def test_kimi_linear_reads_its_hybrid_layers_and_counts_the_catalog_total(tmp_path: Path) -> None:
+    """Kimi-Linear-48B-A3B: MLA on 7 layers (full_attn_layers 4, 8, ..., 24 and 27, counted from 1), Kimi Delta
+    Attention on the other 20, a dense first layer and 26 layers of 256 experts beside one shared expert:
+    49,122,675,072 parameters (transformers' KimiLinearForCausalLM built from this config counts the same) and
+    3,106,965,888 active without the input embedding."""
+    arch = architecture_from_hf_config(_write(tmp_path, KIMI_LINEAR))
+    full = (3, 7, 11, 15, 19, 23, 26)
+    assert arch.linear_attention == LinearAttention(kind="kimi_delta", num_key_heads=32, num_value_heads=32,
+                                                    key_head_dim=128, value_head_dim=128, conv_kernel=4,
+                                                    full_attention_layers=full)
+    assert arch.linear_attention.full_layers(27) == full
+    assert arch.num_linear_attention_layers == 20 and arch.attention_kind == "MLA + KDA"
+    assert arch.mla == MLA(q_lora_rank=0, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128)
+    assert arch.moe == MoE(num_experts=256, top_k=8, expert_ffn=1024, num_shared_experts=1, shared_expert_ffn=1024,
+                           first_dense_layers=1, router="sigmoid")
+    assert (arch.ffn, arch.vocab, arch.context_length, arch.tied_embeddings) == (9216, 163840, 1048576, False)
+    assert not arch.qk_norm and not arch.qkv_bias and not arch.attn_out_bias and arch.active_excludes_input_embedding
+    assert any("MLA on layers [3, 7, 11, 15, 19, 23, 26] (from 0), Kimi Delta Attention on the other 20" in note
+               for note in arch.notes)
+    counts = count_params(arch)
+    assert (counts.total, counts.active_published) == (49_122_675_072, 3_106_965_888)
+
+
+def _kimi_layer_types(full: tuple[int, ...], layers: int = 27) -> list[str]:
+    return ["full_attention" if i in full else "linear_attention" for i in range(layers)]
+
+
+def test_kimi_linear_takes_the_transformers_spellings(tmp_path: Path) -> None:
+    """KimiLinearConfig's own keys (num_local_experts, num_experts_per_tok, n_shared_experts, linear_num_heads,
+    linear_head_dim, linear_conv_kernel_dim, layer_types, mlp_layer_types, model_max_length) read as Moonshot's."""
+    moonshot = {"num_experts", "num_experts_per_token", "num_shared_experts", "linear_attn_config",
+                "first_k_dense_replace", "max_position_embeddings"}
+    renamed = {k: v for k, v in KIMI_LINEAR.items() if k not in moonshot}
+    renamed.update(num_local_experts=256, num_experts_per_tok=8, n_shared_experts=1, linear_num_heads=32,
+                   linear_head_dim=128, linear_conv_kernel_dim=4, model_max_length=1048576,
+                   layer_types=_kimi_layer_types((3, 7, 11, 15, 19, 23, 26)),
+                   mlp_layer_types=["dense"] + ["sparse"] * 26)
+    ours = architecture_from_hf_config(_write(tmp_path, renamed))
+    theirs = architecture_from_hf_config(_write(tmp_path, KIMI_LINEAR))
+    assert (ours.linear_attention, ours.moe, ours.mla, ours.context_length) == (
+        theirs.linear_attention, theirs.moe, theirs.mla, theirs.context_length)
+    assert count_params(ours) == count_params(theirs)
+
+
+def test_kimi_linear_layer_precedence_and_shared_experts(tmp_path: Path) -> None:
+    """layer_types wins over linear_attn_config's lists; without either, KimiLinearConfig's default puts MLA on every
+    4th layer from layer 4 (0-based). num_shared_experts widens the one shared MLP."""
+    listed = architecture_from_hf_config(_write(tmp_path, {**KIMI_LINEAR, "layer_types": _kimi_layer_types((0, 26))}))
+    assert listed.linear_attention is not None and listed.linear_attention.full_attention_layers == (0, 26)
+    no_lists = {**KIMI_LINEAR, "linear_attn_config": {"head_dim": 128, "num_heads": 32, "short_conv_kernel_size": 4}}
+    default = architecture_from_hf_config(_write(tmp_path, no_lists))
+    assert default.linear_attention is not None
+    assert default.linear_attention.full_attention_layers == (4, 8, 12, 16, 20, 24)
+    assert any("KimiLinearConfig's default" in note for note in default.notes)
+    shared = architecture_from_hf_config(_write(tmp_path, {**KIMI_LINEAR, "num_shared_experts": 2}))
+    assert shared.moe is not None and (shared.moe.num_shared_experts, shared.moe.shared_expert_ffn) == (1, 2048)
+
+
+@pytest.mark.parametrize(("cfg", "expected"), [
+    ({**KIMI_LINEAR, "linear_attn_config": {**KIMI_LINEAR["linear_attn_config"], "kda_layers": KIMI_KDA_LAYERS[1:]}},
+     "key 'linear_attn_config' must split layers 1 to 27 between full_attn_layers and kda_layers"),
+    ({**KIMI_LINEAR, "linear_attn_config": {"full_attn_layers": [4, 8, 12, 16, 20, 24, 27],
+                                            "kda_layers": KIMI_KDA_LAYERS}},
+     "missing key 'linear_attn_config.num_heads' or 'linear_num_heads'"),
+    ({**KIMI_LINEAR, "linear_attn_config": [4, 8]}, "key 'linear_attn_config' must be a JSON object"),
+    ({**KIMI_LINEAR, "layer_types": ["linear_attention"] * 27},
+     "key 'layer_types' gives 0 full-attention and 27 linear-attention layers"),
+    ({**KIMI_LINEAR, "linear_attn_config": {**KIMI_LINEAR["linear_attn_config"], "full_attn_layers": list(range(1, 28)),
+                                            "kda_layers": []}},
+     "key 'linear_attn_config' gives 27 full-attention and 0 linear-attention layers"),
+    ({**KIMI_LINEAR, "mlp_layer_types": ["moe"] * 27}, "key 'mlp_layer_types' must list dense or sparse for each"),
+    ({**KIMI_LINEAR, "mlp_layer_types": ["dense"] * 27}, "key 'mlp_layer_types' leaves no MoE layer among 27"),
+    ({**KIMI_LINEAR, "first_k_dense_replace": 27}, "key 'first_k_dense_replace' leaves no MoE layer among 27"),
+    ({k: v for k, v in KIMI_LINEAR.items() if k != "num_experts"}, "missing key 'num_experts' or 'num_local_experts'"),
+], ids=["kda_list_short", "no_heads", "not_an_object", "no_full_layer", "no_linear_layer", "mlp_kind", "all_dense",
+        "first_dense_all", "no_experts"])
+def test_a_bad_kimi_linear_key_is_one_line(tmp_path: Path, cfg: dict[str, Any], expected: str) -> None:
+    assert expected in _error(tmp_path, cfg)
+
+
+KIMI_8_LAYERS = {"full_attn_layers": [4, 8], "kda_layers": [1, 2, 3, 5, 6, 7]}
+"""KIMI_LINEAR's layer lists cut to 8 layers: MLA on every 4th (an interval)."""
+KIMI_SPELLED_AS_TRANSFORMERS = {  # KimiLinearConfig's own keys, the MLA on 0-based 1, 2 and 6 (no interval)
+    **{k: v for k, v in KIMI_LINEAR.items() if k not in ("num_experts_per_token", "num_shared_experts",
+                                                         "linear_attn_config")},
+    "num_experts_per_tok": 3, "n_shared_experts": 2, "linear_num_heads": 8, "linear_head_dim": 64,
+    "linear_conv_kernel_dim": 3, "layer_types": _kimi_layer_types((1, 2, 6), 8), "q_lora_rank": 256,
+}
 
 
 @pytest.mark.parametrize(("config_class", "cfg"), [
@@ -384,10 +512,19 @@ def test_a_bad_hybrid_key_is_one_line(tmp_path: Path, cfg: dict[str, Any], expec
     ("Qwen3_5MoeTextConfig", QWEN35_TEXT),
     ("Qwen3NextConfig", {**QWEN3_NEXT, "attention_bias": True, "full_attention_interval": 3,
                          "linear_num_value_heads": 16, "mlp_only_layers": [0, 5]}),
-])
+    ("Qwen3NextConfig", {**QWEN3_NEXT, "layer_types": _kimi_layer_types((1, 5, 6), 8)}),
+    ("KimiLinearConfig", {**KIMI_LINEAR, "linear_attn_config": {**KIMI_LINEAR["linear_attn_config"], **KIMI_8_LAYERS}}),
+    ("KimiLinearConfig", {**KIMI_LINEAR, "num_shared_experts": 2, "first_k_dense_replace": 2, "linear_attn_config": {
+        **KIMI_LINEAR["linear_attn_config"], "full_attn_layers": [2, 3, 8], "kda_layers": [1, 4, 5, 6, 7]}}),
+    ("KimiLinearConfig", KIMI_SPELLED_AS_TRANSFORMERS),
+    ("KimiLinearConfig", {**KIMI_LINEAR, "linear_attn_config": {"head_dim": 128, "num_heads": 32,
+                                                                "short_conv_kernel_size": 4}}),
+], ids=["qwen3_next", "qwen3_5_moe_text", "qwen3_next_bias_interval_3", "qwen3_next_listed_layers",
+        "kimi_linear", "kimi_linear_listed_layers", "kimi_linear_transformers_keys", "kimi_linear_default_layers"])
 def test_hybrid_counts_equal_transformers_modules(tmp_path: Path, config_class: str, cfg: dict[str, Any]) -> None:
-    """transformers builds the model on the meta device from the same config (48 or 40 layers cut to 8, 512 or
-    256 experts to 16) and counts its parameters; rigplan's count of config.json must be the same to the unit."""
+    """transformers builds the model on the meta device from the same config (48, 40 or 27 layers cut to 8, 512 or
+    256 experts to 16, the vocabulary to 1024) and counts its parameters; rigplan's count of config.json must be the
+    same to the unit."""
     pytest.importorskip("torch", reason="torch is not installed: pip install 'rigplan[frameworks]'")
     transformers = pytest.importorskip("transformers", reason="transformers is not installed: pip install "
                                        "'rigplan[frameworks]'")
@@ -399,6 +536,7 @@ def test_hybrid_counts_equal_transformers_modules(tmp_path: Path, config_class: 
     if "layer_types" in small:
         small["layer_types"] = small["layer_types"][:8]
     keys = {k: v for k, v in small.items() if k not in ("model_type", "architectures")}
+    keys.update(pad_token_id=None, bos_token_id=None, eos_token_id=None)  # KimiLinearConfig's lie beyond 1024
     config = getattr(transformers, config_class)(**keys)
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(config)

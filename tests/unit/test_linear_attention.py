@@ -124,12 +124,28 @@ def test_bad_linear_attention_specs_are_refused(changes: dict, needle: str) -> N
         LinearAttention(**{**base, **changes})
 
 
-def test_linear_attention_with_mla_is_refused() -> None:
-    with pytest.raises(InvalidSpec, match="plain full attention"):
-        Architecture(id="x", num_layers=8, hidden=1024, num_heads=8, ffn=2048, vocab=1000,
-                     mla=MLA(q_lora_rank=0, kv_lora_rank=256, qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64),
-                     linear_attention=LinearAttention(num_key_heads=8, num_value_heads=8, key_head_dim=64,
-                                                      value_head_dim=64))
+def test_linear_attention_with_sliding_windows_or_layers_beyond_the_model_is_refused() -> None:
+    spec = {"num_key_heads": 8, "num_value_heads": 8, "key_head_dim": 64, "value_head_dim": 64}
+    shape = {"id": "x", "num_layers": 8, "hidden": 1024, "num_heads": 8, "ffn": 2048, "vocab": 1000}
+    with pytest.raises(InvalidSpec, match="no sliding windows"):
+        Architecture(**shape, attention_windows=(128,) * 8, linear_attention=LinearAttention(**spec))
+    with pytest.raises(InvalidSpec, match="beyond the model's 8 layers"):
+        Architecture(**shape, linear_attention=LinearAttention(**spec, full_attention_layers=(3, 8)))
+    with pytest.raises(InvalidSpec, match="distinct 0-based"):
+        LinearAttention(**spec, full_attention_layers=(5, 3))
+    with pytest.raises(InvalidSpec, match="as many key as value heads"):
+        LinearAttention(**{**spec, "num_value_heads": 16}, kind="kimi_delta")
+
+
+def test_listed_full_attention_layers_set_the_share() -> None:
+    spec = LinearAttention(num_key_heads=8, num_value_heads=8, key_head_dim=64, value_head_dim=64,
+                           full_attention_layers=(3, 7, 8))
+    arch = Architecture(id="x", num_layers=9, hidden=1024, num_heads=8, ffn=2048, vocab=1000,
+                        mla=MLA(q_lora_rank=0, kv_lora_rank=256, qk_nope_head_dim=64, qk_rope_head_dim=32,
+                                v_head_dim=64), linear_attention=spec)
+    assert arch.num_linear_attention_layers == 6 and arch.attention_kind == "MLA + GDN"
+    assert LinearAttention(num_key_heads=8, num_value_heads=8, key_head_dim=64,
+                           value_head_dim=64).full_layers(9) == (3, 7)
 
 
 def _request(**kw: object) -> EstimateRequest:
@@ -190,3 +206,58 @@ def test_context_parallelism_exchanges_the_linear_layers_by_all_to_all(next80b: 
     full = estimate(request, catalog=catalog, model=full_model).to_dict()["breakdown"]["comm_by_axis"]["cp"]
     assert hybrid["exposed_s"] > full["exposed_s"]
     assert hybrid["total_s"] > 0.0
+
+
+KIMI = LinearAttention(num_key_heads=32, num_value_heads=32, key_head_dim=128, value_head_dim=128, kind="kimi_delta",
+                       full_attention_layers=(3, 7, 11, 15, 19, 23, 26))
+
+
+def _kimi_like() -> Architecture:
+    """Kimi Linear 48B-A3B's shape (config.json): MLA on 7 layers, Kimi Delta Attention on the other 20."""
+    return Architecture(id="kimi-like", num_layers=27, hidden=2304, num_heads=32, ffn=9216, vocab=163840,
+                        mla=MLA(q_lora_rank=0, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                                v_head_dim=128),
+                        moe=MoE(num_experts=256, top_k=8, expert_ffn=1024, num_shared_experts=1,
+                                first_dense_layers=1, router="sigmoid"),
+                        linear_attention=KIMI)
+
+
+def test_kimi_delta_attention_params_follow_transformers_module() -> None:
+    h, n, d, heads = 2304, 4096, 128, 32
+    expected = (3 * h * n + 3 * n * 4 + (h * d + d * n + n + heads) + h * heads + (h * d + d * n) + d + n * h)
+    arch = _kimi_like()
+    assert linear_attention.mixer_params(arch) == expected
+    assert arch.num_linear_attention_layers == 20 and arch.attention_kind == "MLA + KDA"
+    counts = count_params(arch)
+    from rigplan.estimate.params import mixer_params_total
+    assert mixer_params_total(arch) == attention_params(arch) * 7 + expected * 20
+    assert counts.moe_layer is not None
+    assert counts.moe_layer.attention * 27 + counts.mixer_remainder == mixer_params_total(arch)
+
+
+def test_kimi_delta_attention_estimates_and_exports() -> None:
+    from rigplan.export import Unsupported, export
+    from rigplan.flow.model_source import ResolvedModel
+    from rigplan.flow.resolve import build_setup
+
+    catalog = load_catalog()
+    model = ResolvedModel(arch=_kimi_like(), source="catalog")
+    request = EstimateRequest(model="kimi-like", gpu="h100-sxm", gpus=32, ep=32, micro_batch=1, global_batch=256,
+                              seq=4096, tokens="1B")
+    result = estimate(request, catalog=catalog, model=model).to_dict()
+    assert result["step_time_s"] > 0 and result["memory"]["model"]["attention"] == "MLA + KDA"
+    with pytest.raises(Unsupported, match="Kimi Delta Attention"):
+        export(build_setup(request, catalog, model), "megatron")
+
+
+def test_megatron_writes_listed_full_attention_layers_as_a_pattern(next80b: Architecture) -> None:
+    from rigplan.export import export
+    from rigplan.flow.model_source import ResolvedModel
+    from rigplan.flow.resolve import build_setup
+
+    listed = replace(next80b, linear_attention=replace(next80b.linear_attention, full_attention_layers=(0, 3, 47)))
+    request = _request(pp=1, gpus=32, ep=32)
+    values = export(build_setup(request, load_catalog(), ResolvedModel(arch=listed, source="catalog")),
+                    "megatron").values
+    pattern = values["linear_attention_freq"].strip("'[]").split(",")
+    assert len(pattern) == 48 and [i for i, v in enumerate(pattern) if v == "0"] == [0, 3, 47]

@@ -106,7 +106,7 @@ def _arch(d: dict[str, Any]) -> Architecture:
     linear = d.get("linear_attention")
     return Architecture(**{**_tuples(d), "moe": MoE(**_tuples(d["moe"])) if d["moe"] else None,
                            "mla": MLA(**_tuples(d["mla"])) if d["mla"] else None,
-                           "linear_attention": LinearAttention(**linear) if linear else None})
+                           "linear_attention": LinearAttention(**_tuples(linear)) if linear else None})
 
 
 def load(key: str) -> tuple[dict[str, Gpu], dict[str, Architecture]] | None:

@@ -151,7 +151,10 @@ def _qwen3_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, notes + dense_notes
 
 
-def deepseek_fields(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+def mla_fields(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Llama-style fields with DeepSeek-V2's multi-head latent attention (q_lora_rank, kv_lora_rank,
+    qk_nope_head_dim, qk_rope_head_dim, v_head_dim): no kv heads of their own; attention_bias counted on the
+    output projection only."""
     fields = standard(r, tie_default=False)
     fields["num_kv_heads"] = 0  # MLA: keys and values come from the shared latent, not from kv heads
     fields["head_dim"] = 0
@@ -166,6 +169,11 @@ def deepseek_fields(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
         qk_rope_head_dim=r.req_int("qk_rope_head_dim"),
         v_head_dim=r.req_int("v_head_dim"),
     )
+    return fields, notes
+
+
+def deepseek_fields(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    fields, notes = mla_fields(r)
     routed = r.opt_int("n_routed_experts")
     if routed:
         layers = fields["num_layers"]

@@ -1,9 +1,9 @@
 """config.json readers for the MoE families that reuse another family's layout with their own keys: MiniMax-M2,
 ERNIE 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2, dots.llm1, DBRX, Ling 2.0 (model_type bailing_moe), the Gated DeltaNet
-hybrids Qwen3-Next and Qwen3.5 MoE, and the text models of Qwen3-VL-MoE, GLM-4.5V and Qwen3.5 MoE (qwen3_vl_moe_text,
-glm4v_moe_text, qwen3_5_moe_text; hf_config.py reads them out of their multimodal config, the vision tower not
-counted). Each returns the fields and notes on what it assumed, as the readers of hf_families.py do; hf_config.py
-joins the two tables."""
+hybrids Qwen3-Next and Qwen3.5 MoE, the Kimi Delta Attention and MLA hybrid Kimi Linear, and the text models of
+Qwen3-VL-MoE, GLM-4.5V and Qwen3.5 MoE (qwen3_vl_moe_text, glm4v_moe_text, qwen3_5_moe_text; hf_config.py reads them
+out of their multimodal config, the vision tower not counted). Each returns the fields and notes on what it assumed,
+as the readers of hf_families.py do; hf_config.py joins the two tables."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
-from rigplan.catalog.hf_families import deepseek_fields, qwen_sparse_layers, routed_every_layer
+from rigplan.catalog.hf_families import deepseek_fields, mla_fields, qwen_sparse_layers, routed_every_layer
 from rigplan.catalog.hf_reader import ConfigReader, moe_layer_split, standard
 from rigplan.domain.model import LinearAttention, MoE
 
@@ -193,22 +193,14 @@ def _bailing_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
 
 
 LAYER_KINDS = {"linear_attention": False, "full_attention": True, "mamba": False, "attention": True}
-"""The layer_types of a Gated DeltaNet hybrid, True for full attention, with the legacy names transformers'
+"""The layer_types of a linear-attention hybrid, True for full attention, with the legacy names transformers'
 remap_legacy_layer_types maps ('mamba' to linear_attention, 'attention' to full_attention)."""
 
 
-def _full_attention_interval(r: ConfigReader, num_layers: int) -> tuple[int, list[str]]:
-    """Every how many layers a Qwen3-Next / Qwen3.5 hybrid keeps full attention (layer i when (i + 1) % interval ==
-    0, the others Gated DeltaNet): from layer_types when the config lists them (transformers then ignores
-    full_attention_interval), else full_attention_interval (default 4, as Qwen3NextConfig builds layer_types).
-    rigplan models that periodic pattern only, so any other layer_types is one line."""
-    interval = r.opt_int("full_attention_interval", default=4)
+def listed_full_layers(r: ConfigReader, num_layers: int) -> list[int]:
+    """The 0-based full-attention layers of a hybrid's layer_types (one linear_attention or full_attention per
+    layer, or their legacy names); anything else is one line."""
     kinds = r.cfg.get("layer_types")
-    if kinds is None:
-        if interval < 2:
-            raise r.fail(f"key '{r.prefix}full_attention_interval' must be >= 2 (full attention on one layer in that "
-                         f"many, linear attention on the others), got {interval}")
-        return interval, []
     if not isinstance(kinds, list) or len(kinds) != num_layers or not all(isinstance(k, str) for k in kinds):
         raise r.fail(f"key '{r.prefix}layer_types' must list one attention kind per layer ({num_layers}), "
                      f"got {kinds!r}")
@@ -216,32 +208,59 @@ def _full_attention_interval(r: ConfigReader, num_layers: int) -> tuple[int, lis
     if other:
         raise r.fail(f"key '{r.prefix}layer_types' names {', '.join(other)}; rigplan reads linear_attention and "
                      "full_attention layers only")
-    full = [i for i, kind in enumerate(kinds) if LAYER_KINDS[kind]]
-    period = full[0] + 1 if full else 0
-    if period < 2 or full != list(range(period - 1, num_layers, period)):
-        raise r.fail(f"key '{r.prefix}layer_types' has full attention at layers {full}, not on one layer in n (n >= 2) "
-                     "with linear attention on the others; rigplan models that periodic pattern only")
+    return [i for i, kind in enumerate(kinds) if LAYER_KINDS[kind]]
+
+
+def hybrid_layout(r: ConfigReader, key: str, full: list[int], num_layers: int) -> tuple[int, tuple[int, ...]]:
+    """LinearAttention's (full_attention_interval, full_attention_layers) for the 0-based full-attention layers
+    `full`: the interval n when they are every n-th layer (i with (i + 1) % n == 0, n >= 2) and no list, else the
+    list (the interval then unused). A hybrid needs a layer of each kind: otherwise one line naming `key`."""
+    if not full or len(full) == num_layers:
+        raise r.fail(f"key '{r.prefix}{key}' gives {len(full)} full-attention and {num_layers - len(full)} "
+                     "linear-attention layers; rigplan reads a hybrid with at least one of each")
+    period = full[0] + 1
+    if period >= 2 and full == list(range(period - 1, num_layers, period)):
+        return period, ()
+    return 4, tuple(full)
+
+
+def _full_attention_layout(r: ConfigReader, num_layers: int) -> tuple[int, tuple[int, ...], list[str]]:
+    """Which layers of a Qwen3-Next / Qwen3.5 hybrid keep full attention, the others Gated DeltaNet: from
+    layer_types when the config lists them (transformers then ignores full_attention_interval), else every
+    full_attention_interval-th layer (default 4, as Qwen3NextConfig builds layer_types). A layer_types that is not
+    every n-th layer is read as its list of full-attention layers."""
+    interval = r.opt_int("full_attention_interval", default=4)
+    if r.cfg.get("layer_types") is None:
+        if interval < 2:
+            raise r.fail(f"key '{r.prefix}full_attention_interval' must be >= 2 (full attention on one layer in that "
+                         f"many, linear attention on the others), got {interval}")
+        return interval, (), []
+    period, layers = hybrid_layout(r, "layer_types", listed_full_layers(r, num_layers), num_layers)
+    if layers:
+        return period, layers, [f"layer_types puts full attention on layers {list(layers)} (from 0), not on every "
+                                "n-th layer: read as that list"]
     if r.cfg.get("full_attention_interval") is not None and interval != period:
-        return period, [f"full_attention_interval {interval} not used: layer_types puts full attention on one layer "
-                        f"in {period}, as transformers builds the model"]
-    return period, []
+        return period, (), [f"full_attention_interval {interval} not used: layer_types puts full attention on one "
+                            f"layer in {period}, as transformers builds the model"]
+    return period, (), []
 
 
 def _gated_deltanet_attention(r: ConfigReader, fields: dict[str, Any]) -> list[str]:
     """The token mixers of Qwen3-Next and Qwen3.5 (transformers Qwen3NextGatedDeltaNet and Qwen3NextAttention) into
-    `fields`: Gated DeltaNet on all layers but every full_attention_interval-th (linear_num_key_heads and
-    linear_num_value_heads heads of linear_key_head_dim and linear_value_head_dim, a causal convolution of
+    `fields`: Gated DeltaNet on all layers but the full-attention ones (_full_attention_layout; linear_num_key_heads
+    and linear_num_value_heads heads of linear_key_head_dim and linear_value_head_dim, a causal convolution of
     linear_conv_kernel_dim taps), full attention on those: GQA of head_dim with per-head q and k RMSNorms,
     attention_bias on q, k, v and o, and a sigmoid output gate that doubles q_proj (attn_output_gate, true unless
     the config says false, as vLLM reads it; transformers always builds the gate)."""
-    interval, notes = _full_attention_interval(r, fields["num_layers"])
+    interval, layers, notes = _full_attention_layout(r, fields["num_layers"])
     bias = r.flag("attention_bias", False)
     fields.update(qkv_bias=bias, attn_out_bias=bias, qk_norm=True,
                   attention_output_gate=r.flag("attn_output_gate", True))
     fields["linear_attention"] = LinearAttention(
         num_key_heads=r.req_int("linear_num_key_heads"), num_value_heads=r.req_int("linear_num_value_heads"),
         key_head_dim=r.req_int("linear_key_head_dim"), value_head_dim=r.req_int("linear_value_head_dim"),
-        conv_kernel=r.opt_int("linear_conv_kernel_dim", default=4), full_attention_interval=interval)
+        conv_kernel=r.opt_int("linear_conv_kernel_dim", default=4), full_attention_interval=interval,
+        full_attention_layers=layers)
     return notes
 
 
@@ -296,6 +315,101 @@ def _qwen3_5_moe_text(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, notes
 
 
+def _kimi_full_layers(r: ConfigReader, num_layers: int) -> tuple[list[int], list[str]]:
+    """The 0-based MLA layers of Kimi Linear, in transformers' KimiLinearConfig precedence: layer_types when given,
+    else linear_attn_config's full_attn_layers and kda_layers (1-based, as Moonshot's config.json writes them;
+    both or neither), else every 4th layer from layer 4 (0-based i > 0 with i % 4 == 0, the class default)."""
+    if r.cfg.get("layer_types") is not None:
+        full = listed_full_layers(r, num_layers)
+        return full, [f"MLA on layers {full} (from 0), Kimi Delta Attention on the other {num_layers - len(full)}"]
+    la = r.nested("linear_attn_config")
+    if la.cfg.get("full_attn_layers") is not None or la.cfg.get("kda_layers") is not None:
+        full, kda = la.int_list("full_attn_layers"), la.int_list("kda_layers")
+        if sorted(full + kda) != list(range(1, num_layers + 1)):
+            raise r.fail(f"key '{r.prefix}linear_attn_config' must split layers 1 to {num_layers} between "
+                         f"full_attn_layers and kda_layers (each layer in one list, counted from 1), got {full} "
+                         f"and {kda}")
+        listed = sorted(i - 1 for i in full)
+        return listed, [f"MLA on layers {listed} (from 0), Kimi Delta Attention on the other {len(kda)}"]
+    default = [i for i in range(num_layers) if i and i % 4 == 0]
+    return default, [f"MLA on layers {default} (from 0; KimiLinearConfig's default without layer_types or "
+                     f"linear_attn_config), Kimi Delta Attention on the other {num_layers - len(default)}"]
+
+
+def _kda_key(r: ConfigReader, la: ConfigReader, nested: str, flat: str, default: int | None = None) -> int:
+    """A Kimi Delta Attention shape key: linear_attn_config's when given (Moonshot's config.json), else the flat key
+    of transformers' KimiLinearConfig, else `default` (or one line)."""
+    if la.cfg.get(nested) is not None:
+        return la.req_int(nested)
+    if r.cfg.get(flat) is not None or default is not None:
+        return r.opt_int(flat, default=default or 0)
+    raise r.fail(f"missing key '{la.prefix}{nested}' or '{r.prefix}{flat}' (needed for model_type '{r.model_type}')")
+
+
+def _kimi_moe(r: ConfigReader, num_layers: int) -> tuple[MoE, list[str]]:
+    """Kimi Linear's MLP layers: dense (intermediate_size) where mlp_layer_types says dense, or when the config
+    lists none, before first_k_dense_replace (default 1) and off every moe_layer_freq-th layer (Moonshot's
+    modeling_kimi.py; transformers ignores the frequency, 1 in the release); the others route over num_experts
+    (num_local_experts) experts of moe_intermediate_size, top num_experts_per_token (num_experts_per_tok), beside
+    ONE shared MLP of moe_intermediate_size x num_shared_experts (n_shared_experts; default 1). The router scores
+    are sigmoids (moe_router_activation_func) with a selection bias, e_score_correction_bias."""
+    kinds = r.cfg.get("mlp_layer_types")
+    if kinds is not None:
+        if not isinstance(kinds, list) or len(kinds) != num_layers or any(k not in ("dense", "sparse") for k in kinds):
+            raise r.fail(f"key '{r.prefix}mlp_layer_types' must list dense or sparse for each of the {num_layers} "
+                         f"layers, got {kinds!r}")
+        dense_layers, named = [i for i, kind in enumerate(kinds) if kind == "dense"], "mlp_layer_types"
+    else:
+        first_dense = r.opt_int("first_k_dense_replace", default=1)
+        freq = r.opt_int("moe_layer_freq", default=1)
+        if freq < 1:
+            raise r.fail(f"key 'moe_layer_freq' must be >= 1, got {freq}")
+        dense_layers = [i for i in range(num_layers) if i < first_dense or i % freq != 0]
+        named = "first_k_dense_replace"
+    if len(dense_layers) == num_layers:
+        raise r.fail(f"key '{r.prefix}{named}' leaves no MoE layer among {num_layers}")
+    dense, notes = moe_layer_split(num_layers, dense_layers)
+    expert_ffn = r.req_int("moe_intermediate_size")
+    shared = r.opt_int("num_shared_experts", "n_shared_experts", default=1)
+    mtp = r.opt_int("num_nextn_predict_layers")
+    moe = MoE(num_experts=r.req_int("num_experts", "num_local_experts"),
+              top_k=r.req_int("num_experts_per_token", "num_experts_per_tok"), expert_ffn=expert_ffn,
+              num_shared_experts=1 if shared else 0, shared_expert_ffn=expert_ffn * shared, first_dense_layers=dense,
+              router="softmax" if r.cfg.get("moe_router_activation_func") == "softmax" else "sigmoid",
+              mtp_layers=mtp)
+    notes.append("router e_score_correction_bias not counted")
+    if mtp:
+        notes.append(f"{mtp} multi-token-prediction layer(s) not counted (as in the published totals)")
+    return moe, notes
+
+
+def _kimi_linear(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Kimi Linear (moonshotai/Kimi-Linear-48B-A3B; transformers KimiLinearConfig and modeling_kimi_linear.py, whose
+    config class also takes Moonshot's spellings: num_experts, num_experts_per_token, num_shared_experts,
+    model_max_length): MLA (KimiLinearAttention: DeepSeek-V2's latent attention, a plain q_proj when q_lora_rank is
+    null; mla_use_nope drops its rotary, not its weights) on the layers of _kimi_full_layers, Kimi Delta Attention
+    (KimiLinearDeltaAttention) on the others: linear_attn_config num_heads heads of head_dim (transformers'
+    linear_num_heads, linear_head_dim) for q, k and v alike, a causal convolution of short_conv_kernel_size taps
+    (linear_conv_kernel_dim, default 4), low-rank forget and output gates; the MLP layers of _kimi_moe."""
+    fields, notes = mla_fields(r)
+    layers = fields["num_layers"]
+    fields["context_length"] = r.opt_int("model_max_length", "max_position_embeddings")
+    fields["active_excludes_input_embedding"] = True  # as Moonshot counts Kimi K2's (DeepSeek-V3's convention)
+    full, layout_notes = _kimi_full_layers(r, layers)
+    interval, listed = hybrid_layout(r, "layer_types" if r.cfg.get("layer_types") is not None
+                                     else "linear_attn_config", full, layers)
+    la = r.nested("linear_attn_config")
+    heads, head_dim = _kda_key(r, la, "num_heads", "linear_num_heads"), _kda_key(r, la, "head_dim", "linear_head_dim")
+    fields["linear_attention"] = LinearAttention(
+        kind="kimi_delta", num_key_heads=heads, num_value_heads=heads, key_head_dim=head_dim, value_head_dim=head_dim,
+        conv_kernel=_kda_key(r, la, "short_conv_kernel_size", "linear_conv_kernel_dim", default=4),
+        full_attention_interval=interval, full_attention_layers=listed)
+    fields["moe"], moe_notes = _kimi_moe(r, layers)
+    if r.flag("mla_use_nope", False):
+        notes.append("mla_use_nope: the MLA layers apply no rotary embedding (the same weights)")
+    return fields, [*notes, *layout_notes, *moe_notes]
+
+
 MOE_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] = {
     "bailing_moe": _bailing_moe,
     "dbrx": _dbrx,
@@ -304,6 +418,7 @@ MOE_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]
     "ernie4_5_moe": _ernie4_5_moe,
     "glm4v_moe_text": _glm4v_moe_text,
     "hunyuan_v1_moe": _hunyuan_v1_moe,
+    "kimi_linear": _kimi_linear,
     "minimax_m2": _minimax_m2,
     "qwen3_5_moe_text": _qwen3_5_moe_text,
     "qwen3_next": _qwen3_next,

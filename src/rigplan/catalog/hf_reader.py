@@ -26,7 +26,8 @@ KEY_BOUNDS = {
     "moe_num_shared_experts": "shared_experts", "num_shared_expert": "shared_experts",
     "num_shared_experts": "shared_experts", "kv_n_heads": "kv_heads", "ffn_hidden_size": "ffn", "moe_top_k": "top_k",
     "linear_num_key_heads": "heads", "linear_num_value_heads": "heads", "linear_key_head_dim": "head_dim",
-    "linear_value_head_dim": "head_dim", "mtp_num_hidden_layers": "mtp_layers",
+    "linear_value_head_dim": "head_dim", "mtp_num_hidden_layers": "mtp_layers", "model_max_length": "context",
+    "num_experts_per_token": "top_k", "num_heads": "heads", "linear_num_heads": "heads", "linear_head_dim": "head_dim",
 }
 """config.json keys checked against the same bounds as the shape flags (rigplan.bounds)."""
 ZERO_MEANS_NONE = frozenset({"experts", "top_k", "expert_ffn", "shared_experts", "head_dim"})

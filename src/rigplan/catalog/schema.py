@@ -293,6 +293,9 @@ class LinearAttentionRecord(Record):
     value_head_dim: Annotated[int, Bounded("head_dim")]
     conv_kernel: Annotated[int, Field(ge=1, le=64)] = 4
     full_attention_interval: Annotated[int, Field(ge=2, le=BOUNDS["layers"].high)] = 4
+    full_attention_layers: tuple[Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)], ...] = ()
+    """0-based indices of the full-attention layers, where they do not follow the interval rule (Kimi Linear)."""
+    kind: Literal["gated_deltanet", "kimi_delta"] = "gated_deltanet"
 
 
 class ModelRecord(Record):

@@ -92,12 +92,22 @@ class MLA:
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
 
+LinearAttentionKind = Literal["gated_deltanet", "kimi_delta"]
+LINEAR_ATTENTION_KINDS: tuple[str, ...] = ("gated_deltanet", "kimi_delta")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LinearAttention:
-    """Gated DeltaNet token mixers on the layers between full-attention ones (Qwen3-Next, Qwen3.5; Yang et al. 2024,
-    arXiv 2412.06464): every full_attention_interval-th layer (the 4th, 8th, ...) keeps full attention, the others run
-    the gated delta rule over a fixed-size state with num_value_heads heads (queries and keys num_key_heads heads,
-    each shared by num_value_heads / num_key_heads value heads), after a depthwise causal convolution."""
+    """Linear-attention token mixers on the layers between full-attention ones: the gated delta rule over a
+    fixed-size state per head, after a depthwise causal convolution.
+
+    kind 'gated_deltanet' (Qwen3-Next, Qwen3.5; Yang et al. 2024, arXiv 2412.06464): num_value_heads heads, queries
+    and keys num_key_heads heads each shared by num_value_heads / num_key_heads value heads, a scalar decay per
+    head. kind 'kimi_delta' (Kimi Linear's Kimi Delta Attention, arXiv 2510.26692): as many key as value heads of
+    one width, a decay per channel from a low-rank projection, and a low-rank output gate.
+    Which layers keep full attention: full_attention_layers (0-based) when given, else every
+    full_attention_interval-th (the 4th, 8th, ...; transformers' rule for Qwen3-Next, Megatron-Core's
+    --linear-attention-freq)."""
 
     num_key_heads: int
     num_value_heads: int
@@ -105,8 +115,8 @@ class LinearAttention:
     value_head_dim: int
     conv_kernel: int = 4
     full_attention_interval: int = 4
-    """Every full_attention_interval-th layer has full attention (transformers' layer_types rule for Qwen3-Next,
-    Megatron-Core's --linear-attention-freq); 1 would make every layer full attention."""
+    full_attention_layers: tuple[int, ...] = ()
+    kind: LinearAttentionKind = "gated_deltanet"
 
     def __post_init__(self) -> None:
         dims = (self.num_key_heads, self.num_value_heads, self.key_head_dim, self.value_head_dim, self.conv_kernel)
@@ -118,6 +128,17 @@ class LinearAttention:
         if self.num_value_heads % self.num_key_heads:
             raise InvalidSpec(f"linear-attention value heads ({self.num_value_heads}) must be a multiple of its key "
                               f"heads ({self.num_key_heads})")
+        if self.kind not in LINEAR_ATTENTION_KINDS:
+            raise InvalidSpec(f"linear attention kind must be one of {', '.join(LINEAR_ATTENTION_KINDS)}, "
+                              f"got {self.kind}")
+        if self.kind == "kimi_delta" and (self.num_key_heads != self.num_value_heads
+                                          or self.key_head_dim != self.value_head_dim):
+            raise InvalidSpec("Kimi Delta Attention has as many key as value heads, of one width; got heads "
+                              f"{self.num_key_heads}/{self.num_value_heads}, dims {self.key_head_dim}/"
+                              f"{self.value_head_dim}")
+        layers = self.full_attention_layers
+        if layers and (list(layers) != sorted(set(layers)) or layers[0] < 0):
+            raise InvalidSpec(f"full-attention layers must be distinct 0-based indices in order, got {list(layers)}")
 
     @property
     def key_dim(self) -> int:
@@ -132,9 +153,16 @@ class LinearAttention:
         """Channels of the causal convolution: q, k and v."""
         return 2 * self.key_dim + self.value_dim
 
+    def full_layers(self, num_layers: int) -> tuple[int, ...]:
+        """The 0-based indices of the full-attention layers among num_layers."""
+        if self.full_attention_layers:
+            return self.full_attention_layers
+        step = self.full_attention_interval
+        return tuple(i for i in range(num_layers) if (i + 1) % step == 0)
+
     def linear_layers(self, num_layers: int) -> int:
-        """Layers with a Gated DeltaNet mixer among num_layers."""
-        return num_layers - num_layers // self.full_attention_interval
+        """Layers with a linear-attention mixer among num_layers."""
+        return num_layers - len(self.full_layers(num_layers))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -190,7 +218,7 @@ class Architecture:
     moe: MoE | None = None
     mla: MLA | None = None
     linear_attention: LinearAttention | None = None
-    """Gated DeltaNet mixers on all layers but every full_attention_interval-th (None: every layer attends)."""
+    """Linear-attention mixers on the layers that are not full attention (None: every layer attends)."""
     context_length: int = 0
     """Longest trained sequence; 0 if unknown."""
     official_params: float = 0.0
@@ -225,8 +253,12 @@ class Architecture:
                 f"attention windows need one size >= 0 per layer (0 = full attention): got "
                 f"{len(self.attention_windows)} for layers={self.num_layers}"
             )
-        if self.linear_attention is not None and (self.mla is not None or self.attention_windows):
-            raise InvalidSpec("linear attention is read with plain full attention only (no MLA, no sliding windows)")
+        if self.linear_attention is not None and self.attention_windows:
+            raise InvalidSpec("linear attention is read with full attention on the other layers (no sliding windows)")
+        if self.linear_attention is not None and self.linear_attention.full_attention_layers and (
+                self.linear_attention.full_attention_layers[-1] >= self.num_layers):
+            raise InvalidSpec(f"full-attention layer {self.linear_attention.full_attention_layers[-1]} is beyond the "
+                              f"model's {self.num_layers} layers (indices from 0)")
         if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
             raise InvalidSpec(
                 f"dense layers before MoE ({self.moe.first_dense_layers}) exceed layers={self.num_layers}"
@@ -280,13 +312,15 @@ class Architecture:
 
     @property
     def attention_kind(self) -> str:
-        if self.linear_attention is not None:
-            return "GQA + GDN"
         if self.mla is not None:
-            return "MLA"
-        if self.kv_heads == self.num_heads:
-            return "MHA"
-        return "MQA" if self.kv_heads == 1 else "GQA"
+            full = "MLA"
+        elif self.kv_heads == self.num_heads:
+            full = "MHA"
+        else:
+            full = "MQA" if self.kv_heads == 1 else "GQA"
+        if self.linear_attention is None:
+            return full
+        return f"{full} + {'KDA' if self.linear_attention.kind == 'kimi_delta' else 'GDN'}"
 
     def with_overrides(self, **changes: object) -> Architecture:
         """A copy with some fields replaced (validation runs again)."""

@@ -1,6 +1,7 @@
-"""Gated DeltaNet layers of hybrid models (Qwen3-Next, Qwen3.5): parameters, FLOPs, saved activations, element-wise
-traffic and kernels of one such layer's token mixer, per token, for the estimators, which average a layer over the
-model by its share of linear-attention layers (`blend`; domain.model.Architecture.linear_attention_share).
+"""Linear-attention layers of hybrid models: Gated DeltaNet (Qwen3-Next, Qwen3.5) and Kimi Delta Attention (Kimi
+Linear). Parameters, FLOPs, saved activations, element-wise traffic and kernels of one such layer's token mixer, per
+token, for the estimators, which average a layer over the model by its share of linear-attention layers (`blend`;
+domain.model.Architecture.linear_attention_share).
 
 Shapes: transformers' Qwen3NextGatedDeltaNet (modeling_qwen3_next.py: in_proj_qkvz h -> 2·k + 2·v, in_proj_ba
 h -> 2·H_v, a depthwise causal conv1d over the 2·k + v channels of q, k and v without bias, dt_bias and A_log per
@@ -9,6 +10,13 @@ Megatron-Core's GatedDeltaNet (megatron/core/ssm/gated_delta_net.py: the same we
 out_proj row-parallel, the heads split by tp; q and k L2-normalised by fla.modules.l2norm, then repeated to the
 value heads, before the kernel). Kernel: flash-linear-attention's chunk_gated_delta_rule
 (fla/ops/gated_delta_rule/chunk.py), chunks of CHUNK tokens.
+
+Kimi Delta Attention (transformers' KimiLinearDeltaAttention, modeling_kimi_linear.py; Kimi Linear, arXiv
+2510.26692): H heads of d for q, k and v alike (n = H·d), separate q, k and v projections and one causal conv over
+their 3n channels, a decay per channel from a low-rank forget gate (f_a h -> d, f_b d -> n, dt_bias n, A_log H),
+beta from b_proj (h -> H), a low-rank output gate (g_a h -> d, g_b d -> n) into a gated RMSNorm of d, o_proj
+n -> h. Its chunked kernel (fla's chunk_kda) is counted as the gated delta rule's matmuls; the per-channel decay
+adds element-wise work on the keys, counted in its traffic.
 
 Left out: the convolution's FLOPs (2·K per channel and token, under 0.1% of the projections'; its traffic is
 counted), the sequential walk over chunks of the state kernels (chunk_gated_delta_rule_fwd_h and its backward run
@@ -59,18 +67,27 @@ def blend(arch: Architecture, full: Num, linear: Num) -> Num:
 
 
 def mixer_params(arch: Architecture) -> int:
-    """Weights of one Gated DeltaNet mixer: h·(2k + 2v + 2·H_v) + (2k + v)·K + 2·H_v + d_v + v·h
-    (Qwen3-Next-80B-A3B: 33,718,464, transformers' module shapes)."""
+    """Weights of one linear-attention mixer. Gated DeltaNet: h·(2k + 2v + 2·H_v) + (2k + v)·K + 2·H_v + d_v + v·h
+    (Qwen3-Next-80B-A3B: 33,718,464, transformers' module shapes). Kimi Delta Attention: 3·h·n + 3n·K + (h·d + d·n
+    + n + H) (forget gate) + h·H + (h·d + d·n) (output gate) + d + n·h."""
     la = _spec(arch)
     h = arch.hidden
+    if la.kind == "kimi_delta":
+        n, d, heads = la.key_dim, la.key_head_dim, la.num_key_heads
+        forget = h * d + d * n + n + heads
+        return 3 * h * n + 3 * n * la.conv_kernel + forget + h * heads + (h * d + d * n) + d + n * h
     in_proj = h * (2 * la.key_dim + 2 * la.value_dim + 2 * la.num_value_heads)
     return in_proj + la.conv_dim * la.conv_kernel + 2 * la.num_value_heads + la.value_head_dim + la.value_dim * h
 
 
 def projection_flop_per_token(arch: Architecture) -> float:
-    """Forward FLOPs of the in and out projections per token (before the tp split): 2·h·(2k + 2v + 2·H_v) + 2·v·h."""
+    """Forward FLOPs of the in and out projections per token (before the tp split): 2·h·(2k + 2v + 2·H_v) + 2·v·h
+    (Kimi Delta Attention: 2·h·(3n + H + 2d) + 2·2·d·n for the gates' second halves + 2·n·h)."""
     la = _spec(arch)
     h = arch.hidden
+    if la.kind == "kimi_delta":
+        n, d = la.key_dim, la.key_head_dim
+        return 2.0 * h * (3 * n + la.num_key_heads + 2 * d) + 4.0 * d * n + 2.0 * n * h
     return 2.0 * h * (2 * la.key_dim + 2 * la.value_dim + 2 * la.num_value_heads) + 2.0 * la.value_dim * h
 
 
@@ -104,10 +121,23 @@ def saved_split_bytes(arch: Architecture, p: float, out_proj_input: float) -> fl
     ctx.save_for_backward(q, k, v, g, beta, A, ...)), the rule's output for the gated norm (v), and the norm's
     output, out_proj's input, at out_proj_input bytes an element."""
     la = _spec(arch)
+    if la.kind == "kimi_delta":
+        return _kimi_saved_bytes(la, p, out_proj_input)
     repeated = 2 * la.num_value_heads * la.key_head_dim if la.num_value_heads > la.num_key_heads else 0
     elements = (la.conv_dim + la.value_dim + 2 * la.num_value_heads + 2 * la.key_dim + repeated + la.value_dim
                 + la.num_value_heads + la.num_value_heads * CHUNK + la.value_dim)
     return p * elements + 4.0 * (2 * la.num_key_heads + la.num_value_heads) + out_proj_input * la.value_dim
+
+
+def _kimi_saved_bytes(la: LinearAttention, p: float, out_proj_input: float) -> float:
+    """Kimi Delta Attention's saved bytes per token: the conv's input (3n), the low-rank gates' middles (f_a's and
+    g_a's outputs, d each) and g_b's output for the gated norm (n), the forget gate's pre-activation (n), q, k and
+    v after the conv (3n; the kernel L2-normalises q and k inside, keeping an fp32 rstd per head each), beta (H),
+    the decay's fp32 chunk cumsum per channel (4·n: fla's chunk_kda keeps g of [T, H, d]), the inverted chunk
+    matrix A (H·C), the rule's output (n) and the norm's output at out_proj_input bytes."""
+    n, heads = la.key_dim, la.num_key_heads
+    elements = 3 * n + 2 * la.key_head_dim + n + n + 3 * n + heads + heads * CHUNK + n
+    return p * elements + 4.0 * (n + 2 * heads) + out_proj_input * n
 
 
 def elementwise_elements_per_token(arch: Architecture) -> float:
@@ -116,13 +146,24 @@ def elementwise_elements_per_token(arch: Architecture) -> float:
     H_v > H_k (2k + 2·H_v·d_k), the gating and its chunk cumsum (6·H_v) and the gated RMSNorm (read the output and
     z, write: 3v)."""
     la = _spec(arch)
+    if la.kind == "kimi_delta":  # conv and SiLU (2·3n), the forget gate's softplus-decay and its cumsum per channel
+        return float(2 * 3 * la.key_dim + 2 * la.key_dim + 2 * la.key_dim + 3 * la.key_dim)  # (2n + 2n), the norm
     repeat = 2 * la.key_dim + 2 * la.num_value_heads * la.key_head_dim if la.num_value_heads > la.num_key_heads else 0
     return float(2 * la.conv_dim + 4 * la.key_dim + repeat + 6 * la.num_value_heads + 3 * la.value_dim)
 
 
+KIMI_FORWARD_KERNELS = 19.0
+"""Kernels the forward of one Kimi Delta Attention mixer launches (transformers' KimiLinearDeltaAttention with fla's
+kernels): q, k and v projections (3), the conv (1), the forget gate's two projections and activation (3), b_proj
+and its sigmoid (2), the output gate's two projections (2), the chunked rule's six as FORWARD_KERNELS counts
+them, the gated RMSNorm and o_proj (2)."""
+
+
 def kernels_over_attention(arch: Architecture) -> float:
-    """Forward kernels one Gated DeltaNet layer launches beyond an attention layer of the fused stack."""
+    """Forward kernels one linear-attention layer launches beyond an attention layer of the fused stack."""
     la = _spec(arch)
+    if la.kind == "kimi_delta":
+        return KIMI_FORWARD_KERNELS - ATTENTION_MIXER_KERNELS
     repeats = REPEAT_KERNELS if la.num_value_heads > la.num_key_heads else 0.0
     return FORWARD_KERNELS + repeats - ATTENTION_MIXER_KERNELS
 
@@ -132,6 +173,9 @@ def cast_elements_per_token(arch: Architecture, tp: Num) -> Num:
     out_proj (v/tp), and in backward the gradients of their outputs ((2k + 2v + 2·H_v)/tp, h)."""
     la = _spec(arch)
     h = arch.hidden
+    if la.kind == "kimi_delta":  # q, k, v, gates' and o_proj's inputs (6h + 2d + n), their outputs' gradients
+        n, d = la.key_dim, la.key_head_dim
+        return 6.0 * h + (2 * d + n) / tp + (3 * n + la.num_key_heads + 2 * d + 2 * n) / tp + h
     return 2.0 * h + (la.value_dim + 2 * la.key_dim + 2 * la.value_dim + 2 * la.num_value_heads) / tp
 
 
@@ -144,6 +188,7 @@ def context_parallel_s(arch: Architecture, *, tokens: Num, tp: Num, cp: Num, dty
     v, b and a (2k + v + 2·H_v per token); out, the rule's output (v). z is taken to stay sequence-sharded for
     the gated norm after the exchange back."""
     la = _spec(arch)
-    return comm.ulysses_all_to_all_s(tokens=tokens, qkv_width=la.conv_dim + 2 * la.num_value_heads,
+    gates = la.key_dim + la.num_key_heads if la.kind == "kimi_delta" else 2 * la.num_value_heads  # decay and beta
+    return comm.ulysses_all_to_all_s(tokens=tokens, qkv_width=la.conv_dim + gates,
                                      out_width=la.value_dim, tp=tp, cp=cp, dtype_bytes=dtype_bytes,
                                      per_node=per_node, intra=intra, inter=inter)

@@ -183,18 +183,25 @@ def _linear_attention_args(arch: Architecture, cp: int) -> dict[str, Any]:
     """Megatron-Core's flags for a hybrid model's Gated DeltaNet layers (Qwen3-Next; TransformerConfig's linear
     attention fields: --experimental-attention-variant gated_delta_net, --linear-attention-freq N, whose N - 1
     linear layers then one full one are the interval rule rigplan models, the conv and head shapes) and the output
-    gate of its full-attention layers (--attention-output-gate). Partial rotary (Qwen3-Next's 0.25,
+    gate of its full-attention layers (--attention-output-gate); listed full-attention layers are written as
+    --linear-attention-freq's per-layer list. Kimi Delta Attention is refused. Partial rotary (Qwen3-Next's 0.25,
     --rotary-percent) is not a field of rigplan's model and is left to the user. Megatron-Core 0.16 asserts
     context_parallel_size == 1 for gated_delta_net, so a layout with cp > 1 is refused."""
     args: dict[str, Any] = {"attention_output_gate": True} if arch.attention_output_gate else {}
     la = arch.linear_attention
     if la is None:
         return args
+    if la.kind != "gated_deltanet":
+        raise unsupported(NAME, "Kimi Delta Attention layers", "Megatron-Core's linear attention is gated_delta_net")
     if cp > 1:
         raise unsupported(NAME, f"context parallelism (cp={cp}) with Gated DeltaNet layers",
                           "Megatron-Core 0.16 asserts context_parallel_size == 1 for gated_delta_net; use cp 1")
+    freq: int | str = la.full_attention_interval
+    if la.full_attention_layers:  # the per-layer list form, 1 for a linear-attention layer, quoted for the shell
+        full = set(la.full_attention_layers)
+        freq = "'[" + ",".join("0" if i in full else "1" for i in range(arch.num_layers)) + "]'"
     return {**args, "experimental_attention_variant": "gated_delta_net", "linear_attention_freq":
-            la.full_attention_interval, "linear_conv_kernel_dim": la.conv_kernel, "linear_key_head_dim":
+            freq, "linear_conv_kernel_dim": la.conv_kernel, "linear_key_head_dim":
             la.key_head_dim, "linear_value_head_dim": la.value_head_dim, "linear_num_key_heads": la.num_key_heads,
             "linear_num_value_heads": la.num_value_heads}
 
@@ -286,6 +293,8 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
     for key in ("attention_dropout", "hidden_dropout"):
         if key in args:
             out[key] = args[key]
+    if isinstance(args.get("linear_attention_freq"), str):  # a per-layer pattern, quoted for the shell
+        out["linear_attention_freq"] = [int(v) for v in args["linear_attention_freq"].strip("'[]").split(",")]
     if args.get("cuda_graph_scope"):
         out["cuda_graph_scope"] = args["cuda_graph_scope"].split()
     if args.get("fp4_format"):
