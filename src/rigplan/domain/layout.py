@@ -95,7 +95,7 @@ def heads_per_cp_problem(num_heads: int, num_kv_heads: int, tp: int, cp: int) ->
 
 
 def linear_heads_problem(num_key_heads: int, num_value_heads: int, tp: int, cp: int) -> str | None:
-    """Why tp x cp ranks cannot split a hybrid model's Gated DeltaNet heads (None if they can): Megatron-Core's
+    """Why tp x cp ranks cannot split a hybrid model's linear-attention heads (None if they can): Megatron-Core's
     GatedDeltaNet splits its key and value heads by tp (num_value_heads // tp_size) and, under context
     parallelism, turns the sequence split into a head split by cp (all-to-all, tensor_a2a_cp2hp)."""
     ranks = tp * cp

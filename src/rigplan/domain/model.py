@@ -1,5 +1,5 @@
 """Transformer architecture description: dense and MoE decoders, MHA/GQA/MQA and MLA attention, and hybrids whose
-layers alternate linear attention (Gated DeltaNet) with full attention.
+layers alternate linear attention (Gated DeltaNet, Kimi Delta Attention) with full attention.
 
 One frozen value covers every catalog model and every Hugging Face family rigplan reads. Fields
 are counts (no units). Validation messages show every factor involved.

@@ -9,7 +9,7 @@ rigplan reads. Per token and layer, in bytes, with p bytes per element (2 for bf
                + eager core: p·a·s (softmax) [+ a·s mask + p·a·s dropout out]
                + flash core: 4·a (fp32 log-sum-exp)
                [+ 2·p·q_w: an output gate's sigmoid and the gated output (Qwen3-Next)]
-    hybrid     the layer-mean of the attention mixer above and a Gated DeltaNet mixer's
+    hybrid     the layer-mean of the attention mixer above and a linear-attention mixer's
                (estimate.linear_attention.saved_split_bytes) by their shares of the layers
     MLP        p·(h_norm_in + h_fc1_in + 2f (plain) | 4f (gated: gate, silu(gate), up, product)) [+ h mask]
     MoE MLP    p·(h_norm_in + h_router_in + load·k·(h + 4·f_e [+ h]) + shared·4·f_s) + 4·E (router probs)
@@ -155,7 +155,7 @@ def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenA
             split = split + (HF_RMSNORM_EXTRA_BYTES_PER_HIDDEN + p) * (q_w + kv_w) + 4 * (a + arch.kv_heads)
     if arch.attention_output_gate and arch.mla is None:
         split = split + 2 * p * a * arch.dim_per_head  # sigmoid(gate) and the gated output, out_proj's input
-    if arch.linear_attention is not None:  # the layer-mean of full attention and Gated DeltaNet mixers
+    if arch.linear_attention is not None:  # the layer-mean of full-attention and linear-attention mixers
         out_proj_input = p + fp8_inputs.out_proj_extra_bytes(job)
         split = linear_attention.blend(arch, split, linear_attention.saved_split_bytes(arch, p, out_proj_input))
         core = linear_attention.blend(arch, core, 0.0)

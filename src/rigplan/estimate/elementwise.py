@@ -202,7 +202,7 @@ def kernels_per_layer(arch: Architecture, job: Job) -> float:
     GeLU are single kernels in either stack; torch.compile fuses back to about the fused count."""
     qk_norms = float(linear_attention.blend(arch, 2.0 if arch.qk_norm and arch.mla is None else 0.0, 0.0))  # q, k
     store_cast = 1.0 if job.fp8_activation_store and arch.mlp == "gated" else 0.0  # FP8_STORE_CAST_TRAFFIC's cast
-    # a hybrid model's Gated DeltaNet layers (their share) launch their own mixer's kernels instead of attention's
+    # a hybrid model's linear-attention layers (their share) launch their own mixer's kernels instead of attention's
     gdn = linear_attention.kernels_over_attention(arch) if arch.linear_attention else 0.0
     mixer = float(linear_attention.blend(arch, 1.0 if arch.attention_output_gate else 0.0, gdn))
     if job.kernels == "fused" or job.compile:

@@ -64,7 +64,7 @@ class OpFlops:
     adapter_flop: Num = 0.0
     """LoRA A and B matrices (0 for full training)."""
     linear_core_flop: Num = 0.0
-    """The chunked gated delta rule of a hybrid model's Gated DeltaNet layers (estimate.linear_attention)."""
+    """The chunked gated delta rule of a hybrid model's linear-attention layers (estimate.linear_attention)."""
 
     @property
     def total_flop(self) -> Num:
@@ -172,7 +172,7 @@ def paper_flop_per_token(arch: Architecture, seq_len: NumIn) -> Num:
     head once, the input embedding lookup not). The attention term is the full s×s score matrix: no causal
     half, no sliding window, no recompute, which is why it differs from rigplan's own `mfu` (what the
     kernels compute: flash attention skips the masked half and the blocks outside a window). A hybrid model's
-    attention term counts its full-attention layers, and its Gated DeltaNet layers add Megatron-LM's nominal
+    attention term counts its full-attention layers, and its linear-attention layers add Megatron-LM's nominal
     3·2·4·H_v·d_v² (training.py's num_floating_point_operations).
     """
     d_qk, d_v = _core_widths(arch)
@@ -211,7 +211,7 @@ def layer_forward_flops(
 
     Attention projections (GQA: g kv heads of width d; a query heads):
       2·T·h·a·d (Q) + 2·2·T·h·g·d (K, V) + 2·T·a·d·h (out); an output gate (Qwen3-Next) 2·T·h·a·d more.
-    A hybrid model's Gated DeltaNet layers (estimate.linear_attention): their projections and chunked rule
+    A hybrid model's linear-attention layers (estimate.linear_attention): their projections and chunked rule
       (linear_core_flop) in place of attention, each averaged over the layers by their share (a layer of the
       model's mix; full_attention: a full-attention layer, as an MTP module's).
     MLA (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1): 2·T·(h·r_q + r_q·a·d_qk) or 2·T·h·a·d_qk (Q),

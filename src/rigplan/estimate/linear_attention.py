@@ -59,7 +59,7 @@ def _spec(arch: Architecture) -> LinearAttention:
 
 def blend(arch: Architecture, full: Num, linear: Num) -> Num:
     """The mean over the model's layers of a per-layer figure that is `full` on full-attention layers and `linear`
-    on Gated DeltaNet ones: full itself for a model without linear attention."""
+    on linear-attention ones: full itself for a model without linear attention."""
     share = arch.linear_attention_share
     if not share:
         return full

@@ -2,7 +2,7 @@
 
 Every weight matrix and vector of the decoder is counted exactly (projections, biases, norms,
 embeddings, position tables, routers, attention sinks), so that the totals match the published
-counts of the catalog models within 0.5%. A hybrid model's Gated DeltaNet and full-attention mixers are counted
+counts of the catalog models within 0.5%. A hybrid model's linear- and full-attention mixers are counted
 layer by layer (estimate.linear_attention.mixer_params); each layer's `attention` is their mean over the layers and
 ParamCounts.mixer_remainder keeps the total exact. Not counted: buffers that are not trained (rotary
 frequency tables, causal masks), multi-token-prediction heads (DeepSeek-V3's MTP module is left
@@ -105,7 +105,7 @@ def norm_params(arch: Architecture, width: int) -> int:
 
 def mixer_params_total(arch: Architecture) -> int:
     """Token-mixer weights of all layers: attention_params on the full-attention layers and
-    linear_attention.mixer_params on the Gated DeltaNet ones."""
+    linear_attention.mixer_params on the linear-attention ones."""
     linear = arch.num_linear_attention_layers
     total = attention_params(arch) * (arch.num_layers - linear)
     return total + (linear_attention.mixer_params(arch) * linear if linear else 0)

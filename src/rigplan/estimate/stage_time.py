@@ -150,7 +150,7 @@ class _Rates:
     adapter_eff: Num
     attn_eff: Num
     linear_eff: Num
-    """A Gated DeltaNet layer's chunked rule (linear_attention.CHUNK-wide matmuls, bf16)."""
+    """A linear-attention layer's chunked rule (linear_attention.CHUNK-wide matmuls, bf16)."""
     backward_rate: float
     read_bytes: float
     grad_bytes: float
@@ -515,7 +515,7 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
                                                 head_dim=arch.dim_per_head, dtype_bytes=p)
         cp_per_layer = (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
                         + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
-    linear_cp_per_layer: Num = 0.0  # a hybrid's Gated DeltaNet layers: all-to-all to head shards, exposed
+    linear_cp_per_layer: Num = 0.0  # a hybrid's linear-attention layers: all-to-all to head shards, exposed
     if arch.linear_attention is not None:
         linear_cp_per_layer = arch.linear_attention_share * linear_attention.context_parallel_s(
             arch, tokens=tokens, tp=tp, cp=cp, dtype_bytes=p, per_node=cp_place.per_node, intra=cp_place.intra,

@@ -45,7 +45,7 @@ def fit_verdict(total_bytes: float, usable_bytes: float) -> dict[str, Any]:
 
 def _remedies(job: Job, layout: Layout, adapters: bool = True) -> list[tuple[str, Job, Layout]]:
     """The switches that may bring this job's peak down, each with the job and layout it gives; `adapters`: whether
-    QLoRA is open to the model (not to a hybrid with Gated DeltaNet layers, whose adapters rigplan refuses)."""
+    QLoRA is open to the model (not to a hybrid with linear-attention layers, whose adapters rigplan refuses)."""
     out: list[tuple[str, Job, Layout]] = []
     if job.offload == "none" and job.optimizer != "muon":  # Muon's Newton-Schulz stays on the GPU
         out.append(("--offload optimizer", replace(job, offload="optimizer"), layout))

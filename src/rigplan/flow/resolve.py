@@ -300,7 +300,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     if problem:
         raise InvalidSpec(problem)
     if linear and spec.method != "full":
-        raise InvalidSpec(f"--method {spec.method} on a model with Gated DeltaNet layers is not modelled (its "
+        raise InvalidSpec(f"--method {spec.method} on a model with linear-attention layers is not modelled (its "
                           "adapters' modules differ between the linear- and full-attention layers); use --method full")
     if layout.pp > 1 and (split != DEFAULT_SPLIT or arch.num_layers % (layout.pp * layout.vpp)):
         assumptions.append(describe_split(split, arch.num_layers, layout.pp, layout.vpp))
