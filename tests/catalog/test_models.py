@@ -167,6 +167,14 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         0.16, "the card gives '3B activated' (one significant figure); the exact count is 3.45B with both embedding "
               "tables (15% above), 2.95B without the input one",
     ),
+    ("qwen3.5-397b-a17b", "active"): (
+        0.025, "the card gives '17B activated' (two significant figures); the exact count with both embedding "
+               "tables is 17.35B (2.1% above)",
+    ),
+    ("qwen3.5-122b-a10b", "active"): (
+        0.025, "the card gives '10B activated' (two significant figures); the exact count with both embedding "
+               "tables is 9.77B (2.3% below)",
+    ),
     ("deepseek-v2", "active"): (
         0.01, "the README gives '21B activated' (two significant figures); the exact count without the input "
               "embedding is 20.85B (0.7% below)",
