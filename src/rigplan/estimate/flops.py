@@ -247,7 +247,7 @@ def layer_forward_flops(
         proj = q_and_out + kv
     d_qk, d_v = _core_widths(arch)
     core = 2.0 * b * s * s * a * (d_qk + d_v) * cf * _num(window_scale) / (c * t)
-    linear_core = 0.0 * core
+    linear_core: Num = 0.0  # a scalar where no layer is linear: the search adds it to every layout for free
     if arch.linear_attention is not None and not full_attention:
         proj = linear_attention.blend(arch, proj, tokens * linear_attention.projection_flop_per_token(arch) / t)
         core = linear_attention.blend(arch, core, 0.0 * core)
