@@ -261,3 +261,11 @@ def test_megatron_writes_listed_full_attention_layers_as_a_pattern(next80b: Arch
                     "megatron").values
     pattern = values["linear_attention_freq"].strip("'[]").split(",")
     assert len(pattern) == 48 and [i for i, v in enumerate(pattern) if v == "0"] == [0, 3, 47]
+
+
+def test_hybrid_estimates_say_which_kernels_they_assume() -> None:
+    from rigplan.flow.estimate import LINEAR_ATTENTION_NOTE
+
+    assert LINEAR_ATTENTION_NOTE in estimate(_request()).to_dict()["assumptions"]
+    plain = estimate(_request(model="qwen3-30b-a3b", ep=16)).to_dict()["assumptions"]
+    assert LINEAR_ATTENTION_NOTE not in plain

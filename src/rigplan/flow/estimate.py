@@ -292,6 +292,12 @@ BRIDGE_NO_DEEPEP_NOTE = ("DeepEP in Megatron-Bridge: its flex-dispatcher gate ru
                          "8.x and 9.x and on devices named NVIDIA B200 or B300, and on a GB200 or GB300 falls back to "
                          "the NCCL all-to-all with a warning (Megatron-Bridge issue #5992): give --moe-dispatcher "
                          "hybridep for HybridEP, the flex backend its NVL72 recipes use, or alltoall for the fallback")
+LINEAR_ATTENTION_NOTE = ("linear-attention layers: timed as flash-linear-attention's chunked kernels, which "
+                         "Megatron-Core and transformers call (transformers through the fla package or its Hub kernel; "
+                         "without either it runs a PyTorch loop, torch_chunk_gated_delta_rule, which rigplan does not "
+                         "model); their rate is the GEMM curve's at the kernels' 64-wide chunks, 1.4-2x above "
+                         "published forward timings of the Triton kernels (docs/methodology/flops.md)")
+"""Shown with a hybrid model's estimate (estimate.linear_attention)."""
 BLOCKWISE_FP8_NOTE = ("block-scaled fp8: one fp32 scale per 1 x 128 elements of activations and gradients and per "
                       "128 x 128 block of weights (Transformer Engine's Float8BlockScaling); its GEMMs at the fp8 "
                       "curve of per-tensor scaling, which DeepGEMM's block-scaled GEMMs on H800 exceed "
@@ -392,6 +398,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                            "the datasheet peak, a measured shortfall at its board power (catalog gemm_power_limit)")
     assumptions.append(f"{gpu.gpus_per_node} GPUs per node, {gpu.nic_bits_per_s / 1e9:.0f} Gb/s scale-out per GPU, "
                        f"{kernel_note(job, eff, gpu.peak('bf16'), attention_head_dims(setup.arch))}")
+    if setup.arch.linear_attention is not None:
+        assumptions.append(LINEAR_ATTENTION_NOTE)
     if job.precision == "fp8" and job.fp8_recipe == "nvfp4":
         assumptions.append(NVFP4_NOTE)
     if job.precision == "fp8" and job.fp8_recipe == "blockwise":
