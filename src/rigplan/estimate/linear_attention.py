@@ -146,8 +146,9 @@ def elementwise_elements_per_token(arch: Architecture) -> float:
     H_v > H_k (2k + 2·H_v·d_k), the gating and its chunk cumsum (6·H_v) and the gated RMSNorm (read the output and
     z, write: 3v)."""
     la = _spec(arch)
-    if la.kind == "kimi_delta":  # conv and SiLU (2·3n), the forget gate's softplus-decay and its cumsum per channel
-        return float(2 * 3 * la.key_dim + 2 * la.key_dim + 2 * la.key_dim + 3 * la.key_dim)  # (2n + 2n), the norm
+    if la.kind == "kimi_delta":
+        # conv and SiLU (2·3n), the forget gate's decay (2n) and its cumsum (2n) per channel, the gated norm (3n)
+        return float(2 * 3 * la.key_dim + 2 * la.key_dim + 2 * la.key_dim + 3 * la.key_dim)
     repeat = 2 * la.key_dim + 2 * la.num_value_heads * la.key_head_dim if la.num_value_heads > la.num_key_heads else 0
     return float(2 * la.conv_dim + 4 * la.key_dim + repeat + 6 * la.num_value_heads + 3 * la.value_dim)
 

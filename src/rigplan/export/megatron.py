@@ -101,7 +101,7 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
             args["mtp_num_layers"] = moe.mtp_layers
         if moe.first_dense_layers or moe.moe_layer_step > 1:
             dense = [0 if d else 1 for d in dense_layer_mask(arch.num_layers, moe.dense_pattern())]
-            args["moe_layer_freq"] = f"'[{','.join(map(str, dense))}]'"
+            args["moe_layer_freq"] = _quoted_list(dense)
         if job.capacity_factor:
             args["moe_expert_capacity_factor"] = job.capacity_factor
             args["moe_pad_expert_input_to_capacity"] = job.moe_pad_to_capacity
@@ -172,7 +172,7 @@ def _attention_and_activation_args(arch: Architecture) -> dict[str, Any]:
         if period and pattern == ([1] * (period - 1) + [0]) * (len(pattern) // period):
             args["window_attn_skip_freq"] = period
         elif period:
-            args["window_attn_skip_freq"] = f"'[{','.join(map(str, pattern))}]'"
+            args["window_attn_skip_freq"] = _quoted_list(pattern)
     if arch.moe is not None and arch.moe.expert_act_clamp > 0.0:
         args.update({"swiglu": False, "quick_geglu": True,
                      "activation_func_clamp_value": arch.moe.expert_act_clamp, "glu_linear_offset": 1.0})
@@ -199,7 +199,7 @@ def _linear_attention_args(arch: Architecture, cp: int) -> dict[str, Any]:
     freq: int | str = la.full_attention_interval
     if la.full_attention_layers:  # the per-layer list form, 1 for a linear-attention layer, quoted for the shell
         full = set(la.full_attention_layers)
-        freq = "'[" + ",".join("0" if i in full else "1" for i in range(arch.num_layers)) + "]'"
+        freq = _quoted_list([0 if i in full else 1 for i in range(arch.num_layers)])
     return {**args, "experimental_attention_variant": "gated_delta_net", "linear_attention_freq":
             freq, "linear_conv_kernel_dim": la.conv_kernel, "linear_key_head_dim":
             la.key_head_dim, "linear_value_head_dim": la.value_head_dim, "linear_num_key_heads": la.num_key_heads,
@@ -245,6 +245,16 @@ def _switch_args(job: Job) -> dict[str, Any]:
     return args
 
 
+def _quoted_list(values: list[int]) -> str:
+    """A per-layer list flag as Megatron-LM's argparse takes it, quoted for the shell: '[1,1,0]'."""
+    return f"'[{','.join(map(str, values))}]'"
+
+
+def _unquoted_list(text: str) -> list[int]:
+    """The list a _quoted_list flag holds."""
+    return [int(v) for v in text.strip("'[]").split(",")]
+
+
 def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
     """megatron-core TransformerConfig keyword arguments that Megatron-LM derives from `args`."""
     renamed = {"num_experts": "num_moe_experts"}
@@ -274,7 +284,7 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
         out["window_size"] = tuple(int(v) for v in args["window_size"].split(","))
         freq = args.get("window_attn_skip_freq")
         if isinstance(freq, str):  # a per-layer pattern, quoted for the shell
-            out["window_attn_skip_freq"] = [int(v) for v in freq.strip("'[]").split(",")]
+            out["window_attn_skip_freq"] = _unquoted_list(freq)
         elif freq:
             out["window_attn_skip_freq"] = freq
     out["add_bias_linear"] = not args.get("disable_bias_linear", False)
@@ -294,7 +304,7 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
         if key in args:
             out[key] = args[key]
     if isinstance(args.get("linear_attention_freq"), str):  # a per-layer pattern, quoted for the shell
-        out["linear_attention_freq"] = [int(v) for v in args["linear_attention_freq"].strip("'[]").split(",")]
+        out["linear_attention_freq"] = _unquoted_list(args["linear_attention_freq"])
     if args.get("cuda_graph_scope"):
         out["cuda_graph_scope"] = args["cuda_graph_scope"].split()
     if args.get("fp4_format"):
