@@ -26,15 +26,20 @@ def result(error: float, *, compare: str = "tokens_per_s_per_gpu", regime: dict[
                       compare=compare, reliability="high", notes=notes, regime=regime or {})
 
 
-def test_a_job_is_labelled_by_its_host_graphs_tokens_stack_and_routing() -> None:
+def test_a_job_is_labelled_by_its_host_graphs_tokens_stack_routing_and_dispatcher() -> None:
     eager = labels(gpu="h100-sxm", micro_batch=1, tp=2, balanced_routing=True)
     assert eager == {"host": "NVIDIA, x86 host", "CUDA graphs": "none (eager)",
                      "tokens per GPU per micro-batch": "<= 2,048",
-                     "stack": "Megatron-Core (Megatron-LM, NeMo, Megatron-Bridge)", "routing": "forced balance"}
+                     "stack": "Megatron-Core (Megatron-LM, NeMo, Megatron-Bridge)", "routing": "forced balance",
+                     "dispatcher": "NCCL all-to-all, dropless"}
+    assert labels(gpu="h100-sxm", moe_dispatcher="deepep")["dispatcher"] == "DeepEP or HybridEP"
+    assert labels(gpu="h100-sxm", a2a_overlap=True)["dispatcher"] == "DeepEP or HybridEP"
+    assert labels(gpu="h100-sxm", gpus=8, ep=1)["dispatcher"].startswith("no dropless all-to-all")
     graphed = labels(gpu="gb200", micro_batch=4, cuda_graphs="full", capacity_factor=1.0, moe_pad_to_capacity=True,
                      precision="fp8", fp8_recipe="mxfp8")
     assert graphed["host"] == "NVIDIA, Grace host" and graphed["CUDA graphs"] == "full iteration"
     assert graphed["tokens per GPU per micro-batch"] == "> 8,192" and graphed["routing"] == "padded to capacity"
+    assert graphed["dispatcher"].startswith("no dropless all-to-all")
     scoped = labels(gpu="b200", micro_batch=2, cuda_graph_scope=("moe_router",), framework="torchtitan")
     assert scoped["CUDA graphs"] == "per module" and scoped["stack"] == "torchtitan"
     assert scoped["tokens per GPU per micro-batch"] == "2,049-8,192"

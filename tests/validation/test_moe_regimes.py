@@ -15,21 +15,41 @@ from rigplan.validation.regimes import regime_figures
 from rigplan.validation.run import run_suite
 
 X86_EAGER_SMALL = {"host": "NVIDIA, x86 host", "CUDA graphs": "none (eager)",
-                   "tokens per GPU per micro-batch": "<= 2,048"}
+                   "tokens per GPU per micro-batch": "<= 2,048", "dispatcher": "DeepEP or HybridEP"}
+X86_EAGER_SMALL_NCCL = {**X86_EAGER_SMALL, "dispatcher": "NCCL all-to-all, dropless"}
+NCCL_CELL = "NVIDIA, x86 host | none (eager) | <= 2,048 | NCCL all-to-all, dropless"
 
 
 def test_the_quoted_figures_are_the_suites_own() -> None:
     assert regime_figures(run_suite("moe")) == MOE_REGIME_FIGURES, "stale: run python tools/moe_regimes.py"
 
 
-def test_a_populated_regime_is_quoted_and_a_thin_one_falls_back_to_the_whole_suite() -> None:
-    runs, median, low, high, beyond = MOE_REGIME_FIGURES["NVIDIA, x86 host | none (eager) | <= 2,048"]
+X86_EAGER_SMALL_CELL = "NVIDIA, x86 host; CUDA graphs: none (eager); <= 2,048 tokens per GPU per micro-batch"
+
+
+def assert_quotes(labels: dict[str, str], key: str, cell: str) -> tuple[int, float]:
+    """The accuracy line of `labels` quotes MOE_REGIME_FIGURES[key], a populated cell described as `cell`; (runs,
+    median) of it."""
+    runs, median, low, high, beyond = MOE_REGIME_FIGURES[key]
     assert runs >= MIN_RUNS
-    note = moe_accuracy_note(X86_EAGER_SMALL)
-    assert note.startswith(f"validation: on the {runs} published MoE runs in this regime (NVIDIA, x86 host; CUDA "
-                           "graphs: none (eager); <= 2,048 tokens per GPU per micro-batch)")
+    note = moe_accuracy_note(labels)
+    assert note.startswith(f"validation: on the {runs} published MoE runs in this regime ({cell})")
     assert f"came out {100 * median:+.0f}% against the measured" in note and f"{beyond} of them beyond 35%" in note
     assert f"({100 * low:+.0f}% to {100 * high:+.0f}% from the 10th to the 90th percentile" in note
+    return runs, median
+
+
+def test_a_populated_dispatcher_cell_is_quoted_first_and_the_cell_without_it_otherwise() -> None:
+    runs, median = assert_quotes(X86_EAGER_SMALL_NCCL, NCCL_CELL,
+                                 f"{X86_EAGER_SMALL_CELL}; dispatcher: NCCL all-to-all, dropless")
+    wide_runs, wide_median = assert_quotes({**X86_EAGER_SMALL, "dispatcher": "a dispatcher no published run used"},
+                                           "NVIDIA, x86 host | none (eager) | <= 2,048", X86_EAGER_SMALL_CELL)
+    assert wide_runs > runs and median > wide_median  # the NCCL runs sit above the rest of their cell
+
+
+def test_a_populated_regime_is_quoted_and_a_thin_one_falls_back_to_the_whole_suite() -> None:
+    assert_quotes(X86_EAGER_SMALL, "NVIDIA, x86 host | none (eager) | <= 2,048 | DeepEP or HybridEP",
+                  f"{X86_EAGER_SMALL_CELL}; dispatcher: DeepEP or HybridEP")
     thin = {**X86_EAGER_SMALL, "CUDA graphs": "full iteration", "tokens per GPU per micro-batch": "<= 2,048"}
     seen = MOE_REGIME_FIGURES.get("NVIDIA, x86 host | full iteration | <= 2,048", (0,))[0]
     assert seen < MIN_RUNS
@@ -43,7 +63,7 @@ def test_every_moe_estimate_says_how_its_regime_has_fared_and_a_dense_one_does_n
     moe = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=8, micro_batch=1, seq=2048,
                                          global_batch=64, framework="megatron"))
     quoted = [a for a in moe.setup.assumptions if a.startswith("validation: ")]
-    assert quoted == [moe_accuracy_note(X86_EAGER_SMALL)]
+    assert quoted == [moe_accuracy_note(X86_EAGER_SMALL_NCCL)]
     dense = speed.estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, global_batch=64))
     assert not [a for a in dense.setup.assumptions if a.startswith("validation: ")]
 
@@ -72,7 +92,7 @@ def test_plan_prints_its_first_options_accuracy_line() -> None:
     first = json.loads(out.output)["ranked"][0]["moe_accuracy"]
     assert first["note"].startswith("validation: ")
     text = CliRunner().invoke(cli, ["plan", "qwen3-30b-a3b", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus-max", "8"],
-                              env={"COLUMNS": "400"}).output
+                              env={"COLUMNS": "1000"}).output
     assert f"the first, {first['note']}" in text
 
 
@@ -84,7 +104,7 @@ def test_time_to_train_is_also_given_under_the_quoted_runs_spread() -> None:
     data = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=8, micro_batch=1, seq=2048,
                                           global_batch=64, framework="megatron", tokens="10B")).to_dict()
     accuracy = data["moe_accuracy"]
-    _, _, low, high, _ = MOE_REGIME_FIGURES["NVIDIA, x86 host | none (eager) | <= 2,048"]
+    _, _, low, high, _ = MOE_REGIME_FIGURES[NCCL_CELL]
     assert low < 0 < high
     time_s, gpu_hours = data["time_to_train_s"], data["gpu_hours"]
     assert accuracy["time_to_train_s_spread"] == (time_s * (1 + low), time_s * (1 + high))

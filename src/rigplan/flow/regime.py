@@ -2,8 +2,9 @@
 the MoE validation suite's figures for that regime, quoted beside every MoE estimate.
 
 A regime is a few labels a user can read off their own job (regime_of): the host the GPUs hang off, CUDA graphs,
-tokens per GPU per micro-batch, the training stack and the routing. The accuracy line uses the first three, the ones
-the suite shows rigplan's error to follow (docs/methodology/moe.md, 'Validation'): each cell's tokens/s errors,
+tokens per GPU per micro-batch, the training stack, the routing and the token dispatcher. The accuracy line uses the
+first three, the ones the suite shows rigplan's error to follow (docs/methodology/moe.md, 'Validation'), and the
+dispatcher within them where that narrower cell holds enough runs (DISPATCHER_AXIS): each cell's tokens/s errors,
 rigplan's over the measured minus one, are summarised in MOE_REGIME_FIGURES, which `python tools/moe_regimes.py`
 regenerates from the suite (rigplan.validation.regimes) and tests/validation/test_moe_regimes.py checks is current.
 The figures are the suite's own (in sample): an error bar for the estimate, not a correction of it.
@@ -16,13 +17,25 @@ from typing import TYPE_CHECKING, Any
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
+from rigplan.estimate.moe import dispatcher, flex_dispatched
 
 if TYPE_CHECKING:
     from rigplan.flow.resolve import TrainingSetup
 
-REGIME_AXES = ("host", "CUDA graphs", "tokens per GPU per micro-batch", "stack", "routing")
+REGIME_AXES = ("host", "CUDA graphs", "tokens per GPU per micro-batch", "stack", "routing", "dispatcher")
 ACCURACY_AXES = REGIME_AXES[:3]
 """The axes of the cells the accuracy line quotes."""
+DISPATCHER_AXIS = REGIME_AXES[5]
+"""The axis the accuracy line narrows its cell by when the narrower cell holds MIN_RUNS runs: in the MoE suite the
+eager runs with NCCL's all-to-all dispatcher, dropless across expert ranks, sit well above the rest of their cell (on
+x86 hosts at most 2,048 tokens per GPU per micro-batch, 33 runs at a median of +68% against +25% for the cell's other
+29, on 2026-12-07; docs/validation.md, MoE by regime), where neither the host, the graphs nor the tokens tell them
+apart."""
+NCCL_ALL_TO_ALL = "NCCL all-to-all, dropless"
+"""Megatron-Core's alltoall dispatcher (or another stack's NCCL all-to-all) over more than one expert rank, unpadded."""
+FLEX = "DeepEP or HybridEP"
+NO_DROPLESS_ALL_TO_ALL = "no dropless all-to-all"
+"""One expert rank, expert inputs padded to capacity, or the einsum dispatcher."""
 SMALL_TOKENS, LARGE_TOKENS = 2048, 8192
 """Bounds of the tokens-per-GPU-per-micro-batch bands (micro-batch x sequence / (tp x cp))."""
 MEGATRON_STACKS = ("megatron", "nemo")
@@ -53,7 +66,10 @@ def regime_of(gpu: Gpu, job: Job, layout: Layout, framework: str | None) -> dict
              else "other (MaxText, Primus, ms-swift, MindSpore, ...)")
     routing = ("forced balance" if job.forced_balance else "padded to capacity" if job.experts_padded
                else "natural, dropless or capped")
-    return dict(zip(REGIME_AXES, (host, graphs, band, stack, routing), strict=True))
+    tokens_moved = (FLEX if flex_dispatched(job)
+                    else NCCL_ALL_TO_ALL if dispatcher(job) == "alltoall" and layout.ep > 1 and not job.experts_padded
+                    else NO_DROPLESS_ALL_TO_ALL)
+    return dict(zip(REGIME_AXES, (host, graphs, band, stack, routing, tokens_moved), strict=True))
 
 
 def setup_regime(setup: TrainingSetup) -> dict[str, str]:
@@ -61,34 +77,77 @@ def setup_regime(setup: TrainingSetup) -> dict[str, str]:
     return regime_of(setup.gpu, setup.job, setup.layout, setup.framework.name if setup.framework else None)
 
 
-def cell_key(labels: dict[str, str]) -> str:
-    """The MOE_REGIME_FIGURES key of a job's ACCURACY_AXES labels."""
-    return " | ".join(labels[axis] for axis in ACCURACY_AXES)
+def cell_key(labels: dict[str, str], *, by_dispatcher: bool = False) -> str:
+    """The MOE_REGIME_FIGURES key of a job's ACCURACY_AXES labels, and with `by_dispatcher` its DISPATCHER_AXIS
+    label after them."""
+    axes = (*ACCURACY_AXES, DISPATCHER_AXIS) if by_dispatcher else ACCURACY_AXES
+    return " | ".join(labels[axis] for axis in axes)
 
 
 # written by `python tools/moe_regimes.py` from the MoE suite; do not edit by hand
 MOE_REGIME_FIGURES: dict[str, tuple[int, float, float, float, int]] = {
     "NVIDIA, Grace host | full iteration | 2,049-8,192": (23, -0.133, -0.301, -0.016, 2),
+    "NVIDIA, Grace host | full iteration | 2,049-8,192 | DeepEP or HybridEP": (23, -0.133, -0.301, -0.016, 2),
     "NVIDIA, Grace host | full iteration | <= 2,048": (12, -0.065, -0.137, 0.108, 0),
+    "NVIDIA, Grace host | full iteration | <= 2,048 | DeepEP or HybridEP": (6, -0.004, -0.114, 0.229, 0),
+    "NVIDIA, Grace host | full iteration | <= 2,048 | no dropless all-to-all": (6, -0.096, -0.141, -0.061, 0),
     "NVIDIA, Grace host | full iteration | > 8,192": (17, -0.06, -0.081, 0.006, 0),
+    "NVIDIA, Grace host | full iteration | > 8,192 | DeepEP or HybridEP": (16, -0.061, -0.083, -0.012, 0),
+    "NVIDIA, Grace host | full iteration | > 8,192 | no dropless all-to-all": (1, 0.02, 0.02, 0.02, 0),
     "NVIDIA, Grace host | none (eager) | 2,049-8,192": (31, 0.014, -0.134, 0.318, 3),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | DeepEP or HybridEP": (5, -0.105, -0.125, 0.005, 0),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless": (13, -0.085, -0.122, 0.648, 2),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | no dropless all-to-all": (13, 0.202, -0.128, 0.317, 1),
     "NVIDIA, Grace host | none (eager) | <= 2,048": (6, 0.758, -0.129, 1.621, 3),
+    "NVIDIA, Grace host | none (eager) | <= 2,048 | NCCL all-to-all, dropless": (2, -0.127, -0.179, -0.074, 0),
+    "NVIDIA, Grace host | none (eager) | <= 2,048 | no dropless all-to-all": (4, 1.577, 0.428, 1.639, 3),
     "NVIDIA, Grace host | none (eager) | > 8,192": (19, 0.185, -0.25, 0.495, 7),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | DeepEP or HybridEP": (4, 0.396, 0.201, 0.46, 3),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | NCCL all-to-all, dropless": (8, 0.312, -0.052, 0.706, 4),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | no dropless all-to-all": (7, -0.22, -0.269, -0.027, 0),
     "NVIDIA, Grace host | per module | 2,049-8,192": (16, -0.115, -0.152, 0.017, 1),
+    "NVIDIA, Grace host | per module | 2,049-8,192 | DeepEP or HybridEP": (15, -0.119, -0.153, -0.075, 0),
+    "NVIDIA, Grace host | per module | 2,049-8,192 | NCCL all-to-all, dropless": (1, 0.986, 0.986, 0.986, 1),
     "NVIDIA, Grace host | per module | > 8,192": (9, -0.017, -0.097, 0.274, 1),
+    "NVIDIA, Grace host | per module | > 8,192 | DeepEP or HybridEP": (7, -0.019, -0.11, 0.247, 1),
+    "NVIDIA, Grace host | per module | > 8,192 | NCCL all-to-all, dropless": (2, 0.242, 0.238, 0.245, 0),
     "NVIDIA, x86 host | full iteration | 2,049-8,192": (2, 0.083, -0.014, 0.18, 0),
+    "NVIDIA, x86 host | full iteration | 2,049-8,192 | DeepEP or HybridEP": (1, -0.039, -0.039, -0.039, 0),
+    "NVIDIA, x86 host | full iteration | 2,049-8,192 | no dropless all-to-all": (1, 0.205, 0.205, 0.205, 0),
     "NVIDIA, x86 host | full iteration | <= 2,048": (1, -0.128, -0.128, -0.128, 0),
+    "NVIDIA, x86 host | full iteration | <= 2,048 | no dropless all-to-all": (1, -0.128, -0.128, -0.128, 0),
     "NVIDIA, x86 host | full iteration | > 8,192": (12, 0.006, -0.009, 0.033, 0),
+    "NVIDIA, x86 host | full iteration | > 8,192 | DeepEP or HybridEP": (12, 0.006, -0.009, 0.033, 0),
     "NVIDIA, x86 host | none (eager) | 2,049-8,192": (70, 0.12, -0.145, 0.452, 13),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | DeepEP or HybridEP": (39, 0.071, -0.181, 0.407, 5),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless": (17, 0.12, -0.068, 0.539, 4),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | no dropless all-to-all": (14, 0.215, 0.018, 0.471, 4),
     "NVIDIA, x86 host | none (eager) | <= 2,048": (62, 0.368, -0.109, 1.166, 32),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | DeepEP or HybridEP": (15, 0.279, -0.04, 0.912, 5),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | NCCL all-to-all, dropless": (33, 0.679, -0.035, 1.333, 25),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | no dropless all-to-all": (14, 0.214, -0.133, 0.349, 2),
     "NVIDIA, x86 host | none (eager) | > 8,192": (27, -0.057, -0.116, 0.592, 6),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | DeepEP or HybridEP": (9, -0.082, -0.116, -0.066, 0),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | NCCL all-to-all, dropless": (12, 0.289, -0.059, 0.844, 5),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | no dropless all-to-all": (6, -0.074, -0.125, 0.319, 1),
     "NVIDIA, x86 host | per module | 2,049-8,192": (13, 0.071, -0.199, 0.196, 0),
+    "NVIDIA, x86 host | per module | 2,049-8,192 | DeepEP or HybridEP": (13, 0.071, -0.199, 0.196, 0),
     "NVIDIA, x86 host | per module | <= 2,048": (2, -0.061, -0.071, -0.05, 0),
+    "NVIDIA, x86 host | per module | <= 2,048 | DeepEP or HybridEP": (2, -0.061, -0.071, -0.05, 0),
     "NVIDIA, x86 host | per module | > 8,192": (8, 0.045, -0.113, 0.519, 2),
+    "NVIDIA, x86 host | per module | > 8,192 | DeepEP or HybridEP": (7, 0.026, -0.116, 0.386, 1),
+    "NVIDIA, x86 host | per module | > 8,192 | NCCL all-to-all, dropless": (1, 0.61, 0.61, 0.61, 1),
     "all": (350, 0.013, -0.152, 0.792, 73),
     "other vendors (not NVIDIA) | none (eager) | 2,049-8,192": (4, -0.083, -0.234, 0.206, 0),
+    "other vendors (not NVIDIA) | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless":
+        (1, -0.046, -0.046, -0.046, 0),
+    "other vendors (not NVIDIA) | none (eager) | 2,049-8,192 | no dropless all-to-all": (3, -0.12, -0.25, 0.228, 0),
     "other vendors (not NVIDIA) | none (eager) | <= 2,048": (1, 0.881, 0.881, 0.881, 1),
+    "other vendors (not NVIDIA) | none (eager) | <= 2,048 | no dropless all-to-all": (1, 0.881, 0.881, 0.881, 1),
     "other vendors (not NVIDIA) | none (eager) | > 8,192": (15, -0.037, -0.147, 0.607, 2),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192 | DeepEP or HybridEP": (5, -0.112, -0.167, 0.453, 1),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192 | NCCL all-to-all, dropless": (1, 1.0, 1.0, 1.0, 1),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192 | no dropless all-to-all": (9, 0.011, -0.121, 0.325, 0),
 }
 """Cell key -> (runs, median tokens/s error, its 10th and 90th percentiles, runs beyond 35% either way)."""
 
@@ -98,8 +157,12 @@ def _pct(value: float) -> str:
 
 
 def quoted_figures(labels: dict[str, str]) -> tuple[str, tuple[int, float, float, float, int], int]:
-    """(what is quoted, its figures, the runs in the job's own cell): 'regime', the cell's MOE_REGIME_FIGURES, where
-    the cell has at least MIN_RUNS runs, else 'all' and the whole suite's."""
+    """(what is quoted, its figures, the runs in the job's own cell): 'dispatcher', the MOE_REGIME_FIGURES of the cell
+    narrowed by the job's dispatcher, where it has at least MIN_RUNS runs; else 'regime', the cell's, where it has;
+    else 'all' and the whole suite's."""
+    narrow = MOE_REGIME_FIGURES.get(cell_key(labels, by_dispatcher=True))
+    if narrow and narrow[0] >= MIN_RUNS:
+        return "dispatcher", narrow, narrow[0]
     figures = MOE_REGIME_FIGURES.get(cell_key(labels))
     seen = figures[0] if figures else 0
     if figures and seen >= MIN_RUNS:
@@ -112,7 +175,9 @@ def moe_accuracy_note(labels: dict[str, str]) -> str:
     host, graphs, band = (labels[axis] for axis in ACCURACY_AXES)
     cell = f"{host}; CUDA graphs: {graphs}; {band} tokens per GPU per micro-batch"
     quoted, (runs, median, low, high, beyond), seen = quoted_figures(labels)
-    if quoted == "regime":
+    if quoted == "dispatcher":
+        cell = f"{cell}; dispatcher: {labels[DISPATCHER_AXIS]}"
+    if quoted != "all":
         return (f"validation: on the {runs} published MoE runs in this regime ({cell}), rigplan's tokens/s came out "
                 f"{_pct(median)} against the measured at the median ({_pct(low)} to {_pct(high)} from the 10th to the "
                 f"90th percentile; + is rigplan faster), {beyond} of them beyond 35% (docs/validation.md, MoE by "
@@ -134,8 +199,9 @@ def measured_spread(value: float, low: float, high: float) -> tuple[float, float
 
 def moe_accuracy(labels: dict[str, str], time_to_train_s: float | None = None,
                  gpu_hours: float | None = None) -> dict[str, object]:
-    """The accuracy line's figures as JSON values: the job's regime labels, the cell quoted ('regime', or 'all' where
-    it has fewer than MIN_RUNS runs) and its runs, median tokens/s error, 10th and 90th percentile and runs beyond
+    """The accuracy line's figures as JSON values: the job's regime labels, the cell quoted ('dispatcher', 'regime', or
+    'all' where neither has MIN_RUNS runs: quoted_figures) and its runs, median tokens/s error, 10th and 90th
+    percentile and runs beyond
     35%, with the line itself; given the estimate's time to train and GPU-hours, their measured_spread over the
     quoted runs (None without a token count)."""
     quoted, (runs, median, low, high, beyond), _ = quoted_figures(labels)

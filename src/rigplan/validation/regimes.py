@@ -1,10 +1,11 @@
 """The MoE suite by regime: which configurations rigplan's MoE step time holds for, and which it does not.
 
-Each MoE case is labelled by five things a user can read off their own job (CaseResult.regime, flow.regime.regime_of):
-the host the GPUs hang off, CUDA graphs, tokens per GPU per micro-batch, the training stack and the routing. The
-report's table groups the suite's tokens/s errors by each label, with the out-of-sample rows (those estimated before
-they were added, with nothing changed for them) apart; the figures each MoE estimate quotes for its own regime
-(flow.regime.MOE_REGIME_FIGURES) are computed here (regime_figures; `python tools/moe_regimes.py` writes them).
+Each MoE case is labelled by six things a user can read off their own job (CaseResult.regime, flow.regime.regime_of):
+the host the GPUs hang off, CUDA graphs, tokens per GPU per micro-batch, the training stack, the routing and the
+token dispatcher. The report's table groups the suite's tokens/s errors by each label, with the out-of-sample rows
+(those estimated before they were added, with nothing changed for them) apart; the figures each MoE estimate quotes for
+its own regime (flow.regime.MOE_REGIME_FIGURES) are computed here (regime_figures; `python tools/moe_regimes.py`
+writes them).
 
 Errors here are in tokens/s, rigplan's over the measured minus one (positive: rigplan too fast): a step-time error e
 reads as 1 / (1 + e) - 1.
@@ -95,8 +96,9 @@ def markdown(results: list[CaseResult]) -> list[str]:
 
 
 def regime_figures(results: list[CaseResult]) -> dict[str, tuple[int, float, float, float, int]]:
-    """flow.regime.MOE_REGIME_FIGURES from the MoE results: per ACCURACY_AXES cell and for all runs, (runs, median
-    tokens/s error, 10th and 90th percentile, runs beyond OUTSIDE_CHECK either way), rounded to 0.001."""
+    """flow.regime.MOE_REGIME_FIGURES from the MoE results: per ACCURACY_AXES cell, per such cell narrowed by the
+    dispatcher (flow.regime.DISPATCHER_AXIS) and for all runs, (runs, median tokens/s error, 10th and 90th percentile,
+    runs beyond OUTSIDE_CHECK either way), rounded to 0.001."""
     cells: dict[str, list[float]] = {ALL_RUNS: []}
     for r in results:
         error = tokens_error(r)
@@ -104,6 +106,7 @@ def regime_figures(results: list[CaseResult]) -> dict[str, tuple[int, float, flo
             continue
         cells[ALL_RUNS].append(error)
         cells.setdefault(cell_key(r.regime), []).append(error)
+        cells.setdefault(cell_key(r.regime, by_dispatcher=True), []).append(error)
     figures = {}
     for key, errors in sorted(cells.items()):
         ordered = sorted(errors)
@@ -116,4 +119,8 @@ def regime_figures(results: list[CaseResult]) -> dict[str, tuple[int, float, flo
 
 def figures_source(figures: dict[str, tuple[int, float, float, float, int]]) -> str:
     """The body of the MOE_REGIME_FIGURES literal."""
-    return "".join(f"    {json.dumps(key)}: {value!r},\n" for key, value in figures.items())
+    lines = []
+    for key, value in figures.items():
+        line = f"    {json.dumps(key)}: {value!r},\n"
+        lines.append(line if len(line) <= 121 else f"    {json.dumps(key)}:\n        {value!r},\n")
+    return "".join(lines)
