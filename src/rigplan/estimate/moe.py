@@ -452,7 +452,12 @@ Qwen3-235B-A22B on 256 H100 with DeepEP, TP2 EP32 PP8 VPP4: 19.7 s per step with
 no-overlap step at 19.5 s; saving 2.1 s at the A2A_OVERLAP_SM_SHARE tax means hiding 2.3 s, a third
 (tests/unit/test_moe.py::test_1f1b_hidden_share_against_the_modelzoo_pair). Checked on an independent
 row: Megatron-Bridge 25.09's DeepSeek-V3 on 1,024 H100 (DeepEP with the overlap, as its performance
-script runs it) comes within 1% with this share and 28% too fast with the whole all-to-all hidden.
+script runs it) comes within 1% with this share and 28% too fast with the whole all-to-all hidden. And on a
+profile: Megatron-Bridge's Nsight comparison of Qwen3-30B-A3B on 16 H100 with HybridEP, PP1, overlap off and
+on (skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md @ 228e9a3e) counts 36.55% of the communication time
+hidden by compute with the overlap (0.11% without), where rigplan hides 32.8% of that run's all-to-all; the
+same profile's communication, about 10.8 s a step (3.96 s concurrent at 36.55%), is nearly twice rigplan's
+5.6 s, which is why rigplan's step gains less from the overlap there (1.0 s against 3.7 s measured).
 The 1F1B merge leaves the first forward and last backward of each chunk unpaired, waits on the
 other micro-batch's dependencies and splits kernels smaller; DeepSeek's DualPipe (a2a_overlap_schedule
 'dualpipe') hides it all ('near-zero all-to-all communication overhead', arXiv 2412.19437 Sec. 3.2.1)."""
