@@ -240,6 +240,10 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
                      help="MoE, MXFP8 on Blackwell: the routed experts run Transformer Engine's fused grouped MLP "
                           "(NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, Megatron-Bridge cutedsl_fused_grouped_mlp): SwiGLU "
                           "and quantization in the GEMM epilogues, grouped GEMMs at the dense fp8 rate."),
+        click.option("--moe-rank-capacity-factor", type=float,
+                     help="MoE, HybridEP: Megatron-Core's static-shape MoE (--moe-expert-rank-capacity-factor): each "
+                          "expert rank's receive buffer fixed at this multiple of its balanced share (recipes use "
+                          "1.05-1.5), one grouped GEMM a linear with device-side sizes, no host sync a layer."),
         click.option("--moe-pad-to-capacity", is_flag=True,
                      help="MoE: pad every expert's input to its capacity (needs --capacity-factor; Megatron "
                           "--moe-pad-expert-input-to-capacity): static shapes, no per-layer host sync."),

@@ -253,6 +253,13 @@ class Job:
     PR #2622 / #2769, transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py and backward_grouped_mlp.py).
     So the experts' activation passes and the casts between their GEMMs leave HBM, and the grouped GEMMs
     run at the dense fp8 curve (estimate.efficiency: fp8_grouped_half_dim is for the unfused path)."""
+    moe_rank_capacity_factor: float | None = None
+    """Megatron-Core's static-shape MoE (--moe-expert-rank-capacity-factor, HybridEP only): each expert rank's receive
+    buffer is fixed at this factor times its balanced share of the routed tokens, so no layer copies the tokens per
+    expert to the host and syncs (TransformerConfig: 'set for static shapes (fixed receive buffer, CUDA-graph
+    capturable, needs the fused grouped GEMM)'), and the experts run Transformer Engine's operation fuser with one
+    grouped GEMM a linear whose split sizes stay on the device (on Hopper Megatron-Bridge's Qwen3.5 spec puts
+    torch.grouped_mm there), not a GEMM per expert. None: the dynamic path, a sync a layer and per-expert GEMMs."""
     moe_expert_module: Literal["megatron", "te_ops", "own"] = "megatron"
     """Which code runs the routed experts around their grouped GEMMs where the fused grouped MLP does not
     (estimate.moe.megatron_expert_path): 'megatron', Megatron-Core's TEGroupedMLP with its clamp and per-expert
@@ -373,6 +380,14 @@ class Job:
         if dispatcher == "einsum" and not self.capacity_factor:
             raise InvalidSpec("--moe-dispatcher einsum dispatches into capacity slots (GShard, MaxText's dense_matmul) "
                               "and needs --capacity-factor, e.g. 1.25; for dropless routing use alltoall")
+        if self.moe_rank_capacity_factor is not None:
+            if self.moe_rank_capacity_factor < 1.0:
+                raise InvalidSpec("--moe-rank-capacity-factor sizes each expert rank's static receive buffer as a "
+                                  "multiple of its balanced share; it must be >= 1 (Megatron-Bridge's recipes use "
+                                  f"1.05-1.5), got {self.moe_rank_capacity_factor:g}")
+            if dispatcher != "hybridep":
+                raise InvalidSpec("--moe-rank-capacity-factor is Megatron-Core's static-shape MoE for the HybridEP "
+                                  "flex dispatcher: add --moe-dispatcher hybridep (or drop it for the dynamic path)")
         if self.moe_pad_to_capacity and dispatcher == "deepep":
             raise InvalidSpec("the DeepEP dispatcher does not pad experts to capacity (Megatron-Core's flex dispatcher "
                               "refuses moe_pad_expert_input_to_capacity with DeepEP); use --moe-dispatcher alltoall "

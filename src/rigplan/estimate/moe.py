@@ -144,8 +144,15 @@ def host_syncs(job: Job) -> bool:
     """Whether the host waits for the routing result once per MoE layer: dropless and capacity-capped
     routing need the tokens per expert on the host (all-to-all splits, grouped-GEMM sizes), so
     Megatron-Core's dispatchers copy them device-to-host and synchronise; padded capacity has static
-    shapes (token_dispatcher.py: drop_and_pad sets no cuda_sync_point)."""
-    return not job.experts_padded
+    shapes (token_dispatcher.py: drop_and_pad sets no cuda_sync_point), and so does the static-shape MoE of
+    Job.moe_rank_capacity_factor (fixed HybridEP receive buffers, split sizes kept on the device)."""
+    return not job.experts_padded and not static_expert_shapes(job)
+
+
+def static_expert_shapes(job: Job) -> bool:
+    """Whether Megatron-Core's static-shape MoE runs the experts (Job.moe_rank_capacity_factor): fixed receive
+    buffers, one grouped GEMM a linear through Transformer Engine's operation fuser, no host sync."""
+    return job.moe_rank_capacity_factor is not None
 
 
 def tokens_per_local_expert(arch: Architecture, tokens: Num, tp: Num, ep: Num, etp: Num) -> Num:
@@ -249,10 +256,11 @@ def megatron_expert_path(arch: Architecture, job: Job) -> bool:
     """Whether the routed experts run Megatron-Core's TEGroupedMLP element by element around the grouped GEMMs
     with a clamped GLU or biased experts (gpt-oss): the fused stack ('fused' kernels) with Job.moe_expert_module
     'megatron', outside Transformer Engine's operation fuser (Job.moe_fused_grouped_mlp, whose GEMM epilogues
-    hold the clamp, the bias and the activation). A full-iteration CUDA graph implies the fuser: TEGroupedMLP
+    hold the clamp, the bias and the activation), nor the static-shape MoE (it needs the fuser). A full-iteration CUDA
+    graph implies the fuser: TEGroupedMLP
     reads tokens_per_expert.tolist() on the host, which a graph cannot hold, and Megatron-Core's static-shape MoE
     (moe_expert_rank_capacity_factor) requires use_transformer_engine_op_fuser."""
-    if (arch.moe is None or job.kernels != "fused" or job.moe_fused_grouped_mlp
+    if (arch.moe is None or job.kernels != "fused" or job.moe_fused_grouped_mlp or static_expert_shapes(job)
             or job.moe_expert_module != "megatron" or job.cuda_graphs == "full"):
         return False
     return _biased_or_clamped(arch)

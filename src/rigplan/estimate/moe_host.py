@@ -18,6 +18,7 @@ from rigplan.estimate.moe import (
     clamped_glu,
     host_syncs,
     megatron_expert_path,
+    static_expert_shapes,
 )
 
 TORCH_LINEAR_CPU_S = {"x86": 13.48e-6, "grace": 37.08e-6}
@@ -81,12 +82,15 @@ def graph_captured_ops(job: Job, scopes: tuple[str, ...] = CUDA_GRAPH_SCOPES) ->
 
 def expert_host_ops(arch: Architecture, job: Job, ep: Num, phase: str) -> Num:
     """Host ops of one MoE layer's routed experts in `phase` ('forward' or 'backward'): E/ep local experts'
-    grouped-GEMM ops (or the fused grouped MLP's, FUSED_GROUPED_MLP_HOST_OPS), and the clamp and fc2 bias loop of
+    grouped-GEMM ops (or the fused grouped MLP's, FUSED_GROUPED_MLP_HOST_OPS; under the static-shape MoE one
+    grouped GEMM a linear whatever the local experts, counted as one expert's), and the clamp and fc2 bias loop of
     Megatron-Core's biased or clamped experts (megatron_expert_path)."""
     assert arch.moe is not None
     local = arch.moe.num_experts / xp.asfloat(ep)
     if job.moe_fused_grouped_mlp:
         return FUSED_GROUPED_MLP_HOST_OPS[phase] + 0.0 * local
+    if static_expert_shapes(job):  # one grouped GEMM a linear, its split sizes on the device: one expert's ops
+        return 2.0 * EXPERT_HOST_OPS[phase] + 0.0 * local
     ops = 2.0 * EXPERT_HOST_OPS[phase] * local
     if megatron_expert_path(arch, job):
         index = 0 if phase == "forward" else 1

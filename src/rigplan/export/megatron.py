@@ -107,6 +107,9 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
             args["moe_pad_expert_input_to_capacity"] = job.moe_pad_to_capacity
         if job.forced_balance:  # the estimate's balanced routing, as Megatron-Bridge's performance recipes force it
             args["moe_router_force_load_balancing"] = True
+        if job.moe_rank_capacity_factor is not None:  # sync-free experts (Megatron-LM docs, 'MoE Paged Stash')
+            args.update({"moe_expert_rank_capacity_factor": job.moe_rank_capacity_factor,
+                         "use_transformer_engine_op_fuser": True})
         if lay.ep > 1 and flex_dispatched(job):
             # Megatron-Core's flex dispatcher with DeepEP or HybridEP (--moe-flex-dispatcher-backend, core 0.15+)
             args.update({"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": dispatcher(job)})

@@ -367,6 +367,14 @@ MEGATRON_EXPERT_PATH_NOTE = (
     "are charged as memory traffic and host ops (docs/methodology/moe.md); Transformer Engine's operation fuser "
     "(--moe-fused-grouped-mlp with MXFP8, or --cuda-graphs full) runs them without")
 """Shown where estimate.moe.megatron_expert_path holds (gpt-oss's biased, clamped experts in the fused stack)."""
+STATIC_MOE_NOTE = (
+    "static-shape MoE (--moe-rank-capacity-factor {factor:g}): sync-free experts as Megatron-Core's paged-stash guide "
+    "names them (HybridEP, Transformer Engine's operation fuser, --moe-expert-rank-capacity-factor): no host sync a "
+    "layer and one grouped GEMM a linear, so the host paces the step far less; the receive buffers sized by the factor "
+    "and the paged stash are not counted in memory")
+STATIC_MOE_HOPPER = ("; on Hopper Transformer Engine's device-side grouped GEMM needs SM100, so the experts need a "
+                     "layer spec that calls torch.grouped_mm, as Megatron-Bridge's Qwen3.5 H100 recipe has")
+"""Shown with Job.moe_rank_capacity_factor (estimate.moe.static_expert_shapes)."""
 
 
 def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: ResolvedModel | None = None,
@@ -453,6 +461,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                                    "captured)")
         if megatron_expert_path(setup.arch, job):
             assumptions.append(MEGATRON_EXPERT_PATH_NOTE)
+        if job.moe_rank_capacity_factor is not None:
+            assumptions.append(STATIC_MOE_NOTE.format(factor=job.moe_rank_capacity_factor)
+                               + (STATIC_MOE_HOPPER if eff.family == "hopper" else ""))
         if job.moe_fused_grouped_mlp:
             assumptions.append("MoE in fp8: the routed experts run Transformer Engine's fused grouped MLP (SwiGLU and "
                                "casts in the GEMM epilogues, grouped GEMMs at the dense fp8 curve)")

@@ -33,7 +33,8 @@ def moe_job_dict(arch: Architecture, job: Job, layout: Layout) -> dict[str, Any]
             "moe_load_factor": float(by_expert_ranks(layout.ep, job, load_factor)),
             "moe_dispatcher": dispatcher(job), "a2a_overlap": job.a2a_overlap,
             "a2a_overlap_schedule": job.a2a_overlap_schedule if job.a2a_overlap else None,
-            "moe_fused_grouped_mlp": job.moe_fused_grouped_mlp}
+            "moe_fused_grouped_mlp": job.moe_fused_grouped_mlp,
+            "moe_rank_capacity_factor": job.moe_rank_capacity_factor}
 
 
 @dataclass(frozen=True)

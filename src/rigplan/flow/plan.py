@@ -147,7 +147,7 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "a2a_overlap": request.a2a_overlap, "a2a_overlap_schedule": request.a2a_overlap_schedule,
             "moe_dispatcher": request.moe_dispatcher, "moe_pad_to_capacity": request.moe_pad_to_capacity,
             "moe_fused_grouped_mlp": request.moe_fused_grouped_mlp, "compile": request.compile,
-            "autocast": request.autocast,
+            "autocast": request.autocast, "moe_rank_capacity_factor": request.moe_rank_capacity_factor,
             "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
             "fp8_attention": request.fp8_attention, "cuda_graphs": request.cuda_graphs,
             "fp8_param_gather": request.fp8_param_gather, "bf16_moments": request.bf16_moments,
@@ -207,8 +207,6 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
         parts.append(f"--grad-bucket-params {request.grad_bucket_params:.0f}")
     if request.capacity_factor:
         parts.append(f"--capacity-factor {request.capacity_factor:g}")
-    if request.moe_dispatcher:
-        parts.append(f"--moe-dispatcher {request.moe_dispatcher}")
     if request.a2a_overlap and request.a2a_overlap_schedule != "1f1b":
         parts.append(f"--a2a-overlap-schedule {request.a2a_overlap_schedule}")
     own = request.model_fields_set if request.framework else set(type(request).model_fields)
@@ -222,7 +220,9 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
                          else None),
                         ("--optimizer", request.optimizer if request.optimizer != "adamw" else None),
                         ("--cuda-graphs", request.cuda_graphs if request.cuda_graphs != "none" else None),
-                        ("--cuda-graph-scope", ",".join(request.cuda_graph_scope))):
+                        ("--cuda-graph-scope", ",".join(request.cuda_graph_scope)),
+                        ("--moe-dispatcher", request.moe_dispatcher),
+                        ("--moe-rank-capacity-factor", request.moe_rank_capacity_factor)):
         if value:
             parts.append(f"{flag} {value}")
     return " ".join(parts)

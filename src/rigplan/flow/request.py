@@ -91,6 +91,10 @@ class MoERoutingSpec(BaseModel):
                                                           "capacity_factor): static shapes, no per-layer host sync")
     moe_fused_grouped_mlp: bool = Field(False, description="Routed experts through Transformer Engine's fused "
                                                             "MXFP8 grouped MLP (needs fp8 with fp8_recipe mxfp8)")
+    moe_rank_capacity_factor: float | None = Field(
+        None, description="Megatron-Core's static-shape MoE (--moe-expert-rank-capacity-factor, HybridEP): fixed "
+                          "receive buffers at this multiple of the balanced share, one grouped GEMM a linear, no "
+                          "host sync a layer")
 
     def routing_values(self) -> dict[str, object]:
         """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap, its schedule,

@@ -36,6 +36,7 @@ export const FIELDS = [
   {name: "a2a_overlap_schedule", group: "recipe", type: "select", sub: "sub.moe"},
   {name: "moe_dispatcher", group: "recipe", type: "select", sub: "sub.moe", empty: "h.default"},
   {name: "moe_pad_to_capacity", group: "recipe", type: "bool", sub: "sub.moe"},
+  {name: "moe_rank_capacity_factor", group: "recipe", type: "num", sub: "sub.moe", placeholder: "h.default"},
   {name: "moe_fused_grouped_mlp", group: "recipe", type: "bool", sub: "sub.moe"},
   {name: "fp8_recipe", group: "recipe", type: "select"},
   {name: "fp8_attention", group: "recipe", type: "bool"},
