@@ -123,7 +123,7 @@ def test_blackwell_gpt_oss_note_states_the_suite_as_it_is() -> None:
     from rigplan.flow.request import EstimateRequest
 
     errors = errors_where_shown(evidence.BLACKWELL_GPT_OSS_EVIDENCE)
-    assert len(errors) == 11
+    assert len(errors) == 12
     assert round(min(errors) * 100) == 15 and round(max(errors) * 100) == 103
     assert round(statistics.median(errors) * 100) == 40 and sum(e > 0.35 for e in errors) == 8
     graphed = [tokens_error(case) for case in CASES

@@ -79,8 +79,9 @@ BLACKWELL_GPT_OSS_PARTS = ("b200", "b300", "gb200")
 """Blackwell parts BLACKWELL_GPT_OSS_EVIDENCE speaks for (GB300's runs are in GB300_MOE_EVIDENCE)."""
 BLACKWELL_GPT_OSS_EVIDENCE = (
     "gpt-oss-shaped MoE (learned attention sinks, biased experts) on B200, B300 or GB200 with Megatron-Core kernels "
-    "and no full-iteration CUDA graph: on the 11 published runs of this kind rigplan checks (Megatron-Bridge 25.11 to"
-    " 26.06's gpt-oss-120b in BF16 and MXFP8, Together AI's on a GB200 rack; rigplan validate --suite moe), its "
+    "and no full-iteration CUDA graph: on the 12 published runs of this kind rigplan checks (Megatron-Bridge 25.11 to"
+    " 26.06's gpt-oss-120b in BF16 and MXFP8 and its GB200 model card, Together AI's on a GB200 rack; rigplan validate "
+    "--suite moe), its "
     "tokens/s were from 15% to 103% above the measured, median 40% above, 8 beyond 35%, where the 14 runs of the same"
     " parts and model family that replay the whole iteration as one CUDA graph (MLPerf Training v6.0's gpt-oss-20b, "
     "Megatron-Bridge 26.06's MXFP8 gpt-oss-120b on GB200) are from 5% below to 4% above; read this estimate as "
