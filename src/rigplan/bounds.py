@@ -150,6 +150,7 @@ BOUNDS: dict[str, Bound] = {
     "step_overhead_ms": _amount("--step-overhead-ms", 600_000.0),
     "grad_bucket_params": _amount("--grad-bucket-params", 1e13, shown="count"),
     "capacity_factor": _amount("--capacity-factor", 1000.0),
+    "moe_rank_capacity_factor": Bound("--moe-rank-capacity-factor", 1.0, 1000.0),
     "gpus": _int("--gpus", 1, MAX_GPUS),
     # cluster and training length
     "tokens": Bound("--tokens", 1.0, 1e15, shown="count"),
