@@ -256,10 +256,10 @@ def megatron_expert_path(arch: Architecture, job: Job) -> bool:
     """Whether the routed experts run Megatron-Core's TEGroupedMLP element by element around the grouped GEMMs
     with a clamped GLU or biased experts (gpt-oss): the fused stack ('fused' kernels) with Job.moe_expert_module
     'megatron', outside Transformer Engine's operation fuser (Job.moe_fused_grouped_mlp, whose GEMM epilogues
-    hold the clamp, the bias and the activation), nor the static-shape MoE (it needs the fuser). A full-iteration CUDA
-    graph implies the fuser: TEGroupedMLP
-    reads tokens_per_expert.tolist() on the host, which a graph cannot hold, and Megatron-Core's static-shape MoE
-    (moe_expert_rank_capacity_factor) requires use_transformer_engine_op_fuser."""
+    hold the clamp, the bias and the activation). The static-shape MoE (static_expert_shapes) and a full-iteration
+    CUDA graph both imply the fuser: TEGroupedMLP reads tokens_per_expert.tolist() on the host, which a graph cannot
+    hold, and Megatron-Core's static-shape MoE (moe_expert_rank_capacity_factor) requires
+    use_transformer_engine_op_fuser."""
     if (arch.moe is None or job.kernels != "fused" or job.moe_fused_grouped_mlp or static_expert_shapes(job)
             or job.moe_expert_module != "megatron" or job.cuda_graphs == "full"):
         return False
