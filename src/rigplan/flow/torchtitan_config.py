@@ -4,10 +4,11 @@ optimizer of torchtitan's job_config.py (JobConfig: [parallelism], [training], [
 [quantize.*], [optimizer], [debug]; the [float8] and [mx] tables and converters of 2025, and the degrees that 2024
 files kept in [training] and [experimental], are read too).
 
-The model is MODEL's: [model] name and flavor are compared with the torchtitan flavor of MODEL (the caller passes it,
-from rigplan's export table) and a mismatch is a note, not applied. Data parallelism is read as rigplan's export
-writes it: data_parallel_shard_degree is the FSDP (ZeRO-3) group, data_parallel_replicate_degree the DDP group,
--1 (the shard default) the GPUs left over, which rigplan derives from --gpus. Absent keys keep torchtitan's
+The model is MODEL's: [model] name and flavor are compared with the torchtitan flavor of MODEL (torchtitan's
+registry in domain.torchtitan_models, unless the caller passes one) and a mismatch is a note, not applied. Data
+parallelism is read as rigplan's export writes it: data_parallel_shard_degree is the FSDP (ZeRO-3) group,
+data_parallel_replicate_degree the DDP group, -1 (the shard default) the GPUs left over, which rigplan derives from
+--gpus. Absent keys keep torchtitan's
 defaults, which the torchtitan framework preset sets (flow.framework); the preset is chosen unless the request names
 one. Every key read but not used is named in the notes. `rigplan export --framework torchtitan` writes such a file,
 so an exported job reads back as the same request.
