@@ -58,6 +58,8 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
     "deepseek-v2-lite": "DeepSeek's V3 convention; 2.45B exact without the input embedding vs 2.4B (2.66B with it)",
     "minimax-m2": "10.41B exact without the input embedding vs the release's 10B (11.03B with it)",
     "ernie-4.5-300b-a47b": "47.08B exact without the input embedding vs the card's 47B (47.93B with it)",
+    "nemotron-3-nano-30b-a3b": "the card's 'about 3.2B active, 3.6B with embeddings'; 3.23B exact without the input "
+                               "embedding (3.58B with it)",
 }
 """The records whose active_excludes_input_embedding is true, and why."""
 
@@ -72,6 +74,11 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         0.02,
         "the model card gives '3.3B activated' (two significant figures); the exact count with both "
         "embedding tables is 3,353,032,704 (1.6% above)",
+    ),
+    ("nemotron-3-nano-30b-a3b", "active"): (
+        0.01,
+        "the model card gives about 3.2B active without embeddings (two significant figures); the exact count "
+        "without the input embedding is 3,227,751,872 (0.87% above), with it 3,580,073,408 (the card's 3.6B)",
     ),
     ("qwen3-235b-a22b", "active"): (
         0.01,

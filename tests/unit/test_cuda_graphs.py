@@ -47,7 +47,7 @@ def test_per_module_graphs_save_the_host_ops_they_capture(qwen3_moe) -> None:  #
     # attention block 6 ops, router 6, preprocess 9: each becomes one launch
     assert float(eager_f - graphed_f) == pytest.approx(5.0 + 5.0 + 8.0)
     assert float(eager_b - graphed_b) == pytest.approx(18.0)
-    assert moe_host.graph_captured_ops(job, scopes=("attn",)) == 5.0
+    assert moe_host.graph_captured_ops(qwen3_moe, job, scopes=("attn",)) == 5.0
 
 
 def test_scoped_graphs_shorten_the_host_paced_step_but_keep_the_sync() -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
+from rigplan.catalog.hf_hybrid_families import HYBRID_FAMILIES
 from rigplan.catalog.hf_moe_families import MOE_FAMILIES
 from rigplan.catalog.hf_reader import Config, ConfigReader
 from rigplan.domain.model import Architecture, sliding_windows
@@ -97,7 +98,7 @@ def rope_attention_factor(r: ConfigReader) -> tuple[float, list[str]]:
                     if factor != 1.0 else [])
 
 
-FAMILIES = {**BASE_FAMILIES, **MOE_FAMILIES}
+FAMILIES = {**BASE_FAMILIES, **MOE_FAMILIES, **HYBRID_FAMILIES}
 """Every model_type rigplan reads, and its reader."""
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 

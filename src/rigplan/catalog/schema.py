@@ -276,6 +276,8 @@ class MoERecord(Record):
     shared_expert_gate: bool = False
     router: Literal["softmax", "sigmoid"] = "softmax"
     mtp_layers: Annotated[int, Bounded("mtp_layers")] = 0
+    dense_layers: tuple[Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)], ...] = ()
+    """0-based non-MoE layers where no leading count and step describe them (domain.model.MoE.dense_layers)."""
 
 
 class MLARecord(Record):
@@ -295,7 +297,9 @@ class LinearAttentionRecord(Record):
     full_attention_interval: Annotated[int, Field(ge=2, le=BOUNDS["layers"].high)] = 4
     full_attention_layers: tuple[Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)], ...] = ()
     """0-based indices of the full-attention layers, where they do not follow the interval rule (Kimi Linear)."""
-    kind: Literal["gated_deltanet", "kimi_delta"] = "gated_deltanet"
+    kind: Literal["gated_deltanet", "kimi_delta", "mamba2"] = "gated_deltanet"
+    chunk_size: Annotated[int, Field(ge=0, le=BOUNDS["context"].high)] = 0
+    """Tokens per chunk of the chunked kernel; 0: the kind's default (Mamba-2: 128)."""
 
 
 class ModelRecord(Record):
@@ -308,10 +312,11 @@ class ModelRecord(Record):
     num_heads: Annotated[int, Bounded("heads")]
     num_kv_heads: Annotated[int, Field(ge=0, le=BOUNDS["kv_heads"].high)] = 0
     head_dim: Annotated[int, Field(ge=0, le=BOUNDS["head_dim"].high)] = 0
-    ffn: Annotated[int, Bounded("ffn")]
+    ffn: Annotated[int, Field(ge=0, le=BOUNDS["ffn"].high)]
+    """The dense MLP's intermediate size; 0 in an MoE model whose non-MoE layers have no feed-forward block."""
     vocab: Annotated[int, Bounded("vocab")]
     mlp: Literal["gated", "plain"] = "gated"
-    positions: Literal["rope", "learned", "alibi"] = "rope"
+    positions: Literal["rope", "learned", "alibi", "none"] = "rope"
     max_positions: Annotated[int, Field(ge=0, le=BOUNDS["context"].high)] = 0
     context_length: Annotated[int, Bounded("context")]
     """Longest sequence the model was trained or extended to."""
@@ -336,7 +341,7 @@ class ModelRecord(Record):
     moe: MoERecord | None = None
     mla: MLARecord | None = None
     linear_attention: LinearAttentionRecord | None = None
-    """Gated DeltaNet layers between the full-attention ones (domain.model.LinearAttention)."""
+    """Linear-attention or Mamba-2 layers between the full-attention ones (domain.model.LinearAttention)."""
     official_params: Annotated[float, Bounded("params")]
     """Published total parameter count."""
     official_active_params: Annotated[float, Bounded("params")] | None = None

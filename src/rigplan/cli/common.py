@@ -193,7 +193,7 @@ def model_options(func: F) -> F:
         click.option("--ffn", type=int, help="MLP intermediate size. Default: 4 x hidden."),
         click.option("--vocab", type=int, help="Vocabulary size."),
         click.option("--mlp", type=click.Choice(["gated", "plain"]), help="Gated (SwiGLU) or plain MLP."),
-        click.option("--positions", type=click.Choice(["rope", "learned", "alibi"]), help="Position encoding."),
+        click.option("--positions", type=click.Choice(["rope", "learned", "alibi", "none"]), help="Position encoding."),
         click.option("--tied-embeddings/--untied-embeddings", default=None, help="Share input and output embeddings."),
         click.option("--experts", type=int, help="MoE: routed experts per layer."),
         click.option("--top-k", type=int, help="MoE: experts per token."),
@@ -287,7 +287,7 @@ def kernel_option_list() -> list[Callable[[F], F]]:
                           "--cuda-graph-scope."),
         click.option("--cuda-graph-scope",
                      help="Per-module CUDA graphs (Megatron-Core cuda_graph_scope with cuda_graph_impl "
-                          "transformer_engine), comma list of attn, moe_router, moe_preprocess: each captured "
+                          "transformer_engine), comma list of attn, mamba, moe_router, moe_preprocess: each captured "
                           "module is one host launch; dropless MoE still syncs once a layer."),
         click.option("--fp8-attention/--no-fp8-attention", default=False,
                      help="FP8 dot-product attention (Megatron --fp8-dot-product-attention, Transformer Engine "

@@ -9,7 +9,7 @@ from rigplan.errors import InvalidSpec
 
 Method = Literal["full", "lora", "qlora"]
 CudaGraphs = Literal["none", "full"]
-CudaGraphScope = Literal["attn", "moe_router", "moe_preprocess"]
+CudaGraphScope = Literal["attn", "mamba", "moe_router", "moe_preprocess"]
 """Per-module CUDA graph scopes rigplan models (Megatron-Core cuda_graph_scope names)."""
 CUDA_GRAPH_SCOPES: tuple[str, ...] = get_args(CudaGraphScope)
 PrecisionRecipe = Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8"]
@@ -172,7 +172,8 @@ class Job:
     Per-module graphs are cuda_graph_scope."""
     cuda_graph_scope: tuple[str, ...] = ()
     """Per-module CUDA graphs (Megatron-Core / Transformer Engine cuda_graph_scope, with cuda_graph_impl
-    transformer_engine): of 'attn', 'moe_router' and 'moe_preprocess', the modules captured and replayed with
+    transformer_engine): of 'attn', 'mamba' (a hybrid's Mamba-2 mixers), 'moe_router' and 'moe_preprocess', the
+    modules captured and replayed with
     one launch each, forward and backward (estimate.moe_host.CUDA_GRAPH_SCOPE_OPS); the per-layer host sync of
     dropless routing stays. Ignored under cuda_graphs 'full'."""
     fp8_attention: bool = False

@@ -13,7 +13,7 @@ from typing import Literal
 from rigplan.errors import InvalidSpec
 
 MlpKind = Literal["gated", "plain"]
-PositionKind = Literal["rope", "learned", "alibi"]
+PositionKind = Literal["rope", "learned", "alibi", "none"]
 NormKind = Literal["rmsnorm", "layernorm"]
 
 
@@ -50,8 +50,17 @@ class MoE:
     """Score function of the router: 'softmax' (Mixtral, Qwen) or 'sigmoid' (DeepSeek-V3, Llama 4, GLM-4.5)."""
     mtp_layers: int = 0
     """Multi-token-prediction modules trained with the model (DeepSeek-V3: 1); not in the published totals."""
+    dense_layers: tuple[int, ...] = ()
+    """The 0-based layers that are not MoE, listed where no leading count and step describe them (a Nemotron-H
+    hybrid's mixer-only layers, whose feed-forward block is absent when Architecture.ffn is 0); empty: the leading
+    count and step decide."""
 
     def __post_init__(self) -> None:
+        layers = self.dense_layers
+        if layers and (list(layers) != sorted(set(layers)) or layers[0] < 0
+                       or self.first_dense_layers or self.moe_layer_step != 1):
+            raise InvalidSpec(f"listed dense layers must be distinct 0-based indices in order, without a leading "
+                              f"count or a step beside them; got {list(layers)}")
         if self.num_experts < 1 or self.top_k < 1 or self.expert_ffn < 1:
             raise InvalidSpec(
                 f"MoE needs experts >= 1, top-k >= 1, expert-ffn >= 1; got experts={self.num_experts}, "
@@ -67,8 +76,11 @@ class MoE:
             raise InvalidSpec(f"router must be softmax or sigmoid and mtp-layers >= 0; got {self.router}, "
                               f"{self.mtp_layers}")
 
-    def dense_pattern(self) -> int | tuple[int, int]:
-        """Which layers are dense, as domain.stages takes it: the leading count, or (leading, step)."""
+    def dense_pattern(self) -> int | tuple[int, int] | frozenset[int]:
+        """Which layers are dense, as domain.stages takes it: the leading count, (leading, step), or the listed
+        layers."""
+        if self.dense_layers:
+            return frozenset(self.dense_layers)
         return self.first_dense_layers if self.moe_layer_step == 1 else (self.first_dense_layers, self.moe_layer_step)
 
     @property
@@ -92,8 +104,9 @@ class MLA:
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
 
-LinearAttentionKind = Literal["gated_deltanet", "kimi_delta"]
-LINEAR_ATTENTION_KINDS: tuple[str, ...] = ("gated_deltanet", "kimi_delta")
+LinearAttentionKind = Literal["gated_deltanet", "kimi_delta", "mamba2"]
+LINEAR_ATTENTION_KINDS: tuple[str, ...] = ("gated_deltanet", "kimi_delta", "mamba2")
+LINEAR_MIXER_NAMES = {"gated_deltanet": "GDN", "kimi_delta": "KDA", "mamba2": "Mamba-2"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -104,7 +117,10 @@ class LinearAttention:
     kind 'gated_deltanet' (Qwen3-Next, Qwen3.5; Yang et al. 2024, arXiv 2412.06464): num_value_heads heads, queries
     and keys num_key_heads heads each shared by num_value_heads / num_key_heads value heads, a scalar decay per
     head. kind 'kimi_delta' (Kimi Linear's Kimi Delta Attention, arXiv 2510.26692): as many key as value heads of
-    one width, a decay per channel from a low-rank projection, and a low-rank output gate.
+    one width, a decay per channel from a low-rank projection, and a low-rank output gate. kind 'mamba2' (Mamba-2's
+    state-space duality, Dao & Gu 2024, arXiv 2405.21060; Nemotron-H's mixers): num_value_heads heads of
+    value_head_dim channels (x), num_key_heads groups of B and C of key_head_dim (the state size) shared by the
+    heads of a group, a scalar decay per head (dt), a gate z as wide as x, chunks of chunk_size tokens.
     Which layers keep full attention: full_attention_layers (0-based) when given, else every
     full_attention_interval-th (the 4th, 8th, ...; transformers' rule for Qwen3-Next, Megatron-Core's
     --linear-attention-freq)."""
@@ -117,14 +133,17 @@ class LinearAttention:
     full_attention_interval: int = 4
     full_attention_layers: tuple[int, ...] = ()
     kind: LinearAttentionKind = "gated_deltanet"
+    chunk_size: int = 0
+    """Tokens per chunk of the chunked kernel; 0: the kind's own (estimate.linear_attention.chunk)."""
 
     def __post_init__(self) -> None:
         dims = (self.num_key_heads, self.num_value_heads, self.key_head_dim, self.value_head_dim, self.conv_kernel)
-        if min(dims) < 1 or self.full_attention_interval < 2:
+        if min(dims) < 1 or self.full_attention_interval < 2 or self.chunk_size < 0:
             raise InvalidSpec(
-                f"linear attention needs key/value heads, head dims and conv kernel >= 1 and a full-attention interval "
-                f">= 2; got heads {self.num_key_heads}/{self.num_value_heads}, dims {self.key_head_dim}/"
-                f"{self.value_head_dim}, conv {self.conv_kernel}, interval {self.full_attention_interval}")
+                f"linear attention needs key/value heads, head dims and conv kernel >= 1, a full-attention interval "
+                f">= 2 and a chunk size >= 0; got heads {self.num_key_heads}/{self.num_value_heads}, dims "
+                f"{self.key_head_dim}/{self.value_head_dim}, conv {self.conv_kernel}, interval "
+                f"{self.full_attention_interval}, chunk {self.chunk_size}")
         if self.num_value_heads % self.num_key_heads:
             raise InvalidSpec(f"linear-attention value heads ({self.num_value_heads}) must be a multiple of its key "
                               f"heads ({self.num_key_heads})")
@@ -234,7 +253,9 @@ class Architecture:
             "layers": self.num_layers, "hidden": self.hidden, "heads": self.num_heads,
             "ffn": self.ffn, "vocab": self.vocab,
         }
-        bad = [f"{k}={v}" for k, v in positive.items() if v < 1]
+        if self.moe is not None:  # an MoE model's ffn sizes its dense layers, which may have no feed-forward block
+            del positive["ffn"]
+        bad = [f"{k}={v}" for k, v in positive.items() if v < 1] + ([f"ffn={self.ffn}"] if self.ffn < 0 else [])
         if bad:
             raise InvalidSpec(f"model shape must be positive: {', '.join(bad)}")
         if self.num_kv_heads < 0 or self.head_dim < 0:
@@ -259,6 +280,9 @@ class Architecture:
                 self.linear_attention.full_attention_layers[-1] >= self.num_layers):
             raise InvalidSpec(f"full-attention layer {self.linear_attention.full_attention_layers[-1]} is beyond the "
                               f"model's {self.num_layers} layers (indices from 0)")
+        if self.moe is not None and self.moe.dense_layers and self.moe.dense_layers[-1] >= self.num_layers:
+            raise InvalidSpec(f"dense layer {self.moe.dense_layers[-1]} is beyond the model's {self.num_layers} "
+                              f"layers (indices from 0)")
         if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
             raise InvalidSpec(
                 f"dense layers before MoE ({self.moe.first_dense_layers}) exceed layers={self.num_layers}"
@@ -280,6 +304,8 @@ class Architecture:
     def num_moe_layers(self) -> int:
         if self.moe is None:
             return 0
+        if self.moe.dense_layers:
+            return self.num_layers - len(self.moe.dense_layers)
         after = self.num_layers - self.moe.first_dense_layers
         return after // self.moe.moe_layer_step
 
@@ -320,7 +346,7 @@ class Architecture:
             full = "MQA" if self.kv_heads == 1 else "GQA"
         if self.linear_attention is None:
             return full
-        return f"{full} + {'KDA' if self.linear_attention.kind == 'kimi_delta' else 'GDN'}"
+        return f"{full} + {LINEAR_MIXER_NAMES[self.linear_attention.kind]}"
 
     def with_overrides(self, **changes: object) -> Architecture:
         """A copy with some fields replaced (validation runs again)."""

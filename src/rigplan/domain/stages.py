@@ -190,13 +190,16 @@ def _runs(values: list[int]) -> str:
     return " | ".join(parts)
 
 
-DensePattern = int | tuple[int, int]
-"""Which layers are dense: a count of leading dense layers, or (leading, step) where after the
-leading ones every step-th layer is MoE (domain.model.MoE.moe_layer_step)."""
+DensePattern = int | tuple[int, int] | frozenset[int]
+"""Which layers are dense: a count of leading dense layers, (leading, step) where after the
+leading ones every step-th layer is MoE (domain.model.MoE.moe_layer_step), or the set of dense layers
+(domain.model.MoE.dense_layers)."""
 
 
 def dense_layer_mask(num_layers: int, pattern: DensePattern) -> list[bool]:
     """True for each dense layer (index order) under the pattern."""
+    if isinstance(pattern, frozenset):
+        return [i in pattern for i in range(num_layers)]
     lead, step = (pattern, 1) if isinstance(pattern, int) else pattern
     return [i < lead or (i - lead + 1) % step != 0 for i in range(num_layers)]
 

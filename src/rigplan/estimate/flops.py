@@ -173,7 +173,8 @@ def paper_flop_per_token(arch: Architecture, seq_len: NumIn) -> Num:
     half, no sliding window, no recompute, which is why it differs from rigplan's own `mfu` (what the
     kernels compute: flash attention skips the masked half and the blocks outside a window). A hybrid model's
     attention term counts its full-attention layers, and its linear-attention layers add Megatron-LM's nominal
-    3·2·4·H_v·d_v² (training.py's num_floating_point_operations).
+    3·2·4·H_v·d_v² (training.py's num_floating_point_operations), Mamba-2 layers its 3·7·d_in·N (mamba_layer_flops,
+    whose d_in is 2h; rigplan takes the layer's heads x head channels).
     """
     d_qk, d_v = _core_widths(arch)
     attention_layers = arch.num_layers - arch.num_linear_attention_layers
@@ -181,6 +182,8 @@ def paper_flop_per_token(arch: Architecture, seq_len: NumIn) -> Num:
     if arch.linear_attention is not None:  # Megatron-LM's nominal 4·H_v·d_v² multiply-adds per token and layer
         la = arch.linear_attention
         linear = 6.0 * 2.0 * 4.0 * la.num_value_heads * la.value_head_dim ** 2 * arch.num_linear_attention_layers
+        if la.kind == "mamba2":  # its mamba_layer_flops scan term, 7·d_in·N a token, at the layer's own d_in
+            linear = 3.0 * 7.0 * la.value_dim * la.key_head_dim * arch.num_linear_attention_layers
     return 6.0 * count_params(arch).active_matmul + linear + 6.0 * attention_layers * _num(seq_len) * (
         arch.num_heads * (d_qk + d_v))
 

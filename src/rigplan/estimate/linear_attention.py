@@ -1,7 +1,7 @@
-"""Linear-attention layers of hybrid models: Gated DeltaNet (Qwen3-Next, Qwen3.5) and Kimi Delta Attention (Kimi
-Linear). Parameters, FLOPs, saved activations, element-wise traffic and kernels of one such layer's token mixer, per
-token, for the estimators, which average a layer over the model by its share of linear-attention layers (`blend`;
-domain.model.Architecture.linear_attention_share).
+"""Linear-attention layers of hybrid models: Gated DeltaNet (Qwen3-Next, Qwen3.5), Kimi Delta Attention (Kimi
+Linear) and Mamba-2 (Nemotron-H). Parameters, FLOPs, saved activations, element-wise traffic and kernels of one such
+layer's token mixer, per token, for the estimators, which average a layer over the model by its share of
+linear-attention layers (`blend`; domain.model.Architecture.linear_attention_share).
 
 Shapes: transformers' Qwen3NextGatedDeltaNet (modeling_qwen3_next.py: in_proj_qkvz h -> 2·k + 2·v, in_proj_ba
 h -> 2·H_v, a depthwise causal conv1d over the 2·k + v channels of q, k and v without bias, dt_bias and A_log per
@@ -17,6 +17,16 @@ their 3n channels, a decay per channel from a low-rank forget gate (f_a h -> d, 
 beta from b_proj (h -> H), a low-rank output gate (g_a h -> d, g_b d -> n) into a gated RMSNorm of d, o_proj
 n -> h. Its chunked kernel (fla's chunk_kda) is counted as the gated delta rule's matmuls; the per-channel decay
 adds element-wise work on the keys, counted in its traffic.
+
+Mamba-2 (Dao & Gu 2024, arXiv 2405.21060, state-space duality; Megatron-Core's MambaMixer,
+megatron/core/ssm/mamba_mixer.py): H heads of P channels (v = H·P), G groups of B and C of the state size N
+(k = G·N), in_proj h -> z, x, B, C and dt (2v + 2k + H), a causal conv1d with bias over x, B and C (v + 2k
+channels), dt_bias, A_log and D per head, a gated RMSNorm over v in G groups and out_proj v -> h, no projection
+biases. Training runs mamba_ssm's mamba_split_conv1d_scan_combined (the conv, the chunked scan and the z gate in
+one autograd function that keeps its input and the scan's ungated output for backward), then the norm and
+out_proj. Its chunked scan (mamba_ssm/ops/triton/ssd_combined.py) per chunk of Q tokens: C·B^T within the chunk
+per group, that matrix (masked by the decay) times x per head, each chunk's state B^T·x per head, and each
+token's output from the previous state, C·S, per head.
 
 Left out: the convolution's FLOPs (2·K per channel and token, under 0.1% of the projections'; its traffic is
 counted), the sequential walk over chunks of the state kernels (chunk_gated_delta_rule_fwd_h and its backward run
@@ -41,6 +51,14 @@ published forward-only timings of the Triton kernels give 49 on an H100 (8 value
 PR #3866's FLA baseline, 1.954 ms) and 64 on an SM100 part (48 value heads, 8,192 tokens: vLLM PR #43273, 1.116 ms),
 so this part of the estimate is optimistic by 1.4-2x (docs/methodology/flops.md)."""
 
+MAMBA2_CHUNK = 128
+"""Tokens per chunk of Mamba-2's scan where the model gives none: the chunk_size of Nemotron-H's config.json
+(NVIDIA-Nemotron-3-Nano-30B-A3B: 128), which Megatron-Core's MambaMixer takes."""
+MAMBA2_FORWARD_KERNELS = 9.0
+"""Kernels the forward of one Megatron-Core Mamba-2 mixer launches: in_proj, the causal conv1d, the scan's five
+(_chunk_cumsum_fwd, _chunk_state_fwd, _state_passing_fwd, _bmm_chunk_fwd, _chunk_scan_fwd), the gated RMSNorm
+and out_proj."""
+
 FORWARD_KERNELS = 13.0
 """Kernels the forward of one Gated DeltaNet mixer launches in Megatron-Core: in_proj, the causal conv1d with its
 SiLU, two L2 norms (q, k), the gating (decay and beta), the chunked rule's six (chunk_local_cumsum,
@@ -57,6 +75,21 @@ def _spec(arch: Architecture) -> LinearAttention:
     return arch.linear_attention
 
 
+def chunk(la: LinearAttention) -> int:
+    """Tokens per chunk of the layer's chunked kernel: the model's, else CHUNK (the delta rules) or MAMBA2_CHUNK."""
+    return la.chunk_size or (MAMBA2_CHUNK if la.kind == "mamba2" else CHUNK)
+
+
+def core_gemm_dim(arch: Architecture) -> float:
+    """The smaller GEMM dimension of the chunked kernel's matmuls, at which estimate.stage_time takes their
+    efficiency: CHUNK for the delta rules; Mamba-2's smallest of the chunk, the head's channels and the state
+    (Nemotron-3 Nano: 64)."""
+    la = arch.linear_attention
+    if la is None or la.kind != "mamba2":
+        return float(CHUNK)
+    return float(min(chunk(la), la.value_head_dim, la.key_head_dim))
+
+
 def blend(arch: Architecture, full: Num, linear: Num) -> Num:
     """The mean over the model's layers of a per-layer figure that is `full` on full-attention layers and `linear`
     on linear-attention ones: full itself for a model without linear attention."""
@@ -69,26 +102,33 @@ def blend(arch: Architecture, full: Num, linear: Num) -> Num:
 def mixer_params(arch: Architecture) -> int:
     """Weights of one linear-attention mixer. Gated DeltaNet: h·(2k + 2v + 2·H_v) + (2k + v)·K + 2·H_v + d_v + v·h
     (Qwen3-Next-80B-A3B: 33,718,464, transformers' module shapes). Kimi Delta Attention: 3·h·n + 3n·K + (h·d + d·n
-    + n + H) (forget gate) + h·H + (h·d + d·n) (output gate) + d + n·h."""
+    + n + H) (forget gate) + h·H + (h·d + d·n) (output gate) + d + n·h. Mamba-2: h·(2v + 2k + H) + (v + 2k)·(K + 1)
+    + 3H + v + v·h (Nemotron-3 Nano: 38,742,208)."""
     la = _spec(arch)
     h = arch.hidden
     if la.kind == "kimi_delta":
         n, d, heads = la.key_dim, la.key_head_dim, la.num_key_heads
         forget = h * d + d * n + n + heads
         return 3 * h * n + 3 * n * la.conv_kernel + forget + h * heads + (h * d + d * n) + d + n * h
+    if la.kind == "mamba2":  # in_proj, conv with bias, dt_bias / A_log / D, the norm, out_proj
+        conv = la.value_dim + 2 * la.key_dim
+        return (h * (2 * la.value_dim + 2 * la.key_dim + la.num_value_heads) + conv * (la.conv_kernel + 1)
+                + 3 * la.num_value_heads + la.value_dim + la.value_dim * h)
     in_proj = h * (2 * la.key_dim + 2 * la.value_dim + 2 * la.num_value_heads)
     return in_proj + la.conv_dim * la.conv_kernel + 2 * la.num_value_heads + la.value_head_dim + la.value_dim * h
 
 
 def projection_flop_per_token(arch: Architecture) -> float:
     """Forward FLOPs of the in and out projections per token (before the tp split): 2·h·(2k + 2v + 2·H_v) + 2·v·h
-    (Kimi Delta Attention: 2·h·(3n + H + 2d) + 2·2·d·n for the gates' second halves + 2·n·h)."""
+    (Kimi Delta Attention: 2·h·(3n + H + 2d) + 2·2·d·n for the gates' second halves + 2·n·h; Mamba-2:
+    2·h·(2v + 2k + H) + 2·v·h)."""
     la = _spec(arch)
     h = arch.hidden
     if la.kind == "kimi_delta":
         n, d = la.key_dim, la.key_head_dim
         return 2.0 * h * (3 * n + la.num_key_heads + 2 * d) + 4.0 * d * n + 2.0 * n * h
-    return 2.0 * h * (2 * la.key_dim + 2 * la.value_dim + 2 * la.num_value_heads) + 2.0 * la.value_dim * h
+    gates = la.num_value_heads if la.kind == "mamba2" else 2 * la.num_value_heads  # dt; or the decay and beta
+    return 2.0 * h * (2 * la.key_dim + 2 * la.value_dim + gates) + 2.0 * la.value_dim * h
 
 
 def _head_macs(la: LinearAttention) -> tuple[float, float]:
@@ -106,8 +146,17 @@ def _head_macs(la: LinearAttention) -> tuple[float, float]:
 def core_flop_per_token(arch: Architecture) -> tuple[float, float]:
     """(forward, backward recompute) FLOPs per token of the chunked rule over all value heads, before the tp
     split: 2·H_v·_head_macs. Qwen3-Next (H_v 32, d 128): 5.85 MFLOP forward, 3.1 MFLOP recomputed; Megatron-LM's
-    MFU formula counts 4·H_v·d_v² multiply-adds (4.2 MFLOP forward), its nominal figure."""
+    MFU formula counts 4·H_v·d_v² multiply-adds (4.2 MFLOP forward), its nominal figure. Mamba-2's scan, Q the
+    chunk, N the state, P a head's channels, G groups, H heads: forward G·Q·N (C·B^T) + H·(Q·P + 2·N·P) (the
+    masked matrix times x, the chunk states, the output from the previous state) multiply-adds; its backward
+    (_mamba_chunk_scan_combined_bwd) first recomputes C·B^T and the chunk states, G·Q·N + H·N·P (Nemotron-3 Nano:
+    3.41 MFLOP forward, 1.31 recomputed)."""
     la = _spec(arch)
+    if la.kind == "mamba2":
+        q, n, p, heads, groups = float(chunk(la)), la.key_head_dim, la.value_head_dim, la.num_value_heads, \
+            la.num_key_heads
+        forward = groups * q * n + heads * (q * p + 2.0 * n * p)
+        return 2.0 * forward, 2.0 * (groups * q * n + heads * n * p)
     forward, again = _head_macs(la)
     return 2.0 * la.num_value_heads * forward, 2.0 * la.num_value_heads * again
 
@@ -119,10 +168,15 @@ def saved_split_bytes(arch: Architecture, p: float, out_proj_input: float) -> fl
     (2·4·H_k), their copies repeated to the value heads where H_v > H_k (2·H_v·d_k), v (v), the decay's fp32
     chunk cumsum (4·H_v) and beta (H_v), the inverted chunk matrix A (H_v·C, in the input dtype: chunk.py's
     ctx.save_for_backward(q, k, v, g, beta, A, ...)), the rule's output for the gated norm (v), and the norm's
-    output, out_proj's input, at out_proj_input bytes an element."""
+    output, out_proj's input, at out_proj_input bytes an element. Mamba-2: what mamba_split_conv1d_scan_combined
+    keeps (in_proj's output z, x, B, C and dt, 2v + 2k + H; the scan's output before the z gate, v), the gated
+    norm's input (v) and fp32 rstd per group, and out_proj's input."""
     la = _spec(arch)
     if la.kind == "kimi_delta":
         return _kimi_saved_bytes(la, p, out_proj_input)
+    if la.kind == "mamba2":  # in_proj's output, the scan's ungated output, the norm's input and fp32 rstd per group
+        elements = 2 * la.value_dim + 2 * la.key_dim + la.num_value_heads + la.value_dim + la.value_dim
+        return p * elements + 4.0 * la.num_key_heads + out_proj_input * la.value_dim
     repeated = 2 * la.num_value_heads * la.key_head_dim if la.num_value_heads > la.num_key_heads else 0
     elements = (la.conv_dim + la.value_dim + 2 * la.num_value_heads + 2 * la.key_dim + repeated + la.value_dim
                 + la.num_value_heads + la.num_value_heads * CHUNK + la.value_dim)
@@ -144,11 +198,14 @@ def elementwise_elements_per_token(arch: Architecture) -> float:
     """Elements one Gated DeltaNet mixer's memory-bound ops read and write per token in the forward (split by tp):
     the conv with its SiLU (2·(2k + v)), the q and k L2 norms (2·2k), the repeat to the value heads where
     H_v > H_k (2k + 2·H_v·d_k), the gating and its chunk cumsum (6·H_v) and the gated RMSNorm (read the output and
-    z, write: 3v)."""
+    z, write: 3v). Mamba-2: the conv and its SiLU (2·(v + 2k)), the z gate in the scan (3v), the norm (2v) and dt's
+    softplus and chunk cumsum (6·H)."""
     la = _spec(arch)
     if la.kind == "kimi_delta":
         # conv and SiLU (2·3n), the forget gate's decay (2n) and its cumsum (2n) per channel, the gated norm (3n)
         return float(2 * 3 * la.key_dim + 2 * la.key_dim + 2 * la.key_dim + 3 * la.key_dim)
+    if la.kind == "mamba2":  # conv and SiLU over x, B, C; the z gate (read z and the output, write); the norm; dt
+        return float(2 * la.conv_dim + 3 * la.value_dim + 2 * la.value_dim + 6 * la.num_value_heads)
     repeat = 2 * la.key_dim + 2 * la.num_value_heads * la.key_head_dim if la.num_value_heads > la.num_key_heads else 0
     return float(2 * la.conv_dim + 4 * la.key_dim + repeat + 6 * la.num_value_heads + 3 * la.value_dim)
 
@@ -165,6 +222,8 @@ def kernels_over_attention(arch: Architecture) -> float:
     la = _spec(arch)
     if la.kind == "kimi_delta":
         return KIMI_FORWARD_KERNELS - ATTENTION_MIXER_KERNELS
+    if la.kind == "mamba2":
+        return MAMBA2_FORWARD_KERNELS - ATTENTION_MIXER_KERNELS
     repeats = REPEAT_KERNELS if la.num_value_heads > la.num_key_heads else 0.0
     return FORWARD_KERNELS + repeats - ATTENTION_MIXER_KERNELS
 
@@ -177,6 +236,8 @@ def cast_elements_per_token(arch: Architecture, tp: Num) -> Num:
     if la.kind == "kimi_delta":  # q, k, v, gates' and o_proj's inputs (6h + 2d + n), their outputs' gradients
         n, d = la.key_dim, la.key_head_dim
         return 6.0 * h + (2 * d + n) / tp + (3 * n + la.num_key_heads + 2 * d + 2 * n) / tp + h
+    if la.kind == "mamba2":  # in_proj's and out_proj's inputs, then the gradients of their outputs
+        return 2.0 * h + (la.value_dim + 2 * la.value_dim + 2 * la.key_dim + la.num_value_heads) / tp
     return 2.0 * h + (la.value_dim + 2 * la.key_dim + 2 * la.value_dim + 2 * la.num_value_heads) / tp
 
 
@@ -187,9 +248,12 @@ def context_parallel_s(arch: Architecture, *, tokens: Num, tp: Num, cp: Num, dty
     shard by all-to-all before them (tensor_a2a_cp2hp; its context-parallel support, Megatron-LM PR #2642) and
     back after (tensor_a2a_hp2cp), as DeepSpeed-Ulysses does for attention (comm.ulysses_all_to_all_s): in, q, k,
     v, b and a (2k + v + 2·H_v per token); out, the rule's output (v). z is taken to stay sequence-sharded for
-    the gated norm after the exchange back."""
+    the gated norm after the exchange back. Megatron-Core's MambaContextParallel does the same for a Mamba-2 layer
+    (pre_conv_ssm and post_conv_ssm), z included: 2v + 2k + H in, v out."""
     la = _spec(arch)
     gates = la.key_dim + la.num_key_heads if la.kind == "kimi_delta" else 2 * la.num_value_heads  # decay and beta
+    if la.kind == "mamba2":  # MambaContextParallel exchanges all of in_proj's output (z, x, B, C, dt)
+        gates = la.value_dim + la.num_value_heads
     return comm.ulysses_all_to_all_s(tokens=tokens, qkv_width=la.conv_dim + gates,
                                      out_width=la.value_dim, tp=tp, cp=cp, dtype_bytes=dtype_bytes,
                                      per_node=per_node, intra=intra, inter=inter)

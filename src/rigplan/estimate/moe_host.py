@@ -10,7 +10,7 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import CUDA_GRAPH_SCOPES, Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
-from rigplan.estimate import recompute_modules
+from rigplan.estimate import linear_attention, recompute_modules
 from rigplan.estimate.moe import (
     CLAMPED_GLU_HOST_OPS,
     EXPERT_BIAS_LOOP_HOST_OPS,
@@ -51,11 +51,14 @@ fused score/top-k, auxiliary loss 2, saving it: 6), preprocess (tokens per exper
 the EP group, 4 split computations, 3 device-to-host copies: 9), dispatch (permute index and
 permute, all-to-all, sort by local expert: 4), the fused activation (1), combine (sort back,
 all-to-all, unpermute: 3) and 2 reshapes."""
-CUDA_GRAPH_SCOPE_OPS = {"attn": 6.0, "moe_router": 6.0, "moe_preprocess": 9.0}
+CUDA_GRAPH_SCOPE_OPS = {"attn": 6.0, "mamba": linear_attention.MAMBA2_FORWARD_KERNELS, "moe_router": 6.0,
+                        "moe_preprocess": 9.0}
 """Host ops a per-module CUDA graph scope (Megatron-Core / Transformer Engine cuda_graph_scope) replaces with
 one graph launch, forward and backward alike: attn, the attention block of the fused stack (norm, qkv
 projection, rotary, attention kernel, output projection, residual add: 6 of FUSED_KERNELS_PER_LAYER's 14);
-moe_router and moe_preprocess, MOE_LAYER_HOST_OPS' router (6) and preprocess (9) counts."""
+mamba, a Mamba-2 mixer's kernels (linear_attention.MAMBA2_FORWARD_KERNELS); moe_router and moe_preprocess,
+MOE_LAYER_HOST_OPS' router (6) and preprocess (9) counts. In a hybrid model attn captures the full-attention
+layers and mamba the Mamba-2 ones, each by its share of the layers."""
 EXPERT_HOST_OPS = {"forward": 2.0, "backward": 3.0}
 """Host ops per local expert and grouped linear (fc1, fc2): TransformerEngine's GroupedLinear splits its input per
 expert and issues one GEMM per expert (forward) or a dgrad and a wgrad GEMM (backward), in bf16 and fp8 alike. In
@@ -74,10 +77,22 @@ expert, so the count is taken for any number of local experts (part of it, the w
 with them: an overestimate below 64)."""
 
 
-def graph_captured_ops(job: Job, scopes: tuple[str, ...] = CUDA_GRAPH_SCOPES) -> float:
-    """Host ops a layer saves to the job's per-module CUDA graph scopes among `scopes`: each captured scope's
-    ops (CUDA_GRAPH_SCOPE_OPS) become one graph launch."""
-    return sum(CUDA_GRAPH_SCOPE_OPS[s] - 1.0 for s in job.cuda_graph_scope if s in scopes)
+def _mixer_share(arch: Architecture, scope: str) -> float:
+    """Share of the layers whose token mixer a mixer scope captures: attn the full-attention layers, mamba the
+    Mamba-2 ones; 1 for the MoE scopes."""
+    la = arch.linear_attention
+    linear = arch.linear_attention_share if la is not None else 0.0
+    if scope == "attn":
+        return 1.0 - linear
+    if scope == "mamba":
+        return linear if la is not None and la.kind == "mamba2" else 0.0
+    return 1.0
+
+
+def graph_captured_ops(arch: Architecture, job: Job, scopes: tuple[str, ...] = CUDA_GRAPH_SCOPES) -> float:
+    """Host ops a layer saves, on the model's mean, to the job's per-module CUDA graph scopes among `scopes`: each
+    captured scope's ops (CUDA_GRAPH_SCOPE_OPS) become one graph launch, on the layers whose module it captures."""
+    return sum((CUDA_GRAPH_SCOPE_OPS[s] - 1.0) * _mixer_share(arch, s) for s in job.cuda_graph_scope if s in scopes)
 
 
 def expert_host_ops(arch: Architecture, job: Job, ep: Num, phase: str) -> Num:
@@ -105,7 +120,7 @@ def host_ops_per_moe_layer(arch: Architecture, job: Job, ep: Num, dense_kernels:
     capture (graph_captured_ops)."""
     if arch.moe is None:
         return 0.0 * xp.asarray(ep), 0.0 * xp.asarray(ep)
-    own = dense_kernels + MOE_LAYER_HOST_OPS - graph_captured_ops(job)
+    own = dense_kernels + MOE_LAYER_HOST_OPS - graph_captured_ops(arch, job)
     return own + expert_host_ops(arch, job, ep, "forward"), own + expert_host_ops(arch, job, ep, "backward")
 
 
@@ -214,7 +229,7 @@ def exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, 
     fwd_ops, bwd_ops = host_ops_per_moe_layer(arch, job, ep, kernels)
     moe_layers = layers - dense_layers + lm_head * arch.moe.mtp_layers
     share = recomputed_layers / xp.maximum(xp.asfloat(layers), 1.0)
-    dense_ops = kernels - graph_captured_ops(job, scopes=("attn",))
+    dense_ops = kernels - graph_captured_ops(arch, job, scopes=("attn", "mamba"))
     if recompute_modules.moe_layer_recomputed(arch, job):
         bwd_ops = bwd_ops + (fwd_ops - dense_ops)
     two_phase = 1.0 if job.kernels == "fused" else 0.0

@@ -163,9 +163,10 @@ def count_params(arch: Architecture) -> ParamCounts:
     mixers = mixer_params_total(arch)
     attention = mixers // arch.num_layers
     norms = arch.norms_per_layer * norm_params(arch, h)
+    dense_norms = norms if arch.ffn else norms // 2  # a layer without a feed-forward block has no norm before it
     dense = LayerParams(
         attention=attention, mlp_dense=mlp_params(arch, arch.ffn, arch.mlp_bias),
-        experts=0, expert_one=0, norms=norms,
+        experts=0, expert_one=0, norms=dense_norms,
     )
     moe_layer = None
     top_k = 0

@@ -150,7 +150,7 @@ class _Rates:
     adapter_eff: Num
     attn_eff: Num
     linear_eff: Num
-    """A linear-attention layer's chunked rule (linear_attention.CHUNK-wide matmuls, bf16)."""
+    """A linear-attention layer's chunked kernel (linear_attention.core_gemm_dim-wide matmuls, bf16)."""
     backward_rate: float
     read_bytes: float
     grad_bytes: float
@@ -210,7 +210,8 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     read_bytes, grad_bytes = moe.expert_weight_bytes(job, fp8 and not job.bf16_experts)
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
-    f_in = (2.0 if arch.mlp == "gated" else 1.0) * arch.ffn
+    mlp_width = float(arch.ffn or (arch.moe.shared_ffn if arch.moe else 0))  # ffn 0: an MoE model's shared expert
+    f_in = (2.0 if arch.mlp == "gated" else 1.0) * mlp_width
     replicated, split = moe.by_expert_ranks(ep, job, lambda j: elementwise_bytes_per_token(arch, j))
     norm_tp = tp if layout.sequence_parallel else 1.0
     moe_act: Num = 0.0
@@ -240,12 +241,12 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         expert_rate=expert_peak * expert_eff, load=load,
         head_eff=_gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), gemm_clock),
         adapter_eff=_gemm_efficiency(eff, float(job.lora_rank), gemm_clock), attn_eff=attn_eff,
-        linear_eff=_gemm_efficiency(eff, float(linear_attention.CHUNK), gemm_clock),
+        linear_eff=_gemm_efficiency(eff, linear_attention.core_gemm_dim(arch), gemm_clock),
         backward_rate=eff.fp8_backward_rate if fp8 else 1.0, read_bytes=read_bytes, grad_bytes=grad_bytes,
         local_expert_params=moe.local_expert_params(arch, ep, expert_tp) if arch.moe is not None else 0.0,
         hbm_bytes_per_s=gpu.memory_bandwidth_bytes_per_s * eff.hbm,
         attn_share=tensor_parallel.column_parallel_share(q_w, kv_w, 0.0, 0.0),
-        mlp_share=tensor_parallel.column_parallel_share(0.0, 0.0, f_in, float(arch.ffn)),
+        mlp_share=tensor_parallel.column_parallel_share(0.0, 0.0, f_in, mlp_width),
         elementwise_per_token=replicated / norm_tp + split / tp, moe_act_per_token=moe_act,
         permute_per_token=moe.permute_bytes_per_token(arch, job, ep) / tp,
         expert_path_per_token=(expert_path[0] / tp, expert_path[1] / tp),

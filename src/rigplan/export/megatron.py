@@ -64,6 +64,9 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         raise unsupported(NAME, f"Muon with ZeRO-{lay.zero}", "Megatron's dist_muon shards by layer: use --zero 1 or 0")
     if job.activation_offload or job.optimizer_in_backward:
         raise unsupported(NAME, "activation offload / optimizer-in-backward")
+    if arch.linear_attention is not None and arch.linear_attention.kind == "mamba2":
+        raise unsupported(NAME, "Mamba-2 layers (a Nemotron-H hybrid)", "Megatron-LM builds these with "
+                          "pretrain_mamba.py and --hybrid-override-pattern, which this export does not write")
     if arch.positions != "rope":
         raise unsupported(NAME, f"{arch.positions} positions in this export", "rope models only")
     b = batch_of(setup)
@@ -99,7 +102,7 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
             args["moe_router_score_function"] = "sigmoid"
         if moe.mtp_layers:  # the multi-token-prediction modules the estimate counts on the last stage
             args["mtp_num_layers"] = moe.mtp_layers
-        if moe.first_dense_layers or moe.moe_layer_step > 1:
+        if moe.first_dense_layers or moe.moe_layer_step > 1 or moe.dense_layers:
             dense = [0 if d else 1 for d in dense_layer_mask(arch.num_layers, moe.dense_pattern())]
             args["moe_layer_freq"] = _quoted_list(dense)
         if job.capacity_factor:

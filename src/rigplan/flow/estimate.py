@@ -298,6 +298,12 @@ LINEAR_ATTENTION_NOTE = ("linear-attention layers: timed as flash-linear-attenti
                          "model); their rate is the GEMM curve's at the kernels' 64-wide chunks, 1.4-2x above "
                          "published forward timings of the Triton kernels (docs/methodology/flops.md)")
 """Shown with a hybrid model's estimate (estimate.linear_attention)."""
+MAMBA2_NOTE = ("Mamba-2 layers: timed as mamba_ssm's chunked scan (the conv, the five SSD kernels, the gated norm), "
+               "which Megatron-Core's MambaMixer calls; their matmuls at the GEMM curve's rate at their smallest side "
+               "(the head's channels, the state or the chunk), not a measured rate of those Triton kernels; the scan's "
+               "walk from chunk to chunk is left out (docs/methodology/flops.md); on the 5 published Nemotron 3 Nano "
+               "runs rigplan checks (Megatron-Bridge 26.04.01: 8 B200, B300, GB200 or GB300 in MXFP8, 16 H100 in "
+               "FP8) its tokens/s were 18% to 24% above the measured, so read this estimate as about a fifth fast")
 BLOCKWISE_FP8_NOTE = ("block-scaled fp8: one fp32 scale per 1 x 128 elements of activations and gradients and per "
                       "128 x 128 block of weights (Transformer Engine's Float8BlockScaling); its GEMMs at the fp8 "
                       "curve of per-tensor scaling, which DeepGEMM's block-scaled GEMMs on H800 exceed "
@@ -407,7 +413,7 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     assumptions.append(f"{gpu.gpus_per_node} GPUs per node, {gpu.nic_bits_per_s / 1e9:.0f} Gb/s scale-out per GPU, "
                        f"{kernel_note(job, eff, gpu.peak('bf16'), attention_head_dims(setup.arch))}")
     if setup.arch.linear_attention is not None:
-        assumptions.append(LINEAR_ATTENTION_NOTE)
+        assumptions.append(MAMBA2_NOTE if setup.arch.linear_attention.kind == "mamba2" else LINEAR_ATTENTION_NOTE)
     if job.precision == "fp8" and job.fp8_recipe == "nvfp4":
         assumptions.append(NVFP4_NOTE)
     if job.precision == "fp8" and job.fp8_recipe == "blockwise":

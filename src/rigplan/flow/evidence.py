@@ -64,9 +64,10 @@ def hopper_gpt_oss_evidence_applies(family: str, arch: Architecture, job: Job) -
 
 
 def gb300_moe_evidence_applies(gpu_id: str, arch: Architecture, job: Job) -> bool:
-    """Whether GB300_MOE_EVIDENCE describes this estimate: an MoE model on a GB300 with fused (Megatron-Core /
-    Transformer Engine) kernels, not in NVFP4."""
-    return gpu_id == "gb300" and arch.moe is not None and fused_not_nvfp4(job)
+    """Whether GB300_MOE_EVIDENCE describes this estimate: an MoE model without linear-attention layers (the runs it
+    quotes have none; a Mamba-2 hybrid's own evidence is in flow.estimate.MAMBA2_NOTE) on a GB300 with fused
+    (Megatron-Core / Transformer Engine) kernels, not in NVFP4."""
+    return gpu_id == "gb300" and arch.moe is not None and arch.linear_attention is None and fused_not_nvfp4(job)
 
 
 def small_microbatch_moe(job: Job, layout: Layout) -> bool:

@@ -95,7 +95,7 @@ LISTS = {"recompute-modules", "cuda-graph-scope"}
 RECOMPUTE_MODULES = {"moe_act": "recompute_moe_act", "layernorm": "recompute_layernorm",
                      "mla_up_proj": "recompute_mla_up_proj", "mlp": "recompute_mlp", "moe": "recompute_moe"}
 """Megatron-Core's --recompute-modules with their rigplan switch (core_attn, the default, is --recompute selective)."""
-GRAPH_SCOPES = ("attn", "moe_router", "moe_preprocess")
+GRAPH_SCOPES = ("attn", "mamba", "moe_router", "moe_preprocess")
 """The per-module CUDA graph scopes rigplan times (Job.cuda_graph_scope)."""
 SHAPE_FLAGS = frozenset({"hidden-size", "ffn-hidden-size", "num-attention-heads", "num-query-groups", "kv-channels",
                          "num-experts", "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size",
@@ -242,8 +242,8 @@ def _recompute_and_graphs(raw: dict[str, Any], lists: dict[str, list[str]], fiel
         fields["cuda_graph_scope"] = [s for s in scopes if s in GRAPH_SCOPES]
         other = [s for s in scopes if s not in GRAPH_SCOPES]
         if other:
-            notes.append(f"CUDA graph scopes {', '.join(other)}: not modelled (rigplan times attn, moe_router and "
-                         "moe_preprocess)")
+            notes.append(f"CUDA graph scopes {', '.join(other)}: not modelled (rigplan times attn, mamba, moe_router "
+                         "and moe_preprocess)")
     dropouts = [raw[k] for k in ("_attention_dropout", "_hidden_dropout") if k in raw]
     if dropouts:
         fields["dropout"] = any(p > 0 for p in dropouts)

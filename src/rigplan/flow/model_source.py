@@ -160,6 +160,8 @@ def _apply_shape_flags(arch: Architecture | None, flags: dict[str, Any]) -> Arch
                   "shared_experts": "num_shared_experts", "mtp_layers": "mtp_layers",
                   "dense_layers": "first_dense_layers"}
     overrides = {attr: given[flag] for flag, attr in moe_fields.items() if flag in given}
+    if "first_dense_layers" in overrides:  # a leading count replaces a listed set (domain.model.MoE.dense_layers)
+        overrides["dense_layers"] = ()
     if overrides:
         base = arch.moe
         if base is None and "num_experts" not in overrides:

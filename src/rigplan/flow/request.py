@@ -49,7 +49,7 @@ class ModelSpec(BaseModel):
     ffn: Annotated[int, Bounded("ffn")] | None = None
     vocab: Annotated[int, Bounded("vocab")] | None = None
     mlp: Literal["gated", "plain"] | None = None
-    positions: Literal["rope", "learned", "alibi"] | None = None
+    positions: Literal["rope", "learned", "alibi", "none"] | None = None
     norm: Literal["rmsnorm", "layernorm"] | None = None
     tied_embeddings: bool | None = None
     experts: Annotated[int, Bounded("experts")] | None = None

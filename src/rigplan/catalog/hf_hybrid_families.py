@@ -1,0 +1,110 @@
+"""config.json reader for Nemotron-H (model_type nemotron_h: NVIDIA's Nemotron-H and Nemotron 3 hybrids), whose
+layers are single blocks: a Mamba-2 mixer (M), a full-attention mixer (*), an MoE (E) or a dense MLP (-), each
+behind its own RMSNorm and residual (transformers' NemotronHConfig, hybrid_override_pattern or layers_block_type).
+
+rigplan's layer is a token mixer followed by a feed-forward block, so the reader pairs each mixer block with the
+feed-forward block right after it; a mixer followed by another mixer is a layer without a feed-forward block, read
+as a dense layer of an MoE model whose dense MLP is absent (ffn 0, domain.model.MoE.dense_layers). Parameters and
+FLOPs are the blocks' sums (a layer without a feed-forward block has one norm; the count equals transformers'
+NemotronHForCausalLM), and a pipeline stage boundary falls between layers, not between the blocks of one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rigplan.catalog.hf_moe_families import hybrid_layout
+from rigplan.catalog.hf_reader import ConfigReader
+from rigplan.domain.model import LinearAttention, MoE
+
+BLOCK_SYMBOLS = {"mamba": "M", "attention": "*", "moe": "E", "mlp": "-"}
+"""layers_block_type's names (Nemotron 3 configs) for hybrid_override_pattern's symbols."""
+MIXERS, FEED_FORWARDS = "M*", "E-"
+
+
+def _blocks(r: ConfigReader, num_blocks: int) -> str:
+    """The block pattern: hybrid_override_pattern, else layers_block_type's names as its symbols; one symbol a
+    block, num_hidden_layers of them."""
+    pattern = r.cfg.get("hybrid_override_pattern")
+    if pattern is None and isinstance(r.cfg.get("layers_block_type"), list):
+        names = r.cfg["layers_block_type"]
+        if not all(isinstance(n, str) and n in BLOCK_SYMBOLS for n in names):
+            raise r.fail(f"key '{r.prefix}layers_block_type' must name {', '.join(BLOCK_SYMBOLS)} blocks, "
+                         f"got {names!r}")
+        pattern = "".join(BLOCK_SYMBOLS[n] for n in names)
+    if not isinstance(pattern, str) or len(pattern) != num_blocks or set(pattern) - set(MIXERS + FEED_FORWARDS):
+        raise r.fail(f"key '{r.prefix}hybrid_override_pattern' must give one of M, *, E and - for each of the "
+                     f"{num_blocks} blocks, got {pattern!r}")
+    return pattern
+
+
+def _pair(r: ConfigReader, pattern: str) -> list[tuple[str, str]]:
+    """(mixer, feed-forward or '') per rigplan layer: each mixer block with the feed-forward block right after it."""
+    layers: list[tuple[str, str]] = []
+    for i, block in enumerate(pattern):
+        if block in MIXERS:
+            layers.append((block, ""))
+        elif layers and not layers[-1][1]:
+            layers[-1] = (layers[-1][0], block)
+        else:
+            raise r.fail(f"block {i} ({block}) of '{r.prefix}hybrid_override_pattern' {pattern} follows no mixer; "
+                         "rigplan reads each feed-forward block after a Mamba or attention block")
+    return layers
+
+
+def _nemotron_h(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Nemotron-H and Nemotron 3 (transformers NemotronHConfig): attention without positional encoding (GQA of
+    head_dim, no biases), Mamba-2 mixers (mamba_num_heads of mamba_head_dim, n_groups groups of ssm_state_size,
+    conv_kernel taps, chunk_size), squared-ReLU MLPs (up and down) of intermediate_size, and MoE blocks of
+    n_routed_experts experts of moe_intermediate_size (top num_experts_per_tok, sigmoid router) with
+    n_shared_experts of moe_shared_expert_intermediate_size. A latent MoE (moe_latent_size, Nemotron 3 Super and
+    Ultra) is refused, as is a pattern with both dense MLPs and mixers without a feed-forward block."""
+    blocks = r.req_int("num_hidden_layers")
+    pattern = _blocks(r, blocks)
+    layers = _pair(r, pattern)
+    if r.cfg.get("moe_latent_size"):
+        raise r.fail(f"key '{r.prefix}moe_latent_size' gives a latent MoE (experts in a smaller space behind an up and "
+                     "a down projection), which rigplan does not model")
+    bare = [i for i, (_, ffn) in enumerate(layers) if not ffn]
+    dense = [i for i, (_, ffn) in enumerate(layers) if ffn == "-"]
+    routed = any(ffn == "E" for _, ffn in layers)
+    if bare and (dense or not routed):
+        raise r.fail(f"'{r.prefix}hybrid_override_pattern' {pattern} has mixers without a feed-forward block beside "
+                     f"{'dense MLPs' if dense else 'no MoE block'}; rigplan reads such mixers in an MoE model "
+                     "without dense MLPs")
+    full = [i for i, (mixer, _) in enumerate(layers) if mixer == "*"]
+    interval, listed = hybrid_layout(r, "hybrid_override_pattern", full, len(layers))
+    heads = r.req_int("num_attention_heads")
+    fields: dict[str, Any] = {
+        "num_layers": len(layers), "hidden": r.req_int("hidden_size"), "num_heads": heads,
+        "num_kv_heads": r.opt_int("num_key_value_heads", default=heads),
+        "head_dim": r.opt_int("head_dim", "attention_head_dim"),
+        "ffn": 0 if bare else r.req_int("intermediate_size"), "vocab": r.req_int("vocab_size"),
+        "context_length": r.opt_int("max_position_embeddings"), "tied_embeddings": r.flag("tie_word_embeddings", False),
+        "mlp": "plain", "positions": "none", "qkv_bias": r.flag("attention_bias", False),
+        "attn_out_bias": r.flag("attention_bias", False), "mlp_bias": r.flag("mlp_bias", False),
+    }
+    fields["linear_attention"] = LinearAttention(
+        num_key_heads=r.req_int("n_groups"), num_value_heads=r.req_int("mamba_num_heads"),
+        key_head_dim=r.req_int("ssm_state_size"), value_head_dim=r.req_int("mamba_head_dim"),
+        conv_kernel=r.opt_int("conv_kernel", default=4), full_attention_interval=interval,
+        full_attention_layers=listed, kind="mamba2", chunk_size=r.opt_int("chunk_size", default=128))
+    notes = [f"{pattern.count('M')} Mamba-2, {pattern.count('*')} attention, {pattern.count('E')} MoE and "
+             f"{pattern.count('-')} MLP blocks read as {len(layers)} layers (a mixer and the feed-forward block after "
+             "it)"]
+    if routed:
+        shared = r.opt_int("n_shared_experts")
+        fields["moe"] = MoE(num_experts=r.req_int("n_routed_experts"), top_k=r.req_int("num_experts_per_tok"),
+                            expert_ffn=r.req_int("moe_intermediate_size"), num_shared_experts=shared,
+                            shared_expert_ffn=r.opt_int("moe_shared_expert_intermediate_size") if shared else 0,
+                            dense_layers=tuple(bare or dense), router="sigmoid",
+                            mtp_layers=r.opt_int("num_nextn_predict_layers"))
+        if bare:
+            notes.append(f"layers {bare} (from 0) are mixers without a feed-forward block")
+    return fields, notes
+
+
+HYBRID_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] = {
+    "nemotron_h": _nemotron_h,
+}
