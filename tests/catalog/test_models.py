@@ -60,6 +60,8 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
     "ernie-4.5-300b-a47b": "47.08B exact without the input embedding vs the card's 47B (47.93B with it)",
     "nemotron-3-nano-30b-a3b": "the card's 'about 3.2B active, 3.6B with embeddings'; 3.23B exact without the input "
                                "embedding (3.58B with it)",
+    "nemotron-3-super-120b-a12b": "the Nano card's convention; 12.23B exact without the input embedding vs NVIDIA's "
+                                  "12B (12.77B with it)",
 }
 """The records whose active_excludes_input_embedding is true, and why."""
 
@@ -79,6 +81,16 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         0.01,
         "the model card gives about 3.2B active without embeddings (two significant figures); the exact count "
         "without the input embedding is 3,227,751,872 (0.87% above), with it 3,580,073,408 (the card's 3.6B)",
+    ),
+    ("nemotron-3-super-120b-a12b", "total"): (
+        0.01,
+        "NVIDIA gives '120B total' (two significant figures); the exact count without the multi-token-prediction "
+        "block is 120,668,687,360 (0.56% above), as transformers' NemotronHForCausalLM counts it",
+    ),
+    ("nemotron-3-super-120b-a12b", "active"): (
+        0.02,
+        "NVIDIA gives '12B active' (two significant figures); the exact count without the input embedding is "
+        "12,233,346,048 (1.9% above)",
     ),
     ("qwen3-235b-a22b", "active"): (
         0.01,

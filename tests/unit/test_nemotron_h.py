@@ -16,10 +16,10 @@ from rigplan.catalog.load import load_catalog
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
-from rigplan.estimate import linear_attention
-from rigplan.estimate.flops import paper_flop_per_token
+from rigplan.estimate import comm, linear_attention, moe
+from rigplan.estimate.flops import layer_forward_flops, paper_flop_per_token
 from rigplan.estimate.moe_host import CUDA_GRAPH_SCOPE_OPS, graph_captured_ops
-from rigplan.estimate.params import count_params
+from rigplan.estimate.params import count_params, latent_projection_params
 from rigplan.export import Unsupported, export
 from rigplan.flow.estimate import estimate
 from rigplan.flow.request import EstimateRequest
@@ -97,9 +97,12 @@ def test_mamba2_mixer_params_follow_megatron_and_transformers(nano: Architecture
     assert linear_attention.mixer_params(nano) == in_proj + conv + 3 * heads + v + v * h == 38_742_208
 
 
-def test_counts_equal_transformers_modules(tmp_path: Path) -> None:
+@pytest.mark.parametrize("latent", [0, 512], ids=["nano_cut", "latent_moe"])
+def test_counts_equal_transformers_modules(tmp_path: Path, latent: int) -> None:
     """transformers builds NemotronHForCausalLM on the meta device from a cut config (8 blocks, 16 experts, a 1,024
-    vocabulary) that keeps a mixer without a feed-forward block; rigplan's count must be the same to the unit."""
+    vocabulary) that keeps a mixer without a feed-forward block, once with a latent MoE (Nemotron 3 Super's
+    moe_latent_size: routed experts at that width, two projections around them); rigplan's count must be the same to
+    the unit."""
     pytest.importorskip("torch", reason="torch is not installed: pip install 'rigplan[frameworks]'")
     transformers = pytest.importorskip("transformers", reason="transformers is not installed: pip install "
                                        "'rigplan[frameworks]'")
@@ -108,7 +111,7 @@ def test_counts_equal_transformers_modules(tmp_path: Path) -> None:
     import torch
 
     small = {**NANO, "hybrid_override_pattern": "MEM*EMME", "num_hidden_layers": 8, "n_routed_experts": 16,
-             "vocab_size": 1024}
+             "vocab_size": 1024, **({"moe_latent_size": latent} if latent else {})}
     keys = {k: v for k, v in small.items() if k not in ("model_type", "architectures")}
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(transformers.NemotronHConfig(**keys))
@@ -193,11 +196,10 @@ def test_megatron_export_refuses_mamba() -> None:
     ({"hybrid_override_pattern": NANO_PATTERN.replace("E", "X", 1)}, "must give one of M, *, E and -"),
     ({"hybrid_override_pattern": "M-M*-" + NANO_PATTERN[5:]}, "mixers without a feed-forward block beside dense MLPs"),
     ({"hybrid_override_pattern": "M*" * 26}, "mixers without a feed-forward block beside no MoE block"),
-    ({"moe_latent_size": 1024}, "key 'moe_latent_size' gives a latent MoE"),
     ({"hybrid_override_pattern": None, "layers_block_type": ["mamba"] * 51 + ["conv"]},
      "key 'layers_block_type' must name mamba, attention, moe, mlp blocks"),
     ({"mamba_num_heads": None}, "mamba_num_heads"),
-], ids=["feed_forward_first", "short", "unknown_symbol", "bare_beside_dense", "bare_without_moe", "latent",
+], ids=["feed_forward_first", "short", "unknown_symbol", "bare_beside_dense", "bare_without_moe",
         "block_type_name", "no_heads"])
 def test_a_bad_nemotron_h_key_is_one_line(tmp_path: Path, changes: dict[str, Any], expected: str) -> None:
     cfg = {k: v for k, v in {**NANO, **changes}.items() if v is not None}
@@ -209,3 +211,57 @@ def test_dense_nemotron_h_without_bare_mixers_reads_as_a_dense_hybrid(tmp_path: 
     arch = _read(tmp_path, {**cfg, "hybrid_override_pattern": "M-M-*-M-", "num_hidden_layers": 8})
     assert arch.moe is None and arch.num_layers == 4 and arch.ffn == 1856
     assert arch.num_linear_attention_layers == 3 and arch.linear_attention_share == 0.75
+
+
+@pytest.fixture(scope="module")
+def super_() -> Architecture:
+    return load_catalog().model("nemotron-3-super-120b-a12b").to_domain()
+
+
+def test_super_reads_as_a_latent_moe(super_: Architecture) -> None:
+    assert super_.moe is not None and super_.moe.latent_size == 1024 and super_.expert_hidden == 1024
+    assert super_.num_layers == 48 and super_.num_moe_layers == 40 and super_.moe.dense_layers == (
+        3, 8, 13, 19, 25, 31, 37, 42)
+    counts = count_params(super_)
+    assert counts.total == 120_668_687_360  # transformers' NemotronHForCausalLM from the config.json, MTP apart
+    assert counts.moe_layer is not None and counts.moe_layer.expert_one == 2 * 1024 * 2688
+    assert latent_projection_params(super_) == 2 * 4096 * 1024
+
+
+def test_latent_width_sets_the_experts_and_the_all_to_all(super_: Architecture) -> None:
+    assert super_.moe is not None
+    full = replace(super_, moe=replace(super_.moe, latent_size=0))
+    assert full.expert_hidden == 4096 and latent_projection_params(full) == 0
+    kw = {"seq_len": 8192, "micro_batch": 1}
+    latent_ops, full_ops = layer_forward_flops(super_, moe=True, **kw), layer_forward_flops(full, moe=True, **kw)
+    assert float(latent_ops.expert_flop) == pytest.approx(float(full_ops.expert_flop) / 4)
+    assert float(latent_ops.mlp_flop) - float(full_ops.mlp_flop) == pytest.approx(2 * 2 * 8192 * 4096 * 1024)
+    job = Job(seq_len=8192, moe_imbalance=1.0)
+    tier = comm.Tier(name="nvlink", bandwidth_bytes_per_s=400e9, latency_s=5e-6)
+    a2a = {name: float(moe.expert_all_to_all_s(a, job, tokens=8192, tp=1, ep=64, etp=1, domain=72, intra=tier,
+                                                inter=tier)) for name, a in (("latent", super_), ("full", full))}
+    assert a2a["latent"] < a2a["full"] / 3  # a quarter of the bytes, the same latency per call
+    assert float(moe.permute_bytes_per_token(super_, job, 64)) == pytest.approx(
+        float(moe.permute_bytes_per_token(full, job, 64)) / 4)
+    held = {name: float(moe.local_expert_params(a, 64, 1)) for name, a in (("latent", super_), ("full", full))}
+    assert held["latent"] == pytest.approx(held["full"] / 4)
+
+
+def test_super_estimate_runs_on_the_published_layout() -> None:
+    result = estimate(EstimateRequest(model="nemotron-3-super-120b-a12b", gpu="gb300", gpus=64, ep=64, seq=8192,
+                                      global_batch=512, precision="fp8", fp8_recipe="mxfp8", mtp_layers=2,
+                                      moe_dispatcher="hybridep", balanced_routing=True, zero=1, fp8_param_gather=True))
+    assert float(result.step.step_time_s) > 0 and result.memory.fits
+    assert result.to_dict(with_advice=False)["memory"]["model"]["params_total"] > 120e9  # the second MTP copy
+
+
+def test_megatron_export_writes_the_latent_size() -> None:
+    from rigplan.flow.model_source import ResolvedModel
+
+    qwen = load_catalog().model("qwen3-30b-a3b").to_domain()
+    assert qwen.moe is not None
+    latent = replace(qwen, moe=replace(qwen.moe, latent_size=512))
+    request = EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=8)
+    values = export(build_setup(request, load_catalog(), ResolvedModel(arch=latent, source="catalog")),
+                    "megatron").values
+    assert values["moe_latent_size"] == 512

@@ -58,14 +58,12 @@ def _nemotron_h(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     head_dim, no biases), Mamba-2 mixers (mamba_num_heads of mamba_head_dim, n_groups groups of ssm_state_size,
     conv_kernel taps, chunk_size), squared-ReLU MLPs (up and down) of intermediate_size, and MoE blocks of
     n_routed_experts experts of moe_intermediate_size (top num_experts_per_tok, sigmoid router) with
-    n_shared_experts of moe_shared_expert_intermediate_size. A latent MoE (moe_latent_size, Nemotron 3 Super and
-    Ultra) is refused, as is a pattern with both dense MLPs and mixers without a feed-forward block."""
+    n_shared_experts of moe_shared_expert_intermediate_size, the routed experts at moe_latent_size where it is
+    given (a latent MoE: Nemotron 3 Super and Ultra). A pattern with both dense MLPs and mixers without a
+    feed-forward block is refused."""
     blocks = r.req_int("num_hidden_layers")
     pattern = _blocks(r, blocks)
     layers = _pair(r, pattern)
-    if r.cfg.get("moe_latent_size"):
-        raise r.fail(f"key '{r.prefix}moe_latent_size' gives a latent MoE (experts in a smaller space behind an up and "
-                     "a down projection), which rigplan does not model")
     bare = [i for i, (_, ffn) in enumerate(layers) if not ffn]
     dense = [i for i, (_, ffn) in enumerate(layers) if ffn == "-"]
     routed = any(ffn == "E" for _, ffn in layers)
@@ -99,7 +97,8 @@ def _nemotron_h(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
                             expert_ffn=r.req_int("moe_intermediate_size"), num_shared_experts=shared,
                             shared_expert_ffn=r.opt_int("moe_shared_expert_intermediate_size") if shared else 0,
                             dense_layers=tuple(bare or dense), router="sigmoid",
-                            mtp_layers=r.opt_int("num_nextn_predict_layers"))
+                            mtp_layers=r.opt_int("num_nextn_predict_layers"),
+                            latent_size=r.opt_int("moe_latent_size"))
         if bare:
             notes.append(f"layers {bare} (from 0) are mixers without a feed-forward block")
     return fields, notes

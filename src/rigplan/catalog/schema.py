@@ -278,6 +278,8 @@ class MoERecord(Record):
     mtp_layers: Annotated[int, Bounded("mtp_layers")] = 0
     dense_layers: tuple[Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)], ...] = ()
     """0-based non-MoE layers where no leading count and step describe them (domain.model.MoE.dense_layers)."""
+    latent_size: Annotated[int, Field(ge=0, le=BOUNDS["hidden"].high)] = 0
+    """A latent MoE's expert width (domain.model.MoE.latent_size); 0 = the hidden size."""
 
 
 class MLARecord(Record):

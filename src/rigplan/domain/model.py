@@ -54,8 +54,14 @@ class MoE:
     """The 0-based layers that are not MoE, listed where no leading count and step describe them (a Nemotron-H
     hybrid's mixer-only layers, whose feed-forward block is absent when Architecture.ffn is 0); empty: the leading
     count and step decide."""
+    latent_size: int = 0
+    """Width of a latent MoE's routed experts (Nemotron 3 Super: 1,024): tokens are projected from the hidden
+    size to it before dispatch and back after combine, so the all-to-all and the experts work at this width
+    (Megatron-Core moe_latent_size); 0 = the hidden size."""
 
     def __post_init__(self) -> None:
+        if self.latent_size < 0:
+            raise InvalidSpec(f"the MoE latent size must be >= 0 (0 = none), got {self.latent_size}")
         layers = self.dense_layers
         if layers and (list(layers) != sorted(set(layers)) or layers[0] < 0
                        or self.first_dense_layers or self.moe_layer_step != 1):
@@ -299,6 +305,11 @@ class Architecture:
     @property
     def is_moe(self) -> bool:
         return self.moe is not None
+
+    @property
+    def expert_hidden(self) -> int:
+        """Width the routed experts and the token dispatch work at: a latent MoE's latent size, else hidden."""
+        return (self.moe.latent_size if self.moe is not None else 0) or self.hidden
 
     @property
     def num_moe_layers(self) -> int:

@@ -299,10 +299,14 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         # under moe_act recompute the checkpoint holds fc1's output in the compute dtype instead.
         store = fp8_store_saving(arch, job) / p
         routed_store = 0.0 if recomputed or job.moe_fused_grouped_mlp else 2 * store * moe.expert_ffn
+        w = arch.expert_hidden  # the routed copies' width: a latent MoE's latent size
         routed = load_factor(job) * moe.top_k * (
-            h + expert_output_saved(job) * h + routed_inner * moe.expert_ffn - (1 - q / p) * (h + fc2_in)
+            w + expert_output_saved(job) * w + routed_inner * moe.expert_ffn - (1 - q / p) * (w + fc2_in)
             - routed_store)
         shared = moe.num_shared_experts * moe.shared_ffn * (inner_per_ffn - (1 - q / p) - 2 * store)
+        # a latent MoE's up-projection keeps its input, the combined output (l); the down-projection reads the
+        # norm output the router keeps
+        shared += moe.latent_size
         # the shared experts' fc1 saves its own fp8 copy of the norm output (the router keeps the bf16 one)
         shared_in = q * h if moe.num_shared_experts and fp8_inputs.applies(job) else 0.0
         router_probs = 4 * moe.num_experts
@@ -415,7 +419,8 @@ def bnb_saved_inputs(arch: Architecture, job: Job, moe_layer: bool) -> TokenActi
         from rigplan.estimate.moe import load_factor
 
         moe = arch.moe
-        mlp = load_factor(job) * moe.top_k * (h + moe.expert_ffn) + moe.num_shared_experts * moe.shared_ffn
+        mlp = (load_factor(job) * moe.top_k * (arch.expert_hidden + moe.expert_ffn)
+               + moe.num_shared_experts * moe.shared_ffn + moe.latent_size)
         return TokenActivation(replicated_under_tp=p * 2 * h, split_by_tp=p * (o_in + mlp), attention_core=0.0)
     return TokenActivation(replicated_under_tp=p * 2 * h, split_by_tp=p * (o_in + arch.ffn), attention_core=0.0)
 
@@ -561,7 +566,7 @@ def op_checkpoint_token_bytes(arch: Architecture, job: Job, moe_layer: bool) -> 
         from rigplan.estimate.moe import load_factor  # here: a dense model needs no MoE model
 
         fc1_out = (2 if arch.mlp == "gated" else 1) * arch.moe.expert_ffn
-        split += p * load_factor(job) * arch.moe.top_k * (fc1_out + h)
+        split += p * load_factor(job) * arch.moe.top_k * (fc1_out + arch.expert_hidden)
     return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=LSE_BYTES * arch.num_heads)
 
 

@@ -163,7 +163,9 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     f_in = (2 if arch.mlp == "gated" else 1) * f
     mlp_side: Num = h
     if arch.moe is not None:
-        mlp_side = arch.moe.top_k * h / tp * moe.load_factor(job) + (h if arch.moe.num_shared_experts else 0.0)
+        mlp_side = (arch.moe.top_k * arch.expert_hidden / tp * moe.load_factor(job)
+                    + (h if arch.moe.num_shared_experts else 0.0)
+                    + ((h + arch.moe.latent_size) if arch.moe.latent_size else 0.0))  # a latent MoE's projections
     between = f / tp + f_in / tp  # fc2's input forward, fc1's output gradient backward
     if arch.moe is not None and job.moe_fused_grouped_mlp:
         between = 0.0  # quantized in the fused grouped MLP's GEMM epilogues (domain.job.Job.moe_fused_grouped_mlp)
@@ -178,7 +180,7 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     if job.fp8_experts and arch.moe is not None:
         # only the routed experts' grouped GEMMs (Job.fp8_experts): their inputs, fc1's output gradient and fc2's
         # input, and fc2's output gradient; the shared expert and every other linear stay bf16
-        routed = arch.moe.top_k * h / tp * moe.load_factor(job)
+        routed = arch.moe.top_k * arch.expert_hidden / tp * moe.load_factor(job)
         elements = 2 * routed + between
     recipe = job.fp8_recipe
     if recipe == "current" and job.compile:

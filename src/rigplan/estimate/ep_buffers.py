@@ -54,7 +54,7 @@ def deepep_buffer_bytes(arch: Architecture, job: Job, layout: Any) -> Num:
         return 0.0
     ranks = xp.asarray(layout.ep) * xp.asarray(expert_tp_of(layout))
     channels = DEEPEP_NUM_SMS / 2
-    hidden_bytes = 2.0 * arch.hidden
+    hidden_bytes = 2.0 * arch.expert_hidden  # a latent MoE dispatches at its latent width
     rdma_ranks = xp.maximum(ranks / NVL_PEERS, 1.0)
     nvl_ranks = xp.minimum(ranks, NVL_PEERS)
     nvl = channels * nvl_ranks * ((2 * rdma_ranks + 3) * 4 + nvl_recv_tokens(ranks) * (hidden_bytes

@@ -222,7 +222,9 @@ def layer_forward_flops(
     Core: 2·b·s²·a·d_qk (scores) + 2·b·s²·a·d_v (P·V), times causal_fraction and window_scale (the
       share of causal pairs a sliding window keeps, attention_window_scale), divided by cp.
     MLP: gated 3·2·T·h·f, plain 2·2·T·h·f. MoE layer: top_k routed experts (expert_ffn, in
-      expert_flop) plus shared experts (mlp_flop), and the router 2·T·h·E.
+      expert_flop) plus shared experts (mlp_flop), and the router 2·T·h·E. A latent MoE's routed experts work at
+      its latent width l in place of h, and its two projections h -> l -> h add 2·2·T·h·l to mlp_flop (split by
+      tp as the shared experts are).
     Tensor parallel (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053, Sec. 3) divides heads, MLP
     and experts by tp; K/V projections of fewer kv heads than tp are replicated (max(g/tp, 1) heads
     per rank); MLA down-projections are replicated (Megatron-Core MLA); the router is split only with
@@ -259,8 +261,8 @@ def layer_forward_flops(
     router: Num = 0.0
     if moe and arch.moe is not None:
         mo = arch.moe
-        mlp = ffn_fwd * mo.num_shared_experts * mo.shared_ffn / t
-        experts = ffn_fwd * mo.top_k * mo.expert_ffn / t
+        mlp = (ffn_fwd * mo.num_shared_experts * mo.shared_ffn + 2.0 * 2.0 * tokens * h * mo.latent_size) / t
+        experts = ffn_fwd * arch.expert_hidden / h * mo.top_k * mo.expert_ffn / t
         router = 2.0 * tokens * h * mo.num_experts / (t if sequence_parallel else 1.0)
     else:
         mlp = ffn_fwd * arch.ffn / t
@@ -313,18 +315,18 @@ def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool) -> 
         d, g = arch.dim_per_head, arch.kv_heads
         widths = {"q": (h, a * d), "k": (h, g * d), "v": (h, g * d), "o": (a * d, h)}
         shapes += [(*widths[n], 1) for n in ("q", "k", "v", "o") if n in targets]
-    ffns: list[tuple[int, int]] = [(arch.ffn, 1)]
+    ffns: list[tuple[int, int, int]] = [(arch.ffn, 1, h)]
     if moe and arch.moe is not None:
-        ffns = [(arch.moe.expert_ffn, arch.moe.top_k)]
+        ffns = [(arch.moe.expert_ffn, arch.moe.top_k, arch.expert_hidden)]
         if arch.moe.num_shared_experts:
-            ffns.append((arch.moe.shared_ffn, arch.moe.num_shared_experts))
-    for f, copies in ffns:
+            ffns.append((arch.moe.shared_ffn, arch.moe.num_shared_experts, h))
+    for f, copies, width in ffns:
         if "gate" in targets and arch.mlp == "gated":
-            shapes.append((h, f, copies))
+            shapes.append((width, f, copies))
         if "up" in targets:
-            shapes.append((h, f, copies))
+            shapes.append((width, f, copies))
         if "down" in targets:
-            shapes.append((f, h, copies))
+            shapes.append((f, width, copies))
     return shapes
 
 

@@ -164,12 +164,13 @@ def tokens_per_local_expert(arch: Architecture, tokens: Num, tp: Num, ep: Num, e
 
 
 def expert_gemm_dims(arch: Architecture, tokens: Num, tp: Num, ep: Num, etp: Num, load: float) -> Num:
-    """Smallest dimension of the busiest rank's expert GEMMs: min(h, f/etp, m·load), m >= 1."""
+    """Smallest dimension of the busiest rank's expert GEMMs: min(h, f/etp, m·load), m >= 1 (h: a latent MoE's
+    latent width)."""
     if arch.moe is None:
         return xp.asarray(float(arch.hidden))
     m = tokens_per_local_expert(arch, tokens, tp, ep, etp) * load
     width = arch.moe.expert_ffn / xp.asfloat(etp)
-    return xp.minimum(xp.minimum(float(arch.hidden), width), xp.maximum(m, 1.0))
+    return xp.minimum(xp.minimum(float(arch.expert_hidden), width), xp.maximum(m, 1.0))
 
 
 def local_expert_params(arch: Architecture, ep: Num, etp: Num) -> Num:
@@ -177,7 +178,7 @@ def local_expert_params(arch: Architecture, ep: Num, etp: Num) -> Num:
     if arch.moe is None:
         return 0.0 * xp.asarray(ep)
     matrices = 3.0 if arch.mlp == "gated" else 2.0
-    per_expert = matrices * arch.hidden * arch.moe.expert_ffn
+    per_expert = matrices * arch.expert_hidden * arch.moe.expert_ffn
     return arch.moe.num_experts / xp.asfloat(ep) * per_expert / xp.asfloat(etp)
 
 
@@ -292,7 +293,7 @@ def expert_path_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
         return 0.0, 0.0
     copies = load_factor(job) * arch.moe.top_k * float(job.compute_dtype_bytes)
     f_e = float(arch.moe.expert_ffn) if clamped_glu(arch) else 0.0
-    h = float(arch.hidden) if arch.moe.expert_bias else 0.0
+    h = float(arch.expert_hidden) if arch.moe.expert_bias else 0.0
     if megatron_expert_path(arch, job):
         return (copies * (CLAMPED_GLU_TRAFFIC[0] * f_e + EXPERT_BIAS_LOOP_TRAFFIC[0] * h),
                 copies * (CLAMPED_GLU_TRAFFIC[1] * f_e + EXPERT_BIAS_LOOP_TRAFFIC[1] * h))
@@ -353,7 +354,7 @@ def dispatch_einsum_flop_per_token(arch: Architecture, job: Job, shard: Num = 1.
     the masks (their memory: dispatch_mask_bytes_per_token)."""
     if arch.moe is None or dispatcher(job) != "einsum":
         return 0.0 * xp.asfloat(shard)
-    return 2.0 * capacity_slots(arch, job, shard) * arch.hidden
+    return 2.0 * capacity_slots(arch, job, shard) * arch.expert_hidden
 
 
 def dispatch_mask_bytes_per_token(arch: Architecture, job: Job, shard: Num = 1.0) -> Num:
@@ -396,7 +397,7 @@ def permute_bytes_per_token(arch: Architecture, job: Job, ep: Num) -> Num:
     else:
         spread = global_permute + 4.0 * k * load
     elements = xp.where(ep_a > 1, spread, global_permute)
-    return elements * arch.hidden * float(job.compute_dtype_bytes)
+    return elements * arch.expert_hidden * float(job.compute_dtype_bytes)
 
 
 def deduplicated_copy_share(arch: Architecture, destinations: Num, dedup: bool) -> Num:
@@ -424,7 +425,7 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
     etp_a = xp.asfloat(etp)
     per_domain = xp.clip(xp.floor(domain / etp_a), 1.0, ep_a)
     domains = ep_a / per_domain
-    elements = xp.asarray(tokens) / xp.asarray(tp) * arch.moe.top_k * arch.hidden
+    elements = xp.asarray(tokens) / xp.asarray(tp) * arch.moe.top_k * arch.expert_hidden
     dedup = flex_dispatched(job)
     rank_share = deduplicated_copy_share(arch, ep_a, dedup)
     domain_share = deduplicated_copy_share(arch, domains, dedup)

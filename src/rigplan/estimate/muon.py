@@ -41,7 +41,10 @@ def matrix_shapes(arch: Architecture) -> list[tuple[int, int, float]]:
     if arch.moe is not None:
         moe = arch.moe
         per_expert = 3 if arch.mlp == "gated" else 2
-        shapes.append((arch.hidden, moe.expert_ffn, float(arch.num_moe_layers * moe.num_experts * per_expert)))
+        shapes.append((arch.expert_hidden, moe.expert_ffn,
+                       float(arch.num_moe_layers * moe.num_experts * per_expert)))
+        if moe.latent_size:  # a latent MoE's projections h -> l and l -> h
+            shapes.append((arch.hidden, moe.latent_size, float(arch.num_moe_layers * 2)))
         if moe.num_shared_experts:
             shapes.append((arch.hidden, moe.shared_ffn,
                            float(arch.num_moe_layers * moe.num_shared_experts * per_expert)))

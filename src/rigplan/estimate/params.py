@@ -148,12 +148,23 @@ def attention_params(arch: Architecture) -> int:
     return params
 
 
-def mlp_params(arch: Architecture, ffn: int, bias: bool) -> int:
-    """Gated (SwiGLU/GeGLU): 3·h·f; plain: 2·h·f; biases f (+f for the gate) + h."""
-    h = arch.hidden
+def mlp_params(arch: Architecture, ffn: int, bias: bool, width: int = 0) -> int:
+    """Gated (SwiGLU/GeGLU): 3·h·f; plain: 2·h·f; biases f (+f for the gate) + h. `width`: the MLP's input and
+    output width where it is not the hidden size h (a latent MoE's routed experts)."""
+    h = width or arch.hidden
     if arch.mlp == "gated":
         return 3 * h * ffn + ((2 * ffn + h) if bias else 0)
     return 2 * h * ffn + ((ffn + h) if bias else 0)
+
+
+def latent_projection_params(arch: Architecture) -> int:
+    """A latent MoE's projections around its routed experts, h -> l before dispatch and l -> h after combine:
+    2·h·l, with biases l + h where the model's MLPs have them (Megatron-Core MoELayer fc1_latent_proj and
+    fc2_latent_proj; transformers NemotronHMoE); 0 without a latent MoE."""
+    if arch.moe is None or not arch.moe.latent_size:
+        return 0
+    latent = arch.moe.latent_size
+    return 2 * arch.hidden * latent + ((latent + arch.hidden) if arch.mlp_bias else 0)
 
 
 @lru_cache(maxsize=256)
@@ -177,7 +188,9 @@ def count_params(arch: Architecture) -> ParamCounts:
         shared = moe.num_shared_experts * mlp_params(arch, moe.shared_ffn, moe.expert_bias)
         if moe.shared_expert_gate and moe.num_shared_experts:
             shared += h
-        one = mlp_params(arch, moe.expert_ffn, moe.expert_bias)
+        if moe.latent_size:  # fc1_latent_proj h -> l and fc2_latent_proj l -> h, dense: every token passes them
+            shared += latent_projection_params(arch)
+        one = mlp_params(arch, moe.expert_ffn, moe.expert_bias, width=arch.expert_hidden)
         moe_layer = LayerParams(
             attention=attention, mlp_dense=router + shared,
             experts=one * moe.num_experts, expert_one=one, norms=norms,

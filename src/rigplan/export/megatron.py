@@ -102,6 +102,8 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
             args["moe_router_score_function"] = "sigmoid"
         if moe.mtp_layers:  # the multi-token-prediction modules the estimate counts on the last stage
             args["mtp_num_layers"] = moe.mtp_layers
+        if moe.latent_size:  # a latent MoE (Megatron-Core MoELayer fc1/fc2_latent_proj)
+            args["moe_latent_size"] = moe.latent_size
         if moe.first_dense_layers or moe.moe_layer_step > 1 or moe.dense_layers:
             dense = [0 if d else 1 for d in dense_layer_mask(arch.num_layers, moe.dense_pattern())]
             args["moe_layer_freq"] = _quoted_list(dense)
