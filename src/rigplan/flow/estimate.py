@@ -301,9 +301,10 @@ LINEAR_ATTENTION_NOTE = ("linear-attention layers: timed as flash-linear-attenti
 MAMBA2_NOTE = ("Mamba-2 layers: timed as mamba_ssm's chunked scan (the conv, the five SSD kernels, the gated norm), "
                "which Megatron-Core's MambaMixer calls; their matmuls at the GEMM curve's rate at their smallest side "
                "(the head's channels, the state or the chunk), not a measured rate of those Triton kernels; the scan's "
-               "walk from chunk to chunk is left out (docs/methodology/flops.md); on the 5 published Nemotron 3 Nano "
-               "runs rigplan checks (Megatron-Bridge 26.04.01: 8 B200, B300, GB200 or GB300 in MXFP8, 16 H100 in "
-               "FP8) its tokens/s were 18% to 24% above the measured, so read this estimate as about a fifth fast")
+               "walk from chunk to chunk is left out (docs/methodology/flops.md); on the 9 published Nemotron 3 runs "
+               "rigplan checks (Megatron-Bridge 26.04.01: Nano on 8 B200, B300, GB200 or GB300 in MXFP8 and 16 H100 "
+               "in FP8, Super on 64 of the four Blackwell parts in MXFP8) its tokens/s were from 5% below to 24% "
+               "above the measured, median 21% above (Nano 18% to 24% above on every run)")
 BLOCKWISE_FP8_NOTE = ("block-scaled fp8: one fp32 scale per 1 x 128 elements of activations and gradients and per "
                       "128 x 128 block of weights (Transformer Engine's Float8BlockScaling); its GEMMs at the fp8 "
                       "curve of per-tensor scaling, which DeepGEMM's block-scaled GEMMs on H800 exceed "
