@@ -265,3 +265,18 @@ def test_megatron_export_writes_the_latent_size() -> None:
     values = export(build_setup(request, load_catalog(), ResolvedModel(arch=latent, source="catalog")),
                     "megatron").values
     assert values["moe_latent_size"] == 512
+
+
+def test_latent_size_flag_sets_and_clears_the_latent_width() -> None:
+    """--moe-latent-size on any MoE model: 512 puts its routed experts and dispatch at 512 wide, 0 takes Super's
+    back to its hidden size; on a dense model it is refused like the other MoE shape flags."""
+    base = {"gpu": "h100-sxm", "gpus": 8, "ep": 8, "seq": 4096, "global_batch": 64}
+    plain = estimate(EstimateRequest(model="qwen3-30b-a3b", **base))
+    latent = estimate(EstimateRequest(model="qwen3-30b-a3b", moe_latent_size=512, **base))
+    assert latent.setup.arch.expert_hidden == 512 and plain.setup.arch.expert_hidden == 2048
+    assert float(latent.step.comm_total_s["ep"]) < float(plain.step.comm_total_s["ep"]) / 3
+    cleared = estimate(EstimateRequest(model="nemotron-3-super-120b-a12b", moe_latent_size=0, gpu="gb300", gpus=64,
+                                       ep=64, zero=1))
+    assert cleared.setup.arch.expert_hidden == 4096
+    with pytest.raises(InvalidSpec, match="--moe-latent-size need --experts for a dense model"):
+        estimate(EstimateRequest(model="llama-3.1-8b", moe_latent_size=512, **base))

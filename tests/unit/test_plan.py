@@ -111,3 +111,23 @@ def test_the_loss_reaches_the_search_and_its_candidates() -> None:
     assert best.estimate["memory"]["per_gpu"]["logits_bytes"] < logits
     assert "--loss chunked" in chunked.to_dict()["ranked"][0]["estimate_command"]
     assert "--loss" not in plain.to_dict()["ranked"][0]["estimate_command"]
+
+
+def test_the_reproduce_line_carries_the_shape_flags() -> None:
+    """A model given by shape flags (or a catalog model changed by them) is reproduced by the printed line itself:
+    run through the CLI, it gives the candidate's step time."""
+    import json
+    import shlex
+
+    from click.testing import CliRunner
+
+    from rigplan.cli.main import cli
+
+    shape = dict(layers=4, hidden=1024, heads=8, ffn=4096, vocab=32000, tied_embeddings=False)
+    result = plan(PlanRequest(**{**SMALL, "model": None, **shape}))
+    first = result.to_dict()["ranked"][0]
+    line = first["estimate_command"]
+    assert line.startswith("rigplan estimate --layers 4 --hidden 1024") and "--untied-embeddings" in line
+    out = CliRunner().invoke(cli, [*shlex.split(line)[1:], "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["step_time_s"] == pytest.approx(first["step_time_s"])

@@ -204,6 +204,9 @@ def model_options(func: F) -> F:
                           "0 trains without them."),
         click.option("--dense-layers", type=int,
                      help="MoE: leading layers with a dense MLP of --ffn instead of experts (DeepSeek-V3: 3)."),
+        click.option("--moe-latent-size", type=int,
+                     help="MoE: latent width of the routed experts; tokens are projected to it before dispatch and "
+                          "back after combine (Nemotron 3 Super: 1024); 0 = the hidden size."),
     ]
     for option in reversed(options):
         func = option(func)

@@ -104,6 +104,16 @@ def shape_flags(request: object, names: Iterable[str]) -> dict[str, object]:
     return {k: getattr(request, k) for k in names if getattr(request, k) is not None}
 
 
+def shape_flag_args(flags: dict[str, object]) -> list[str]:
+    """The command-line flags that give these model-shape fields again (--hidden 4096, --untied-embeddings), for a
+    reproduce line."""
+    args = []
+    for name, value in flags.items():
+        flag = "--" + name.replace("_", "-")
+        args.append(flag if value is True else flag.replace("--", "--un", 1) if value is False else f"{flag} {value}")
+    return args
+
+
 def routing_values(request: Any) -> dict[str, object]:
     """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap, its schedule,
     moe_dispatcher, moe_pad_to_capacity, moe_fused_grouped_mlp, moe_rank_capacity_factor."""

@@ -99,7 +99,8 @@ GRAPH_SCOPES = ("attn", "mamba", "moe_router", "moe_preprocess")
 """The per-module CUDA graph scopes rigplan times (Job.cuda_graph_scope)."""
 SHAPE_FLAGS = frozenset({"hidden-size", "ffn-hidden-size", "num-attention-heads", "num-query-groups", "kv-channels",
                          "num-experts", "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size",
-                         "moe-layer-freq", "vocab-size", "max-position-embeddings", "q-lora-rank", "kv-lora-rank"})
+                         "moe-layer-freq", "vocab-size", "max-position-embeddings", "q-lora-rank", "kv-lora-rank",
+                         "moe-latent-size"})
 """Model shape flags: the model is MODEL's, so these are named in the notes, not applied."""
 
 

@@ -174,8 +174,8 @@ SEARCHED_FIELDS = ("zero", "recompute", "recompute_every", "sequence_parallel")
 
 def estimate_command(request: PlanRequest, cand: Candidate) -> str:
     lay = cand.layout
-    model = request.model or "(shape flags)"
-    parts = [f"rigplan estimate {model} --gpu {cand.gpu} --gpus {cand.gpus}", f"--tp {lay['tp']}", f"--pp {lay['pp']}"]
+    parts = [f"rigplan estimate {request.model or ''}".rstrip(), *request.shape_flag_args(),
+             f"--gpu {cand.gpu} --gpus {cand.gpus}", f"--tp {lay['tp']}", f"--pp {lay['pp']}"]
     parts += [f"--{k} {lay[k]}" for k in ("vpp", "cp", "ep", "zero") if lay[k] not in (1, 0) or k == "zero"]
     parts += [f"--micro-batch {lay['micro_batch']}", f"--recompute {lay['recompute']}",
               f"--global-batch {cand.global_batch}", f"--tokens {request.tokens}"]

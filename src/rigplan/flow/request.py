@@ -59,9 +59,16 @@ class ModelSpec(BaseModel):
     mtp_layers: Annotated[int, Bounded("mtp_layers")] | None = None
     dense_layers: Annotated[int, Bounded("dense_layers")] | None = None
     """MoE: leading layers with a dense MLP of --ffn instead of experts (DeepSeek-V3: 3)."""
+    moe_latent_size: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
+    """MoE: the routed experts' latent width, tokens projected to it before dispatch (domain.model.MoE.latent_size;
+    Nemotron 3 Super: 1,024); 0 = the hidden size."""
 
     def shape_flags(self) -> dict[str, object]:
         return rules.shape_flags(self, [n for n in ModelSpec.model_fields if n != "model"])
+
+    def shape_flag_args(self) -> list[str]:
+        """The given shape fields as command-line flags, for a reproduce line."""
+        return rules.shape_flag_args(self.shape_flags())
 
 
 class MoERoutingSpec(BaseModel):
