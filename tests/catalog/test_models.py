@@ -404,3 +404,14 @@ def test_moe_shapes_are_consistent(catalog: Catalog) -> None:
         counts = count_params(arch)
         assert counts.active < counts.total, model_id
         assert arch.num_moe_layers >= 1, model_id
+
+
+def test_readme_counts_the_catalog(catalog: Catalog) -> None:
+    """The README's catalog sentence ('It holds N parts ... and M models') states the built-in catalog as it is."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    parts = re.search(r"holds (\d+) parts", readme)
+    models = re.search(r"and (\d+) models\.", readme)
+    assert parts is not None and int(parts.group(1)) == len(catalog.gpus)
+    assert models is not None and int(models.group(1)) == len(catalog.models)
