@@ -179,11 +179,11 @@ def paper_flop_per_token(arch: Architecture, seq_len: NumIn) -> Num:
     d_qk, d_v = _core_widths(arch)
     attention_layers = arch.num_layers - arch.num_linear_attention_layers
     linear: Num = 0.0
-    if arch.linear_attention is not None:  # Megatron-LM's nominal 4·H_v·d_v² multiply-adds per token and layer
-        la = arch.linear_attention
+    la = arch.linear_attention
+    if la is not None and la.kind == "mamba2":  # Megatron-LM's mamba_layer_flops scan term, 7·d_in·N a token
+        linear = 3.0 * 7.0 * la.value_dim * la.key_head_dim * arch.num_linear_attention_layers
+    elif la is not None:  # Megatron-LM's nominal 4·H_v·d_v² multiply-adds per token and layer
         linear = 6.0 * 2.0 * 4.0 * la.num_value_heads * la.value_head_dim ** 2 * arch.num_linear_attention_layers
-        if la.kind == "mamba2":  # its mamba_layer_flops scan term, 7·d_in·N a token, at the layer's own d_in
-            linear = 3.0 * 7.0 * la.value_dim * la.key_head_dim * arch.num_linear_attention_layers
     return 6.0 * count_params(arch).active_matmul + linear + 6.0 * attention_layers * _num(seq_len) * (
         arch.num_heads * (d_qk + d_v))
 

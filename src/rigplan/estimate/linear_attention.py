@@ -251,9 +251,9 @@ def context_parallel_s(arch: Architecture, *, tokens: Num, tp: Num, cp: Num, dty
     the gated norm after the exchange back. Megatron-Core's MambaContextParallel does the same for a Mamba-2 layer
     (pre_conv_ssm and post_conv_ssm), z included: 2v + 2k + H in, v out."""
     la = _spec(arch)
-    gates = la.key_dim + la.num_key_heads if la.kind == "kimi_delta" else 2 * la.num_value_heads  # decay and beta
-    if la.kind == "mamba2":  # MambaContextParallel exchanges all of in_proj's output (z, x, B, C, dt)
-        gates = la.value_dim + la.num_value_heads
+    gates = {"kimi_delta": la.key_dim + la.num_key_heads,  # the decay's low-rank input and beta
+             "mamba2": la.value_dim + la.num_value_heads,  # MambaContextParallel exchanges z and dt with x, B, C
+             }.get(la.kind, 2 * la.num_value_heads)  # Gated DeltaNet's decay and beta
     return comm.ulysses_all_to_all_s(tokens=tokens, qkv_width=la.conv_dim + gates,
                                      out_width=la.value_dim, tp=tp, cp=cp, dtype_bytes=dtype_bytes,
                                      per_node=per_node, intra=intra, inter=inter)

@@ -80,12 +80,11 @@ with them: an overestimate below 64)."""
 def _mixer_share(arch: Architecture, scope: str) -> float:
     """Share of the layers whose token mixer a mixer scope captures: attn the full-attention layers, mamba the
     Mamba-2 ones; 1 for the MoE scopes."""
-    la = arch.linear_attention
-    linear = arch.linear_attention_share if la is not None else 0.0
+    linear = arch.linear_attention_share  # 0 without linear attention
     if scope == "attn":
         return 1.0 - linear
     if scope == "mamba":
-        return linear if la is not None and la.kind == "mamba2" else 0.0
+        return linear if arch.linear_attention is not None and arch.linear_attention.kind == "mamba2" else 0.0
     return 1.0
 
 

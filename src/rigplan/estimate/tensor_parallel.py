@@ -50,10 +50,9 @@ data-parallel collectives (estimate.overlap)."""
 def column_parallel_share(q_width: float, kv_width: float, ffn_in: float, ffn: float) -> float:
     """Share of a dense layer's projection and MLP GEMM FLOPs in its column-parallel linears (qkv and
     MLP-in; the output projection and MLP-out are row-parallel): (q + 2kv + f_in) / (2q + 2kv + f_in + f),
-    each width multiplying the same h·T; 0 without either."""
+    each width multiplying the same h·T."""
     column = q_width + 2.0 * kv_width + ffn_in
-    total = column + q_width + ffn
-    return column / total if total else 0.0
+    return column / (column + q_width + ffn)
 
 
 def tensor_parallel_s(all_reduce_s: Num, layers: Num, recomputed_layers: Num, *, sequence_parallel: bool,

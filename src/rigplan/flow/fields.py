@@ -33,7 +33,7 @@ from rigplan.catalog import cache
 from rigplan.domain.job import LORA_TARGET_NAMES
 from rigplan.errors import RigplanError
 from rigplan.files import read_bytes
-from rigplan.flow.framework import FrameworkApplied, fill_preset
+from rigplan.flow.framework import FrameworkApplied, cli_option, fill_preset
 
 FAST_MODELS = ("MemoryRequest", "EstimateRequest")
 """The models whose requests may take the table's path (their flow reads fields and the methods below)."""
@@ -107,11 +107,7 @@ def shape_flags(request: object, names: Iterable[str]) -> dict[str, object]:
 def shape_flag_args(flags: dict[str, object]) -> list[str]:
     """The command-line flags that give these model-shape fields again (--hidden 4096, --untied-embeddings), for a
     reproduce line."""
-    args = []
-    for name, value in flags.items():
-        flag = "--" + name.replace("_", "-")
-        args.append(flag if value is True else flag.replace("--", "--un", 1) if value is False else f"{flag} {value}")
-    return args
+    return [cli_option(name, value, negated="--un") for name, value in flags.items()]
 
 
 def routing_values(request: Any) -> dict[str, object]:

@@ -62,7 +62,7 @@ class FrameworkApplied:
         shown = ", ".join(f"{k}={_shown(v)}" for k, v in self.set_values.items()) or "nothing"
         line = f"framework {self.name}: {self.title} defaults set {shown}"
         if self.kept:
-            line += f"; kept your {', '.join(_flag(k, self.kept_values.get(k)) for k in self.kept)}"
+            line += f"; kept your {', '.join(cli_option(k, self.kept_values.get(k)) for k in self.kept)}"
         if self.note:
             line += f"; left to you: {self.note}"
         return line
@@ -72,13 +72,14 @@ class FrameworkApplied:
                 "kept": list(self.kept), "not_applicable": list(self.not_applicable), "note": self.note}
 
 
-def _flag(name: str, value: object) -> str:
-    """A kept field as the option that sets it: --autocast, --no-autocast, --zero 3."""
+def cli_option(name: str, value: object, negated: str = "--no-") -> str:
+    """A request field as the option that sets it: --autocast, --no-autocast (`negated` and the name for False:
+    --untied-embeddings), --zero 3; None is the bare option."""
     option = "--" + name.replace("_", "-")
     if value is True or value is None:
         return option
     if value is False:
-        return f"--no-{name.replace('_', '-')}"
+        return negated + name.replace("_", "-")
     return f"{option} {value}"
 
 

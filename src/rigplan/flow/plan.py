@@ -29,7 +29,7 @@ from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
 from rigplan.estimate.step import scale_up_domain, with_network
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
 from rigplan.flow.fit import MEMORY_UNCERTAINTY_FRACTION
-from rigplan.flow.framework import FrameworkApplied, given_fields
+from rigplan.flow.framework import FrameworkApplied, cli_option, given_fields
 from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.plan_spaces import PlanSpaces, SpaceKey
 from rigplan.flow.regime import wall_spread
@@ -195,10 +195,7 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
                        ("--fp8-param-gather", request.fp8_param_gather), ("--bf16-moments", request.bf16_moments)):
         if on:
             parts.append(switch)
-    for name, value in request.overlap_values().items():
-        flag = "--" + name.replace("_", "-")
-        off = flag.replace("--", "--no-", 1)
-        parts.append(f"{flag} {value}" if isinstance(value, str) else (flag if value else off))
+    parts += [cli_option(name, value) for name, value in request.overlap_values().items()]
     if request.moe_imbalance:
         parts.append(f"--moe-imbalance {request.moe_imbalance:g}")
     if request.step_overhead_ms is not None and "step_overhead_ms" in request.model_fields_set:
