@@ -92,6 +92,14 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         "NVIDIA gives '12B active' (two significant figures); the exact count without the input embedding is "
         "12,233,346,048 (1.9% above)",
     ),
+    ("nemotron-h-56b", "total"): (
+        0.01, "NVIDIA gives '56B' (a size label); the exact count is 56,324,350,464 (0.58% above), equal to "
+              "transformers' NemotronHForCausalLM",
+    ),
+    ("nemotron-h-8b", "total"): (
+        0.02, "NVIDIA gives '8B' (a size label); the exact count is 8,100,852,736 (1.3% above), equal to "
+              "transformers' NemotronHForCausalLM",
+    ),
     ("qwen3-235b-a22b", "active"): (
         0.01,
         "the model card gives '22B activated' (two significant figures); the exact count with both "

@@ -1,6 +1,10 @@
-"""Catalog architectures shared by the unit tests of the MoE memory terms."""
+"""Catalog architectures shared by the unit tests of the MoE memory terms, and transformers' parameter count of a
+Nemotron-H config.json."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -16,3 +20,23 @@ def dsv3() -> Architecture:
 @pytest.fixture(scope="module")
 def qwen3_moe() -> Architecture:
     return load_catalog().model("qwen3-30b-a3b").to_domain()
+
+
+@pytest.fixture
+def nemotron_h_numel() -> Callable[[dict[str, Any]], int]:
+    """Parameters of transformers' NemotronHForCausalLM built on the meta device from config.json keys (skips without
+    torch, transformers or its NemotronHConfig)."""
+    pytest.importorskip("torch", reason="torch is not installed: pip install 'rigplan[frameworks]'")
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed: pip install "
+                                       "'rigplan[frameworks]'")
+    if not hasattr(transformers, "NemotronHConfig"):
+        pytest.skip("this transformers has no NemotronHConfig")
+    import torch
+
+    def numel(cfg: dict[str, Any]) -> int:
+        keys = {k: v for k, v in cfg.items() if k not in ("model_type", "architectures")}
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(transformers.NemotronHConfig(**keys))
+        return sum(p.numel() for p in model.parameters())
+
+    return numel

@@ -100,6 +100,13 @@ def test_mamba2_note_states_the_nemotron_rows_as_they_are() -> None:
     assert round(statistics.median(errors) * 100) == 21
     nano = [e for case, e in zip(nemotron, errors, strict=True) if "nano" in case]
     assert len(nano) == 5 and round(min(nano) * 100) == 18
+    dense_file = load_case_file(SUITES["dense_oos"].default_file)
+    dense = [regimes.tokens_error(SUITES["dense_oos"].evaluate(case)) for case in dense_file.cases
+             if speed.MAMBA2_NOTE in speed.estimate(case.request).setup.assumptions]
+    assert len(dense) == 7 and all(e is not None for e in dense)
+    shown = [e for e in dense if e is not None]
+    assert round(min(shown) * 100) == 3 and round(max(shown) * 100) == 8
+    assert round(statistics.median(shown) * 100) == 6
 
 
 def test_gb300_moe_note_is_not_shown_for_dense_nvfp4_or_other_parts() -> None:

@@ -4,7 +4,8 @@ behind its own RMSNorm and residual (transformers' NemotronHConfig, hybrid_overr
 
 rigplan's layer is a token mixer followed by a feed-forward block, so the reader pairs each mixer block with the
 feed-forward block right after it; a mixer followed by another mixer is a layer without a feed-forward block, read
-as a dense layer of an MoE model whose dense MLP is absent (ffn 0, domain.model.MoE.dense_layers). Parameters and
+as a dense layer of an MoE model whose dense MLP is absent (ffn 0, domain.model.MoE.dense_layers), or in a dense
+model as one of its listed mixer-only layers (domain.model.Architecture.ffn_free_layers). Parameters and
 FLOPs are the blocks' sums (a layer without a feed-forward block has one norm; the count equals transformers'
 NemotronHForCausalLM), and a pipeline stage boundary falls between layers, not between the blocks of one.
 """
@@ -59,18 +60,18 @@ def _nemotron_h(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     conv_kernel taps, chunk_size), squared-ReLU MLPs (up and down) of intermediate_size, and MoE blocks of
     n_routed_experts experts of moe_intermediate_size (top num_experts_per_tok, sigmoid router) with
     n_shared_experts of moe_shared_expert_intermediate_size, the routed experts at moe_latent_size where it is
-    given (a latent MoE: Nemotron 3 Super and Ultra). A pattern with both dense MLPs and mixers without a
-    feed-forward block is refused."""
+    given (a latent MoE: Nemotron 3 Super and Ultra). Mixers without a feed-forward block are refused beside both
+    MoE blocks and dense MLPs, and where no layer has a feed-forward block."""
     blocks = r.req_int("num_hidden_layers")
     pattern = _blocks(r, blocks)
     layers = _pair(r, pattern)
     bare = [i for i, (_, ffn) in enumerate(layers) if not ffn]
     dense = [i for i, (_, ffn) in enumerate(layers) if ffn == "-"]
     routed = any(ffn == "E" for _, ffn in layers)
-    if bare and (dense or not routed):
+    if bare and (dense if routed else not dense):
         raise r.fail(f"'{r.prefix}hybrid_override_pattern' {pattern} has mixers without a feed-forward block beside "
-                     f"{'dense MLPs' if dense else 'no MoE block'}; rigplan reads such mixers in an MoE model "
-                     "without dense MLPs")
+                     f"{'both MoE blocks and dense MLPs' if routed else 'no feed-forward block at all'}; rigplan "
+                     "reads such mixers in a model whose feed-forward blocks are all MoE or all dense MLPs")
     full = [i for i, (mixer, _) in enumerate(layers) if mixer == "*"]
     interval, listed = hybrid_layout(r, "hybrid_override_pattern", full, len(layers))
     heads = r.req_int("num_attention_heads")
@@ -78,7 +79,7 @@ def _nemotron_h(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
         "num_layers": len(layers), "hidden": r.req_int("hidden_size"), "num_heads": heads,
         "num_kv_heads": r.opt_int("num_key_value_heads", default=heads),
         "head_dim": r.opt_int("head_dim", "attention_head_dim"),
-        "ffn": 0 if bare else r.req_int("intermediate_size"), "vocab": r.req_int("vocab_size"),
+        "ffn": 0 if bare and routed else r.req_int("intermediate_size"), "vocab": r.req_int("vocab_size"),
         "context_length": r.opt_int("max_position_embeddings"), "tied_embeddings": r.flag("tie_word_embeddings", False),
         "mlp": "plain", "positions": "none", "qkv_bias": r.flag("attention_bias", False),
         "attn_out_bias": r.flag("attention_bias", False), "mlp_bias": r.flag("mlp_bias", False),
@@ -99,8 +100,10 @@ def _nemotron_h(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
                             dense_layers=tuple(bare or dense), router="sigmoid",
                             mtp_layers=r.opt_int("num_nextn_predict_layers"),
                             latent_size=r.opt_int("moe_latent_size"))
-        if bare:
-            notes.append(f"layers {bare} (from 0) are mixers without a feed-forward block")
+    elif bare:
+        fields["ffn_free_layers"] = tuple(bare)
+    if bare:
+        notes.append(f"layers {bare} (from 0) are mixers without a feed-forward block")
     return fields, notes
 
 

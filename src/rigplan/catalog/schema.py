@@ -344,6 +344,9 @@ class ModelRecord(Record):
     mla: MLARecord | None = None
     linear_attention: LinearAttentionRecord | None = None
     """Linear-attention or Mamba-2 layers between the full-attention ones (domain.model.LinearAttention)."""
+    ffn_free_layers: tuple[Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)], ...] = ()
+    """A dense model's 0-based layers that are a mixer without a feed-forward block (Nemotron-H;
+    domain.model.Architecture.ffn_free_layers)."""
     official_params: Annotated[float, Bounded("params")]
     """Published total parameter count."""
     official_active_params: Annotated[float, Bounded("params")] | None = None
@@ -385,6 +388,7 @@ class ModelRecord(Record):
             mla=MLA(**self.mla.model_dump()) if self.mla else None,
             attention_output_gate=self.attention_output_gate,
             linear_attention=LinearAttention(**self.linear_attention.model_dump()) if self.linear_attention else None,
+            ffn_free_layers=self.ffn_free_layers,
             context_length=self.context_length,
             official_params=self.official_params,
             official_active_params=self.official_active_params or 0.0,

@@ -244,6 +244,11 @@ class Architecture:
     mla: MLA | None = None
     linear_attention: LinearAttention | None = None
     """Linear-attention mixers on the layers that are not full attention (None: every layer attends)."""
+    ffn_free_layers: tuple[int, ...] = ()
+    """The 0-based layers of a dense model that are a token mixer without the feed-forward block after it (a
+    Nemotron-H hybrid's Mamba-2 block right before an attention block); empty: every layer has its MLP. An MoE
+    model lists such layers as MoE.dense_layers with ffn 0. Estimators average a layer over the model
+    (ffn_layer_share), as for linear attention; the parameter count is exact."""
     context_length: int = 0
     """Longest trained sequence; 0 if unknown."""
     official_params: float = 0.0
@@ -289,6 +294,12 @@ class Architecture:
         if self.moe is not None and self.moe.dense_layers and self.moe.dense_layers[-1] >= self.num_layers:
             raise InvalidSpec(f"dense layer {self.moe.dense_layers[-1]} is beyond the model's {self.num_layers} "
                               f"layers (indices from 0)")
+        free = self.ffn_free_layers
+        if free and (list(free) != sorted(set(free)) or free[0] < 0 or free[-1] >= self.num_layers
+                     or self.moe is not None or len(free) == self.num_layers):
+            raise InvalidSpec(f"layers without a feed-forward block must be distinct 0-based indices in order below "
+                              f"layers={self.num_layers}, not all of them, in a dense model (an MoE model lists "
+                              f"them as dense layers with ffn 0); got {list(free)}")
         if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
             raise InvalidSpec(
                 f"dense layers before MoE ({self.moe.first_dense_layers}) exceed layers={self.num_layers}"
@@ -336,6 +347,11 @@ class Architecture:
         """Share of the layers with linear attention: estimators average a layer over the model, as for sliding
         windows (a pipeline stage is taken to hold the same mix)."""
         return self.num_linear_attention_layers / self.num_layers
+
+    @property
+    def ffn_layer_share(self) -> float:
+        """Share of a dense model's layers with a feed-forward block (1.0 unless ffn_free_layers lists some)."""
+        return 1.0 - len(self.ffn_free_layers) / self.num_layers
 
     @property
     def window_counts(self) -> dict[int, int]:

@@ -86,17 +86,22 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     torch.compile, each op's traffic is multiplied by what its unfused PyTorch form moves
     (EAGER_*_TRAFFIC, counted from the ops); fused kernels (Transformer Engine, Liger) and Inductor's
     fusions move the minimum, except a YaRN model's rotary under Megatron-Core (UNFUSED_SCALED_ROPE_TRAFFIC).
+    A dense model's layers without a feed-forward block (Architecture.ffn_layer_share) lack its norm, residual
+    add, dropout and activation: on the model's mean, each scaled by the share of layers that have one.
     """
     p = job.compute_dtype_bytes
     h = arch.hidden
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
-    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
+    share = arch.ffn_layer_share
+    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn * share
     eager = job.kernels in ("eager", "hf", "litgpt", "torchtune") and not job.compile
     norm_x = EAGER_RMSNORM_TRAFFIC if eager and arch.norm == "rmsnorm" else 1.0
     rope_x = EAGER_ROPE_TRAFFIC if eager else UNFUSED_SCALED_ROPE_TRAFFIC if rope_unfused_for_factor(arch, job) else 1.0
     act_x = EAGER_GATED_ACT_TRAFFIC if eager and arch.mlp == "gated" else 1.0
-    replicated: float = (arch.norms_per_layer * 2 * h * norm_x + 2 * 3 * h + (2 * 2 * h if job.dropout else 0))
+    blocks = 1.0 + share  # the mixer's block and, where the layer has one, the feed-forward block
+    replicated: float = ((arch.norms_per_layer - 1.0 + share) * 2 * h * norm_x + blocks * 3 * h
+                         + (blocks * 2 * h if job.dropout else 0))
     activation = 3 * f * act_x if arch.mlp == "gated" else 2 * f
     if job.fp8_activation_store and arch.mlp == "gated":
         activation += FP8_STORE_CAST_TRAFFIC * 2 * f
@@ -159,9 +164,9 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     h = arch.hidden
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
-    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn
+    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn * arch.ffn_layer_share
     f_in = (2 if arch.mlp == "gated" else 1) * f
-    mlp_side: Num = h
+    mlp_side: Num = h * arch.ffn_layer_share  # a dense model's mixer-only layers cast no MLP input
     if arch.moe is not None:
         mlp_side = (arch.moe.top_k * arch.expert_hidden / tp * moe.load_factor(job)
                     + (h if arch.moe.num_shared_experts else 0.0)
@@ -195,6 +200,9 @@ stream, against ~2 us of work; rigplan charges 3 us per kernel launched."""
 FUSED_KERNELS_PER_LAYER = 14.0
 """Kernels one layer's forward launches in a fused stack (Megatron / Transformer Engine): two norms,
 qkv, rotary, attention, output projection, bias/residual adds, MLP in, activation, MLP out (~14)."""
+FFN_BLOCK_KERNELS = 5.0
+"""Of FUSED_KERNELS_PER_LAYER, the feed-forward block's: its norm, MLP in, activation, MLP out and residual add
+(a dense model's layer without one launches 5 fewer)."""
 
 
 def kernels_per_layer(arch: Architecture, job: Job) -> float:
@@ -207,9 +215,11 @@ def kernels_per_layer(arch: Architecture, job: Job) -> float:
     # a hybrid model's linear-attention layers (their share) launch their own mixer's kernels instead of attention's
     gdn = linear_attention.kernels_over_attention(arch) if arch.linear_attention else 0.0
     mixer = float(linear_attention.blend(arch, 1.0 if arch.attention_output_gate else 0.0, gdn))
+    missing = 1.0 - arch.ffn_layer_share  # a dense model's layers without a feed-forward block, on the mean
+    fused = FUSED_KERNELS_PER_LAYER - missing * FFN_BLOCK_KERNELS
     if job.kernels == "fused" or job.compile:
-        return (FUSED_KERNELS_PER_LAYER + qk_norms + store_cast + mixer
+        return (fused + qk_norms + store_cast + mixer
                 + (UNFUSED_SCALED_ROPE_KERNELS if rope_unfused_for_factor(arch, job) else 0.0))
-    extra = qk_norms * 6.0 + (5.0 * arch.norms_per_layer if arch.norm == "rmsnorm" else 0.0) + (
-        7.0 if arch.positions == "rope" else 0.0) + (1.0 if arch.mlp == "gated" else 0.0)
-    return FUSED_KERNELS_PER_LAYER + extra + mixer
+    extra = qk_norms * 6.0 + (5.0 * (arch.norms_per_layer - missing) if arch.norm == "rmsnorm" else 0.0) + (
+        7.0 if arch.positions == "rope" else 0.0) + ((1.0 - missing) if arch.mlp == "gated" else 0.0)
+    return fused + extra + mixer

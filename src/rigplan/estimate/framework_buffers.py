@@ -107,7 +107,7 @@ def fsdp_flat_grad_elements(arch: Architecture, job: Job, layout: Any, rank: Num
         return states.local_params
     counts = count_params(arch)
     layers, dense_layers = stage_layer_counts(arch, layout, rank)
-    elements = counts.dense_layer.total * dense_layers / layout.tp
+    elements = counts.dense_layer_mean * dense_layers / layout.tp
     if counts.moe_layer is not None:
         moe_layers = layers - dense_layers
         experts = counts.moe_layer.experts

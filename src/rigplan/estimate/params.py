@@ -58,11 +58,32 @@ class ParamCounts:
     mixer_remainder: int = 0
     """Token-mixer weights the per-layer mean (LayerParams.attention, rounded down) leaves out of a hybrid model's
     total: fewer than one per layer."""
+    ffn_free_layers: int = 0
+    """Dense layers without a feed-forward block (Architecture.ffn_free_layers): each lacks ffn_block."""
+    ffn_block: int = 0
+    """A dense layer's feed-forward block: its MLP and the norm before it."""
 
     @property
     def layers_total(self) -> int:
         moe = self.moe_layer.total * self.num_moe_layers if self.moe_layer else 0
-        return self.dense_layer.total * self.num_dense_layers + moe + self.mixer_remainder
+        return (self.dense_layer.total * self.num_dense_layers + moe + self.mixer_remainder
+                - self.ffn_free_layers * self.ffn_block)
+
+    @property
+    def dense_layer_mean(self) -> float:
+        """A dense layer's parameters on the model's mean: LayerParams.total less the feed-forward blocks the
+        layers without one lack, spread over the dense layers (per-stage sums take a stage to hold the mean)."""
+        if not self.ffn_free_layers:
+            return float(self.dense_layer.total)
+        return self.dense_layer.total - self.ffn_free_layers * self.ffn_block / self.num_dense_layers
+
+    @property
+    def dense_matmul_mean(self) -> float:
+        """A dense layer's matmul weights (mixer and MLP) on the model's mean, as dense_layer_mean."""
+        own = self.dense_layer.attention + self.dense_layer.mlp_dense
+        if not self.ffn_free_layers:
+            return float(own)
+        return own - self.ffn_free_layers * self.dense_layer.mlp_dense / self.num_dense_layers
 
     @property
     def total(self) -> int:
@@ -212,6 +233,8 @@ def count_params(arch: Architecture) -> ParamCounts:
         head_matmul=arch.vocab * h,
         active_excludes_input_embedding=arch.active_excludes_input_embedding,
         mixer_remainder=mixers - attention * arch.num_layers,
+        ffn_free_layers=len(arch.ffn_free_layers),
+        ffn_block=mlp_params(arch, arch.ffn, arch.mlp_bias) + norm_params(arch, h),
     )
 
 

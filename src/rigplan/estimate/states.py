@@ -169,9 +169,9 @@ def stage_params(arch: Architecture, counts: ParamCounts, layout: Any, rank: Num
     """
     layers, dense_layers = stage_layer_counts(arch, layout, rank)
     moe_layers = layers - dense_layers
-    dense = counts.dense_layer.total * dense_layers
+    dense = counts.dense_layer_mean * dense_layers
     expert: Num = 0.0
-    quantizable = (counts.dense_layer.attention + counts.dense_layer.mlp_dense) * dense_layers
+    quantizable = counts.dense_matmul_mean * dense_layers
     if counts.moe_layer is not None:
         dense = dense + (counts.moe_layer.total - counts.moe_layer.experts) * moe_layers
         expert = counts.moe_layer.experts * moe_layers

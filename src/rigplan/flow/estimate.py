@@ -304,7 +304,9 @@ MAMBA2_NOTE = ("Mamba-2 layers: timed as mamba_ssm's chunked scan (the conv, the
                "walk from chunk to chunk is left out (docs/methodology/flops.md); on the 9 published Nemotron 3 runs "
                "rigplan checks (Megatron-Bridge 26.04.01: Nano on 8 B200, B300, GB200 or GB300 in MXFP8 and 16 H100 "
                "in FP8, Super on 64 of the four Blackwell parts in MXFP8) its tokens/s were from 5% below to 24% "
-               "above the measured, median 21% above (Nano 18% to 24% above on every run)")
+               "above the measured, median 21% above (Nano 18% to 24% above on every run); on the 7 runs of the "
+               "dense Nemotron-H 56B (DGX Cloud Benchmarking, NeMo 25.04, 32 to 2,048 H100 in FP8) 3% to 8% above, "
+               "median 6%")
 BLOCKWISE_FP8_NOTE = ("block-scaled fp8: one fp32 scale per 1 x 128 elements of activations and gradients and per "
                       "128 x 128 block of weights (Transformer Engine's Float8BlockScaling); its GEMMs at the fp8 "
                       "curve of per-tensor scaling, which DeepGEMM's block-scaled GEMMs on H800 exceed "
