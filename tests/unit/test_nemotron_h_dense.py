@@ -136,3 +136,12 @@ def test_the_56b_estimate_has_less_work_and_fewer_tp_collectives_than_with_every
     held, held_every = hybrid["memory"]["per_gpu"], every["memory"]["per_gpu"]
     assert held["weights_bytes"] < held_every["weights_bytes"]
     assert held["activations_bytes"] < held_every["activations_bytes"]
+
+
+def test_muon_orthogonalises_the_mlps_the_model_has(h56b: Architecture) -> None:
+    from rigplan.estimate.muon import matrix_shapes
+
+    def mlp_count(arch: Architecture) -> float:
+        return sum(count for d_in, d_out, count in matrix_shapes(arch) if (d_in, d_out) == (8192, 32768))
+
+    assert mlp_count(h56b) == 54 and mlp_count(replace(h56b, ffn_free_layers=())) == 64
