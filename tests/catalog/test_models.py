@@ -100,6 +100,14 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         0.02, "NVIDIA gives '8B' (a size label); the exact count is 8,100,852,736 (1.3% above), equal to "
               "transformers' NemotronHForCausalLM",
     ),
+    ("nemotron-nano-9b-v2", "total"): (
+        0.02, "the name's '9B' (a size label, pruned from the 12B base); the exact count is 8,888,227,328 (1.2% "
+              "below), equal to transformers' NemotronHForCausalLM",
+    ),
+    ("nemotron-nano-12b-v2", "total"): (
+        0.03, "the name's '12B' (a size label); the exact count is 12,310,001,152 (2.6% above), equal to "
+              "transformers' NemotronHForCausalLM",
+    ),
     ("qwen3-235b-a22b", "active"): (
         0.01,
         "the model card gives '22B activated' (two significant figures); the exact count with both "

@@ -31,6 +31,8 @@ H8B = {  # Megatron-Bridge NemotronHModel8BProvider as config.json keys (nvidia/
     "hidden_size": 4096, "num_hidden_layers": 52, "hybrid_override_pattern": PATTERN_8B, "intermediate_size": 21504,
     "num_attention_heads": 32, "mamba_num_heads": 128, "ssm_state_size": 128, "max_position_embeddings": 8192,
 }
+NANO2_9B_PATTERN = "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-"
+"""nvidia/NVIDIA-Nemotron-Nano-9B-v2's hybrid_override_pattern (Mamba-2 blocks before Mamba-2 blocks as well)."""
 H8B_TOTAL = 8_100_852_736
 """transformers 5's NemotronHForCausalLM built on the meta device from H8B."""
 
@@ -66,6 +68,11 @@ def test_counts_equal_transformers_modules(tmp_path: Path, nemotron_h_numel: Cal
     assert arch.ffn_free_layers == (1, 3)
     assert count_params(arch).total == nemotron_h_numel(small)
     assert nemotron_h_numel(H8B) == H8B_TOTAL
+    nano2 = {**H8B, "hybrid_override_pattern": NANO2_9B_PATTERN, "num_hidden_layers": 56, "hidden_size": 4480,
+             "intermediate_size": 15680, "num_attention_heads": 40, "mamba_head_dim": 80}
+    catalog = load_catalog().model("nemotron-nano-9b-v2").to_domain()
+    assert _read(tmp_path, nano2).ffn_free_layers == catalog.ffn_free_layers == (3, 7, 11, 16, 21, 24)
+    assert count_params(catalog).total == nemotron_h_numel(nano2) == 8_888_227_328
 
 
 def test_56b_counts_its_feed_forward_blocks_once_each(h56b: Architecture) -> None:
