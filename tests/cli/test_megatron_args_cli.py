@@ -34,6 +34,8 @@ ROUND_TRIPS = [
                                    "--zero", "1", "--global-batch", "256", "--seq", "16384", "--cuda-graphs", "full")),
     ("qwen3-next-80b-a3b", "h100-sxm", ("--gpus", "128", "--pp", "4", "--vpp", "3", "--ep", "32", "--zero", "1",
                                          "--global-batch", "256", "--moe-dispatcher", "deepep")),
+    ("nemotron-h-56b", "h100-sxm", ("--gpus", "32", "--tp", "8", "--sequence-parallel", "--zero", "1",
+                                     "--global-batch", "96", "--seq", "8192", "--precision", "fp8")),
 ]
 
 

@@ -178,6 +178,49 @@ def test_megatron_writes_the_gated_deltanet_layers_of_a_hybrid_model() -> None:
         export(build_setup(EstimateRequest(**{**request, "cp": 2, "gpus": 256})), "megatron")
 
 
+NEMOTRON_H_56B_PATTERN = ("M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-"
+                          "M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-")
+"""Megatron-Bridge NemotronHModel56BProvider's hybrid_override_pattern."""
+
+
+@pytest.mark.parametrize(("model", "pattern"), [
+    ("nemotron-h-56b", NEMOTRON_H_56B_PATTERN),
+    ("nemotron-3-nano-30b-a3b", "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"),
+], ids=["dense-56b", "moe-nano"])
+def test_megatron_writes_a_mamba_hybrid_as_pretrain_mamba_reads_it(model: str, pattern: str) -> None:
+    """A Nemotron-H hybrid exports as pretrain_mamba.py with the model's own block pattern (rigplan's layers turned
+    back into Megatron's blocks), which megatron-core's allocate_layers accepts, and a TransformerConfig with the
+    Mamba-2 shapes rigplan counts; no moe_layer_freq (the pattern places the MoE blocks)."""
+    need("megatron.core")
+    import torch
+    from megatron.core.ssm.mamba_hybrid_layer_allocation import allocate_layers
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    from rigplan.export.megatron import core_config_kwargs
+
+    request = {"model": model, "gpu": "h100-sxm", "gpus": 16, "tp": 2, "sequence_parallel": True, "zero": 1,
+               "global_batch": 64, "seq": 8192, **({"ep": 8} if "nano" in model else {})}
+    out = export(build_setup(EstimateRequest(**request)), "megatron")
+    assert " pretrain_mamba.py " in out.command and f"--hybrid-override-pattern '{pattern}'" in out.command
+    args = out.values
+    assert args["num_layers"] == len(pattern) and "moe_layer_freq" not in args and args["squared_relu"]
+    assert allocate_layers(len(pattern), 0.0, 0.0, pattern) == list(pattern)
+    config = TransformerConfig(**core_config_kwargs(args), params_dtype=torch.bfloat16, pipeline_dtype=torch.bfloat16)
+    la = build_setup(EstimateRequest(**request)).arch.linear_attention
+    assert la is not None and config.is_hybrid_model
+    assert (config.mamba_num_heads, config.mamba_head_dim, config.mamba_state_dim, config.mamba_num_groups) == (
+        la.num_value_heads, la.value_head_dim, la.key_head_dim, la.num_key_heads)
+
+
+def test_megatron_refuses_pipeline_stages_and_mtp_of_a_mamba_hybrid() -> None:
+    base = {"model": "nemotron-h-8b", "gpu": "h100-sxm", "gpus": 16, "global_batch": 64}
+    with pytest.raises(Unsupported, match=r"pipeline stages \(pp=2\) of a Mamba hybrid"):
+        export(build_setup(EstimateRequest(**base, pp=2)), "megatron")
+    with pytest.raises(Unsupported, match="multi-token prediction in a Mamba hybrid"):
+        export(build_setup(EstimateRequest(**{**base, "model": "nemotron-3-super-120b-a12b", "ep": 16,
+                                              "mtp_layers": 1})), "megatron")
+
+
 def test_megatron_refuses_dualpipe() -> None:
     with pytest.raises(Unsupported, match="DualPipe"):
         export(setup_of("moe", a2a_overlap=True, a2a_overlap_schedule="dualpipe"), "megatron")

@@ -21,7 +21,7 @@ from rigplan.estimate import comm, linear_attention, moe
 from rigplan.estimate.flops import layer_forward_flops, paper_flop_per_token
 from rigplan.estimate.moe_host import CUDA_GRAPH_SCOPE_OPS, graph_captured_ops
 from rigplan.estimate.params import count_params, latent_projection_params
-from rigplan.export import Unsupported, export
+from rigplan.export import export
 from rigplan.flow.estimate import estimate
 from rigplan.flow.request import EstimateRequest
 from rigplan.flow.resolve import build_setup
@@ -176,9 +176,11 @@ def test_nano_estimate_runs_and_graphs_shorten_it() -> None:
     assert any(a.startswith("Mamba-2 layers") for a in eager.to_dict()["assumptions"])
 
 
-def test_megatron_export_refuses_mamba() -> None:
-    with pytest.raises(Unsupported, match="Megatron-LM cannot express Mamba-2 layers"):
-        export(build_setup(_nano_request(), load_catalog()), "megatron")
+def test_megatron_export_writes_the_config_s_own_block_pattern() -> None:
+    """rigplan's 29 layers go back to the config.json's 52 blocks: pretrain_mamba.py gets Nano's pattern as given."""
+    out = export(build_setup(_nano_request(), load_catalog()), "megatron")
+    assert out.values["hybrid_override_pattern"] == f"'{NANO_PATTERN}'" and out.values["num_layers"] == 52
+    assert "pretrain_mamba.py" in out.command
 
 
 @pytest.mark.parametrize(("changes", "expected"), [

@@ -1,4 +1,5 @@
-"""Megatron-LM arguments (pretrain_gpt.py under torchrun), and the megatron-core configs they make.
+"""Megatron-LM arguments (pretrain_gpt.py under torchrun; pretrain_mamba.py for a Mamba-2 hybrid), and the
+megatron-core configs they make.
 
 Argument names are Megatron-LM's (megatron/training/arguments.py). `core_config_kwargs` is the
 translation Megatron-LM applies when it builds megatron-core's TransformerConfig from them
@@ -64,11 +65,10 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         raise unsupported(NAME, f"Muon with ZeRO-{lay.zero}", "Megatron's dist_muon shards by layer: use --zero 1 or 0")
     if job.activation_offload or job.optimizer_in_backward:
         raise unsupported(NAME, "activation offload / optimizer-in-backward")
-    if arch.linear_attention is not None and arch.linear_attention.kind == "mamba2":
-        raise unsupported(NAME, "Mamba-2 layers (a Nemotron-H hybrid)", "Megatron-LM builds these with "
-                          "pretrain_mamba.py and --hybrid-override-pattern, which this export does not write")
-    if arch.positions != "rope":
-        raise unsupported(NAME, f"{arch.positions} positions in this export", "rope models only")
+    hybrid = is_mamba_hybrid(arch)
+    if arch.positions != "rope" and not (hybrid and arch.positions == "none"):
+        raise unsupported(NAME, f"{arch.positions} positions in this export", "rope models (and Mamba hybrids "
+                          "without positions) only")
     b = batch_of(setup)
     args: dict[str, Any] = {
         "num_layers": arch.num_layers, "hidden_size": arch.hidden, "num_attention_heads": arch.num_heads,
@@ -85,7 +85,7 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         "vocab_size": arch.vocab, "tokenizer_type": "NullTokenizer",
     }
     args.update(_attention_and_activation_args(arch))
-    args.update(_linear_attention_args(arch, lay.cp))
+    args.update(hybrid_args(arch, lay.pp) if hybrid else _linear_attention_args(arch, lay.cp))
     if arch.mla is not None:
         m = arch.mla
         args.update({"multi_latent_attention": True, "q_lora_rank": m.q_lora_rank or None,
@@ -104,7 +104,7 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
             args["mtp_num_layers"] = moe.mtp_layers
         if moe.latent_size:  # a latent MoE (Megatron-Core MoELayer fc1/fc2_latent_proj)
             args["moe_latent_size"] = moe.latent_size
-        if moe.first_dense_layers or moe.moe_layer_step > 1 or moe.dense_layers:
+        if (moe.first_dense_layers or moe.moe_layer_step > 1 or moe.dense_layers) and not hybrid:  # a hybrid's pattern
             dense = [0 if d else 1 for d in dense_layer_mask(arch.num_layers, moe.dense_pattern())]
             args["moe_layer_freq"] = _quoted_list(dense)
         if job.capacity_factor:
@@ -214,6 +214,54 @@ def _linear_attention_args(arch: Architecture, cp: int) -> dict[str, Any]:
             "linear_num_value_heads": la.num_value_heads}
 
 
+def is_mamba_hybrid(arch: Architecture) -> bool:
+    """Whether the model has Mamba-2 mixers (a Nemotron-H hybrid, which Megatron-LM trains with pretrain_mamba.py)."""
+    return arch.linear_attention is not None and arch.linear_attention.kind == "mamba2"
+
+
+def hybrid_pattern(arch: Architecture) -> str:
+    """Megatron-Core's --hybrid-override-pattern of a Mamba-2 hybrid: per rigplan layer its mixer ('M' Mamba-2, '*'
+    attention) and the feed-forward block after it ('E' an MoE layer, '-' a dense MLP, nothing in a layer without
+    one: a dense model's ffn_free_layers, an MoE model's dense layers of width 0), the reading of
+    catalog.hf_hybrid_families in reverse (megatron/core/ssm/mamba_hybrid_layer_allocation.py, Symbols)."""
+    assert arch.linear_attention is not None
+    full = set(arch.linear_attention.full_layers(arch.num_layers))
+    dense = (dense_layer_mask(arch.num_layers, arch.moe.dense_pattern()) if arch.moe is not None
+             else [True] * arch.num_layers)
+    free = set(arch.ffn_free_layers)
+    blocks = []
+    for i in range(arch.num_layers):
+        ffn = "E" if not dense[i] else ("-" if arch.ffn and i not in free else "")
+        blocks.append(("*" if i in full else "M") + ffn)
+    return "".join(blocks)
+
+
+def hybrid_args(arch: Architecture, pp: int) -> dict[str, Any]:
+    """pretrain_mamba.py's flags for a Mamba-2 hybrid (Megatron-LM's Nemotron-H scripts): the block pattern, whose
+    length is --num-layers (Megatron counts blocks, rigplan layers: a mixer and its feed-forward block), the Mamba-2
+    shapes, squared-ReLU MLPs (Nemotron-H's relu2, the plain MLP rigplan reads from nemotron_h configs), no position
+    embedding, and Megatron-Core's Mamba stack spec. Refused: pipeline stages (Megatron-Core splits a hybrid's blocks
+    evenly, rigplan's estimate its layers) and multi-token prediction (a hybrid MTP has its own pattern)."""
+    la = arch.linear_attention
+    assert la is not None
+    if pp > 1:
+        raise unsupported(NAME, f"pipeline stages (pp={pp}) of a Mamba hybrid", "Megatron-Core splits its blocks, "
+                          "rigplan's estimate its layers: use --pp 1")
+    if arch.moe is not None and arch.moe.mtp_layers:
+        raise unsupported(NAME, "multi-token prediction in a Mamba hybrid", "use --mtp-layers 0")
+    pattern = hybrid_pattern(arch)
+    args: dict[str, Any] = {
+        "num_layers": len(pattern), "hybrid_override_pattern": f"'{pattern}'",  # quoted: '*' is a shell glob
+        "mamba_num_heads": la.num_value_heads,
+        "mamba_head_dim": la.value_head_dim, "mamba_state_dim": la.key_head_dim, "mamba_num_groups": la.num_key_heads,
+        "position_embedding_type": "none", "spec": "megatron.core.models.mamba.mamba_layer_specs mamba_stack_spec"}
+    if arch.mlp == "plain":
+        args["squared_relu"] = True
+    if not arch.ffn:
+        args["ffn_hidden_size"] = None
+    return args
+
+
 def pipeline_layout(stages: tuple[int, ...], mtp_layers: int) -> str:
     """Megatron-Core's --pipeline-model-parallel-layout for an uneven split: one entry per virtual stage in layer
     order (stage k on rank k mod pp, chunk k // pp, as domain.stages orders them), 'E' the embedding on the first,
@@ -280,11 +328,15 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
               "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim",
               "attention_output_gate", "experimental_attention_variant", "linear_attention_freq",
               "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads",
-              "linear_num_value_heads")
+              "linear_num_value_heads", "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim",
+              "mamba_state_dim", "mamba_num_groups")
     out: dict[str, Any] = {renamed.get(k, k): args[k] for k in direct if args.get(k) not in (None, False)}
     if "pipeline_model_parallel_layout" in out:  # quoted for the shell
         out["pipeline_model_parallel_layout"] = out["pipeline_model_parallel_layout"].strip("'")
     out["gated_linear_unit"] = bool(args.get("swiglu") or args.get("quick_geglu"))
+    if args.get("hybrid_override_pattern"):  # pretrain_mamba.py's model
+        out["is_hybrid_model"] = True
+        del out["hybrid_override_pattern"]  # MambaModel's argument, not a TransformerConfig field
     for key in ("softmax_type", "glu_linear_offset", "activation_func_clamp_value"):
         if args.get(key) is not None:
             out[key] = args[key]
@@ -322,7 +374,8 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
 
 def export_megatron(setup: TrainingSetup) -> Exported:
     args = megatron_args(setup)
-    command = (f"{torchrun_prefix(setup)} pretrain_gpt.py \\\n  {flag_line(args)} \\\n"
+    script = "pretrain_mamba.py" if args.get("hybrid_override_pattern") else "pretrain_gpt.py"
+    command = (f"{torchrun_prefix(setup)} {script} \\\n  {flag_line(args)} \\\n"
                "  --data-path $DATA --train-iters $ITERS --lr 3e-4 --save $CHECKPOINTS")
     notes = ["run from a Megatron-LM checkout; --tokenizer-type NullTokenizer keeps the vocabulary size: use "
              "your tokenizer (e.g. --tokenizer-type HuggingFaceTokenizer --tokenizer-model ...) for real data"]

@@ -61,6 +61,7 @@ VALUED: dict[str, Setter] = {
                                        "blockwise": "blockwise"}),
     "optimizer": _text("optimizer", {"adam": "adamw", "sgd": "sgd", "muon": "muon", "dist_muon": "muon"}),
     "num-layers": _int("layers"), "mtp-num-layers": _int("mtp_layers"),
+    "hybrid-override-pattern": _text("_hybrid_pattern"),
     "num-layers-per-virtual-pipeline-stage": _int("_layers_per_virtual_stage"),
     "fp8-format": _text("_fp8_format"), "fp4-format": _text("_fp4_format"), "fp4-recipe": _text("_fp4_recipe"),
     "moe-token-dispatcher-type": _text("_dispatcher"), "moe-flex-dispatcher-backend": _text("_flex_backend"),
@@ -100,7 +101,8 @@ GRAPH_SCOPES = ("attn", "mamba", "moe_router", "moe_preprocess")
 SHAPE_FLAGS = frozenset({"hidden-size", "ffn-hidden-size", "num-attention-heads", "num-query-groups", "kv-channels",
                          "num-experts", "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size",
                          "moe-layer-freq", "vocab-size", "max-position-embeddings", "q-lora-rank", "kv-lora-rank",
-                         "moe-latent-size"})
+                         "moe-latent-size", "mamba-num-heads", "mamba-head-dim", "mamba-state-dim",
+                         "mamba-num-groups"})
 """Model shape flags: the model is MODEL's, so these are named in the notes, not applied."""
 
 
@@ -191,6 +193,10 @@ def read_megatron_args(text: str, source: str = "--megatron-args") -> ImportedAr
     _recompute_and_graphs(raw, lists, fields, notes)
     _moe_and_optimizer(raw, fields, notes)
     _size_and_length(raw, fields, notes)
+    if raw.get("_hybrid_pattern") and "layers" in fields:  # pretrain_mamba.py counts blocks, rigplan layers
+        notes.append(f"--num-layers {fields.pop('layers')} counts the blocks of --hybrid-override-pattern (a Mamba "
+                     "hybrid), not rigplan's layers (a mixer and its feed-forward block): not applied, the model is "
+                     "MODEL's")
     if shape:
         notes.append("model shape flags (" + ", ".join(f"--{s}" for s in sorted(shape)) + ") not applied: the "
                      "model is MODEL's")
