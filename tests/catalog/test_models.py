@@ -54,6 +54,9 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
                            "(3.48B with it)",
     "glm-4.5": "32.86B exact without the input embedding vs the card's 32B (33.63B with it)",
     "glm-4.5-air": "GLM-4.5's convention; 12.80B exact without the input embedding vs 12B (13.42B with it)",
+    "glm-4.6": "GLM-4.5's shape and convention (32.86B exact without the input embedding vs the card's 32B)",
+    "deepseek-v3.1": "DeepSeek-V3's shape and README_WEIGHTS.md convention (36.6B activated with the output head)",
+    "kimi-k2-thinking": "Kimi K2's shape and convention (31.69B exact vs the card's 32B)",
     "deepseek-v2": "DeepSeek's V3 convention; 20.85B exact without the input embedding vs 21B (21.38B with it)",
     "deepseek-v2-lite": "DeepSeek's V3 convention; 2.45B exact without the input embedding vs 2.4B (2.66B with it)",
     "minimax-m2": "10.41B exact without the input embedding vs the release's 10B (11.03B with it)",
@@ -155,6 +158,10 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
     ("glm-4.5", "active"): (
         0.03, "the card gives '32B activated' (two significant figures); the exact count is 32.86B",
     ),
+    ("glm-4.6", "total"): (0.01, "GLM-4.5's shape and figures (the card gives 355B; 352.80B in the main layers)"),
+    ("glm-4.6", "active"): (0.03, "GLM-4.5's: '32B activated'; the exact count is 32.86B"),
+    ("kimi-k2-thinking", "total"): (0.03, "Kimi K2's shape and figures ('1T'; config.json gives 1,026.4B)"),
+    ("kimi-k2-thinking", "active"): (0.015, "Kimi K2's: '32B activated'; the exact count is 31.69B"),
     ("glm-4.5-air", "total"): (
         0.01, "the documentation gives 106B; the 46 main layers of the config hold 106.85B (0.8% above)",
     ),
