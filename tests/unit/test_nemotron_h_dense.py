@@ -33,6 +33,8 @@ H8B = {  # Megatron-Bridge NemotronHModel8BProvider as config.json keys (nvidia/
 }
 NANO2_9B_PATTERN = "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-"
 """nvidia/NVIDIA-Nemotron-Nano-9B-v2's hybrid_override_pattern (Mamba-2 blocks before Mamba-2 blocks as well)."""
+PATTERN_47B = ("M-M-M-M-M-M-M-M-M*-M-M-M-M-M-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-M-M---MM---M-M*-M-M-M-M-M-")
+"""Megatron-Bridge NemotronHModel47BProvider's hybrid_override_pattern: MLP blocks in a row (M---)."""
 H8B_TOTAL = 8_100_852_736
 """transformers 5's NemotronHForCausalLM built on the meta device from H8B."""
 
@@ -152,3 +154,44 @@ def test_muon_orthogonalises_the_mlps_the_model_has(h56b: Architecture) -> None:
         return sum(count for d_in, d_out, count in matrix_shapes(arch) if (d_in, d_out) == (8192, 32768))
 
     assert mlp_count(h56b) == 54 and mlp_count(replace(h56b, ffn_free_layers=())) == 64
+
+
+def test_mlp_blocks_in_a_row_stay_with_their_mixer(tmp_path: Path, nemotron_h_numel: Callable[[dict[str, Any]], int]
+                                                  ) -> None:
+    """Nemotron-H 47B's M--- reads as one layer with three MLP blocks (the layer listed twice in extra_ffn_blocks):
+    its count equals transformers' to the unit (a cut config and the catalog record), the estimators see 48 MLP
+    blocks over 50 layers, and the Megatron export writes the config's own pattern back."""
+    from rigplan.export import export
+    from rigplan.flow.resolve import build_setup
+
+    small = {**H8B, "hybrid_override_pattern": "M---M*-M-", "num_hidden_layers": 9, "vocab_size": 1024,
+             "hidden_size": 512, "intermediate_size": 1024, "num_attention_heads": 8, "mamba_num_heads": 16}
+    arch = _read(tmp_path, small)
+    assert (arch.num_layers, arch.ffn_free_layers, arch.extra_ffn_blocks) == (4, (1,), (0, 0))
+    assert count_params(arch).total == nemotron_h_numel(small)
+    h47b = load_catalog().model("nemotron-h-47b").to_domain()
+    h47 = {**H8B, "hybrid_override_pattern": PATTERN_47B, "num_hidden_layers": 98, "hidden_size": 8192,
+           "intermediate_size": 30720, "num_attention_heads": 64, "mamba_num_heads": 256, "ssm_state_size": 256}
+    assert count_params(h47b).total == nemotron_h_numel(h47) == 46_791_554_816
+    assert h47b.ffn_layer_share == pytest.approx(48 / 50)
+    request = EstimateRequest(model="nemotron-h-47b", gpu="h100-sxm", gpus=8, tp=8, global_batch=8)
+    assert export(build_setup(request), "megatron").values["hybrid_override_pattern"] == f"'{PATTERN_47B}'"
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    ("M--ME*E", "dense MLP blocks in a row beside MoE blocks"),
+    ("-M-M*-M-", r"block 0 \(-\) of 'hybrid_override_pattern' -M-M\*-M- follows no mixer"),
+])
+def test_mlp_blocks_in_a_row_beside_moe_or_first_are_refused(tmp_path: Path, pattern: str, expected: str) -> None:
+    moe_keys = {"n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 256} if "E" in pattern \
+        else {}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**H8B, **moe_keys, "hybrid_override_pattern": pattern,
+                                "num_hidden_layers": len(pattern)}), encoding="utf-8")
+    with pytest.raises(InvalidSpec, match=expected):
+        architecture_from_hf_config(path)
+
+
+def test_extra_blocks_on_a_mixer_only_layer_are_refused(h56b: Architecture) -> None:
+    with pytest.raises(InvalidSpec, match="none of them a layer without a feed-forward block"):
+        replace(h56b, extra_ffn_blocks=(3,))

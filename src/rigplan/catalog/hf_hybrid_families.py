@@ -5,7 +5,8 @@ behind its own RMSNorm and residual (transformers' NemotronHConfig, hybrid_overr
 rigplan's layer is a token mixer followed by a feed-forward block, so the reader pairs each mixer block with the
 feed-forward block right after it; a mixer followed by another mixer is a layer without a feed-forward block, read
 as a dense layer of an MoE model whose dense MLP is absent (ffn 0, domain.model.MoE.dense_layers), or in a dense
-model as one of its listed mixer-only layers (domain.model.Architecture.ffn_free_layers). Parameters and
+model as one of its listed mixer-only layers (domain.model.Architecture.ffn_free_layers); dense MLP blocks that
+follow one another stay with the mixer before them (Architecture.extra_ffn_blocks). Parameters and
 FLOPs are the blocks' sums (a layer without a feed-forward block has one norm; the count equals transformers'
 NemotronHForCausalLM), and a pipeline stage boundary falls between layers, not between the blocks of one.
 """
@@ -41,16 +42,18 @@ def _blocks(r: ConfigReader, num_blocks: int) -> str:
 
 
 def _pair(r: ConfigReader, pattern: str) -> list[tuple[str, str]]:
-    """(mixer, feed-forward or '') per rigplan layer: each mixer block with the feed-forward block right after it."""
+    """(mixer, feed-forward blocks) per rigplan layer: each mixer block with the feed-forward blocks after it, up to
+    the next mixer ('' for none; several dense MLPs in a row, as Nemotron-H 47B's M---, stay with their mixer)."""
     layers: list[tuple[str, str]] = []
     for i, block in enumerate(pattern):
         if block in MIXERS:
             layers.append((block, ""))
-        elif layers and not layers[-1][1]:
-            layers[-1] = (layers[-1][0], block)
+        elif layers and (not layers[-1][1] or block == "-" == layers[-1][1][-1]):
+            layers[-1] = (layers[-1][0], layers[-1][1] + block)
         else:
             raise r.fail(f"block {i} ({block}) of '{r.prefix}hybrid_override_pattern' {pattern} follows no mixer; "
-                         "rigplan reads each feed-forward block after a Mamba or attention block")
+                         "rigplan reads each feed-forward block after a Mamba or attention block (dense MLPs "
+                         "may follow one another)")
     return layers
 
 
@@ -61,17 +64,22 @@ def _nemotron_h(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     n_routed_experts experts of moe_intermediate_size (top num_experts_per_tok, sigmoid router) with
     n_shared_experts of moe_shared_expert_intermediate_size, the routed experts at moe_latent_size where it is
     given (a latent MoE: Nemotron 3 Super and Ultra). Mixers without a feed-forward block are refused beside both
-    MoE blocks and dense MLPs, and where no layer has a feed-forward block."""
+    MoE blocks and dense MLPs, and where no layer has a feed-forward block; dense MLP blocks in a row beside MoE
+    blocks are refused."""
     blocks = r.req_int("num_hidden_layers")
     pattern = _blocks(r, blocks)
     layers = _pair(r, pattern)
     bare = [i for i, (_, ffn) in enumerate(layers) if not ffn]
-    dense = [i for i, (_, ffn) in enumerate(layers) if ffn == "-"]
+    dense = [i for i, (_, ffn) in enumerate(layers) if ffn.startswith("-")]
+    extra = [i for i, (_, ffn) in enumerate(layers) for _ in ffn[1:]]  # a layer's second and later MLP blocks
     routed = any(ffn == "E" for _, ffn in layers)
     if bare and (dense if routed else not dense):
         raise r.fail(f"'{r.prefix}hybrid_override_pattern' {pattern} has mixers without a feed-forward block beside "
                      f"{'both MoE blocks and dense MLPs' if routed else 'no feed-forward block at all'}; rigplan "
                      "reads such mixers in a model whose feed-forward blocks are all MoE or all dense MLPs")
+    if routed and extra:
+        raise r.fail(f"'{r.prefix}hybrid_override_pattern' {pattern} has dense MLP blocks in a row beside MoE "
+                     "blocks; rigplan reads MLP blocks in a row in a model without MoE blocks")
     full = [i for i, (mixer, _) in enumerate(layers) if mixer == "*"]
     interval, listed = hybrid_layout(r, "hybrid_override_pattern", full, len(layers))
     heads = r.req_int("num_attention_heads")
@@ -100,10 +108,12 @@ def _nemotron_h(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
                             dense_layers=tuple(bare or dense), router="sigmoid",
                             mtp_layers=r.opt_int("num_nextn_predict_layers"),
                             latent_size=r.opt_int("moe_latent_size"))
-    elif bare:
-        fields["ffn_free_layers"] = tuple(bare)
+    else:
+        fields.update({"ffn_free_layers": tuple(bare), "extra_ffn_blocks": tuple(extra)})
     if bare:
         notes.append(f"layers {bare} (from 0) are mixers without a feed-forward block")
+    if extra:
+        notes.append(f"layers {sorted(set(extra))} (from 0) have more than one MLP block after their mixer")
     return fields, notes
 
 

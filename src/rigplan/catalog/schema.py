@@ -347,6 +347,9 @@ class ModelRecord(Record):
     ffn_free_layers: tuple[Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)], ...] = ()
     """A dense model's 0-based layers that are a mixer without a feed-forward block (Nemotron-H;
     domain.model.Architecture.ffn_free_layers)."""
+    extra_ffn_blocks: tuple[Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)], ...] = ()
+    """A dense model's layers with more than one feed-forward block after the mixer, once per extra block
+    (domain.model.Architecture.extra_ffn_blocks)."""
     official_params: Annotated[float, Bounded("params")]
     """Published total parameter count."""
     official_active_params: Annotated[float, Bounded("params")] | None = None
@@ -389,6 +392,7 @@ class ModelRecord(Record):
             attention_output_gate=self.attention_output_gate,
             linear_attention=LinearAttention(**self.linear_attention.model_dump()) if self.linear_attention else None,
             ffn_free_layers=self.ffn_free_layers,
+            extra_ffn_blocks=self.extra_ffn_blocks,
             context_length=self.context_length,
             official_params=self.official_params,
             official_active_params=self.official_active_params or 0.0,

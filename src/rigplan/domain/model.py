@@ -249,6 +249,10 @@ class Architecture:
     Nemotron-H hybrid's Mamba-2 block right before an attention block); empty: every layer has its MLP. An MoE
     model lists such layers as MoE.dense_layers with ffn 0. Estimators average a layer over the model
     (ffn_layer_share), as for linear attention; the parameter count is exact."""
+    extra_ffn_blocks: tuple[int, ...] = ()
+    """The 0-based layers of a dense model whose mixer is followed by more than one feed-forward block, each index
+    once per extra block (Nemotron-H 47B's M--- : that layer listed twice); each extra block is an MLP with its own
+    norm and residual. Averaged over the model with ffn_free_layers (ffn_layer_share)."""
     context_length: int = 0
     """Longest trained sequence; 0 if unknown."""
     official_params: float = 0.0
@@ -300,6 +304,12 @@ class Architecture:
             raise InvalidSpec(f"layers without a feed-forward block must be distinct 0-based indices in order below "
                               f"layers={self.num_layers}, not all of them, in a dense model (an MoE model lists "
                               f"them as dense layers with ffn 0); got {list(free)}")
+        extra = self.extra_ffn_blocks
+        if extra and (list(extra) != sorted(extra) or extra[0] < 0 or extra[-1] >= self.num_layers
+                      or self.moe is not None or set(extra) & set(free)):
+            raise InvalidSpec(f"extra feed-forward blocks must name 0-based layers in order below "
+                              f"layers={self.num_layers}, in a dense model, none of them a layer without a "
+                              f"feed-forward block; got {list(extra)}")
         if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
             raise InvalidSpec(
                 f"dense layers before MoE ({self.moe.first_dense_layers}) exceed layers={self.num_layers}"
@@ -350,8 +360,9 @@ class Architecture:
 
     @property
     def ffn_layer_share(self) -> float:
-        """Share of a dense model's layers with a feed-forward block (1.0 unless ffn_free_layers lists some)."""
-        return 1.0 - len(self.ffn_free_layers) / self.num_layers
+        """A dense model's feed-forward blocks per layer on its mean: 1.0 unless ffn_free_layers or extra_ffn_blocks
+        list some (Nemotron-H 56B: 54 / 64; 47B: 48 / 50)."""
+        return 1.0 + (len(self.extra_ffn_blocks) - len(self.ffn_free_layers)) / self.num_layers
 
     @property
     def window_counts(self) -> dict[int, int]:

@@ -58,8 +58,9 @@ class ParamCounts:
     mixer_remainder: int = 0
     """Token-mixer weights the per-layer mean (LayerParams.attention, rounded down) leaves out of a hybrid model's
     total: fewer than one per layer."""
-    ffn_free_layers: int = 0
-    """Dense layers without a feed-forward block (Architecture.ffn_free_layers): each lacks ffn_block."""
+    missing_ffn_blocks: int = 0
+    """Feed-forward blocks a dense model's layers lack against one each: its layers without one
+    (Architecture.ffn_free_layers) less its extra blocks (Architecture.extra_ffn_blocks); each block is ffn_block."""
     ffn_block: int = 0
     """A dense layer's feed-forward block: its MLP and the norm before it."""
 
@@ -67,23 +68,24 @@ class ParamCounts:
     def layers_total(self) -> int:
         moe = self.moe_layer.total * self.num_moe_layers if self.moe_layer else 0
         return (self.dense_layer.total * self.num_dense_layers + moe + self.mixer_remainder
-                - self.ffn_free_layers * self.ffn_block)
+                - self.missing_ffn_blocks * self.ffn_block)
 
     @property
     def dense_layer_mean(self) -> float:
         """A dense layer's parameters on the model's mean: LayerParams.total less the feed-forward blocks the
-        layers without one lack, spread over the dense layers (per-stage sums take a stage to hold the mean)."""
-        if not self.ffn_free_layers:
+        layers lack (or plus the extra ones), spread over the dense layers (per-stage sums take a stage to hold the
+        mean)."""
+        if not self.missing_ffn_blocks:  # also an MoE model without dense layers
             return float(self.dense_layer.total)
-        return self.dense_layer.total - self.ffn_free_layers * self.ffn_block / self.num_dense_layers
+        return self.dense_layer.total - self.missing_ffn_blocks * self.ffn_block / self.num_dense_layers
 
     @property
     def dense_matmul_mean(self) -> float:
         """A dense layer's matmul weights (mixer and MLP) on the model's mean, as dense_layer_mean."""
         own = self.dense_layer.attention + self.dense_layer.mlp_dense
-        if not self.ffn_free_layers:
+        if not self.missing_ffn_blocks:
             return float(own)
-        return own - self.ffn_free_layers * self.dense_layer.mlp_dense / self.num_dense_layers
+        return own - self.missing_ffn_blocks * self.dense_layer.mlp_dense / self.num_dense_layers
 
     @property
     def total(self) -> int:
@@ -233,7 +235,7 @@ def count_params(arch: Architecture) -> ParamCounts:
         head_matmul=arch.vocab * h,
         active_excludes_input_embedding=arch.active_excludes_input_embedding,
         mixer_remainder=mixers - attention * arch.num_layers,
-        ffn_free_layers=len(arch.ffn_free_layers),
+        missing_ffn_blocks=len(arch.ffn_free_layers) - len(arch.extra_ffn_blocks),
         ffn_block=mlp_params(arch, arch.ffn, arch.mlp_bias) + norm_params(arch, h),
     )
 

@@ -221,9 +221,10 @@ def is_mamba_hybrid(arch: Architecture) -> bool:
 
 def hybrid_pattern(arch: Architecture) -> str:
     """Megatron-Core's --hybrid-override-pattern of a Mamba-2 hybrid: per rigplan layer its mixer ('M' Mamba-2, '*'
-    attention) and the feed-forward block after it ('E' an MoE layer, '-' a dense MLP, nothing in a layer without
-    one: a dense model's ffn_free_layers, an MoE model's dense layers of width 0), the reading of
-    catalog.hf_hybrid_families in reverse (megatron/core/ssm/mamba_hybrid_layer_allocation.py, Symbols)."""
+    attention) and the feed-forward blocks after it ('E' an MoE layer, '-' a dense MLP, repeated for a dense model's
+    extra_ffn_blocks, nothing in a layer without one: a dense model's ffn_free_layers, an MoE model's dense layers
+    of width 0), the reading of catalog.hf_hybrid_families in reverse
+    (megatron/core/ssm/mamba_hybrid_layer_allocation.py, Symbols)."""
     assert arch.linear_attention is not None
     full = set(arch.linear_attention.full_layers(arch.num_layers))
     dense = (dense_layer_mask(arch.num_layers, arch.moe.dense_pattern()) if arch.moe is not None
@@ -231,8 +232,8 @@ def hybrid_pattern(arch: Architecture) -> str:
     free = set(arch.ffn_free_layers)
     blocks = []
     for i in range(arch.num_layers):
-        ffn = "E" if not dense[i] else ("-" if arch.ffn and i not in free else "")
-        blocks.append(("*" if i in full else "M") + ffn)
+        mlps = 0 if i in free or not arch.ffn else 1 + arch.extra_ffn_blocks.count(i)
+        blocks.append(("*" if i in full else "M") + ("E" if not dense[i] else "-" * mlps))
     return "".join(blocks)
 
 
