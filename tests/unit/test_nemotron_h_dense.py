@@ -195,3 +195,11 @@ def test_mlp_blocks_in_a_row_beside_moe_or_first_are_refused(tmp_path: Path, pat
 def test_extra_blocks_on_a_mixer_only_layer_are_refused(h56b: Architecture) -> None:
     with pytest.raises(InvalidSpec, match="none of them a layer without a feed-forward block"):
         replace(h56b, extra_ffn_blocks=(3,))
+
+
+def test_fsdp_units_are_sized_to_the_layer_with_three_mlps() -> None:
+    h47b = load_catalog().model("nemotron-h-47b").to_domain()
+    counts = count_params(h47b)
+    assert counts.most_extra_ffn_blocks == 2
+    assert counts.largest_dense_layer == counts.dense_layer.total + 2 * counts.ffn_block
+    assert count_params(replace(h47b, extra_ffn_blocks=(39, 41))).most_extra_ffn_blocks == 1

@@ -133,7 +133,7 @@ def fsdp1_block_params(arch: Architecture, job: Job, layout: Any) -> Num:
     """Elements of the largest wrapped block on one GPU (its tp/ep share, LoRA adapters included): one FSDP1
     unit."""
     counts = count_params(arch)
-    block = counts.dense_layer.total / layout.tp
+    block = counts.largest_dense_layer / layout.tp
     if counts.moe_layer is not None:
         experts = counts.moe_layer.experts
         block = xp.maximum(block, (counts.moe_layer.total - experts) / layout.tp

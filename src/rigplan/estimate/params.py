@@ -11,6 +11,7 @@ out, as in its published 671B total).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -63,12 +64,20 @@ class ParamCounts:
     (Architecture.ffn_free_layers) less its extra blocks (Architecture.extra_ffn_blocks); each block is ffn_block."""
     ffn_block: int = 0
     """A dense layer's feed-forward block: its MLP and the norm before it."""
+    most_extra_ffn_blocks: int = 0
+    """The most extra feed-forward blocks one dense layer has (Architecture.extra_ffn_blocks; Nemotron-H 47B: 2)."""
 
     @property
     def layers_total(self) -> int:
         moe = self.moe_layer.total * self.num_moe_layers if self.moe_layer else 0
         return (self.dense_layer.total * self.num_dense_layers + moe + self.mixer_remainder
                 - self.missing_ffn_blocks * self.ffn_block)
+
+    @property
+    def largest_dense_layer(self) -> int:
+        """The parameters of a dense model's largest layer: one with the most feed-forward blocks (FSDP units and
+        buffers are sized to it)."""
+        return self.dense_layer.total + self.most_extra_ffn_blocks * self.ffn_block
 
     @property
     def dense_layer_mean(self) -> float:
@@ -236,6 +245,7 @@ def count_params(arch: Architecture) -> ParamCounts:
         active_excludes_input_embedding=arch.active_excludes_input_embedding,
         mixer_remainder=mixers - attention * arch.num_layers,
         missing_ffn_blocks=len(arch.ffn_free_layers) - len(arch.extra_ffn_blocks),
+        most_extra_ffn_blocks=max(Counter(arch.extra_ffn_blocks).values(), default=0),
         ffn_block=mlp_params(arch, arch.ffn, arch.mlp_bias) + norm_params(arch, h),
     )
 

@@ -295,7 +295,7 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
         host = host + weights + grads
         weights = 0.0 * weights
         grads = 0.0 * grads
-    layer_units = counts.dense_layer.total / tp
+    layer_units = counts.largest_dense_layer / tp
     if counts.moe_layer is not None:
         layer_units = xp.maximum(layer_units, (counts.moe_layer.total - counts.moe_layer.experts) / tp
                                  + counts.moe_layer.experts / (ep * etp))
