@@ -55,7 +55,7 @@ def test_reader_lists_the_mamba_blocks_before_attention_as_mixer_only_layers(tmp
     assert arch.moe is None and arch.num_layers == 28 and arch.ffn == 21504
     assert arch.ffn_free_layers == (3, 9, 15, 21)
     assert arch.linear_attention is not None and arch.linear_attention.full_layers(28) == (4, 10, 16, 22)
-    assert arch.ffn_layer_share == pytest.approx(24 / 28)
+    assert arch.ffn_blocks_per_layer == pytest.approx(24 / 28)
     assert count_params(arch).total == H8B_TOTAL
     catalog = load_catalog().model("nemotron-h-8b").to_domain()
     assert catalog.ffn_free_layers == arch.ffn_free_layers and count_params(catalog).total == H8B_TOTAL
@@ -104,7 +104,7 @@ def test_an_moe_model_lists_them_as_dense_layers_instead() -> None:
 
 def test_mlp_flops_saved_bytes_and_kernels_follow_the_share(h56b: Architecture) -> None:
     full = replace(h56b, ffn_free_layers=())
-    share = h56b.ffn_layer_share
+    share = h56b.ffn_blocks_per_layer
     assert share == pytest.approx(54 / 64)
     kw: dict[str, Any] = {"seq_len": 8192, "micro_batch": 1, "moe": False, "tp": 8}
     assert layer_forward_flops(h56b, **kw).mlp_flop == pytest.approx(share * layer_forward_flops(full, **kw).mlp_flop)
@@ -137,7 +137,7 @@ def test_the_56b_estimate_has_less_work_and_fewer_tp_collectives_than_with_every
                                 "num_attention_heads": 64, "mamba_num_heads": 256, "ssm_state_size": 256}),
                     encoding="utf-8")
     hybrid, every = _estimate("nemotron-h-56b"), _estimate(str(path))
-    share = h56b.ffn_layer_share
+    share = h56b.ffn_blocks_per_layer
     tp_hybrid = hybrid["breakdown"]["comm_by_axis"]["tp"]["total_s"]
     tp_every = every["breakdown"]["comm_by_axis"]["tp"]["total_s"]
     assert tp_hybrid == pytest.approx(tp_every * (1 + share) / 2, rel=1e-9)
@@ -173,7 +173,7 @@ def test_mlp_blocks_in_a_row_stay_with_their_mixer(tmp_path: Path, nemotron_h_nu
     h47 = {**H8B, "hybrid_override_pattern": PATTERN_47B, "num_hidden_layers": 98, "hidden_size": 8192,
            "intermediate_size": 30720, "num_attention_heads": 64, "mamba_num_heads": 256, "ssm_state_size": 256}
     assert count_params(h47b).total == nemotron_h_numel(h47) == 46_791_554_816
-    assert h47b.ffn_layer_share == pytest.approx(48 / 50)
+    assert h47b.ffn_blocks_per_layer == pytest.approx(48 / 50)
     request = EstimateRequest(model="nemotron-h-47b", gpu="h100-sxm", gpus=8, tp=8, global_batch=8)
     assert export(build_setup(request), "megatron").values["hybrid_override_pattern"] == f"'{PATTERN_47B}'"
 

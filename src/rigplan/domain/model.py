@@ -248,11 +248,11 @@ class Architecture:
     """The 0-based layers of a dense model that are a token mixer without the feed-forward block after it (a
     Nemotron-H hybrid's Mamba-2 block right before an attention block); empty: every layer has its MLP. An MoE
     model lists such layers as MoE.dense_layers with ffn 0. Estimators average a layer over the model
-    (ffn_layer_share), as for linear attention; the parameter count is exact."""
+    (ffn_blocks_per_layer), as for linear attention; the parameter count is exact."""
     extra_ffn_blocks: tuple[int, ...] = ()
     """The 0-based layers of a dense model whose mixer is followed by more than one feed-forward block, each index
     once per extra block (Nemotron-H 47B's M--- : that layer listed twice); each extra block is an MLP with its own
-    norm and residual. Averaged over the model with ffn_free_layers (ffn_layer_share)."""
+    norm and residual. Averaged over the model with ffn_free_layers (ffn_blocks_per_layer)."""
     context_length: int = 0
     """Longest trained sequence; 0 if unknown."""
     official_params: float = 0.0
@@ -359,7 +359,12 @@ class Architecture:
         return self.num_linear_attention_layers / self.num_layers
 
     @property
-    def ffn_layer_share(self) -> float:
+    def has_mamba2(self) -> bool:
+        """Whether the model has Mamba-2 mixers (a Nemotron-H hybrid)."""
+        return self.linear_attention is not None and self.linear_attention.kind == "mamba2"
+
+    @property
+    def ffn_blocks_per_layer(self) -> float:
         """A dense model's feed-forward blocks per layer on its mean: 1.0 unless ffn_free_layers or extra_ffn_blocks
         list some (Nemotron-H 56B: 54 / 64; 47B: 48 / 50)."""
         return 1.0 + (len(self.extra_ffn_blocks) - len(self.ffn_free_layers)) / self.num_layers

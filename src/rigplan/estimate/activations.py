@@ -469,7 +469,7 @@ def _layer_activation_bytes(
         own = (litgpt_token_bytes(arch, job) + legacy) * tokens
         return LayerActivations(saved_bytes=own, full_bytes=own)
     kv_replicas = linear_attention.blend(arch, kv_replica_token_bytes(arch, job, tp), 0.0)
-    ffn_share = 1.0 if moe_layer else arch.ffn_layer_share  # a dense model's mixer-only layers save no MLP block
+    ffn_share = 1.0 if moe_layer else arch.ffn_blocks_per_layer  # a dense model's mixer-only layers save no MLP block
     full_per_token = attention.per_gpu(tp, sp) + ffn_share * mlp.per_gpu(tp, sp) + legacy + kv_replicas
     if moe_layer and arch.moe is not None:  # the einsum dispatcher's masks, kept for its einsums' backward
         from rigplan.estimate.moe import dispatch_mask_bytes_per_token, gate_shard

@@ -86,21 +86,21 @@ def elementwise_bytes_per_token(arch: Architecture, job: Job) -> tuple[float, fl
     torch.compile, each op's traffic is multiplied by what its unfused PyTorch form moves
     (EAGER_*_TRAFFIC, counted from the ops); fused kernels (Transformer Engine, Liger) and Inductor's
     fusions move the minimum, except a YaRN model's rotary under Megatron-Core (UNFUSED_SCALED_ROPE_TRAFFIC).
-    A dense model's layers without a feed-forward block (Architecture.ffn_layer_share) lack its norm, residual
-    add, dropout and activation: on the model's mean, each scaled by the share of layers that have one.
+    A dense model's MLP blocks per layer (Architecture.ffn_blocks_per_layer: a Nemotron-H layer may have none or
+    several) scale the MLP block's norm, residual add, dropout and activation, on the model's mean.
     """
     p = job.compute_dtype_bytes
     h = arch.hidden
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
-    share = arch.ffn_layer_share
-    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn * share
+    ffn_blocks = arch.ffn_blocks_per_layer
+    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn * ffn_blocks
     eager = job.kernels in ("eager", "hf", "litgpt", "torchtune") and not job.compile
     norm_x = EAGER_RMSNORM_TRAFFIC if eager and arch.norm == "rmsnorm" else 1.0
     rope_x = EAGER_ROPE_TRAFFIC if eager else UNFUSED_SCALED_ROPE_TRAFFIC if rope_unfused_for_factor(arch, job) else 1.0
     act_x = EAGER_GATED_ACT_TRAFFIC if eager and arch.mlp == "gated" else 1.0
-    blocks = 1.0 + share  # the mixer's block and, where the layer has one, the feed-forward block
-    replicated: float = ((arch.norms_per_layer - 1.0 + share) * 2 * h * norm_x + blocks * 3 * h
+    blocks = 1.0 + ffn_blocks  # the mixer's block and the feed-forward blocks
+    replicated: float = ((arch.norms_per_layer - 1.0 + ffn_blocks) * 2 * h * norm_x + blocks * 3 * h
                          + (blocks * 2 * h if job.dropout else 0))
     activation = 3 * f * act_x if arch.mlp == "gated" else 2 * f
     if job.fp8_activation_store and arch.mlp == "gated":
@@ -164,9 +164,9 @@ def fp8_cast_bytes_per_token(arch: Architecture, job: Job, tp: Num) -> Num:
     h = arch.hidden
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
-    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn * arch.ffn_layer_share
+    f = arch.moe.top_k * arch.moe.expert_ffn if arch.moe else arch.ffn * arch.ffn_blocks_per_layer
     f_in = (2 if arch.mlp == "gated" else 1) * f
-    mlp_side: Num = h * arch.ffn_layer_share  # a dense model's mixer-only layers cast no MLP input
+    mlp_side: Num = h * arch.ffn_blocks_per_layer  # a dense model's mixer-only layers cast no MLP input
     if arch.moe is not None:
         mlp_side = (arch.moe.top_k * arch.expert_hidden / tp * moe.load_factor(job)
                     + (h if arch.moe.num_shared_experts else 0.0)
@@ -215,7 +215,7 @@ def kernels_per_layer(arch: Architecture, job: Job) -> float:
     # a hybrid model's linear-attention layers (their share) launch their own mixer's kernels instead of attention's
     gdn = linear_attention.kernels_over_attention(arch) if arch.linear_attention else 0.0
     mixer = float(linear_attention.blend(arch, 1.0 if arch.attention_output_gate else 0.0, gdn))
-    missing = 1.0 - arch.ffn_layer_share  # a dense model's layers without a feed-forward block, on the mean
+    missing = 1.0 - arch.ffn_blocks_per_layer  # a dense model's feed-forward blocks short of one a layer
     fused = FUSED_KERNELS_PER_LAYER - missing * FFN_BLOCK_KERNELS
     if job.kernels == "fused" or job.compile:
         return (fused + qk_norms + store_cast + mixer

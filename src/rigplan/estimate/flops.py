@@ -221,8 +221,8 @@ def layer_forward_flops(
       2·T·h·(r_kv + d_rope) (KV down), 2·T·r_kv·a·(d_nope + d_v) (KV up), 2·T·a·d_v·h (out).
     Core: 2·b·s²·a·d_qk (scores) + 2·b·s²·a·d_v (P·V), times causal_fraction and window_scale (the
       share of causal pairs a sliding window keeps, attention_window_scale), divided by cp.
-    MLP: gated 3·2·T·h·f, plain 2·2·T·h·f, times the share of a dense model's layers that have one
-      (Architecture.ffn_layer_share: a Nemotron-H layer may be a mixer alone). MoE layer: top_k routed experts
+    MLP: gated 3·2·T·h·f, plain 2·2·T·h·f, times a dense model's MLP blocks per layer
+      (Architecture.ffn_blocks_per_layer: a Nemotron-H layer may have none or several). MoE layer: top_k routed experts
       (expert_ffn, in expert_flop) plus shared experts (mlp_flop), and the router 2·T·h·E. A latent MoE's routed
       experts work at its latent width l in place of h, and its two projections h -> l -> h add 2·2·T·h·l to
       mlp_flop (split by tp as the shared experts are).
@@ -265,8 +265,8 @@ def layer_forward_flops(
         mlp = (ffn_fwd * mo.num_shared_experts * mo.shared_ffn + 2.0 * 2.0 * tokens * h * mo.latent_size) / t
         experts = ffn_fwd * arch.expert_hidden / h * mo.top_k * mo.expert_ffn / t
         router = 2.0 * tokens * h * mo.num_experts / (t if sequence_parallel else 1.0)
-    else:  # on the model's mean: a dense model's layers without a feed-forward block (ffn_layer_share) have none
-        mlp = ffn_fwd * arch.ffn * arch.ffn_layer_share / t
+    else:  # on the model's mean: a dense model's layers without a feed-forward block (ffn_blocks_per_layer) have none
+        mlp = ffn_fwd * arch.ffn * arch.ffn_blocks_per_layer / t
         experts = 0.0 * mlp
     return OpFlops(attention_proj_flop=_num(proj), attention_core_flop=core, mlp_flop=mlp,
                    expert_flop=experts, router_flop=router, linear_core_flop=linear_core)

@@ -84,7 +84,7 @@ def _mixer_share(arch: Architecture, scope: str) -> float:
     if scope == "attn":
         return 1.0 - linear
     if scope == "mamba":
-        return linear if arch.linear_attention is not None and arch.linear_attention.kind == "mamba2" else 0.0
+        return linear if arch.has_mamba2 else 0.0
     return 1.0
 
 

@@ -36,7 +36,7 @@ def matrix_shapes(arch: Architecture) -> list[tuple[int, int, float]]:
         (d_in, d_out) for name, (d_in, d_out) in layer.items() if name in ("q", "k", "v", "o")]
     dense_mlp = [(d_in, d_out) for name, (d_in, d_out) in layer.items() if name in ("gate", "up", "down")]
     shapes: list[tuple[int, int, float]] = [(i, o, float(arch.num_layers)) for i, o in attention]
-    dense_layers = arch.num_dense_layers if arch.moe is not None else arch.num_layers * arch.ffn_layer_share
+    dense_layers = arch.num_dense_layers if arch.moe is not None else arch.num_layers * arch.ffn_blocks_per_layer
     shapes += [(i, o, float(dense_layers)) for i, o in dense_mlp]
     if arch.moe is not None:
         moe = arch.moe

@@ -80,21 +80,23 @@ class ParamCounts:
         return self.dense_layer.total + self.most_extra_ffn_blocks * self.ffn_block
 
     @property
+    def _missing_per_dense_layer(self) -> float:
+        """Feed-forward blocks a dense layer lacks on the model's mean (0 also for an MoE model without dense
+        layers)."""
+        return self.missing_ffn_blocks / self.num_dense_layers if self.missing_ffn_blocks else 0.0
+
+    @property
     def dense_layer_mean(self) -> float:
         """A dense layer's parameters on the model's mean: LayerParams.total less the feed-forward blocks the
         layers lack (or plus the extra ones), spread over the dense layers (per-stage sums take a stage to hold the
         mean)."""
-        if not self.missing_ffn_blocks:  # also an MoE model without dense layers
-            return float(self.dense_layer.total)
-        return self.dense_layer.total - self.missing_ffn_blocks * self.ffn_block / self.num_dense_layers
+        return self.dense_layer.total - self._missing_per_dense_layer * self.ffn_block
 
     @property
     def dense_matmul_mean(self) -> float:
         """A dense layer's matmul weights (mixer and MLP) on the model's mean, as dense_layer_mean."""
         own = self.dense_layer.attention + self.dense_layer.mlp_dense
-        if not self.missing_ffn_blocks:
-            return float(own)
-        return own - self.missing_ffn_blocks * self.dense_layer.mlp_dense / self.num_dense_layers
+        return own - self._missing_per_dense_layer * self.dense_layer.mlp_dense
 
     @property
     def total(self) -> int:

@@ -110,6 +110,6 @@ def layernorm_bytes_per_token(arch: Architecture, job: Job) -> float:
 
 def dense_mlp_activation_bytes_per_token(arch: Architecture, job: Job) -> float:
     """HBM traffic per token (split by tp) of the dense MLP's activation when the MLP is rerun: gated read 2f,
-    write f; plain read and write f (on the model's mean: times Architecture.ffn_layer_share)."""
-    per = (3.0 if arch.mlp == "gated" else 2.0) * arch.ffn * arch.ffn_layer_share
+    write f; plain read and write f (on the model's mean: times Architecture.ffn_blocks_per_layer)."""
+    per = (3.0 if arch.mlp == "gated" else 2.0) * arch.ffn * arch.ffn_blocks_per_layer
     return per * float(job.compute_dtype_bytes)

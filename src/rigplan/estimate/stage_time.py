@@ -496,10 +496,10 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
     # Megatron-Core / Transformer Engine linears issue their backward TP collectives asynchronously
     tp_async_backward = job.kernels == "fused" if job.tp_async_backward is None else job.tp_async_backward
 
-    # Per layer and micro-batch, the same on every rank: a TP collective of T·h·p (x (1 + ffn_layer_share) / 2: a
+    # Per layer and micro-batch, the same on every rank: a TP collective of T·h·p (x (1 + ffn_blocks_per_layer) / 2: a
     # mixer-only layer collects once, not twice), the CP exchange and, for MoE, one layer's dispatch and combine.
     tp_collective_s = comm.hierarchical_all_reduce_s(tokens * arch.hidden * p, tp, tp_place.per_node, tp_place.intra,
-                                                     inter) * (1.0 + arch.ffn_layer_share) / 2.0
+                                                     inter) * (1.0 + arch.ffn_blocks_per_layer) / 2.0
     kv_gather_s = tensor_parallel.kv_replica_gather_s(arch, tokens=tokens, tp=tp, head_dims=attention_head_dims(arch),
                                                       dtype_bytes=p, per_node=tp_place.per_node,
                                                       intra=tp_place.intra, inter=inter)

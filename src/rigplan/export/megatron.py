@@ -65,7 +65,7 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         raise unsupported(NAME, f"Muon with ZeRO-{lay.zero}", "Megatron's dist_muon shards by layer: use --zero 1 or 0")
     if job.activation_offload or job.optimizer_in_backward:
         raise unsupported(NAME, "activation offload / optimizer-in-backward")
-    hybrid = is_mamba_hybrid(arch)
+    hybrid = arch.has_mamba2  # pretrain_mamba.py's model
     if arch.positions != "rope" and not (hybrid and arch.positions == "none"):
         raise unsupported(NAME, f"{arch.positions} positions in this export", "rope models (and Mamba hybrids "
                           "without positions) only")
@@ -212,11 +212,6 @@ def _linear_attention_args(arch: Architecture, cp: int) -> dict[str, Any]:
             freq, "linear_conv_kernel_dim": la.conv_kernel, "linear_key_head_dim":
             la.key_head_dim, "linear_value_head_dim": la.value_head_dim, "linear_num_key_heads": la.num_key_heads,
             "linear_num_value_heads": la.num_value_heads}
-
-
-def is_mamba_hybrid(arch: Architecture) -> bool:
-    """Whether the model has Mamba-2 mixers (a Nemotron-H hybrid, which Megatron-LM trains with pretrain_mamba.py)."""
-    return arch.linear_attention is not None and arch.linear_attention.kind == "mamba2"
 
 
 def hybrid_pattern(arch: Architecture) -> str:

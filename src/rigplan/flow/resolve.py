@@ -358,7 +358,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     if job.fp8_activation_store and arch.mlp != "gated":
         raise InvalidSpec(f"--fp8-activation-store keeps SwiGLU's input in fp8 (Megatron-Core supports it for SwiGLU "
                           f"only); {arch.id} has a plain MLP (drop it)")
-    if "mamba" in job.cuda_graph_scope and not (arch.linear_attention and arch.linear_attention.kind == "mamba2"):
+    if "mamba" in job.cuda_graph_scope and not arch.has_mamba2:
         raise InvalidSpec(f"--cuda-graph-scope mamba captures Mamba-2 mixers; {arch.id} has none (drop it)")
     if job.bf16_experts and arch.moe is None:
         raise InvalidSpec("--bf16-experts keeps a mixture-of-experts model's routed experts in bf16; this model has "
