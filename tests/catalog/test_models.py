@@ -57,6 +57,8 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
     "glm-4.6": "GLM-4.5's shape and convention (32.86B exact without the input embedding vs the card's 32B)",
     "deepseek-v3.1": "DeepSeek-V3's shape and README_WEIGHTS.md convention (36.6B activated with the output head)",
     "kimi-k2-thinking": "Kimi K2's shape and convention (31.69B exact vs the card's 32B)",
+    "deepseek-v3.2": "DeepSeek-V3's convention; 37.48B exact without the input embedding (V3's 36.6B and the indexers)",
+    "glm-5": "GLM-4.5's convention; 40.83B exact without the input embedding vs the README's 40B (41.78B with it)",
     "deepseek-v2": "DeepSeek's V3 convention; 20.85B exact without the input embedding vs 21B (21.38B with it)",
     "deepseek-v2-lite": "DeepSeek's V3 convention; 2.45B exact without the input embedding vs 2.4B (2.66B with it)",
     "minimax-m2": "10.41B exact without the input embedding vs the release's 10B (11.03B with it)",
@@ -110,6 +112,19 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
     ("nemotron-nano-12b-v2", "total"): (
         0.03, "the name's '12B' (a size label); the exact count is 12,310,001,152 (2.6% above), equal to "
               "transformers' NemotronHForCausalLM",
+    ),
+    ("deepseek-v3.2", "total"): (
+        0.02, "the Hub's 685B counts the 14B multi-token-prediction module, which rigplan leaves out as DeepSeek's "
+              "671B for V3 does; the main model counts 671,877,929,216 (1.9% below), equal to transformers' "
+              "DeepseekV32ForCausalLM",
+    ),
+    ("deepseek-v3.2", "active"): (
+        0.02, "DeepSeek gives V3's '37B activated' (two significant figures); the indexers add 0.85B, 37.48B exact "
+              "without the input embedding (1.3% above)",
+    ),
+    ("glm-5", "active"): (
+        0.03, "the README gives '40B active' (two significant figures); the exact count without the input embedding "
+              "is 40,833,126,912 (2.1% above)",
     ),
     ("qwen3-235b-a22b", "active"): (
         0.01,

@@ -157,6 +157,38 @@ def test_megatron_writes_the_router_and_the_mtp_modules_the_estimate_counts() ->
     assert "mtp_num_layers" not in qwen and "moe_router_score_function" not in qwen
 
 
+def test_megatron_writes_deepseek_sparse_attention() -> None:
+    """DeepSeek-V3.2's indexer reaches megatron-core's MLATransformerConfig as the 'dsa' variant with the KL loss over
+    the selected keys (the sparse stage the estimate times); GLM's index sharing, which 0.16 lacks, is refused."""
+    need("megatron.core")
+    import torch
+    from megatron.core.transformer.transformer_config import MLATransformerConfig
+
+    from rigplan.export.megatron import core_config_kwargs
+
+    request = {"model": "deepseek-v3.2", "gpus": 64, "ep": 8, "pp": 8, "zero": 1, "global_batch": 64}
+    out = export(build_setup(EstimateRequest(**request)), "megatron")
+    assert "--experimental-attention-variant dsa" in out.command and "--dsa-indexer-use-sparse-loss" in out.command
+    config = MLATransformerConfig(**core_config_kwargs(out.values), params_dtype=torch.bfloat16,
+                                  pipeline_dtype=torch.bfloat16)
+    assert (config.dsa_indexer_n_heads, config.dsa_indexer_head_dim, config.dsa_indexer_topk) == (64, 128, 2048)
+    assert config.dsa_indexer_loss_coeff > 0 and config.dsa_indexer_use_sparse_loss
+    assert export(build_setup(EstimateRequest(**{**request, "model": "deepseek-v3.1"})), "megatron").values.get(
+        "experimental_attention_variant") is None
+
+
+def test_megatron_refuses_index_sharing(tmp_path: Path) -> None:
+    cfg = {"model_type": "glm_moe_dsa", "vocab_size": 512, "hidden_size": 256, "intermediate_size": 512,
+           "moe_intermediate_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "n_routed_experts": 8,
+           "n_shared_experts": 1, "num_experts_per_tok": 2, "first_k_dense_replace": 1, "q_lora_rank": 96,
+           "kv_lora_rank": 64, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "index_topk": 64,
+           "index_n_heads": 4, "index_head_dim": 32, "indexer_types": ["full", "shared", "full", "shared"]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    with pytest.raises(Unsupported, match="index sharing"):
+        export(build_setup(EstimateRequest(model=str(path), gpus=8, ep=8, global_batch=8)), "megatron")
+
+
 def test_megatron_writes_the_gated_deltanet_layers_of_a_hybrid_model() -> None:
     """Qwen3-Next's Gated DeltaNet layers and gated attention reach megatron-core's TransformerConfig with the shapes
     rigplan counts; context parallelism, which Megatron-Core 0.16 rejects with gated_delta_net, is refused."""

@@ -13,7 +13,7 @@ import pytest
 
 from rigplan.catalog.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_hf_config
 from rigplan.catalog.load import load_catalog
-from rigplan.domain.model import MLA, LinearAttention, MoE
+from rigplan.domain.model import MLA, LinearAttention, MoE, SparseAttention
 from rigplan.errors import InvalidSpec
 from rigplan.estimate.params import count_params
 
@@ -170,13 +170,12 @@ def test_the_new_model_types_are_listed_as_supported(model_type: str) -> None:
     assert model_type in SUPPORTED_MODEL_TYPES
 
 
-@pytest.mark.parametrize(("cfg", "model_id"), [(MINIMAX_M2, "minimax-m2"), (DEEPSEEK_V32, "deepseek-v3"),
+@pytest.mark.parametrize(("cfg", "model_id"), [(MINIMAX_M2, "minimax-m2"), (DEEPSEEK_V32, "deepseek-v3.2"),
                                                (KIMI_LINEAR, "kimi-linear-48b-a3b")],
                          ids=["minimax_m2", "deepseek_v32", "kimi_linear"])
 def test_config_counts_as_the_catalog_record_of_the_same_shape(tmp_path: Path, cfg: dict[str, Any],
                                                                model_id: str) -> None:
-    """MiniMax-M2's and Kimi Linear's configs are their catalog records; DeepSeek-V3.2 keeps DeepSeek-V3's weights
-    but the indexer."""
+    """MiniMax-M2's, DeepSeek-V3.2's and Kimi Linear's configs are their catalog records."""
     arch = architecture_from_hf_config(_write(tmp_path, cfg))
     counts, record = count_params(arch), count_params(load_catalog().model(model_id).to_domain())
     assert (counts.total, counts.active_published) == (record.total, record.active_published)
@@ -217,10 +216,14 @@ def test_hunyuan_per_layer_lists(tmp_path: Path) -> None:
                                                            if k != "num_experts"})
 
 
-def test_deepseek_v32_says_what_it_leaves_out(tmp_path: Path) -> None:
-    notes = " ".join(architecture_from_hf_config(_write(tmp_path, DEEPSEEK_V32)).notes)
-    assert "lightning indexer (64 heads of 128, about 14M parameters a layer) not counted" in notes
-    assert "beyond 2,048 tokens" in notes
+def test_deepseek_v32_reads_its_sparse_attention(tmp_path: Path) -> None:
+    arch = architecture_from_hf_config(_write(tmp_path, DEEPSEEK_V32))
+    assert arch.sparse_attention == SparseAttention(topk=2048, indexer_heads=64, indexer_head_dim=128)
+    notes = " ".join(arch.notes)
+    assert "sparse training stage" in notes and "attention runs dense" in notes
+    v3 = count_params(architecture_from_hf_config(_write(tmp_path, {**DEEPSEEK_V32, "model_type": "deepseek_v3"})))
+    # 61 indexers of wq_b 1536 x 64·128, wk 7168 x 128, k_norm 2·128, weights_proj 7168 x 64
+    assert count_params(arch).total - v3.total == 61 * (1536 * 64 * 128 + 7168 * 128 + 256 + 7168 * 64)
 
 
 def test_top_k_beyond_the_experts_is_one_line(tmp_path: Path) -> None:

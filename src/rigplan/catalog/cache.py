@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rigplan.domain.hardware import Gpu, Link
-from rigplan.domain.model import MLA, Architecture, LinearAttention, MoE
+from rigplan.domain.model import MLA, Architecture, LinearAttention, MoE, SparseAttention
 from rigplan.errors import RigplanError
 from rigplan.files import read_bytes
 
@@ -103,10 +103,11 @@ def _gpu(d: dict[str, Any]) -> Gpu:
 
 
 def _arch(d: dict[str, Any]) -> Architecture:
-    linear = d.get("linear_attention")
+    linear, sparse = d.get("linear_attention"), d.get("sparse_attention")
     return Architecture(**{**_tuples(d), "moe": MoE(**_tuples(d["moe"])) if d["moe"] else None,
                            "mla": MLA(**_tuples(d["mla"])) if d["mla"] else None,
-                           "linear_attention": LinearAttention(**_tuples(linear)) if linear else None})
+                           "linear_attention": LinearAttention(**_tuples(linear)) if linear else None,
+                           "sparse_attention": SparseAttention(**_tuples(sparse)) if sparse else None})
 
 
 def load(key: str) -> tuple[dict[str, Gpu], dict[str, Architecture]] | None:

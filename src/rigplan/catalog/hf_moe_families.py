@@ -1,19 +1,20 @@
-"""config.json readers for the MoE families that reuse another family's layout with their own keys: MiniMax-M2,
-ERNIE 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2, dots.llm1, DBRX, Ling 2.0 (model_type bailing_moe), the Gated DeltaNet
-hybrids Qwen3-Next and Qwen3.5 MoE, the Kimi Delta Attention and MLA hybrid Kimi Linear, and the text models of
-Qwen3-VL-MoE, GLM-4.5V and Qwen3.5 MoE (qwen3_vl_moe_text, glm4v_moe_text, qwen3_5_moe_text; hf_config.py reads them
-out of their multimodal config, the vision tower not counted). Each returns the fields and notes on what it assumed,
-as the readers of hf_families.py do; hf_config.py joins the two tables."""
+"""config.json readers for the MoE families that reuse another family's layout with their own keys: MiniMax-M2, ERNIE
+4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2 and GLM-5 (DeepSeek Sparse Attention), dots.llm1, DBRX, Ling 2.0 (model_type
+bailing_moe), the Gated DeltaNet hybrids Qwen3-Next and Qwen3.5 MoE, the Kimi Delta Attention and MLA hybrid Kimi
+Linear, and the text models of Qwen3-VL-MoE, GLM-4.5V and Qwen3.5 MoE (qwen3_vl_moe_text, glm4v_moe_text,
+qwen3_5_moe_text; hf_config.py reads them out of their multimodal config, the vision tower not counted). Each returns
+the fields and notes on what it assumed, as the readers of hf_families.py do; hf_config.py joins the two tables."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
 from rigplan.catalog.hf_families import deepseek_fields, mla_fields, qwen_sparse_layers, routed_every_layer
 from rigplan.catalog.hf_reader import ConfigReader, moe_layer_split, standard
-from rigplan.domain.model import LinearAttention, MoE
+from rigplan.domain.model import LinearAttention, MoE, SparseAttention
 
 
 def _minimax_m2(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
@@ -71,19 +72,67 @@ def _hunyuan_v1_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, []
 
 
+def _indexer_layers(r: ConfigReader, layers: int) -> list[int]:
+    """The 0-based layers that run their own DSA indexer: indexer_types ('full' or 'shared' per layer), else
+    index_topk_pattern ('F'/'S' per layer), else index_topk_freq and index_skip_topk_offset (layer i runs one when
+    max(i - offset + 1, 0) % freq == 0: transformers' GlmMoeDsaConfig and Megatron-Core's is_dsa_skip_topk_layer);
+    every layer when none is given."""
+    kinds = r.cfg.get("indexer_types")
+    pattern = r.cfg.get("index_topk_pattern")
+    if kinds is None and isinstance(pattern, str):
+        kinds = [{"F": "full", "S": "shared"}.get(c, c) for c in pattern]
+    if kinds is not None:
+        key = "indexer_types" if r.cfg.get("indexer_types") is not None else "index_topk_pattern"
+        if (not isinstance(kinds, list) or len(kinds) != layers or any(k not in ("full", "shared") for k in kinds)
+                or kinds[0] != "full"):
+            raise r.fail(f"key '{r.prefix}{key}' must give 'full' or 'shared' for each of the {layers} layers, the "
+                         f"first 'full'")
+        return [i for i, kind in enumerate(kinds) if kind == "full"]
+    freq = r.opt_int("index_topk_freq", default=1)
+    if freq < 1:
+        raise r.fail(f"key '{r.prefix}index_topk_freq' must be >= 1, got {freq}")
+    offset = r.opt_int("index_skip_topk_offset", default=2)
+    return [i for i in range(layers) if max(i - offset + 1, 0) % freq == 0]
+
+
+def dsa_fields(r: ConfigReader, fields: dict[str, Any]) -> list[str]:
+    """DeepSeek Sparse Attention from index_topk, index_n_heads and index_head_dim (with _indexer_layers), set on
+    `fields`; notes on what it assumed."""
+    layers = fields["num_layers"]
+    full = _indexer_layers(r, layers)
+    fields["sparse_attention"] = SparseAttention(
+        topk=r.req_int("index_topk"), indexer_heads=r.req_int("index_n_heads"),
+        indexer_head_dim=r.req_int("index_head_dim"), indexer_layers=() if len(full) == layers else tuple(full))
+    notes = ["DeepSeek Sparse Attention timed in its sparse training stage (the indexer trained on its KL loss "
+             "beside the model); on a stack without sparse kernels (transformers) attention runs dense"]
+    if len(full) < layers:
+        notes.append(f"{len(full)} of {layers} layers run their own indexer; the others reuse its top-k")
+    return notes
+
+
 def _deepseek_v32(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
-    """DeepSeek-V3.2: DeepSeek-V3's layers (MLA, routed and shared experts, MTP) with DeepSeek Sparse Attention,
-    a lightning indexer that picks index_topk keys for each query."""
+    """DeepSeek-V3.2 (transformers DeepseekV32Config): DeepSeek-V3's layers (MLA, routed and shared experts, MTP) with
+    DeepSeek Sparse Attention, a lightning indexer on every layer that picks index_topk keys for each query."""
     fields, notes = deepseek_fields(r)
-    topk = r.opt_int("index_topk")
-    heads, head_dim = r.opt_int("index_n_heads"), r.opt_int("index_head_dim")
-    indexer = (f"the lightning indexer ({heads} heads of {head_dim}, about "
-               f"{(r.opt_int('q_lora_rank') * heads * head_dim + fields['hidden'] * (head_dim + heads)) / 1e6:.0f}M "
-               "parameters a layer) not counted") if heads and head_dim else "the lightning indexer not counted"
-    sparse = (f"DeepSeek Sparse Attention timed as dense MLA: beyond {topk:,} tokens each query attends to "
-              f"{topk:,} keys, so attention past that length is overestimated") if topk else \
-        "DeepSeek Sparse Attention timed as dense MLA"
-    return fields, [*notes, indexer, sparse]
+    return fields, [*notes, *dsa_fields(r, fields)]
+
+
+def _glm_moe_dsa(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """GLM-5 (zai-org; transformers GlmMoeDsaConfig, model_type glm_moe_dsa): DeepSeek-V3.2's layout and keys (MLA,
+    first_k_dense_replace dense layers then n_routed_experts routed experts and n_shared_experts shared ones of
+    moe_intermediate_size, sigmoid router, DSA) at its own sizes; mlp_layer_types, when given, names the dense
+    layers, and indexer_types (or the index_topk_freq schedule) the layers with their own indexer."""
+    fields, notes = deepseek_fields(r)
+    kinds = r.cfg.get("mlp_layer_types")
+    if kinds is not None and fields.get("moe") is not None:
+        if not isinstance(kinds, list) or len(kinds) != fields["num_layers"] or any(
+                k not in ("dense", "sparse") for k in kinds):
+            raise r.fail(f"key '{r.prefix}mlp_layer_types' must give 'dense' or 'sparse' for each of the "
+                         f"{fields['num_layers']} layers")
+        dense, split_notes = moe_layer_split(len(kinds), [i for i, k in enumerate(kinds) if k == "dense"])
+        fields["moe"] = replace(fields["moe"], first_dense_layers=dense)
+        notes = [*notes, *split_notes]
+    return fields, [*notes, *dsa_fields(r, fields)]
 
 
 def _dots1(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
@@ -414,6 +463,7 @@ MOE_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]
     "bailing_moe": _bailing_moe,
     "dbrx": _dbrx,
     "deepseek_v32": _deepseek_v32,
+    "glm_moe_dsa": _glm_moe_dsa,
     "dots1": _dots1,
     "ernie4_5_moe": _ernie4_5_moe,
     "glm4v_moe_text": _glm4v_moe_text,

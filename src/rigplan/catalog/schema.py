@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 
 from rigplan.bounds import BOUNDS, Bounded
 from rigplan.domain.hardware import Gpu, Link
-from rigplan.domain.model import MLA, Architecture, LinearAttention, MoE, sliding_windows
+from rigplan.domain.model import MLA, Architecture, LinearAttention, MoE, SparseAttention, sliding_windows
 from rigplan.units import GiB, MiB
 
 PCIE_X16_ACHIEVABLE_GB_PER_S = {3: 12.0, 4: 25.0, 5: 50.0, 6: 100.0}
@@ -290,6 +290,14 @@ class MLARecord(Record):
     v_head_dim: Annotated[int, Bounded("head_dim")]
 
 
+class SparseAttentionRecord(Record):
+    topk: Annotated[int, Bounded("context")]
+    indexer_heads: Annotated[int, Bounded("heads")]
+    indexer_head_dim: Annotated[int, Bounded("head_dim")]
+    indexer_layers: tuple[Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)], ...] = ()
+    """0-based layers that run their own indexer; empty: every layer (domain.model.SparseAttention)."""
+
+
 class LinearAttentionRecord(Record):
     num_key_heads: Annotated[int, Bounded("heads")]
     num_value_heads: Annotated[int, Bounded("heads")]
@@ -342,6 +350,8 @@ class ModelRecord(Record):
     attention_output_gate: bool = False
     moe: MoERecord | None = None
     mla: MLARecord | None = None
+    sparse_attention: SparseAttentionRecord | None = None
+    """DeepSeek Sparse Attention over the MLA layers (domain.model.SparseAttention)."""
     linear_attention: LinearAttentionRecord | None = None
     """Linear-attention or Mamba-2 layers between the full-attention ones (domain.model.LinearAttention)."""
     ffn_free_layers: tuple[Annotated[int, Field(ge=0, le=BOUNDS["layers"].high)], ...] = ()
@@ -389,6 +399,7 @@ class ModelRecord(Record):
             attention_windows=sliding_windows(self.num_layers, self.sliding_window, self.sliding_window_full_every),
             moe=MoE(**self.moe.model_dump()) if self.moe else None,
             mla=MLA(**self.mla.model_dump()) if self.mla else None,
+            sparse_attention=SparseAttention(**self.sparse_attention.model_dump()) if self.sparse_attention else None,
             attention_output_gate=self.attention_output_gate,
             linear_attention=LinearAttention(**self.linear_attention.model_dump()) if self.linear_attention else None,
             ffn_free_layers=self.ffn_free_layers,

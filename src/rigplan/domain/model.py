@@ -110,6 +110,34 @@ class MLA:
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SparseAttention:
+    """DeepSeek Sparse Attention (DSA; DeepSeek-V3.2, arXiv 2512.02556, Sec. 2.1; GLM-5): a lightning indexer scores
+    every earlier token for each query, I(t, s) = Σ_j w(t, j)·ReLU(q_I(t, j)·k_I(s)) over indexer_heads heads of
+    indexer_head_dim (its queries from MLA's query latent, one key per token from the hidden state, a weight per
+    head), and the query attends to the topk best-scoring keys only. MLA runs in its MQA mode (each latent
+    key-value entry shared by every query head). indexer_layers lists the 0-based layers that run their own indexer
+    (GLM's index sharing: the others reuse the top-k of the last one before them); empty: every layer."""
+
+    topk: int
+    indexer_heads: int
+    indexer_head_dim: int
+    indexer_layers: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if min(self.topk, self.indexer_heads, self.indexer_head_dim) < 1:
+            raise InvalidSpec(f"sparse attention needs top-k, indexer heads and indexer head dim >= 1; got top-k "
+                              f"{self.topk}, heads {self.indexer_heads}, head dim {self.indexer_head_dim}")
+        layers = self.indexer_layers
+        if layers and (list(layers) != sorted(set(layers)) or layers[0] != 0):
+            raise InvalidSpec(f"indexer layers must be distinct 0-based indices in order starting at layer 0 (the "
+                              f"first layer runs its own indexer); got {list(layers)}")
+
+    def indexer_count(self, num_layers: int) -> int:
+        """Layers among num_layers that run their own indexer."""
+        return len(self.indexer_layers) if self.indexer_layers else num_layers
+
+
 LinearAttentionKind = Literal["gated_deltanet", "kimi_delta", "mamba2"]
 LINEAR_ATTENTION_KINDS: tuple[str, ...] = ("gated_deltanet", "kimi_delta", "mamba2")
 LINEAR_MIXER_NAMES = {"gated_deltanet": "GDN", "kimi_delta": "KDA", "mamba2": "Mamba-2"}
@@ -244,6 +272,8 @@ class Architecture:
     mla: MLA | None = None
     linear_attention: LinearAttention | None = None
     """Linear-attention mixers on the layers that are not full attention (None: every layer attends)."""
+    sparse_attention: SparseAttention | None = None
+    """DeepSeek Sparse Attention over MLA (DeepSeek-V3.2, GLM-5); None: every query attends to every earlier key."""
     ffn_free_layers: tuple[int, ...] = ()
     """The 0-based layers of a dense model that are a token mixer without the feed-forward block after it (a
     Nemotron-H hybrid's Mamba-2 block right before an attention block); empty: every layer has its MLP. An MoE
@@ -295,6 +325,14 @@ class Architecture:
                 self.linear_attention.full_attention_layers[-1] >= self.num_layers):
             raise InvalidSpec(f"full-attention layer {self.linear_attention.full_attention_layers[-1]} is beyond the "
                               f"model's {self.num_layers} layers (indices from 0)")
+        sparse = self.sparse_attention
+        if sparse is not None and (self.mla is None or not self.mla.q_lora_rank or self.attention_windows
+                                   or self.linear_attention is not None):
+            raise InvalidSpec("DeepSeek Sparse Attention runs over MLA with a query latent (q_lora_rank > 0; its "
+                              "indexer reads it), without sliding windows or linear attention")
+        if sparse is not None and sparse.indexer_layers and sparse.indexer_layers[-1] >= self.num_layers:
+            raise InvalidSpec(f"indexer layer {sparse.indexer_layers[-1]} is beyond the model's {self.num_layers} "
+                              f"layers (indices from 0)")
         if self.moe is not None and self.moe.dense_layers and self.moe.dense_layers[-1] >= self.num_layers:
             raise InvalidSpec(f"dense layer {self.moe.dense_layers[-1]} is beyond the model's {self.num_layers} "
                               f"layers (indices from 0)")
@@ -382,7 +420,7 @@ class Architecture:
     @property
     def attention_kind(self) -> str:
         if self.mla is not None:
-            full = "MLA"
+            full = "MLA + DSA" if self.sparse_attention is not None else "MLA"
         elif self.kv_heads == self.num_heads:
             full = "MHA"
         else:

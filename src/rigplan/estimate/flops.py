@@ -25,8 +25,9 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
-from rigplan.estimate import linear_attention, recompute_modules
+from rigplan.estimate import linear_attention, recompute_modules, sparse_attention
 from rigplan.estimate.arrays import as_num as _num
+from rigplan.estimate.band_kernels import skips_window_blocks
 from rigplan.estimate.params import count_params
 
 Num: TypeAlias = "float | npt.NDArray[np.float64]"
@@ -129,30 +130,17 @@ def window_pair_share(seq_len: NumIn, window: NumIn) -> Num:
     return _where((w > 0) & (w < s), 2.0 * x - x * x, 1.0)
 
 
-BAND_SKIPPING_KERNELS = ("fa2", "fa3", "cudnn")
-"""Kernels that take a window and skip the key blocks outside it: FlashAttention-2 (window_size, flash-attn
-2.3), FlashAttention-3, cuDNN fused attention (sliding_window_length, Transformer Engine window_size). PyTorch
-SDPA has no window argument: a window reaches it as a dense mask, which its kernels apply to every block
-(Hugging Face's sdpa path for Mistral and Gemma), and llm-foundry's Triton kernel has no window either."""
-
-
-def skips_window_blocks(job: Job) -> bool:
-    """Whether the attention kernel of this job computes only the band of a sliding window: flash attention
-    with FlashAttention-2/3 or cuDNN, which is what a fused stack runs by default; eager stacks default to
-    SDPA (estimate.efficiency), which does not."""
-    if job.attention != "flash":
-        return False
-    kernel = job.attention_kernel or ("cudnn" if job.kernels == "fused" else "sdpa")
-    return kernel in BAND_SKIPPING_KERNELS
-
-
 def attention_window_scale(arch: Architecture, seq_len: NumIn, job: Job) -> Num:
     """Mean over the model's layers of window_pair_share: what the attention core costs against full causal
     attention in every layer. 1 without sliding windows, and 1 when the kernel does not skip the blocks
     outside the band (skips_window_blocks: eager attention computes the whole s×s matrix and masks it; SDPA
     gets the window as a mask). Taken as the same for each pipeline stage (Gemma 3's 5:1 pattern spreads
     evenly over stages of six or more layers); a last-stage MTP layer counts as the model's mean.
+    DeepSeek Sparse Attention keeps window_pair_share(s, topk) on every layer: query i attends to min(i + 1, topk)
+    keys, as many as a window of topk tokens keeps (on a stack with sparse kernels, the same test).
     Left out: a dense mask makes SDPA compute the whole matrix, not the causal half rigplan counts."""
+    if arch.sparse_attention is not None and skips_window_blocks(job):
+        return window_pair_share(seq_len, arch.sparse_attention.topk)
     if not arch.attention_windows or not skips_window_blocks(job):
         return 1.0
     total: Num = 0.0
@@ -192,8 +180,11 @@ def _mlp_matmuls(arch: Architecture) -> int:
     return 3 if arch.mlp == "gated" else 2
 
 
-def _core_widths(arch: Architecture) -> tuple[int, int]:
-    """Per-head widths of the score (q·k) and value products."""
+def _core_widths(arch: Architecture, sparse: bool = False) -> tuple[int, int]:
+    """Per-head widths of the score (q·k) and value products; `sparse`: DeepSeek Sparse Attention's MLA in MQA mode
+    (sparse_attention.mqa_core_widths)."""
+    if sparse and arch.sparse_attention is not None:
+        return sparse_attention.mqa_core_widths(arch)
     if arch.mla is not None:
         return arch.mla.qk_head_dim, arch.mla.v_head_dim
     return arch.dim_per_head, arch.dim_per_head
@@ -208,7 +199,7 @@ def attention_head_dims(arch: Architecture) -> tuple[float, float]:
 def layer_forward_flops(
     arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, moe: bool,
     causal_fraction: NumIn = FLASH_CAUSAL_FRACTION, tp: NumIn = 1, cp: NumIn = 1,
-    sequence_parallel: bool = False, window_scale: NumIn = 1.0, full_attention: bool = False,
+    sequence_parallel: bool = False, window_scale: NumIn = 1.0, full_attention: bool = False, sparse: bool = False,
 ) -> OpFlops:
     """Forward FLOPs of one decoder layer on one GPU, for b sequences of s tokens (T = b·s/cp).
 
@@ -220,7 +211,8 @@ def layer_forward_flops(
     MLA (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1): 2·T·(h·r_q + r_q·a·d_qk) or 2·T·h·a·d_qk (Q),
       2·T·h·(r_kv + d_rope) (KV down), 2·T·r_kv·a·(d_nope + d_v) (KV up), 2·T·a·d_v·h (out).
     Core: 2·b·s²·a·d_qk (scores) + 2·b·s²·a·d_v (P·V), times causal_fraction and window_scale (the
-      share of causal pairs a sliding window keeps, attention_window_scale), divided by cp.
+      share of causal pairs a sliding window keeps, attention_window_scale), divided by cp. sparse: DeepSeek Sparse
+      Attention's MQA-mode widths (d_qk = r_kv + d_rope, d_v = r_kv); its indexer is counted by _indexer_flops.
     MLP: gated 3·2·T·h·f, plain 2·2·T·h·f, times a dense model's MLP blocks per layer
       (Architecture.ffn_blocks_per_layer: a Nemotron-H layer may have none or several). MoE layer: top_k routed experts
       (expert_ffn, in expert_flop) plus shared experts (mlp_flop), and the router 2·T·h·E. A latent MoE's routed
@@ -251,7 +243,7 @@ def layer_forward_flops(
         q_and_out = (3.0 if arch.attention_output_gate else 2.0) * 2.0 * tokens * h * a * d / t
         kv = 2.0 * 2.0 * tokens * h * d * np.maximum(g / t, 1.0)
         proj = q_and_out + kv
-    d_qk, d_v = _core_widths(arch)
+    d_qk, d_v = _core_widths(arch, sparse)
     core = 2.0 * b * s * s * a * (d_qk + d_v) * cf * _num(window_scale) / (c * t)
     linear_core: Num = 0.0  # a scalar where no layer is linear: the search adds it to every layout for free
     if arch.linear_attention is not None and not full_attention:
@@ -274,7 +266,7 @@ def layer_forward_flops(
 
 def mtp_forward_flops(
     arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, causal_fraction: NumIn = FLASH_CAUSAL_FRACTION,
-    tp: NumIn = 1, cp: NumIn = 1, sequence_parallel: bool = False, window_scale: NumIn = 1.0,
+    tp: NumIn = 1, cp: NumIn = 1, sequence_parallel: bool = False, window_scale: NumIn = 1.0, sparse: bool = False,
 ) -> OpFlops:
     """One multi-token-prediction module, forward (DeepSeek-V3, arXiv 2412.19437, Sec. 2.2): the
     projection of [norm(h); norm(emb)] 2h -> h (2·T·2h·h), one transformer layer of the MoE kind and
@@ -284,7 +276,7 @@ def mtp_forward_flops(
     kw: dict[str, Any] = {"seq_len": seq_len, "micro_batch": micro_batch, "tp": tp, "cp": cp}
     layer = layer_forward_flops(arch, moe=arch.num_moe_layers > 0, causal_fraction=causal_fraction,
                                 sequence_parallel=sequence_parallel, window_scale=window_scale, full_attention=True,
-                                **kw)
+                                sparse=sparse, **kw)
     tokens = _num(micro_batch) * _num(seq_len) / _num(cp)
     proj = 2.0 * tokens * 2 * arch.hidden * arch.hidden / _num(tp)
     head = lm_head_forward_flop(arch, **kw)
@@ -390,8 +382,9 @@ def _stage_flops(
 ) -> StepFlops:
     """`lm_head` is 1 on the stage holding the output head (and the MTP modules), 0 elsewhere."""
     kw: dict[str, Any] = {"seq_len": seq_len, "micro_batch": micro_batch, "tp": tp, "cp": cp}
+    sparse = arch.sparse_attention is not None and skips_window_blocks(job)
     core_kw = {**kw, "causal_fraction": causal_fraction, "sequence_parallel": sequence_parallel,
-               "window_scale": attention_window_scale(arch, seq_len, job)}
+               "window_scale": attention_window_scale(arch, seq_len, job), "sparse": sparse}
     dense = layer_forward_flops(arch, moe=False, **core_kw)
     layers = dense.times(n_dense)
     moe_layer = OpFlops()
@@ -404,16 +397,22 @@ def _stage_flops(
         layers = layers + OpFlops(adapter_flop=ad_dense * n_dense + ad_moe * n_moe)
     head = OpFlops(lm_head_flop=lm_head_forward_flop(arch, **kw) * lm_head)
     layers = layers + mtp_forward_flops(arch, **core_kw).times(lm_head)
-    forward = layers + head
+    mtp = float(arch.moe.mtp_layers) if arch.moe is not None else 0.0
+    # layers that run an indexer: the stage's share of the model's, and a DSA model's MTP layers with the head
+    indexers = ((n_dense + n_moe) * sparse_attention.indexer_share(arch) + mtp * lm_head
+                if arch.sparse_attention is not None else 0.0)
+    indexer_fwd, indexer_bwd = _indexer_flops(arch, job, sparse, seq_len=seq_len, micro_batch=micro_batch,
+                                              causal_fraction=causal_fraction, cp=cp)
+    forward = layers + head + indexer_fwd.times(indexers)
     if job.is_peft:
         # Frozen base weights: input gradient only (1× forward); adapters and the core: 2×.
-        backward = forward.times(1.0) + OpFlops(attention_core_flop=forward.attention_core_flop,
-                                                adapter_flop=forward.adapter_flop,
-                                                linear_core_flop=forward.linear_core_flop)
+        backward = (layers + head).times(1.0) + OpFlops(attention_core_flop=layers.attention_core_flop,
+                                                        adapter_flop=forward.adapter_flop,
+                                                        linear_core_flop=forward.linear_core_flop)
     else:
-        backward = forward.times(2.0)
+        backward = (layers + head).times(2.0) + indexer_bwd.times(indexers)
     if job.recompute == "full":
-        recompute = layers.times(recompute_fraction)
+        recompute = (layers + indexer_fwd.times(indexers)).times(recompute_fraction)
     elif job.recompute == "selective":
         recompute = OpFlops(attention_core_flop=layers.attention_core_flop)
     elif job.recompute == "op":
@@ -439,11 +438,39 @@ def _stage_flops(
         forward_core, again = linear_attention.core_flop_per_token(arch)
         recompute = recompute + OpFlops(linear_core_flop=layers.linear_core_flop * again / forward_core)
     if flash_backward_recompute and job.attention == "flash":
-        d_qk, d_v = _core_widths(arch)
+        d_qk, d_v = _core_widths(arch, sparse)
         scores = layers.attention_core_flop * d_qk / (d_qk + d_v)
         recompute = recompute + OpFlops(attention_core_flop=scores)
+        if sparse_attention.trains_indexer(arch, job, sparse):  # the KL target: the scores over the selected keys
+            indexed = indexers / np.maximum(n_dense + n_moe + mtp * lm_head, 1.0)
+            recompute = recompute + OpFlops(attention_core_flop=scores * indexed)
     return StepFlops(forward=forward, backward=backward, recompute=recompute,
                      tokens=micro_batch * seq_len / cp)
+
+
+def _indexer_flops(arch: Architecture, job: Job, sparse: bool, *, seq_len: Num, micro_batch: Num,
+                   causal_fraction: Num, cp: Num) -> tuple[OpFlops, OpFlops]:
+    """Forward and backward FLOPs of one DeepSeek Sparse Attention indexer on one GPU (estimate.sparse_attention);
+    zero without one.
+
+    Forward: its projections T·2·(r_q·H_I·d_I + h·d_I + h·H_I) (attention_proj_flop) and its scores over every
+    causal pair, b·s²·causal_fraction/cp·2·H_I·(d_I + 1) (attention_core_flop: a fused attention-like kernel), on
+    every tensor-parallel rank (the indexer is not split: Megatron-Core gathers its sequence-parallel input).
+    Backward, only where the indexer trains (sparse_attention.trains_indexer): its input is detached, so the
+    projections' weight gradients (1× forward) and the scores' gradients over the selected pairs only,
+    2 × b·(s²/2)·window_pair_share(s, topk)/cp·2·H_I·(d_I + 1). Left out: the top-k selection itself, the ReLU."""
+    spec = arch.sparse_attention
+    if spec is None:
+        return OpFlops(), OpFlops()
+    tokens = micro_batch * seq_len / cp
+    proj = tokens * sparse_attention.projection_flop_per_token(arch)
+    per_pair = sparse_attention.score_flop_per_pair(arch)
+    forward = OpFlops(attention_proj_flop=proj,
+                      attention_core_flop=micro_batch * seq_len * seq_len * causal_fraction / cp * per_pair)
+    if not sparse_attention.trains_indexer(arch, job, sparse):
+        return forward, OpFlops()
+    selected = micro_batch * seq_len * seq_len * FLASH_CAUSAL_FRACTION * window_pair_share(seq_len, spec.topk) / cp
+    return forward, OpFlops(attention_proj_flop=proj, attention_core_flop=2.0 * selected * per_pair)
 
 
 def micro_batch_flops(

@@ -3,7 +3,8 @@
 Every weight matrix and vector of the decoder is counted exactly (projections, biases, norms,
 embeddings, position tables, routers, attention sinks), so that the totals match the published
 counts of the catalog models within 0.5%. A hybrid model's linear- and full-attention mixers are counted
-layer by layer (estimate.linear_attention.mixer_params); each layer's `attention` is their mean over the layers and
+layer by layer (estimate.linear_attention.mixer_params), and so are the indexers of DeepSeek Sparse Attention
+(estimate.sparse_attention.indexer_params); each layer's `attention` is their mean over the layers and
 ParamCounts.mixer_remainder keeps the total exact. Not counted: buffers that are not trained (rotary
 frequency tables, causal masks), multi-token-prediction heads (DeepSeek-V3's MTP module is left
 out, as in its published 671B total).
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rigplan.domain.model import Architecture
-from rigplan.estimate import linear_attention
+from rigplan.estimate import linear_attention, sparse_attention
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -139,9 +140,12 @@ def norm_params(arch: Architecture, width: int) -> int:
 
 def mixer_params_total(arch: Architecture) -> int:
     """Token-mixer weights of all layers: attention_params on the full-attention layers and
-    linear_attention.mixer_params on the linear-attention ones."""
+    linear_attention.mixer_params on the linear-attention ones, plus a DeepSeek Sparse Attention indexer on each layer
+    that runs one (estimate.sparse_attention.indexer_params)."""
     linear = arch.num_linear_attention_layers
     total = attention_params(arch) * (arch.num_layers - linear)
+    if arch.sparse_attention is not None:
+        total += sparse_attention.indexer_params(arch) * arch.sparse_attention.indexer_count(arch.num_layers)
     return total + (linear_attention.mixer_params(arch) * linear if linear else 0)
 
 

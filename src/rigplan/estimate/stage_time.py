@@ -37,10 +37,10 @@ from rigplan.estimate import (
     recompute_modules,
     tensor_parallel,
 )
+from rigplan.estimate.attention_core import attention_core_efficiency
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import (
     Efficiency,
-    attention_efficiency,
     attention_flop_per_exp,
     attention_kernel_efficiency,
     attention_kernel_for,
@@ -59,9 +59,7 @@ from rigplan.estimate.flops import (
     StepFlops,
     attention_head_dims,
     op_recompute_matmul_share,
-    skips_window_blocks,
     stage_micro_batch_flops,
-    window_pair_share,
 )
 from rigplan.estimate.states import first_dense_layers
 
@@ -92,30 +90,6 @@ def _mlp_dims(arch: Architecture, tp: Num, tokens: Num) -> Num:
     h = arch.hidden
     width = arch.moe.shared_ffn if arch.moe is not None and arch.moe.num_shared_experts else arch.ffn
     return np.minimum(np.minimum(h, width / tp), tokens)
-
-
-def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, kernel: str, cp: Num) -> Num:
-    """Fraction of peak of the attention core over the model's layers.
-
-    A kernel's efficiency grows with the keys each query block walks (efficiency.attention_efficiency, by
-    sequence length for causal attention). Under ring context parallelism that is the rank's s/cp (all-to-all
-    context parallelism attends over all s for heads/cp of the heads); in a
-    sliding-window layer whose kernel skips the blocks outside the band it is min(w, s/cp), the same
-    number of key blocks per query block as causal attention over w tokens. Layers are weighted by their
-    FLOPs (window_pair_share): e = Σ F_l / Σ (F_l / e_l).
-    """
-    span = job.seq_len if job.cp_comm_type == "a2a" else job.seq_len / cp
-    head = float(arch.dim_per_head)
-    if not arch.attention_windows or not skips_window_blocks(job):
-        return attention_efficiency(eff, kernel, span, head)
-    work: Num = 0.0
-    time: Num = 0.0
-    for window, layers in arch.window_counts.items():
-        share = window_pair_share(job.seq_len, window) * layers
-        keys = np.minimum(span, window) if window else span
-        work = work + share
-        time = time + share / attention_efficiency(eff, kernel, keys, head)
-    return work / time
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

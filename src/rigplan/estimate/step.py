@@ -54,6 +54,7 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate import comm, moe, muon, offload, overlap
 from rigplan.estimate.arrays import first_argmax, select
+from rigplan.estimate.attention_core import attention_core_efficiency as attention_core_efficiency
 from rigplan.estimate.calibration import Calibration, calibrated_efficiency, calibrated_tiers
 from rigplan.estimate.efficiency import gemm_clock_fraction, gemm_efficiency
 from rigplan.estimate.elementwise import elementwise_bytes_per_token as elementwise_bytes_per_token
@@ -64,7 +65,6 @@ from rigplan.estimate.recompute import whole_model_recompute_fraction
 from rigplan.estimate.stage_time import PaceTerms as PaceTerms
 from rigplan.estimate.stage_time import StageShape as StageShape
 from rigplan.estimate.stage_time import _expert_tp, degree, pace_terms
-from rigplan.estimate.stage_time import attention_core_efficiency as attention_core_efficiency
 from rigplan.estimate.stage_time import pace_candidates as pace_candidates
 from rigplan.estimate.stage_time import pace_lower_bound_s as pace_lower_bound_s
 from rigplan.estimate.stage_time import scale_up_domain as scale_up_domain

@@ -91,6 +91,8 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
         args.update({"multi_latent_attention": True, "q_lora_rank": m.q_lora_rank or None,
                      "kv_lora_rank": m.kv_lora_rank, "qk_head_dim": m.qk_nope_head_dim,
                      "qk_pos_emb_head_dim": m.qk_rope_head_dim, "v_head_dim": m.v_head_dim})
+    if arch.sparse_attention is not None:
+        args.update(_sparse_attention_args(arch))
     if arch.moe is not None:
         moe = arch.moe
         args.update({"num_experts": moe.num_experts, "moe_router_topk": moe.top_k,
@@ -185,6 +187,26 @@ def _attention_and_activation_args(arch: Architecture) -> dict[str, Any]:
         args.update({"swiglu": False, "quick_geglu": True,
                      "activation_func_clamp_value": arch.moe.expert_act_clamp, "glu_linear_offset": 1.0})
     return args
+
+
+DSA_INDEXER_LOSS_COEFF = 1.0
+"""--dsa-indexer-loss-coeff: the indexer learns from its KL loss alone, its input detached (DeepSeek-V3.2, arXiv
+2512.02556, Sec. 2.1.1), so the coefficient scales only the indexer's gradients, which Adam normalises; Megatron-Core
+has no default (None: no indexer loss, an untrained indexer)."""
+
+
+def _sparse_attention_args(arch: Architecture) -> dict[str, Any]:
+    """DeepSeek Sparse Attention as Megatron-Core's experimental 'dsa' variant (megatron-core 0.16 TransformerConfig
+    dsa_*): the indexer's heads, head dim and top-k, its KL loss over the selected keys (the sparse training stage,
+    what the estimate times). GLM's index sharing (layers without their own indexer) is refused."""
+    sparse = arch.sparse_attention
+    assert sparse is not None
+    if sparse.indexer_layers:
+        raise unsupported(NAME, "DeepSeek Sparse Attention with index sharing (layers reusing another's top-k)",
+                          "Megatron-Core 0.16's DSA runs an indexer on every layer")
+    return {"experimental_attention_variant": "dsa", "dsa_indexer_n_heads": sparse.indexer_heads,
+            "dsa_indexer_head_dim": sparse.indexer_head_dim, "dsa_indexer_topk": sparse.topk,
+            "dsa_indexer_loss_coeff": DSA_INDEXER_LOSS_COEFF, "dsa_indexer_use_sparse_loss": True}
 
 
 def _linear_attention_args(arch: Architecture, cp: int) -> dict[str, Any]:
@@ -325,7 +347,8 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
               "attention_output_gate", "experimental_attention_variant", "linear_attention_freq",
               "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads",
               "linear_num_value_heads", "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim",
-              "mamba_state_dim", "mamba_num_groups")
+              "mamba_state_dim", "mamba_num_groups", "dsa_indexer_n_heads", "dsa_indexer_head_dim", "dsa_indexer_topk",
+              "dsa_indexer_loss_coeff", "dsa_indexer_use_sparse_loss")
     out: dict[str, Any] = {renamed.get(k, k): args[k] for k in direct if args.get(k) not in (None, False)}
     if "pipeline_model_parallel_layout" in out:  # quoted for the shell
         out["pipeline_model_parallel_layout"] = out["pipeline_model_parallel_layout"].strip("'")

@@ -12,6 +12,7 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
 from rigplan.estimate import muon
+from rigplan.estimate.band_kernels import skips_window_blocks
 from rigplan.estimate.calibration import calibrated_efficiency
 from rigplan.estimate.efficiency import (
     AMPERE,
@@ -22,7 +23,7 @@ from rigplan.estimate.efficiency import (
     warp_mma_speedup,
 )
 from rigplan.estimate.elementwise import rope_unfused_for_factor
-from rigplan.estimate.flops import attention_head_dims, paper_flop_per_token, skips_window_blocks
+from rigplan.estimate.flops import attention_head_dims, paper_flop_per_token
 from rigplan.estimate.moe import (
     DISPATCH_EINSUMS,
     FLEX_DISPATCHERS,
@@ -358,6 +359,20 @@ def window_note(arch: Architecture, job: Job) -> str | None:
             "as a mask (--attention-kernel fa2, fa3 or cudnn skip the blocks outside it)")
 
 
+def sparse_attention_note(arch: Architecture, job: Job) -> str | None:
+    """How DeepSeek Sparse Attention is timed in this job, or None for a model without it."""
+    sparse = arch.sparse_attention
+    if sparse is None:
+        return None
+    if not skips_window_blocks(job):
+        return ("DeepSeek Sparse Attention counted as dense MLA plus the indexer's forward, since this stack attends "
+                "through a mask (transformers); a stack with sparse kernels (--kernels fused) attends to the top-k "
+                "keys only")
+    trained = "frozen (LoRA/QLoRA)" if job.is_peft else "trained on its KL loss"
+    return (f"DeepSeek Sparse Attention: each query attends to its top {sparse.topk:,} keys (MLA in MQA mode), the "
+            f"indexer scores every earlier key and is {trained}; the sparse training stage")
+
+
 FP8_EXPERTS_NOTE = ("fp8 experts ({recipe}): only the routed experts' grouped GEMMs run in fp8, their inputs, output "
                     "gradients and weights cast in every call (torchao's MoE recipe); every other linear, the saved "
                     "activations and the weights' memory stay bf16")
@@ -491,6 +506,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     windows = window_note(setup.arch, job)
     if windows:
         assumptions.append(windows)
+    sparse_note = sparse_attention_note(setup.arch, job)
+    if sparse_note:
+        assumptions.append(sparse_note)
     if rope_unfused_for_factor(setup.arch, job):
         assumptions.append(ROPE_FACTOR_NOTE.format(factor=setup.arch.rope_attention_factor))
     if setup.layout.num_gpus > 1:
