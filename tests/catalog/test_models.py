@@ -59,6 +59,7 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
     "kimi-k2-thinking": "Kimi K2's shape and convention (31.69B exact vs the card's 32B)",
     "deepseek-v3.2": "DeepSeek-V3's convention; 37.48B exact without the input embedding (V3's 36.6B and the indexers)",
     "glm-5": "GLM-4.5's convention; 40.83B exact without the input embedding vs the README's 40B (41.78B with it)",
+    "glm-5.2": "GLM-4.5's convention; 40.30B exact without the input embedding vs GLM-5's 40B (41.25B with it)",
     "deepseek-v2": "DeepSeek's V3 convention; 20.85B exact without the input embedding vs 21B (21.38B with it)",
     "deepseek-v2-lite": "DeepSeek's V3 convention; 2.45B exact without the input embedding vs 2.4B (2.66B with it)",
     "minimax-m2": "10.41B exact without the input embedding vs the release's 10B (11.03B with it)",
@@ -125,6 +126,10 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
     ("glm-5", "active"): (
         0.03, "the README gives '40B active' (two significant figures); the exact count without the input embedding "
               "is 40,833,126,912 (2.1% above)",
+    ),
+    ("glm-5.2", "active"): (
+        0.01, "GLM-5's '40B active' (two significant figures) for the same layers; GLM-5.2's 57 shared-index layers "
+              "have no indexer, 40,298,928,384 exact without the input embedding (0.75% above)",
     ),
     ("qwen3-235b-a22b", "active"): (
         0.01,

@@ -82,6 +82,19 @@ def test_a_cut_config_with_index_sharing_counts_as_transformers(tmp_path: Path) 
     assert count_params(architecture_from_hf_config(_write(tmp_path, every))).total == _transformers_numel(every)
 
 
+def test_glm_5_2_shares_its_indexers_as_its_config_says(tmp_path: Path) -> None:
+    """GLM-5.2's index_topk_freq 4 from offset 3 reads as the catalog's 21 indexer layers, and the count is the one
+    Megatron-Bridge's GLM-5.2 card prints for transformers' GlmMoeDsaForCausalLM."""
+    catalog = _model("glm-5.2")
+    assert count_params(catalog).total == 743_377_000_704
+    cfg = {k: v for k, v in SMALL_GLM.items() if k != "indexer_types"}
+    read = architecture_from_hf_config(_write(tmp_path, {**cfg, "num_hidden_layers": 78, "index_topk_freq": 4,
+                                                         "index_skip_topk_offset": 3}))
+    assert catalog.sparse_attention is not None and read.sparse_attention is not None
+    assert read.sparse_attention.indexer_layers == catalog.sparse_attention.indexer_layers
+    assert GLM5_TOTAL - count_params(catalog).total == 57 * indexer_params(catalog)
+
+
 def test_the_index_sharing_schedule_reads_as_megatron_and_transformers(tmp_path: Path) -> None:
     """index_topk_freq 4 from offset 3: layers 0, 1, 2 run their own indexer, then every fourth from layer 6."""
     cfg = {k: v for k, v in SMALL_GLM.items() if k != "indexer_types"}
