@@ -19,7 +19,7 @@ from rigplan.errors import InvalidSpec
 from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.flops import micro_batch_flops, window_pair_share
 from rigplan.estimate.params import count_params
-from rigplan.estimate.sparse_attention import INDEX_BYTES, indexer_params
+from rigplan.estimate.sparse_attention import INDEX_BYTES, cp_gathered_width, indexer_params
 from rigplan.estimate.step import step_time
 
 DSV32_TOTAL = 671_877_929_216
@@ -200,3 +200,17 @@ def test_long_context_steps_cost_less_with_sparse_attention() -> None:
     sparse = float(step_time(_model("deepseek-v3.2"), job, layout, gpu, global_batch=8).step_time_s)
     dense = float(step_time(_model("deepseek-v3.1"), job, layout, gpu, global_batch=8).step_time_s)
     assert sparse < 0.8 * dense
+
+
+def test_context_parallel_gathers_the_latent_keys_instead_of_a_ring_of_heads() -> None:
+    """DSA's CP exchange is an all-gather of r_kv + d_rope (+ d_I on indexer layers) per token and its reduce-scatter,
+    exposed; the same layout with dense MLA passes every head's keys and values round the ring."""
+    gpu = load_catalog().gpu("gb200").to_domain()
+    arch = _model("glm-5.2")
+    layout = Layout(pp=6, cp=32, ep=32)
+    job = Job(seq_len=131072, micro_batch=1, kernels="fused", recompute="full", global_batch=56)
+    sparse = step_time(arch, job, layout, gpu, global_batch=56)
+    dense = step_time(arch.with_overrides(sparse_attention=None), job, layout, gpu, global_batch=56)
+    assert sparse.comm_total_s is not None and dense.comm_total_s is not None
+    assert float(sparse.comm_total_s["cp"]) < 0.1 * float(dense.comm_total_s["cp"])
+    assert cp_gathered_width(arch) == pytest.approx(512 + 64 + 21 / 78 * 128)

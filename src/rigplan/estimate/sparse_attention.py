@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
+from rigplan.estimate.band_kernels import skips_window_blocks
 
 INDEX_BYTES = 4
 """Bytes of one selected key's index: int32, as the sparse MLA kernels take them (DeepSeek's FlashMLA sparse
@@ -85,3 +86,20 @@ def saved_bytes_per_token(arch: Architecture, job: Job, sparse_kernels: bool) ->
         heads, dim = sparse.indexer_heads, sparse.indexer_head_dim
         saved += job.compute_dtype_bytes * (heads * dim + dim + heads)
     return saved
+
+
+def gathers_keys_over_cp(arch: Architecture, job: Job) -> bool:
+    """Whether context parallelism all-gathers the keys instead of passing key and value blocks round a ring: DSA on a
+    stack with sparse kernels (Megatron-Core's DSAttention gathers the whole sequence's latent keys over the CP group,
+    its 'allgather CP', since the indexer and the selected keys may be anywhere in the sequence)."""
+    return arch.sparse_attention is not None and skips_window_blocks(job)
+
+
+def cp_gathered_width(arch: Architecture) -> float:
+    """Elements per token that the CP all-gather moves: MLA's latent key in MQA mode (r_kv + d_rope: it is the value
+    too) and, on the layers with an indexer of their own, the indexer's key d_I; in the backward their gradients are
+    reduce-scattered back. Compare a ring's 2·a·d per token of per-head keys and values."""
+    sparse, mla = arch.sparse_attention, arch.mla
+    if sparse is None or mla is None:
+        return 0.0
+    return mla.kv_lora_rank + mla.qk_rope_head_dim + indexer_share(arch) * sparse.indexer_head_dim

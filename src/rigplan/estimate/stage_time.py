@@ -35,6 +35,7 @@ from rigplan.estimate import (
     peft_kbit,
     recompute,
     recompute_modules,
+    sparse_attention,
     tensor_parallel,
 )
 from rigplan.estimate.attention_core import attention_core_efficiency
@@ -484,18 +485,24 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             tokens=tokens, qkv_width=arch.num_heads * d_qk + arch.kv_heads * (d_qk + d_v),
             out_width=arch.num_heads * d_v, tp=tp, cp=cp, dtype_bytes=p, per_node=cp_place.per_node,
             intra=cp_place.intra, inter=inter)
-    else:
+    elif not sparse_attention.gathers_keys_over_cp(arch, job):
         kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
         block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
                                                 head_dim=arch.dim_per_head, dtype_bytes=p)
         cp_per_layer = (comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter)
                         + comm.ring_attention_s(block, cp, cp_place.per_node, one_link, inter, backward=True))
-    linear_cp_per_layer: Num = 0.0  # a hybrid's linear-attention layers: all-to-all to head shards, exposed
+    exposed_cp_per_layer: Num = 0.0  # a hybrid's linear-attention layers: all-to-all to head shards, exposed
     if arch.linear_attention is not None:
-        linear_cp_per_layer = arch.linear_attention_share * linear_attention.context_parallel_s(
+        exposed_cp_per_layer = arch.linear_attention_share * linear_attention.context_parallel_s(
             arch, tokens=tokens, tp=tp, cp=cp, dtype_bytes=p, per_node=cp_place.per_node, intra=cp_place.intra,
             inter=inter)
         cp_per_layer = cp_per_layer * (1.0 - arch.linear_attention_share)
+    elif sparse_attention.gathers_keys_over_cp(arch, job) and not ulysses:  # DSA: the whole sequence's keys, exposed
+        keys = tokens * cp * sparse_attention.cp_gathered_width(arch) * p
+        cp_per_layer = 0.0 * tokens
+        gather_args = (keys, cp, cp_place.per_node, cp_place.intra, inter)
+        exposed_cp_per_layer = comm.hierarchical_all_gather_s(*gather_args) + comm.hierarchical_reduce_scatter_s(
+            *gather_args)
     a2a_per_layer: Num = 0.0
     a2a_recompute_per_layer: Num = 0.0
     if arch.moe is not None:
@@ -531,8 +538,8 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             cp_s, cp_tax = cp_total, 0.0 * cp_total
         else:
             cp_s, _, cp_tax = overlap.hide(cp_total, core, overlap.P2P_OVERLAP_SM_SHARE, on=job.cp_comm_overlap)
-        linear_cp = linear_cp_per_layer * (layers + stage.recomputed_layers / 2.0)
-        cp_total, cp_s = cp_total + linear_cp, cp_s + linear_cp
+        exposed_cp = exposed_cp_per_layer * (layers + stage.recomputed_layers / 2.0)
+        cp_total, cp_s = cp_total + exposed_cp, cp_s + exposed_cp
         # Expert parallel: dispatch and combine all-to-all per MoE layer of this stage (MTP modules on
         # the last), exposed or overlapped with another micro-batch's computation (estimate.moe).
         ep_s = np.zeros_like(tp_s)
