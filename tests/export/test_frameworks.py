@@ -177,12 +177,21 @@ def test_megatron_writes_deepseek_sparse_attention() -> None:
         "experimental_attention_variant") is None
 
 
-def test_megatron_refuses_index_sharing(tmp_path: Path) -> None:
+def test_megatron_writes_index_sharing_as_its_schedule_and_refuses_other_patterns(tmp_path: Path) -> None:
+    """GLM-5.2's 21 indexer layers are Megatron-Core's --dsa-indexer-topk-freq 4 from --dsa-indexer-skip-topk-offset 3;
+    a sharing pattern no such schedule gives is refused in one line."""
+    from rigplan.export.megatron import index_sharing_schedule
+
+    glm = export(build_setup(EstimateRequest(model="glm-5.2", gpus=192, pp=6, ep=32, zero=1, global_batch=192)),
+                 "megatron")
+    assert "--dsa-indexer-topk-freq 4" in glm.command and "--dsa-indexer-skip-topk-offset 3" in glm.command
+    assert index_sharing_schedule((0, 3, 5), 6) is None
     cfg = {"model_type": "glm_moe_dsa", "vocab_size": 512, "hidden_size": 256, "intermediate_size": 512,
-           "moe_intermediate_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "n_routed_experts": 8,
+           "moe_intermediate_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4, "n_routed_experts": 8,
            "n_shared_experts": 1, "num_experts_per_tok": 2, "first_k_dense_replace": 1, "q_lora_rank": 96,
            "kv_lora_rank": 64, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "index_topk": 64,
-           "index_n_heads": 4, "index_head_dim": 32, "indexer_types": ["full", "shared", "full", "shared"]}
+           "index_n_heads": 4, "index_head_dim": 32,
+           "indexer_types": ["full", "shared", "shared", "full", "shared", "full"]}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg), encoding="utf-8")
     with pytest.raises(Unsupported, match="index sharing"):

@@ -195,18 +195,37 @@ DSA_INDEXER_LOSS_COEFF = 1.0
 has no default (None: no indexer loss, an untrained indexer)."""
 
 
+def index_sharing_schedule(indexer_layers: tuple[int, ...], num_layers: int) -> tuple[int, int] | None:
+    """(freq, offset) of Megatron-Core's DSA index sharing that gives these 0-based indexer layers, or None: the
+    1-based layer n runs its own indexer when max(n - offset, 0) % freq == 0 (is_dsa_skip_topk_layer; transformers'
+    GlmMoeDsaConfig reads index_topk_freq and index_skip_topk_offset the same way)."""
+    wanted = list(indexer_layers)
+    for freq in range(2, num_layers + 1):
+        for offset in range(1, num_layers + 1):
+            if [i for i in range(num_layers) if max(i + 1 - offset, 0) % freq == 0] == wanted:
+                return freq, offset
+    return None
+
+
 def _sparse_attention_args(arch: Architecture) -> dict[str, Any]:
     """DeepSeek Sparse Attention as Megatron-Core's experimental 'dsa' variant (megatron-core 0.16 TransformerConfig
     dsa_*): the indexer's heads, head dim and top-k, its KL loss over the selected keys (the sparse training stage,
-    what the estimate times). GLM's index sharing (layers without their own indexer) is refused."""
+    what the estimate times). GLM's index sharing is written as --dsa-indexer-topk-freq and
+    --dsa-indexer-skip-topk-offset (Megatron-Core after 0.16); a sharing pattern those two cannot express is refused."""
     sparse = arch.sparse_attention
     assert sparse is not None
+    args: dict[str, Any] = {
+        "experimental_attention_variant": "dsa", "dsa_indexer_n_heads": sparse.indexer_heads,
+        "dsa_indexer_head_dim": sparse.indexer_head_dim, "dsa_indexer_topk": sparse.topk,
+        "dsa_indexer_loss_coeff": DSA_INDEXER_LOSS_COEFF, "dsa_indexer_use_sparse_loss": True}
     if sparse.indexer_layers:
-        raise unsupported(NAME, "DeepSeek Sparse Attention with index sharing (layers reusing another's top-k)",
-                          "Megatron-Core 0.16's DSA runs an indexer on every layer")
-    return {"experimental_attention_variant": "dsa", "dsa_indexer_n_heads": sparse.indexer_heads,
-            "dsa_indexer_head_dim": sparse.indexer_head_dim, "dsa_indexer_topk": sparse.topk,
-            "dsa_indexer_loss_coeff": DSA_INDEXER_LOSS_COEFF, "dsa_indexer_use_sparse_loss": True}
+        schedule = index_sharing_schedule(sparse.indexer_layers, arch.num_layers)
+        if schedule is None:
+            raise unsupported(NAME, "this DeepSeek Sparse Attention index sharing (layers reusing another's top-k)",
+                              "Megatron-Core shares indexes every --dsa-indexer-topk-freq layers after "
+                              "--dsa-indexer-skip-topk-offset")
+        args["dsa_indexer_topk_freq"], args["dsa_indexer_skip_topk_offset"] = schedule
+    return args
 
 
 def _linear_attention_args(arch: Architecture, cp: int) -> dict[str, Any]:
@@ -402,6 +421,9 @@ def export_megatron(setup: TrainingSetup) -> Exported:
         notes.append("fp8 needs TransformerEngine and an fp8-capable GPU (Hopper or later)")
     if args.get("fp4_format"):
         notes.append("NVFP4 needs TransformerEngine with NVFP4BlockScaling and an NVIDIA Blackwell GPU")
+    if args.get("dsa_indexer_topk_freq"):
+        notes.append("--dsa-indexer-topk-freq and --dsa-indexer-skip-topk-offset (DSA index sharing) need a "
+                     "Megatron-LM newer than Megatron-Core 0.16, which runs an indexer on every layer")
     if args.get("moe_router_force_load_balancing"):
         notes.append(FORCED_BALANCE_NOTE.format(flag="--moe-router-force-load-balancing"))
     if setup.arch.rope_attention_factor != 1.0:
