@@ -188,6 +188,7 @@ BOUNDS: dict[str, Bound] = {
     "fabric_share": _amount("--fabric-share", 1e9, "usd"),
     "host_w": _amount("--host-w", 10_000),
     "staff_per_year": _amount("--staff-per-year", 1e10, "usd"),
+    "licence": _amount("--licence", 1e9, "usd"),  # per GPU-year
     "capital_rate": _amount("--capital-rate", 1),
     "delta_t_f": Bound("--delta-t-f", 0.1, 100),
     "cloud_price": Bound("--cloud-price", 0.0001, 1e6, shown="usd"),  # from a hundredth of a cent per GPU-hour

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -189,6 +190,8 @@ def load_json(text: str, where: str) -> Any:
         raise InvalidSpec(f"{where}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     except RecursionError:
         raise InvalidSpec(f"{where}: JSON nested too deeply") from None
+    except ValueError:  # an integer of more than sys.get_int_max_str_digits() (4,300) digits
+        raise InvalidSpec(f"{where}: a number of more than {sys.get_int_max_str_digits():,} digits") from None
 
 
 YAML_NESTING_CAP = 64

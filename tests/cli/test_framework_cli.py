@@ -117,3 +117,19 @@ def test_plan_takes_the_step_costs_and_its_reproduce_line_repeats_them() -> None
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())
     assert "--step-overhead-ms 50" in text and "--grad-bucket-params 768000000" in text
+
+
+def test_plan_export_writes_the_best_candidate_the_framework_can_express() -> None:
+    """A ZeRO-2 layout has no Megatron-LM form: plan --export megatron writes the first ranked candidate that has one,
+    says so, and still prints the plan (it used to stop at the exporter's error)."""
+    result = invoke("plan", "llama-3.1-8b", "--tokens", "1e9", "--gpu", "h100-sxm", "--gpus-max", "16", "--export",
+                    "megatron", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    zeros = [c["layout"]["zero"] for c in data["ranked"]]
+    written = zeros.index(next(z for z in zeros if z != 2)) + 1
+    assert data["ranked"] and data["export"]["command"]
+    if written == 1:
+        assert data["export"]["note"] is None
+    else:
+        assert f"candidate {written} as megatron" in data["export"]["note"] and "ZeRO-2" in data["export"]["note"]

@@ -56,6 +56,24 @@ def _files(folder: Path) -> dict[str, str]:
     os.mkfifo(folder / "export" / "megatron_args.sh")
     paths["exportdir"] = str(folder / "export")
     paths["notutf8"] = os.fsdecode(os.fsencode(str(folder)) + b"/caf\xe9.json")
+    # found by fuzzing job files and calibrations (2026-12-07): a zero degree, counts no float holds, numbers beyond
+    # Python's 4,300-digit conversion limit, TOML nested past the recursion limit, calibrations out of range
+    texts = {"pp0.sh": "--pipeline-model-parallel-size 0 --num-layers 32 --num-layers-per-virtual-pipeline-stage 2",
+             "samples.sh": "--seq-length 4096 --train-samples 1" + "0" * 400,
+             "tp0.toml": "[parallelism]\ntensor_parallel_degree = 0\n",
+             "steps.toml": "[training]\nseq_len = 4096\nglobal_batch_size = 8\nsteps = 1" + "0" * 400 + "\n",
+             "bigint.toml": "[training]\nsteps = 1" + "0" * 5000 + "\n",
+             "deep.toml": "[training]\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+             "bigint.json": json.dumps({**config, "hidden_size": 8}).replace('"vocab_size": 10', '"vocab_size": 1'
+                                                                              + "0" * 5000)}
+    calibration = {"schema": "rigplan-calibration/1", "device": {"name": "H100", "kind": "cuda", "gpu_id": "h100-sxm"}}
+    overrides = {"cal_gemm": {"efficiency": {"gemm_max": 5}}, "cal_context": {"cuda_context_bytes": -1e12},
+                 "cal_latency": {"nic_latency_s": -10}}
+    texts.update({f"{name}.json": json.dumps({**calibration, "overrides": o}) for name, o in overrides.items()})
+    texts["cal_inf.json"] = json.dumps({**calibration, "overrides": {"efficiency": {"gemm_half_dim": float("inf")}}})
+    for name, text in texts.items():
+        paths[name.replace(".", "_")] = str(folder / name)
+        Path(paths[name.replace(".", "_")]).write_text(text)
     return paths
 
 
@@ -92,6 +110,14 @@ CORPUS = [
     "estimate gpt-oss-20b --gpu tpu-v5p --precision fp32 --json",
     "memory llama-3.1-8b --gpu ascend-910b --precision fp32",
     "estimate llama-3.1-8b --gpu l40s --precision fp8 --fp8-recipe blockwise",
+    "memory llama-3.1-8b --megatron-args {pp0_sh}", "memory llama-3.1-8b --megatron-args {samples_sh}",
+    "memory llama-3.1-8b --gpus 8 --torchtitan-config {tp0_toml}",
+    "memory llama-3.1-8b --torchtitan-config {steps_toml}", "memory llama-3.1-8b --torchtitan-config {bigint_toml}",
+    "memory llama-3.1-8b --torchtitan-config {deep_toml}", "memory {bigint_json}",
+    "memory llama-3.1-8b --calibration {cal_gemm_json}", "memory llama-3.1-8b --calibration {cal_context_json}",
+    "estimate llama-3.1-8b --gpus 16 --calibration {cal_latency_json}",
+    "estimate llama-3.1-8b --gpus 8 --calibration {cal_inf_json}", "tco --gpu h100-sxm --gpus 8 --licence 1e30",
+    "memory llama-3.1-8b --zero 1 --fsdp", "plan llama-3.1-8b --tokens 1T --budget 1$000",
 ]
 
 

@@ -294,3 +294,10 @@ def test_the_notes_read_in_chinese(tmp_path: Path) -> None:
     notes = [n for n in json.loads(result.output)["assumptions"] if "--torchtitan-config" in n]
     assert len(notes) >= 5
     assert not [(n, english_words(n)) for n in notes if english_words(n)]
+
+
+def test_a_non_ascii_digit_checkpoint_option_is_a_note_not_a_crash() -> None:
+    """'²' passes str.isdigit but not int(): the option reads as one rigplan does not model (found by fuzzing)."""
+    imported = read_torchtitan_config('[activation_checkpoint]\nmode = "selective"\nselective_ac_option = "²"\n')
+    assert "recompute" not in imported.fields
+    assert "selective_ac_option '²'): not modelled" in " | ".join(imported.notes)

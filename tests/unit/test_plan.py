@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 
+from rigplan.errors import InvalidSpec
 from rigplan.flow.estimate import estimate
 from rigplan.flow.plan import OVER_LIMIT_REASON, candidate_request, parse_money, plan
 from rigplan.flow.request import EstimateRequest, PlanRequest
@@ -91,6 +92,18 @@ def test_pareto_front_is_not_dominated() -> None:
 ])
 def test_budget_parsing(text: str, currency: str, expected: float) -> None:
     assert parse_money(text, currency, 7.1) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("$$5", "one currency"), ("1$000", "one currency"), ("$¥5M", "one currency"), ("$5万", "one currency"),
+    ("1,50", "groups of three digits"),
+])
+def test_a_budget_with_stray_signs_or_commas_is_refused(text: str, expected: str) -> None:
+    """Found by fuzzing: every $, ¥ and comma used to be deleted wherever it stood ('1$000' read as $1,000, '$5万' as
+    USD 50,000 where 万 means yuan)."""
+    with pytest.raises(InvalidSpec, match=expected):
+        parse_money(text, "usd", 7.1)
+    assert parse_money("$1,234.5k", "cny", 7.1) == pytest.approx(1_234_500)
 
 
 def test_the_loss_reaches_the_search_and_its_candidates() -> None:

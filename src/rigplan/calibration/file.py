@@ -92,12 +92,17 @@ def load_calibration(path: str | Path) -> CalibrationFile:
     if not isinstance(data, dict):
         raise InvalidSpec(f"--calibration {path}: expected a mapping with schema: {SCHEMA}")
     try:
-        return CalibrationFile.model_validate(data)
+        calibration = CalibrationFile.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "file"
         raise InvalidSpec(f"--calibration {path}: {where}: {first['msg']} (schema {SCHEMA}, docs/calibration.md)") \
             from err
+    try:
+        calibration.to_domain()  # the overrides' ranges (estimate.calibration.Calibration)
+    except InvalidSpec as err:
+        raise InvalidSpec(f"--calibration {path}: {err}") from None
+    return calibration
 
 
 def write_calibration(calibration: CalibrationFile, path: str | Path, *, overwrite: bool = False) -> Path:

@@ -18,7 +18,7 @@ from rigplan.cli.job_files import MEGATRON_ARGS_OPTION, TORCHTITAN_CONFIG_OPTION
 from rigplan.cli.language import error_line
 from rigplan.domain.frameworks import FRAMEWORK_NAMES
 from rigplan.domain.job import FP8_RECIPES, KERNEL_STACKS, LOSS_IMPLS, OPTIMIZERS
-from rigplan.errors import RigplanError
+from rigplan.errors import InvalidSpec, RigplanError
 from rigplan.flow.fields import validated
 from rigplan.flow.framework import PRESET_FIELDS
 
@@ -528,6 +528,8 @@ def job_values(kwargs: dict[str, Any]) -> dict[str, Any]:
     """Map the CLI's option names onto request fields."""
     values = with_job_file(explicit_values(kwargs))
     if values.pop("fsdp", False):
+        if values.get("zero") not in (None, 3):
+            raise InvalidSpec(f"--fsdp is --zero 3, but --zero {values['zero']} is given too; keep one of them")
         values["zero"] = 3
     values["qlora_double_quant"] = not values.pop("single_quant", False)
     values["catalog"] = list(values.pop("catalog_dirs", ()) or ())

@@ -25,8 +25,9 @@ from rigplan.cli.common import (
     recipe_options,
 )
 from rigplan.cli.export import show_export, write_export
+from rigplan.cli.language import tr
 from rigplan.cost.money import format_cny, format_usd
-from rigplan.export import FRAMEWORKS, export
+from rigplan.export import FRAMEWORKS, Exported, Unsupported, export
 from rigplan.files import write_text
 from rigplan.flow.plan import candidate_request, plan
 from rigplan.flow.request import PlanRequest
@@ -180,13 +181,13 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
     else:
         result = plan(request)
     data = result.to_dict()
-    exported = None
+    exported, export_note = None, None
     if export_framework:
         if not result.ranked:
             fail("--export: no candidate meets the limits, so there is nothing to export")
-        best = build_setup(candidate_request(request, result.ranked[0]))
-        exported = export(best, export_framework)
-        data["export"] = {**exported.to_dict(), "written": write_export(exported, export_dir, force)}
+        exported, export_note = _export_best(request, result.ranked, export_framework)
+        data["export"] = {**exported.to_dict(), "written": write_export(exported, export_dir, force),
+                          "note": export_note}
     if plot_path:
         plan_plot(data, data["candidates"], plot_path)
     if markdown_path:
@@ -199,6 +200,23 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
             if path:
                 click.echo(f"wrote {path}")
         if exported is not None:
-            click.echo(f"\nbest candidate as {export_framework}:")
+            click.echo("\n" + tr(export_note or f"best candidate as {export_framework}:"))
             show_export(exported, data["export"]["written"], as_json=False)
     exit_for_check(check, not data["stats"].get("eligible"))
+
+
+def _export_best(request: PlanRequest, ranked: list[Any], framework: str) -> tuple[Exported, str | None]:
+    """The best ranked candidate that `framework` can express, and a note when that is not the first (a ZeRO-2
+    layout ranked first has no Megatron-LM form); one clear line when none can be written."""
+    first_reason = ""
+    for rank, candidate in enumerate(ranked, start=1):
+        try:
+            exported = export(build_setup(candidate_request(request, candidate)), framework)
+        except Unsupported as err:
+            first_reason = first_reason or str(err)
+            continue
+        if rank == 1:
+            return exported, None
+        return exported, (f"the best candidate cannot be written ({first_reason}); candidate {rank} as "
+                          f"{framework}:")
+    fail(f"--export: no ranked candidate can be written as {framework}; the best: {first_reason}")

@@ -7,10 +7,13 @@ chosen currency are converted once) and on output.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from rigplan.bounds import check
 from rigplan.errors import InvalidSpec
+from rigplan.units import parse_count
 
 
 class Currency(StrEnum):
@@ -41,12 +44,16 @@ def _three_digits(value: float) -> str:
 
 
 def format_usd(usd: float) -> str:
-    """USD for people: $2.45, $1,234, $12.3k, $1.23M, $1.00M, $1.23B."""
+    """USD for people: $2.45, $1,234, $12.3k, $1.23M, $1.00M, $1.23B, $1.23T (and $1,234T beyond)."""
     if not math.isfinite(usd):
         return "n/a"
     sign, value = ("-" if usd < 0 else ""), abs(usd)
     if value == 0:
         return "$0"
+    if value >= 999.5e12:
+        return f"{sign}${value / 1e12:,.0f}T"
+    if value >= 999.5e9:
+        return f"{sign}${_three_digits(value / 1e12)}T"
     if value >= 999.5e6:
         return f"{sign}${_three_digits(value / 1e9)}B"
     if value >= 999.95e3:
@@ -110,3 +117,40 @@ class Money:
         if not math.isfinite(usd):
             return "n/a"
         return f"{self.symbol}{self.from_usd(usd):,.{digits}f}"
+
+
+def parse_money(text: str | float | None, currency: str, cny_per_usd: float) -> float | None:
+    """'500k', '3M' in the given currency -> USD; an amount written with ¥ or in 万 / 亿 is in yuan, one written
+    with $ in dollars, whatever the currency ('20万' is CNY 200,000, not USD 200,000)."""
+    if text is None:
+        return None
+    if isinstance(text, int | float):
+        amount = float(text)
+    else:
+        raw = text.strip()
+        symbol = raw[:1] if raw[:1] in ("$", "¥", "￥") else ""
+        raw = raw[len(symbol):]
+        yuan = symbol in ("¥", "￥") or raw.endswith(("万", "亿", "元"))
+        if any(sign in raw for sign in ("$", "¥", "￥")) or (symbol == "$" and yuan):
+            raise InvalidSpec(f"--budget '{text}': one currency, its sign first ($5M, ¥5M) or 万 / 亿 / 元 last "
+                              "(2000万)")
+        if symbol == "$":
+            currency = "usd"
+        elif yuan:
+            currency = "cny"
+        if "," in raw and not re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d*)?\D*", raw):
+            raise InvalidSpec(f"--budget '{text}': commas only between groups of three digits (1,500,000)")
+        raw = raw.replace(",", "").removesuffix("元")
+        scale = 1.0
+        if raw.endswith("万"):
+            raw, scale = raw[:-1], WAN
+        elif raw.endswith("亿"):
+            raw, scale = raw[:-1], YI
+        try:
+            amount = parse_count(raw, "--budget") * scale
+        except InvalidSpec:
+            raise InvalidSpec(f"--budget '{text}' is not an amount of money; use e.g. 500k, 3M, 2000万 "
+                              "or ¥5M") from None
+    usd = amount / cny_per_usd if currency == "cny" else amount
+    check("budget", usd, label="--budget (in USD)")
+    return usd

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
+from rigplan.bounds import check
 from rigplan.catalog.schema import GpuRecord
 from rigplan.cost.power import HOURS_PER_YEAR, TimeOfUseTariff, airflow_cfm, heat_btu_per_h
 from rigplan.errors import InvalidSpec
@@ -152,7 +153,7 @@ def licence_usd_per_gpu_year(text: str | float, usd_per_unit: float = 1.0) -> fl
             raise InvalidSpec(f"--licence must be nvaie, none or an amount per GPU-year, got '{text}'") from None
     if not (math.isfinite(value) and value >= 0):
         raise InvalidSpec(f"--licence must be a non-negative amount per GPU-year, got '{text}'")
-    return value
+    return float(check("licence", value))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -32,6 +32,21 @@ EFFICIENCY_FIELDS = (*(f.name for f in fields(Efficiency) if f.type in ("float",
                      "attention_eager")
 
 
+FITTED_FRACTION_CAP = 2.0
+"""Largest fraction of the peak a calibration may give. A probe measures at most 1, but `rigplan calibrate` fits a
+compute scale over [0.1, 2] (measure/calibrate.py) that multiplies the family's fractions (all below 1) and absorbs
+what rigplan's model leaves out, so a fitted value may pass 1; beyond 2 no fit gives it (gemm_max 5 read as 188%
+MFU before this bound)."""
+HALF_DIM_CAP = 1e6
+"""Largest GEMM half-efficiency dimension a calibration may give: a matrix side far beyond any layer's."""
+RATE_RATIO_CAP = 100.0
+"""Largest ratio of a kernel's rate on this device to its rate on the curve's reference part."""
+LATENCY_CAP_S = 1.0
+"""Largest per-step link or network latency a calibration may give (NCCL's own are microseconds)."""
+CONTEXT_CAP_BYTES = 1e12
+"""Largest CUDA context and workspace a calibration may give (measured ones are under a few GiB)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Calibration:
     """Overrides measured on one device (`gpu_id` is its catalog id)."""
@@ -52,15 +67,28 @@ class Calibration:
             raise InvalidSpec(f"calibration: unknown efficiency parameter(s) {', '.join(unknown)}; "
                               f"known: {', '.join(EFFICIENCY_FIELDS)}")
         for name, value in self.efficiency.items():
-            # d_half 0 is a flat curve (a device whose GEMMs do not fall off with size, as a CPU's can).
-            if name == "gemm_half_dim" and value == 0:
-                continue
-            if not value > 0:
-                raise InvalidSpec(f"calibration: efficiency {name} must be > 0, got {value}")
+            if name.endswith("_half_dim"):  # 0 is a flat curve (a device whose GEMMs do not fall off with size)
+                if not 0 <= value <= HALF_DIM_CAP:
+                    raise InvalidSpec(f"calibration: efficiency {name} must be a matrix dimension from 0 to "
+                                      f"{HALF_DIM_CAP:,.0f}, got {value}")
+            elif name == "warp_mma_over_reference":
+                if not 0 <= value <= RATE_RATIO_CAP:
+                    raise InvalidSpec(f"calibration: efficiency {name} must be a rate ratio from 0 to "
+                                      f"{RATE_RATIO_CAP:g}, got {value}")
+            elif not 0 < value <= FITTED_FRACTION_CAP:  # a fraction of the peak, or fp8_backward_rate's share
+                raise InvalidSpec(f"calibration: efficiency {name} must be a fraction from 0 to "
+                                  f"{FITTED_FRACTION_CAP:g}, got {value}")
         for name in ("link_efficiency", "nic_efficiency"):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
                 raise InvalidSpec(f"calibration: {name} must be in (0, 1], got {value}")
+        for name in ("link_latency_s", "nic_latency_s"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= LATENCY_CAP_S:
+                raise InvalidSpec(f"calibration: {name} must be from 0 to {LATENCY_CAP_S:g} s, got {value}")
+        if self.cuda_context_bytes is not None and not 0 <= self.cuda_context_bytes <= CONTEXT_CAP_BYTES:
+            raise InvalidSpec(f"calibration: cuda_context_bytes must be from 0 to {CONTEXT_CAP_BYTES / 1e12:g} TB, got "
+                              f"{self.cuda_context_bytes}")
         if self.fragmentation_fraction is not None and not 0 <= self.fragmentation_fraction < 1:
             raise InvalidSpec(f"calibration: fragmentation_fraction must be in [0, 1), got "
                               f"{self.fragmentation_fraction}")

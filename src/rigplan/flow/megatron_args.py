@@ -14,11 +14,13 @@ May import: domain.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigplan.bounds import check
 from rigplan.errors import InvalidSpec
 
 Setter = Callable[[dict[str, Any], str], None]
@@ -133,6 +135,12 @@ class ImportedArgs:
         return {name: value for name, value in fields.items() if name in accepted and name not in given}, notes
 
 
+def token_count(count: int, what: str) -> float:
+    """A job file's token count (steps x batch x sequence) as a float, held to --tokens' bound (bounds 'tokens'); a
+    count of hundreds of digits, which no float holds, is out of it too."""
+    return float(check("tokens", float(count) if count < 1e300 else math.inf, label=what))
+
+
 def _tokens(text: str, source: str) -> list[str]:
     try:
         return shlex.split(text.replace("\\\r\n", " ").replace("\\\n", " "), comments=True, posix=True)
@@ -220,7 +228,7 @@ def _pipeline(raw: dict[str, Any], fields: dict[str, Any], notes: list[str]) -> 
     per_stage = raw.get("_layers_per_virtual_stage")
     if per_stage:
         layers, pp = raw.get("layers"), fields.get("pp", 1)
-        if layers and layers % (pp * per_stage) == 0:
+        if layers and pp * per_stage > 0 and layers % (pp * per_stage) == 0:
             fields["vpp"] = layers // (pp * per_stage)
         else:
             notes.append(f"--num-layers-per-virtual-pipeline-stage {per_stage} without --num-layers that "
@@ -283,6 +291,6 @@ def _size_and_length(raw: dict[str, Any], fields: dict[str, Any], notes: list[st
         notes.append(f"gpus {nodes * per_node} from torchrun's --nnodes {nodes} x --nproc-per-node {per_node}")
     seq, batch = fields.get("seq"), fields.get("global_batch")
     if raw.get("_train_iters") and seq and batch:
-        fields["tokens"] = float(raw["_train_iters"] * batch * seq)
+        fields["tokens"] = token_count(raw["_train_iters"] * batch * seq, "--train-iters")
     elif raw.get("_train_samples") and seq:
-        fields["tokens"] = float(raw["_train_samples"] * seq)
+        fields["tokens"] = token_count(raw["_train_samples"] * seq, "--train-samples")

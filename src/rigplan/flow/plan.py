@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigplan.bounds import check
 from rigplan.catalog.load import Catalog, load_catalog
 from rigplan.catalog.schema import GpuRecord, as_of_text
 from rigplan.cost.cloud import DEFAULT_CAPACITY_GPUS, INTERRUPTIBLE_KINDS, interruptible_pricing_unsuitable
-from rigplan.cost.money import CNY_PER_USD_DEFAULT, WAN, YI
+from rigplan.cost.money import CNY_PER_USD_DEFAULT
+from rigplan.cost.money import parse_money as parse_money
 from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
 from rigplan.cost.power import HOURS_PER_YEAR
 from rigplan.domain.hardware import Gpu
@@ -91,35 +91,6 @@ UNPRICED_OFFER = Offer(kind="unpriced", provider="-", pricing="none", usd_per_gp
                        source="no cloud offer and no purchase price in the catalog")
 """The offer of a GPU type rigplan cannot price, kept with PlanRequest.unpriced: its cost is infinite, so it ranks
 after every priced option and never on a cost limit's side."""
-
-
-def parse_money(text: str | float | None, currency: str, cny_per_usd: float) -> float | None:
-    """'500k', '3M' in the given currency -> USD; an amount written with ¥ or in 万 / 亿 is in yuan, one written
-    with $ in dollars, whatever the currency ('20万' is CNY 200,000, not USD 200,000)."""
-    if text is None:
-        return None
-    if isinstance(text, int | float):
-        amount = float(text)
-    else:
-        raw = text.strip()
-        if "$" in raw:
-            currency = "usd"
-        elif "¥" in raw or "￥" in raw or raw.endswith(("万", "亿", "元")):
-            currency = "cny"
-        raw = raw.replace("$", "").replace("¥", "").replace("￥", "").replace(",", "").removesuffix("元")
-        scale = 1.0
-        if raw.endswith("万"):
-            raw, scale = raw[:-1], WAN
-        elif raw.endswith("亿"):
-            raw, scale = raw[:-1], YI
-        try:
-            amount = parse_count(raw, "--budget") * scale
-        except InvalidSpec:
-            raise InvalidSpec(f"--budget '{text}' is not an amount of money; use e.g. 500k, 3M, 2000万 "
-                              "or ¥5M") from None
-    usd = amount / cny_per_usd if currency == "cny" else amount
-    check("budget", usd, label="--budget (in USD)")
-    return usd
 
 
 def cloud_offers(record: GpuRecord, cny_per_usd: float = CNY_PER_USD_DEFAULT) -> list[Offer]:

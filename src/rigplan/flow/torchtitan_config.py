@@ -19,12 +19,13 @@ May import: domain.
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from typing import Any
 
 from rigplan.domain.torchtitan_models import FLAVORS
 from rigplan.errors import InvalidSpec
-from rigplan.flow.megatron_args import ImportedArgs
+from rigplan.flow.megatron_args import ImportedArgs, token_count
 
 READ_TABLES = ("parallelism", "training", "activation_checkpoint", "compile", "quantize", "float8", "mx",
                "optimizer", "experimental", "debug")
@@ -130,6 +131,11 @@ def read_torchtitan_config(text: str, source: str = "--torchtitan-config", *, gp
     except tomllib.TOMLDecodeError as err:
         raise InvalidSpec(f"{source}: not TOML ({err}); give a torchtitan job file (the TOML of "
                           "--job.config_file)") from None
+    except RecursionError:
+        raise InvalidSpec(f"{source}: TOML nested too deeply; give a torchtitan job file") from None
+    except ValueError:  # an integer of more than sys.get_int_max_str_digits() (4,300) digits
+        raise InvalidSpec(f"{source}: a number of more than {sys.get_int_max_str_digits():,} digits; give a "
+                          "torchtitan job file") from None
     model_table = data.get("model")
     if not any(isinstance(data.get(name), dict) and data[name] for name in READ_TABLES) and not (
             isinstance(model_table, dict) and "converters" in model_table):
@@ -176,7 +182,7 @@ def _layout(reading: _Reading, fields: dict[str, Any], gpus: int | None, dp: int
         fields["dp"] = replicate * shard
     elif dp or gpus:  # -1: the ranks left over: --dp, or --gpus over the file's tp*pp*cp, as rigplan derives dp
         group: int = fields.get("tp", 1) * fields.get("pp", 1) * fields.get("cp", 1)
-        ranks = dp or ((gpus or 0) // group if (gpus or 0) % group == 0 else 0)
+        ranks = dp or ((gpus or 0) // group if group > 0 and (gpus or 0) % group == 0 else 0)
         shard = ranks // replicate if ranks and ranks % replicate == 0 else None
     else:
         shard = 1
@@ -284,7 +290,7 @@ def _batch(reading: _Reading, fields: dict[str, Any], dp: int | None) -> None:
     if seq is not None:
         fields["seq"] = seq
     if steps and seq and fields.get("global_batch"):
-        fields["tokens"] = float(steps * fields["global_batch"] * seq)
+        fields["tokens"] = token_count(steps * fields["global_batch"] * seq, "training.steps")
 
 
 def _precision(reading: _Reading, fields: dict[str, Any], moe: bool | None) -> None:
@@ -351,7 +357,7 @@ def _recompute(reading: _Reading, fields: dict[str, Any]) -> None:
         fields["recompute"] = mode
     elif mode == "selective" and option == "op":
         fields["recompute"] = "op"
-    elif mode == "selective" and option.isdigit() and int(option) >= 1:
+    elif mode == "selective" and option.isdecimal() and option.isascii() and int(option) >= 1:
         fields.update(recompute="full", recompute_every=int(option))
     else:
         reading.notes.append(f"activation_checkpoint.mode '{mode}' (selective_ac_option '{option}'): not modelled, "
