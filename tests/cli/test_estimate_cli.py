@@ -158,3 +158,15 @@ def test_an_fp8_recipe_without_fp8_precision_is_refused() -> None:
                                       "nvfp4", "--tokens", "1B"])
     assert result.exit_code == 2
     assert "--fp8-recipe nvfp4 sets how the low-precision GEMMs scale: it needs --precision fp8" in result.output
+
+
+def test_fewer_tokens_than_one_step_says_so() -> None:
+    """--tokens below one step's tokens (found by fuzzing: 1,000 tokens 'trained' in 86 ms of a longer step)."""
+    from click.testing import CliRunner
+
+    from rigplan.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["estimate", "llama-3.1-8b", "--tokens", "1000", "--json"])
+    assert result.exit_code == 0
+    notes = " | ".join(json.loads(result.output)["assumptions"])
+    assert "--tokens 1,000 is less than one step's 4,194,304 tokens" in notes

@@ -117,7 +117,7 @@ CORPUS = [
     "memory llama-3.1-8b --calibration {cal_gemm_json}", "memory llama-3.1-8b --calibration {cal_context_json}",
     "estimate llama-3.1-8b --gpus 16 --calibration {cal_latency_json}",
     "estimate llama-3.1-8b --gpus 8 --calibration {cal_inf_json}", "tco --gpu h100-sxm --gpus 8 --licence 1e30",
-    "memory llama-3.1-8b --zero 1 --fsdp", "plan llama-3.1-8b --tokens 1T --budget 1$000",
+    "memory llama-3.1-8b --zero 1 --fsdp", "plan llama-3.1-8b --tokens 1T --budget 1$000", "export llama-3.1-8b",
 ]
 
 

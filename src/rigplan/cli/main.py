@@ -123,7 +123,9 @@ def main() -> None:
         if isinstance(err, click.UsageError) and err.ctx is not None:
             see = f"see '{err.ctx.command_path} --help'"
             hint = f" ({see})" if lang == "en" else f"（{translate(see, lang)}）"
-        click.echo(error_line(err.format_message(), lang) + hint, err=True)
+        # click lists a missing option's choices one per line ("Choose from:\n\tmegatron,\n\t..."): one line
+        message = " ".join(part.strip() for part in err.format_message().splitlines() if part.strip())
+        click.echo(error_line(message, lang) + hint, err=True)
         sys.exit(2)
     except BrokenPipeError:
         sys.exit(0)

@@ -534,6 +534,10 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     storage = None
     if tokens:
         ideal_s = tokens / (float(breakdown.tokens_per_step) / float(breakdown.step_time_s))
+        step_tokens = float(breakdown.tokens_per_step)
+        if tokens < step_tokens:
+            assumptions.append(f"--tokens {tokens:,.0f} is less than one step's {step_tokens:,.0f} tokens: the time "
+                               "to train is that share of a step (a run takes whole steps)")
         store = (default_storage_for(setup.layout.num_gpus, gpu.gpus_per_node) if request.storage == "auto"
                  else STORAGE_PRESETS[request.storage]())
         assumptions.extend(reliability_notes(gpu, store, auto=request.storage == "auto"))
