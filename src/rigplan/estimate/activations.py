@@ -70,7 +70,6 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
 from rigplan.estimate import fp8_inputs, linear_attention, peft_kbit, recompute_modules, sparse_attention
-from rigplan.estimate.band_kernels import skips_window_blocks
 from rigplan.estimate.litgpt import litgpt_token_bytes
 from rigplan.estimate.torchtune import torchtune_token_parts
 
@@ -472,7 +471,7 @@ def _layer_activation_bytes(
     kv_replicas = linear_attention.blend(arch, kv_replica_token_bytes(arch, job, tp), 0.0)
     if arch.sparse_attention is not None:  # the indexer's saved tensors, whole on every tensor-parallel rank
         kv_replicas = kv_replicas + sparse_attention.indexer_share(arch) * sparse_attention.saved_bytes_per_token(
-            arch, job, skips_window_blocks(job))
+            arch, job)
     ffn_share = 1.0 if moe_layer else arch.ffn_blocks_per_layer  # a dense model's mixer-only layers save no MLP block
     full_per_token = attention.per_gpu(tp, sp) + ffn_share * mlp.per_gpu(tp, sp) + legacy + kv_replicas
     if moe_layer and arch.moe is not None:  # the einsum dispatcher's masks, kept for its einsums' backward

@@ -9,6 +9,7 @@ import numpy as np
 
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
+from rigplan.estimate import sparse_attention
 from rigplan.estimate.band_kernels import skips_window_blocks
 from rigplan.estimate.efficiency import Efficiency, attention_efficiency
 from rigplan.estimate.flops import window_pair_share
@@ -30,7 +31,7 @@ def attention_core_efficiency(arch: Architecture, job: Job, eff: Efficiency, ker
     """
     span = job.seq_len if job.cp_comm_type == "a2a" else job.seq_len / cp
     head = float(arch.dim_per_head)
-    if arch.sparse_attention is not None and skips_window_blocks(job):
+    if arch.sparse_attention is not None and sparse_attention.runs_sparse_kernels(arch, job):
         return attention_efficiency(eff, kernel, np.minimum(span, arch.sparse_attention.topk), head)
     if not arch.attention_windows or not skips_window_blocks(job):
         return attention_efficiency(eff, kernel, span, head)

@@ -139,7 +139,7 @@ def attention_window_scale(arch: Architecture, seq_len: NumIn, job: Job) -> Num:
     DeepSeek Sparse Attention keeps window_pair_share(s, topk) on every layer: query i attends to min(i + 1, topk)
     keys, as many as a window of topk tokens keeps (on a stack with sparse kernels, the same test).
     Left out: a dense mask makes SDPA compute the whole matrix, not the causal half rigplan counts."""
-    if arch.sparse_attention is not None and skips_window_blocks(job):
+    if arch.sparse_attention is not None and sparse_attention.runs_sparse_kernels(arch, job):
         return window_pair_share(seq_len, arch.sparse_attention.topk)
     if not arch.attention_windows or not skips_window_blocks(job):
         return 1.0
@@ -382,7 +382,7 @@ def _stage_flops(
 ) -> StepFlops:
     """`lm_head` is 1 on the stage holding the output head (and the MTP modules), 0 elsewhere."""
     kw: dict[str, Any] = {"seq_len": seq_len, "micro_batch": micro_batch, "tp": tp, "cp": cp}
-    sparse = arch.sparse_attention is not None and skips_window_blocks(job)
+    sparse = sparse_attention.runs_sparse_kernels(arch, job)
     core_kw = {**kw, "causal_fraction": causal_fraction, "sequence_parallel": sequence_parallel,
                "window_scale": attention_window_scale(arch, seq_len, job), "sparse": sparse}
     dense = layer_forward_flops(arch, moe=False, **core_kw)
@@ -401,7 +401,7 @@ def _stage_flops(
     # layers that run an indexer: the stage's share of the model's, and a DSA model's MTP layers with the head
     indexers = ((n_dense + n_moe) * sparse_attention.indexer_share(arch) + mtp * lm_head
                 if arch.sparse_attention is not None else 0.0)
-    indexer_fwd, indexer_bwd = _indexer_flops(arch, job, sparse, seq_len=seq_len, micro_batch=micro_batch,
+    indexer_fwd, indexer_bwd = _indexer_flops(arch, job, seq_len=seq_len, micro_batch=micro_batch,
                                               causal_fraction=causal_fraction, cp=cp)
     forward = layers + head + indexer_fwd.times(indexers)
     if job.is_peft:
@@ -441,15 +441,15 @@ def _stage_flops(
         d_qk, d_v = _core_widths(arch, sparse)
         scores = layers.attention_core_flop * d_qk / (d_qk + d_v)
         recompute = recompute + OpFlops(attention_core_flop=scores)
-        if sparse_attention.trains_indexer(arch, job, sparse):  # the KL target: the scores over the selected keys
+        if sparse_attention.trains_indexer(arch, job):  # the KL target: the scores over the selected keys
             indexed = indexers / np.maximum(n_dense + n_moe + mtp * lm_head, 1.0)
             recompute = recompute + OpFlops(attention_core_flop=scores * indexed)
     return StepFlops(forward=forward, backward=backward, recompute=recompute,
                      tokens=micro_batch * seq_len / cp)
 
 
-def _indexer_flops(arch: Architecture, job: Job, sparse: bool, *, seq_len: Num, micro_batch: Num,
-                   causal_fraction: Num, cp: Num) -> tuple[OpFlops, OpFlops]:
+def _indexer_flops(arch: Architecture, job: Job, *, seq_len: Num, micro_batch: Num, causal_fraction: Num,
+                   cp: Num) -> tuple[OpFlops, OpFlops]:
     """Forward and backward FLOPs of one DeepSeek Sparse Attention indexer on one GPU (estimate.sparse_attention);
     zero without one.
 
@@ -467,7 +467,7 @@ def _indexer_flops(arch: Architecture, job: Job, sparse: bool, *, seq_len: Num, 
     per_pair = sparse_attention.score_flop_per_pair(arch)
     forward = OpFlops(attention_proj_flop=proj,
                       attention_core_flop=micro_batch * seq_len * seq_len * causal_fraction / cp * per_pair)
-    if not sparse_attention.trains_indexer(arch, job, sparse):
+    if not sparse_attention.trains_indexer(arch, job):
         return forward, OpFlops()
     selected = micro_batch * seq_len * seq_len * FLASH_CAUSAL_FRACTION * window_pair_share(seq_len, spec.topk) / cp
     return forward, OpFlops(attention_proj_flop=proj, attention_core_flop=2.0 * selected * per_pair)

@@ -22,6 +22,14 @@ INDEX_BYTES = 4
 prefill and decode kernels, `indices` int32)."""
 
 
+def runs_sparse_kernels(arch: Architecture, job: Job) -> bool:
+    """Whether this job runs DeepSeek Sparse Attention sparsely: a DSA model on a stack whose attention kernels skip
+    the key blocks they are not given (band_kernels.skips_window_blocks: fused kernels, FlashAttention, cuDNN).
+    transformers attends through a dense mask instead. Context parallelism then all-gathers the keys rather than
+    passing blocks round a ring (Megatron-Core's DSAttention: the selected keys may be anywhere in the sequence)."""
+    return arch.sparse_attention is not None and skips_window_blocks(job)
+
+
 def indexer_params(arch: Architecture) -> int:
     """One layer's indexer: wq_b r_q×H_I·d_I, wk h×d_I, k_norm LayerNorm 2·d_I, weights_proj h×H_I (transformers'
     DeepseekV32Indexer and GlmMoeDsaIndexer); 0 without sparse attention."""
@@ -65,34 +73,27 @@ def score_flop_per_pair(arch: Architecture) -> float:
     return 2.0 * sparse.indexer_heads * (sparse.indexer_head_dim + 1)
 
 
-def trains_indexer(arch: Architecture, job: Job, sparse_kernels: bool) -> bool:
+def trains_indexer(arch: Architecture, job: Job) -> bool:
     """Whether the step trains the indexer (its KL loss, the main attention's scores over the selected keys as its
     target, and its backward): full training on a stack with sparse kernels. transformers runs the indexer under
     torch.no_grad and attends through a dense mask, and LoRA/QLoRA leave the indexer frozen."""
-    return arch.sparse_attention is not None and sparse_kernels and not job.is_peft
+    return runs_sparse_kernels(arch, job) and not job.is_peft
 
 
-def saved_bytes_per_token(arch: Architecture, job: Job, sparse_kernels: bool) -> float:
+def saved_bytes_per_token(arch: Architecture, job: Job) -> float:
     """Bytes one indexer layer keeps per token for the backward, on every tensor-parallel rank (Megatron-Core's
     indexer gathers the sequence-parallel input and runs whole on each rank): the selected keys' indices,
     topk·INDEX_BYTES, which the sparse core's backward reads; when the indexer trains, its queries, key and head
     weights, p·(H_I·d_I + d_I + H_I). 0 for a stack that attends through a dense mask (transformers: the mask,
     not counted here, takes their place)."""
     sparse = arch.sparse_attention
-    if sparse is None or not sparse_kernels:
+    if sparse is None or not runs_sparse_kernels(arch, job):
         return 0.0
     saved = float(sparse.topk * INDEX_BYTES)
-    if trains_indexer(arch, job, sparse_kernels):
+    if trains_indexer(arch, job):
         heads, dim = sparse.indexer_heads, sparse.indexer_head_dim
         saved += job.compute_dtype_bytes * (heads * dim + dim + heads)
     return saved
-
-
-def gathers_keys_over_cp(arch: Architecture, job: Job) -> bool:
-    """Whether context parallelism all-gathers the keys instead of passing key and value blocks round a ring: DSA on a
-    stack with sparse kernels (Megatron-Core's DSAttention gathers the whole sequence's latent keys over the CP group,
-    its 'allgather CP', since the indexer and the selected keys may be anywhere in the sequence)."""
-    return arch.sparse_attention is not None and skips_window_blocks(job)
 
 
 def cp_gathered_width(arch: Architecture) -> float:

@@ -485,7 +485,7 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             tokens=tokens, qkv_width=arch.num_heads * d_qk + arch.kv_heads * (d_qk + d_v),
             out_width=arch.num_heads * d_v, tp=tp, cp=cp, dtype_bytes=p, per_node=cp_place.per_node,
             intra=cp_place.intra, inter=inter)
-    elif not sparse_attention.gathers_keys_over_cp(arch, job):
+    elif not sparse_attention.runs_sparse_kernels(arch, job):
         kv_heads_per_rank = np.maximum(arch.kv_heads / tp, 1.0)
         block = comm.ring_attention_block_bytes(seq_len=seq, micro_batch=mb, cp=cp, kv_heads=kv_heads_per_rank,
                                                 head_dim=arch.dim_per_head, dtype_bytes=p)
@@ -497,7 +497,7 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             arch, tokens=tokens, tp=tp, cp=cp, dtype_bytes=p, per_node=cp_place.per_node, intra=cp_place.intra,
             inter=inter)
         cp_per_layer = cp_per_layer * (1.0 - arch.linear_attention_share)
-    elif sparse_attention.gathers_keys_over_cp(arch, job) and not ulysses:  # DSA: the whole sequence's keys, exposed
+    elif sparse_attention.runs_sparse_kernels(arch, job) and not ulysses:  # DSA: the whole sequence's keys, exposed
         keys = tokens * cp * sparse_attention.cp_gathered_width(arch) * p
         cp_per_layer = 0.0 * tokens
         gather_args = (keys, cp, cp_place.per_node, cp_place.intra, inter)

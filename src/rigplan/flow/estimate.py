@@ -36,6 +36,7 @@ from rigplan.estimate.moe import (
 )
 from rigplan.estimate.moe_host import glu_offset_syncs
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
+from rigplan.estimate.sparse_attention import runs_sparse_kernels
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
 from rigplan.estimate.step import StepBreakdown, step_time, with_network
 from rigplan.flow.evidence import (
@@ -364,7 +365,7 @@ def sparse_attention_note(arch: Architecture, job: Job) -> str | None:
     sparse = arch.sparse_attention
     if sparse is None:
         return None
-    if not skips_window_blocks(job):
+    if not runs_sparse_kernels(arch, job):
         return ("DeepSeek Sparse Attention counted as dense MLA plus the indexer's forward, since this stack attends "
                 "through a mask (transformers); a stack with sparse kernels (--kernels fused) attends to the top-k "
                 "keys only")
