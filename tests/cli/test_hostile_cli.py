@@ -118,6 +118,7 @@ CORPUS = [
     "estimate llama-3.1-8b --gpus 16 --calibration {cal_latency_json}",
     "estimate llama-3.1-8b --gpus 8 --calibration {cal_inf_json}", "tco --gpu h100-sxm --gpus 8 --licence 1e30",
     "memory llama-3.1-8b --zero 1 --fsdp", "plan llama-3.1-8b --tokens 1T --budget 1$000", "export llama-3.1-8b",
+    "tco --server dgx-h100 --gpu a100-80gb-sxm --gpus 8", "plan llama-3.1-8b --tokens 1T --server dgx-h100 --gpu l40s",
 ]
 
 

@@ -399,6 +399,9 @@ def with_build(request: TcoRequest, catalog: Any) -> TcoRequest:
 
     build = resolve_build(request.server or "", request.catalog)
     costs = build_costs(build, catalog, request.fx)
+    if "gpu" in request.model_fields_set and request.gpu != costs.gpu_id:
+        raise InvalidSpec(f"--server {request.server} holds {costs.gpu_id} GPUs, not --gpu {request.gpu}; drop one of "
+                          "them")
     update: dict[str, Any] = {"gpu": costs.gpu_id}
     if costs.server_share_usd_per_gpu is not None and request.server_share is None:
         update["server_share"] = request.money.from_usd(costs.server_share_usd_per_gpu)

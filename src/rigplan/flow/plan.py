@@ -366,6 +366,10 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
         from rigplan.servers.load import resolve_build
 
         costs = build_costs(resolve_build(request.server, request.catalog), catalog)
+        others = [g for g in request.gpu or () if g != costs.gpu_id]
+        if others:
+            raise InvalidSpec(f"--server {request.server} holds {costs.gpu_id} GPUs, not --gpu {', '.join(others)}; "
+                              "drop one of them")
         records = [catalog.gpu(costs.gpu_id)]
         overrides = {"server_share_usd_per_gpu": costs.server_share_usd_per_gpu,
                      "host_w_per_gpu": costs.host_w_per_gpu}
