@@ -56,12 +56,12 @@ def mqa_core_widths(arch: Architecture) -> tuple[int, int]:
 
 
 def projection_flop_per_token(arch: Architecture) -> float:
-    """Forward FLOPs of the indexer's three projections for one token: 2·(r_q·H_I·d_I + h·d_I + h·H_I)."""
-    sparse, mla = arch.sparse_attention, arch.mla
-    if sparse is None or mla is None:
+    """Forward FLOPs of the indexer's three projections for one token: 2·(r_q·H_I·d_I + h·d_I + h·H_I), twice its
+    weights less k_norm's 2·d_I."""
+    sparse = arch.sparse_attention
+    if sparse is None:
         return 0.0
-    heads, dim = sparse.indexer_heads, sparse.indexer_head_dim
-    return 2.0 * (mla.q_lora_rank * heads * dim + arch.hidden * dim + arch.hidden * heads)
+    return 2.0 * (indexer_params(arch) - 2 * sparse.indexer_head_dim)
 
 
 def score_flop_per_pair(arch: Architecture) -> float:
