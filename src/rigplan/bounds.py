@@ -243,8 +243,13 @@ def located_message(error: Any, where: str) -> str:
     return f"{where}: {msg}"
 
 
+def _signed_count(text: str | float, what: str) -> float:
+    """A count whose sign its bound checks, so that -1 and 0 get the same message (the allowed range)."""
+    return units.parse_count(text, what, allow_negative=True)
+
+
 PARSERS: dict[str, Callable[[str | float, str], float]] = {
-    "count": units.parse_count, "duration": units.parse_duration, "bytes": units.parse_bytes}
+    "count": _signed_count, "duration": units.parse_duration, "bytes": units.parse_bytes}
 
 
 def parse(name: str, text: str | float, kind: str = "count") -> float:

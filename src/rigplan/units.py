@@ -32,8 +32,9 @@ _DURATION_SUFFIX = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0,
 _NUMBER = r"([+-]?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
 
 
-def parse_count(text: str | float | int, what: str = "value") -> float:
-    """Parse '2T', '300B', '1.5M', '7e9' or a plain number into a float count."""
+def parse_count(text: str | float | int, what: str = "value", *, allow_negative: bool = False) -> float:
+    """Parse '2T', '300B', '1.5M', '7e9' or a plain number into a float count. allow_negative leaves the sign to
+    the caller (a bound that names the whole allowed range)."""
     if isinstance(text, int | float):
         value = float(text)
     else:
@@ -43,7 +44,7 @@ def parse_count(text: str | float | int, what: str = "value") -> float:
         value = float(match.group(1)) * _COUNT_SUFFIX[match.group(2)]
     if not math.isfinite(value):
         raise InvalidSpec(f"{what} must be a finite number, got {text}")
-    if value < 0:
+    if value < 0 and not allow_negative:
         raise InvalidSpec(f"{what} must be >= 0, got {text}")
     return value
 

@@ -5,24 +5,16 @@ holding a config.json is still read."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+
+from cli_run import run_main
 
 TINY = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
         "vocab_size": 1000, "intermediate_size": 512}
 
 
 def _run(args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
-    from rigplan.cli.main import main
-
-    monkeypatch.setattr(sys, "argv", ["rigplan", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as done:
-        code = int(done.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return run_main(args, monkeypatch, capsys)
 
 
 def test_a_catalog_id_wins_over_a_folder_of_that_name(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -73,7 +73,7 @@ CLI_CORPUS = [
     "memory deepseek-v3 --gpus 2048 --pp 16 --vpp 2 --ep 64 --zero 1 --stage-layers 1,2x30,0",
     "memory llama-3.1-8b --gpus 8 --framework megatron --tp 2 --precision bf16",
     "memory llama-3.1-8b --gpu rtx-4090 --method qlora --seq 2048 --lora-targets all --find-max",
-    "memory llama-3.1-8b --method lora --lora-targets q,k,v,o --lora-rank 64 --no-double-quant",
+    "memory llama-3.1-8b --method qlora --lora-targets q,k,v,o --lora-rank 64 --no-double-quant",
     "memory mixtral-8x7b --gpus 8 --ep 8 --moe-imbalance 1.3 --capacity-factor 1.25 --a2a-overlap",
     "memory qwen3-30b-a3b --gpus 8 --ep 8 --etp 1 --balanced-routing",
     "memory --layers 4 --hidden 256 --heads 4 --vocab 1000 --ffn 1024 --mlp plain --positions learned",

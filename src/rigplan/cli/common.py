@@ -14,6 +14,7 @@ import click
 
 from rigplan import i18n
 from rigplan.bounds import BOUND_ERROR_TYPE
+from rigplan.cli.given import refuse_inert_options
 from rigplan.cli.job_files import MEGATRON_ARGS_OPTION, TORCHTITAN_CONFIG_OPTION, with_job_file
 from rigplan.cli.language import error_line
 from rigplan.domain.frameworks import FRAMEWORK_NAMES
@@ -123,6 +124,9 @@ def guarded(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None:
+                refuse_inert_options(ctx)
             return func(*args, **kwargs)
         except RigplanError as err:
             fail(str(err))

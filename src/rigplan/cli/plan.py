@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -80,11 +81,12 @@ def _render(data: dict[str, Any], currency: str) -> None:
 
 def parse_cluster(text: str) -> tuple[int, int, str | None]:
     """'6x8' -> (6, 8, None); '6x8:h100-sxm' or '6x8 h100-sxm' -> (6, 8, 'h100-sxm')."""
-    shape, _, gpu = text.strip().replace(" ", ":", 1).partition(":")
-    nodes, sep, per_node = shape.lower().partition("x")
-    if not sep or not nodes.isdigit() or not per_node.isdigit() or int(nodes) < 1 or int(per_node) < 1:
+    shape, colon, gpu = text.strip().replace(" ", ":", 1).partition(":")
+    match = re.fullmatch(r"([0-9]+)x([0-9]+)", shape.lower())
+    if not match or int(match[1]) < 1 or int(match[2]) < 1 or (colon and not gpu.strip()):
         fail(f"--cluster '{text}' is not NODESxGPUS[:GPU], e.g. 6x8 or 6x8:h100-sxm")
-    return int(nodes), int(per_node), gpu.strip() or None
+        raise AssertionError("unreachable")
+    return int(match[1]), int(match[2]), gpu.strip() or None
 
 
 @click.command("plan")

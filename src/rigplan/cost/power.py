@@ -85,7 +85,7 @@ _BAND = re.compile(rf"^\s*([a-z][a-z0-9_\-]*)\s*:\s*{_NUMBER}\s*h\s*@\s*{_NUMBER
 def parse_tariff(text: str, *, shiftable: bool = False, usd_per_unit: float = 1.0) -> TimeOfUseTariff:
     """Parse "peak:8h@0.12,flat:8h@0.08,valley:8h@0.04" (prices per kWh, in a currency worth
     `usd_per_unit` USD each) into a tariff priced in USD."""
-    bands = []
+    bands: list[TariffBand] = []
     for part in text.split(","):
         match = _BAND.match(part)
         if not match:
@@ -94,6 +94,8 @@ def parse_tariff(text: str, *, shiftable: bool = False, usd_per_unit: float = 1.
         if not 0 < hours <= 24:
             raise InvalidSpec(f"--tou: band '{name}' has {hours:g} h; each band needs 0 < hours <= 24")
         check("price_per_kwh", price, label=f"--tou: band '{name}': the price per kWh")
+        if any(band.name.lower() == name.lower() for band in bands):
+            raise InvalidSpec(f"--tou: band '{name}' is given twice; give each band once with all its hours")
         bands.append(TariffBand(name=name, hours_per_day=hours, usd_per_kwh=price * usd_per_unit))
     try:
         return TimeOfUseTariff(bands=bands, shiftable=shiftable)

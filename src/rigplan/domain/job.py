@@ -322,6 +322,9 @@ class Job:
             raise InvalidSpec(
                 f"unknown LoRA target(s) {', '.join(unknown)}; choose from {', '.join(LORA_TARGET_NAMES)} or 'all'"
             )
+        repeated = sorted({t for t in self.lora_targets if self.lora_targets.count(t) > 1})
+        if repeated:
+            raise InvalidSpec(f"--lora-targets names {', '.join(repeated)} more than once; give each module once")
         if self.method != "full" and not self.lora_targets:
             raise InvalidSpec("LoRA needs at least one target module (--lora-targets q,v)")
         if self.fp8_experts and self.precision not in ("bf16-mixed", "bf16-true"):

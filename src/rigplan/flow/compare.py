@@ -55,7 +55,7 @@ COMPARE_ROWS: tuple[tuple[str, str, str], ...] = (
 def parse_option(text: str) -> tuple[int, str]:
     """'8xa100-80gb-sxm' or '8 x h100-sxm' -> (8, id)."""
     count, sep, gpu = text.lower().replace(" ", "").partition("x")
-    if not sep or not count.isdigit() or not gpu:
+    if not sep or not (count.isdecimal() and count.isascii()) or not gpu:
         raise InvalidSpec(f"option '{text}' is not COUNTxGPU, e.g. 8xa100-80gb-sxm or 4xh100-sxm")
     check("option_gpus", int(count), label=f"option '{text}': the GPU count")
     return int(count), gpu
