@@ -152,6 +152,24 @@ def test_megatron_bf16_gradient_reduction_keeps_bf16_main_grads() -> None:
     params = 8.03e9
     assert grads() == pytest.approx(4.0 * params, rel=0.02)
     assert grads(grad_reduce_dtype="bf16") == pytest.approx(2.0 * params, rel=0.02)
+    # the fp32 reduction given explicitly is the same switch at the preset's value: fp32 main grads still (before
+    # 2026-12-07 an explicit --grad-reduce-dtype fp32 dropped the buffer to 2 bytes)
+    assert grads(grad_reduce_dtype="fp32") == pytest.approx(4.0 * params, rel=0.02)
+    for name in ("nemo", "ms-swift"):
+        request = MemoryRequest(model="llama-3-8b", gpu="h100-sxm", gpus=8, framework=name, zero=1,
+                                grad_reduce_dtype="fp32")
+        assert request.main_grads_fp32 is True, name
+        assert "grad_reduce_dtype" in request.framework_applied.kept, name
+
+
+def test_a_setting_given_at_another_value_stays_the_users_whole() -> None:
+    """Only a coupled setting (one framework switch) fills its other fields when the user gives one at the
+    preset's value; an ordinary multi-field setting keeps its all-or-nothing rule (torchtitan's every-second-layer
+    recompute does not follow a user's --recompute full)."""
+    megatron = MemoryRequest(model="llama-3-8b", framework="megatron", main_grads_fp32=False, grad_reduce_dtype="fp32")
+    assert megatron.main_grads_fp32 is False
+    titan = MemoryRequest(model="llama-3-8b", framework="torchtitan", recompute="full")
+    assert titan.recompute_every is None
 
 
 def test_fp8_param_gather_keeps_fp8_weights_only() -> None:

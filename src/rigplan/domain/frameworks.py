@@ -47,6 +47,10 @@ class PresetSetting:
     values: tuple[tuple[str, object], ...]
     source: str
     when: Condition = "always"
+    coupled: bool = False
+    """The fields are one switch of the framework (Megatron-LM's grad_reduce_in_fp32 decides both the main-grad
+    buffer's dtype and the reduction's): a user who gives some of them at the preset's values gets the rest from
+    the preset too; any other value keeps the whole setting the user's."""
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -99,8 +103,8 @@ def condition_holds(when: Condition, *, precision: str, tp: int, zero: int = 0, 
     return True
 
 
-def _s(source: str, when: Condition = "always", **values: object) -> PresetSetting:
-    return PresetSetting(values=tuple(values.items()), source=source, when=when)
+def _s(source: str, when: Condition = "always", *, coupled: bool = False, **values: object) -> PresetSetting:
+    return PresetSetting(values=tuple(values.items()), source=source, when=when, coupled=coupled)
 
 
 _MCORE_ARGS = "Megatron-LM megatron/training/arguments.py"
@@ -129,7 +133,7 @@ _MEGATRON_CORE: tuple[PresetSetting, ...] = (
        "so gradients accumulate in an fp32 main-grad buffer (param.main_grad) and the data-parallel reduction runs "
        "on it; one flag for both: megatron/core/distributed/distributed_data_parallel.py allocates the buffer as "
        "torch.float if grad_reduce_in_fp32 else param.dtype, so --grad-reduce-dtype bf16 keeps bf16 gradients. "
-       "fp16 keeps them in fp16", "bf16_or_fp8", main_grads_fp32=True, grad_reduce_dtype="fp32"),
+       "fp16 keeps them in fp16", "bf16_or_fp8", coupled=True, main_grads_fp32=True, grad_reduce_dtype="fp32"),
     _s(f"{_MCORE_ARGS}: --fp8-recipe defaults to delayed (TE DelayedScaling)", "fp8", fp8_recipe="delayed"),
     _s("TransformerEngine transformer_engine/pytorch/tensor/float8_tensor.py: the fp8 weight keeps its "
        "transpose for the dgrad/wgrad GEMMs", "fp8", fp8_transpose_cache=True),

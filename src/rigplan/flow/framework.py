@@ -17,7 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rigplan.domain.frameworks import FRAMEWORK_PRESETS, PRESETS, RELATED_FIELDS, condition_holds
+from rigplan.domain.frameworks import FRAMEWORK_PRESETS, PRESETS, RELATED_FIELDS, PresetSetting, condition_holds
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -126,16 +126,25 @@ def fill_preset(name: str, current: dict[str, Any], explicit: Collection[str],
         if given:
             applied.kept.extend(g for g in given if g not in applied.kept)
             applied.kept_values.update({g: current.get(g) for g in given})
-            continue
+            if not _agrees(setting, given, current):
+                continue
         if not condition_holds(setting.when, precision=_precision_of(current), tp=int(current.get("tp") or 1),
                                zero=int(current.get("zero") or 0), method=str(current.get("method") or "full"),
                                compile=bool(current.get("compile"))):
-            applied.not_applicable.append(f"{setting.label} (only {setting.when})")
+            if not given:
+                applied.not_applicable.append(f"{setting.label} (only {setting.when})")
             continue
         for name_, value in setting.values:
-            if name_ not in known:
+            if name_ not in known or name_ in given:
                 continue
             updates[name_] = current[name_] = value
             applied.set_values[name_] = value
             applied.sources[name_] = setting.source
     return updates, applied
+
+
+def _agrees(setting: PresetSetting, given: list[str], current: dict[str, Any]) -> bool:
+    """Whether a coupled setting (PresetSetting.coupled) still fills its other fields: every field the user gave
+    is one of the setting's, at the setting's value."""
+    values = dict(setting.values)
+    return setting.coupled and all(g in values and current.get(g) == values[g] for g in given)
