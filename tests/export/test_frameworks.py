@@ -153,8 +153,12 @@ def test_megatron_writes_the_router_and_the_mtp_modules_the_estimate_counts() ->
                                   pipeline_dtype=torch.bfloat16)  # MLA's ranks and head dims too
     assert (config.mtp_num_layers, config.moe_router_score_function) == (1, "sigmoid")
     assert (config.kv_lora_rank, config.v_head_dim) == (512, 128)
+    # DeepSeek's group-limited routing (n_group 8, topk_group 4), as Megatron-Bridge passes it on
+    assert "--moe-router-num-groups 8" in deepseek.command and "--moe-router-group-topk 4" in deepseek.command
+    assert (config.moe_router_num_groups, config.moe_router_group_topk) == (8, 4)
     qwen = export(setup_of("moe", model="qwen3-30b-a3b"), "megatron").values
     assert "mtp_num_layers" not in qwen and "moe_router_score_function" not in qwen
+    assert "moe_router_num_groups" not in qwen
 
 
 def test_megatron_writes_deepseek_sparse_attention() -> None:

@@ -543,7 +543,8 @@ def test_moe_overrides_keep_the_catalog_router_and_mtp() -> None:
 def test_mtp_layers_on_a_dense_model_is_refused() -> None:
     from rigplan.flow.model_source import resolve_model
 
-    with pytest.raises(InvalidSpec, match="--mtp-layers/--dense-layers/--moe-latent-size need --experts"):
+    with pytest.raises(InvalidSpec, match="--mtp-layers/--dense-layers/--moe-latent-size/--expert-groups/"
+                                          "--group-top-k need --experts"):
         resolve_model("llama-3.1-8b", load_catalog(), {"mtp_layers": 1})
 
 

@@ -271,5 +271,6 @@ def test_latent_size_flag_sets_and_clears_the_latent_width() -> None:
     cleared = estimate(EstimateRequest(model="nemotron-3-super-120b-a12b", moe_latent_size=0, gpu="gb300", gpus=64,
                                        ep=64, zero=1))
     assert cleared.setup.arch.expert_hidden == 4096
-    with pytest.raises(InvalidSpec, match="--moe-latent-size need --experts for a dense model"):
+    with pytest.raises(InvalidSpec, match="--moe-latent-size/--expert-groups/--group-top-k need --experts for a "
+                                          "dense model"):
         estimate(EstimateRequest(model="llama-3.1-8b", moe_latent_size=512, **base))

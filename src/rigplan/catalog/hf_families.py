@@ -172,6 +172,18 @@ def mla_fields(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, notes
 
 
+def group_limited_routing(r: ConfigReader) -> dict[str, int]:
+    """MoE.routing_groups and routing_group_topk from n_group and topk_group (DeepSeek-V2/V3's group-limited router,
+    which transformers applies under topk_method 'group_limited_greedy' and 'noaux_tc'; Megatron-Bridge passes the
+    same keys on as --moe-router-num-groups / --moe-router-group-topk); 1 and 1 where they are absent or 'greedy'
+    routing ignores them (DeepSeek-V2-Lite)."""
+    if r.cfg.get("topk_method") == "greedy":
+        return {}
+    groups = r.opt_int("n_group", default=1) or 1
+    kept = r.opt_int("topk_group", default=1) or 1
+    return {"routing_groups": groups, "routing_group_topk": kept} if groups > 1 else {}
+
+
 def deepseek_fields(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     fields, notes = mla_fields(r)
     routed = r.opt_int("n_routed_experts")
@@ -192,6 +204,7 @@ def deepseek_fields(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
             first_dense_layers=dense,
             router="sigmoid" if r.cfg.get("scoring_func") == "sigmoid" else "softmax",
             mtp_layers=r.opt_int("num_nextn_predict_layers"),
+            **group_limited_routing(r),
         )
         fields["active_excludes_input_embedding"] = True  # as DeepSeek and Kimi count active parameters
         if r.cfg.get("topk_method") == "noaux_tc":

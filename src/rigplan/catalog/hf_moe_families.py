@@ -12,7 +12,13 @@ from dataclasses import replace
 from typing import Any
 
 from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
-from rigplan.catalog.hf_families import deepseek_fields, mla_fields, qwen_sparse_layers, routed_every_layer
+from rigplan.catalog.hf_families import (
+    deepseek_fields,
+    group_limited_routing,
+    mla_fields,
+    qwen_sparse_layers,
+    routed_every_layer,
+)
 from rigplan.catalog.hf_reader import ConfigReader, moe_layer_split, standard
 from rigplan.domain.model import LinearAttention, MoE, SparseAttention
 
@@ -235,7 +241,7 @@ def _bailing_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
                         expert_ffn=expert_ffn, num_shared_experts=r.opt_int("num_shared_experts"),
                         first_dense_layers=first_dense,
                         router="sigmoid" if v2 or r.cfg.get("score_function") == "sigmoid" else "softmax",
-                        mtp_layers=mtp)
+                        mtp_layers=mtp, **group_limited_routing(r))
     if mtp:
         notes.append(f"{mtp} multi-token-prediction layer(s) of num_hidden_layers not counted")
     return fields, notes

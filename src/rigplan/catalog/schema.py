@@ -280,6 +280,10 @@ class MoERecord(Record):
     """0-based non-MoE layers where no leading count and step describe them (domain.model.MoE.dense_layers)."""
     latent_size: Annotated[int, Field(ge=0, le=BOUNDS["hidden"].high)] = 0
     """A latent MoE's expert width (domain.model.MoE.latent_size); 0 = the hidden size."""
+    routing_groups: Annotated[int, Field(ge=1, le=BOUNDS["experts"].high)] = 1
+    """Expert groups of a group-limited router (config.json n_group; domain.model.MoE.routing_groups)."""
+    routing_group_topk: Annotated[int, Field(ge=1, le=BOUNDS["experts"].high)] = 1
+    """Groups a token may route to (config.json topk_group)."""
 
 
 class MLARecord(Record):

@@ -211,6 +211,13 @@ def model_options(func: F) -> F:
         click.option("--moe-latent-size", type=int,
                      help="MoE: latent width of the routed experts; tokens are projected to it before dispatch and "
                           "back after combine (Nemotron 3 Super: 1024); 0 = the hidden size."),
+        click.option("--expert-groups", type=int,
+                     help="MoE: groups of consecutive experts of a group-limited router (DeepSeek-V3: 8; config.json "
+                          "n_group, Megatron --moe-router-num-groups); with --group-top-k a token's experts come from "
+                          "at most that many groups, which DeepEP-style dispatch sends to fewer nodes. 1 = none."),
+        click.option("--group-top-k", type=int,
+                     help="MoE: groups each token may route to (DeepSeek-V3: 4; config.json topk_group, Megatron "
+                          "--moe-router-group-topk)."),
     ]
     for option in reversed(options):
         func = option(func)

@@ -58,6 +58,12 @@ class MoE:
     """Width of a latent MoE's routed experts (Nemotron 3 Super: 1,024): tokens are projected from the hidden
     size to it before dispatch and back after combine, so the all-to-all and the experts work at this width
     (Megatron-Core moe_latent_size); 0 = the hidden size."""
+    routing_groups: int = 1
+    """Groups of consecutive experts of a group-limited router (DeepSeek's node-limited routing: config.json n_group,
+    Megatron-Core --moe-router-num-groups; DeepSeek-V3: 8 groups of 32); 1 = no grouping."""
+    routing_group_topk: int = 1
+    """Groups each token may route to (config.json topk_group, --moe-router-group-topk; DeepSeek-V3: 4, so a token
+    reaches at most 4 of the 8 nodes its experts are spread over, arXiv 2412.19437 Sec. 2.1.2)."""
 
     def __post_init__(self) -> None:
         if self.latent_size < 0:
@@ -81,6 +87,10 @@ class MoE:
         if self.router not in ("softmax", "sigmoid") or self.mtp_layers < 0:
             raise InvalidSpec(f"router must be softmax or sigmoid and mtp-layers >= 0; got {self.router}, "
                               f"{self.mtp_layers}")
+        if not 1 <= self.routing_group_topk <= self.routing_groups or self.num_experts % self.routing_groups:
+            raise InvalidSpec(f"a group-limited router (--expert-groups, --group-top-k) needs 1 <= group top-k <= "
+                              f"groups and groups dividing the {self.num_experts} experts; got {self.routing_groups} "
+                              f"groups, top-k {self.routing_group_topk}")
 
     def dense_pattern(self) -> int | tuple[int, int] | frozenset[int]:
         """Which layers are dense, as domain.stages takes it: the leading count, (leading, step), or the listed

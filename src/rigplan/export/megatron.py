@@ -106,6 +106,9 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
             args["mtp_num_layers"] = moe.mtp_layers
         if moe.latent_size:  # a latent MoE (Megatron-Core MoELayer fc1/fc2_latent_proj)
             args["moe_latent_size"] = moe.latent_size
+        if moe.routing_groups > 1:  # DeepSeek's group-limited routing (Megatron-Core group_limited_topk)
+            args["moe_router_num_groups"] = moe.routing_groups
+            args["moe_router_group_topk"] = moe.routing_group_topk
         if (moe.first_dense_layers or moe.moe_layer_step > 1 or moe.dense_layers) and not hybrid:  # a hybrid's pattern
             dense = [0 if d else 1 for d in dense_layer_mask(arch.num_layers, moe.dense_pattern())]
             args["moe_layer_freq"] = _quoted_list(dense)
@@ -359,7 +362,8 @@ def core_config_kwargs(args: dict[str, Any]) -> dict[str, Any]:
               "bf16", "fp16", "num_experts", "moe_router_topk", "moe_ffn_hidden_size",
               "moe_shared_expert_intermediate_size", "moe_grouped_gemm", "moe_token_dispatcher_type",
               "moe_flex_dispatcher_backend", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
-              "moe_router_force_load_balancing", "moe_router_score_function", "mtp_num_layers",
+              "moe_router_force_load_balancing", "moe_router_score_function", "moe_router_num_groups",
+              "moe_router_group_topk", "mtp_num_layers",
               "pipeline_model_parallel_layout",
               "overlap_moe_expert_parallel_comm", "delay_wgrad_compute",
               "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim",

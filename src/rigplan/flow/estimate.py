@@ -29,6 +29,7 @@ from rigplan.estimate.moe import (
     FLEX_DISPATCHERS,
     dispatch_einsum_flop_per_token,
     dispatcher,
+    expected_destinations,
     gate_shard,
     host_syncs,
     load_factor,
@@ -270,6 +271,27 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
             f"all-to-all {a2a}")
 
 
+def group_routing_note(arch: Architecture, job: Job, layout: Layout, domain_size: int) -> str | None:
+    """A line on group-limited routing where the EP group spans several scale-up domains (None otherwise): the
+    domains a token reaches (estimate.moe.expected_destinations) with DeepEP/HybridEP, or that NCCL's all-to-all
+    sends every copy anyway."""
+    moe = arch.moe
+    per_domain = min(max(domain_size // max(layout.expert_tp, 1), 1), layout.ep)
+    domains = layout.ep / per_domain
+    if moe is None or moe.routing_groups <= 1 or domains <= 1:
+        return None
+    reached = float(expected_destinations(moe, domains))
+    free = float(expected_destinations(replace(moe, routing_groups=1, routing_group_topk=1), domains))
+    if dispatcher(job) in FLEX_DISPATCHERS:
+        return (f"MoE: group-limited routing (a token's experts in at most {moe.routing_group_topk} of "
+                f"{moe.routing_groups} groups) sends a token to {reached:.1f} of the {domains:g} nodes its EP group "
+                f"spans, against {free:.1f} without it (docs/methodology/moe.md)")
+    return (f"MoE: NCCL's all-to-all sends every routed copy, so group-limited routing (at most "
+            f"{moe.routing_group_topk} of {moe.routing_groups} groups) saves no network traffic here; DeepEP or "
+            f"HybridEP (--moe-dispatcher deepep) would send a token to {reached:.1f} of the {domains:g} nodes, not "
+            f"{free:.1f}")
+
+
 NVL_TRAY_GPUS = 4
 """GPUs in one GB200/GB300 NVL72 compute tray (two Grace CPUs and four Blackwell GPUs per tray)."""
 NVL_RACK_GPUS = 36
@@ -465,6 +487,9 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                            "H200); the Trainer's bf16=True runs under autocast (--autocast)")
     if setup.arch.moe is not None:
         assumptions.append(moe_routing_note(setup.arch, job, setup.layout))
+        grouped = group_routing_note(setup.arch, job, setup.layout, gpu.link.domain_size)
+        if grouped:
+            assumptions.append(grouped)
         if eff.family == "hopper" and job.recompute != "full" and small_microbatch_moe(job, setup.layout):
             assumptions.append(SMALL_MICROBATCH_MOE_EVIDENCE)
         if hopper_gpt_oss_evidence_applies(eff.family, setup.arch, job):

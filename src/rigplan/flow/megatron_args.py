@@ -103,7 +103,8 @@ GRAPH_SCOPES = ("attn", "mamba", "moe_router", "moe_preprocess")
 SHAPE_FLAGS = frozenset({"hidden-size", "ffn-hidden-size", "num-attention-heads", "num-query-groups", "kv-channels",
                          "num-experts", "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size",
                          "moe-layer-freq", "vocab-size", "max-position-embeddings", "q-lora-rank", "kv-lora-rank",
-                         "moe-latent-size", "mamba-num-heads", "mamba-head-dim", "mamba-state-dim",
+                         "moe-latent-size", "moe-router-num-groups", "moe-router-group-topk", "mamba-num-heads",
+                         "mamba-head-dim", "mamba-state-dim",
                          "mamba-num-groups"})
 """Model shape flags: the model is MODEL's, so these are named in the notes, not applied."""
 

@@ -36,7 +36,7 @@ GENERIC_VOCAB = 128_256
 
 SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "mlp", "positions",
                "norm", "tied_embeddings", "experts", "top_k", "expert_ffn", "shared_experts", "mtp_layers",
-               "dense_layers", "moe_latent_size")
+               "dense_layers", "moe_latent_size", "expert_groups", "group_top_k")
 
 
 @dataclass(frozen=True)
@@ -158,15 +158,16 @@ def _apply_shape_flags(arch: Architecture | None, flags: dict[str, Any]) -> Arch
         changes["max_positions"] = arch.context_length or 2048
     moe_fields = {"experts": "num_experts", "top_k": "top_k", "expert_ffn": "expert_ffn",
                   "shared_experts": "num_shared_experts", "mtp_layers": "mtp_layers",
-                  "dense_layers": "first_dense_layers", "moe_latent_size": "latent_size"}
+                  "dense_layers": "first_dense_layers", "moe_latent_size": "latent_size",
+                  "expert_groups": "routing_groups", "group_top_k": "routing_group_topk"}
     overrides = {attr: given[flag] for flag, attr in moe_fields.items() if flag in given}
     if "first_dense_layers" in overrides:  # a leading count replaces a listed set (domain.model.MoE.dense_layers)
         overrides["dense_layers"] = ()
     if overrides:
         base = arch.moe
         if base is None and "num_experts" not in overrides:
-            raise InvalidSpec("--top-k/--expert-ffn/--shared-experts/--mtp-layers/--dense-layers/--moe-latent-size "
-                              "need --experts for a dense model")
+            raise InvalidSpec("--top-k/--expert-ffn/--shared-experts/--mtp-layers/--dense-layers/--moe-latent-size/"
+                              "--expert-groups/--group-top-k need --experts for a dense model")
         if base is not None:
             # the model's own routing, shared-expert width, dense layers and MTP stay unless a flag says otherwise
             changes["moe"] = replace(base, **overrides)

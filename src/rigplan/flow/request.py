@@ -62,6 +62,10 @@ class ModelSpec(BaseModel):
     moe_latent_size: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
     """MoE: the routed experts' latent width, tokens projected to it before dispatch (domain.model.MoE.latent_size;
     Nemotron 3 Super: 1,024); 0 = the hidden size."""
+    expert_groups: Annotated[int, Field(ge=1, le=65_536)] | None = None
+    """MoE: expert groups of a group-limited router (domain.model.MoE.routing_groups; DeepSeek-V3: 8)."""
+    group_top_k: Annotated[int, Field(ge=1, le=65_536)] | None = None
+    """MoE: groups a token may route to (domain.model.MoE.routing_group_topk; DeepSeek-V3: 4)."""
 
     def shape_flags(self) -> dict[str, object]:
         return rules.shape_flags(self, [n for n in ModelSpec.model_fields if n != "model"])
