@@ -109,3 +109,14 @@ def test_the_estimate_says_what_the_groups_save_and_where_they_save_nothing() ->
     assert free.setup.arch.moe is not None and free.setup.arch.moe.routing_groups == 1
     ep_s = [r.to_dict()["breakdown"]["comm_by_axis"]["ep"]["total_s"] for r in (deepep, free)]
     assert ep_s[1] > 1.15 * ep_s[0]
+
+
+def test_no_line_where_the_groups_reach_every_node_anyway() -> None:
+    """Top-8 of 128 experts over 2 nodes reaches both with or without groups: nothing to say."""
+    from rigplan.flow.estimate import estimate
+    from rigplan.flow.request import EstimateRequest
+
+    result = estimate(EstimateRequest(model="qwen3-30b-a3b", gpus=16, ep=16, moe_dispatcher="deepep", expert_groups=8,
+                                      group_top_k=4, global_batch=64))
+    assert result.setup.arch.moe is not None and result.setup.arch.moe.routing_groups == 8
+    assert not any("group-limited" in a for a in result.to_dict()["assumptions"])

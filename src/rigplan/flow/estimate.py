@@ -282,6 +282,8 @@ def group_routing_note(arch: Architecture, job: Job, layout: Layout, domain_size
         return None
     reached = float(expected_destinations(moe, domains))
     free = float(expected_destinations(replace(moe, routing_groups=1, routing_group_topk=1), domains))
+    if free - reached < 0.05:  # every node reached either way (few nodes, many experts a token)
+        return None
     if dispatcher(job) in FLEX_DISPATCHERS:
         return (f"MoE: group-limited routing (a token's experts in at most {moe.routing_group_topk} of "
                 f"{moe.routing_groups} groups) sends a token to {reached:.1f} of the {domains:g} nodes its EP group "
