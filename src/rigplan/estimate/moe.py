@@ -441,6 +441,12 @@ def expected_destinations(moe: MoE, destinations: Num) -> Num:
     return xp.minimum(xp.where(n >= groups, spread, gathered), k)
 
 
+def ep_ranks_per_domain(ep: Num, etp: Num, domain: int) -> Num:
+    """EP ranks of one EP group inside one scale-up domain of `domain` GPUs: the group's members are etp ranks apart
+    (Megatron-Core's order, etp fastest), so floor(domain / etp) of them, between 1 and ep."""
+    return xp.clip(xp.floor(domain / xp.asfloat(etp)), 1.0, xp.asfloat(ep))
+
+
 def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, ep: Num, etp: Num,
                         domain: int, intra: comm.Tier, inter: comm.Tier, recomputed_share: Num | None = None) -> Num:
     """All-to-all seconds of one MoE layer for one micro-batch (forward, backward, recompute), on the
@@ -453,7 +459,7 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
         recomputed_share = 1.0 if job.recompute == "full" else 0.0
     ep_a = xp.asfloat(ep)
     etp_a = xp.asfloat(etp)
-    per_domain = xp.clip(xp.floor(domain / etp_a), 1.0, ep_a)
+    per_domain = ep_ranks_per_domain(ep_a, etp_a, domain)
     domains = ep_a / per_domain
     elements = xp.asarray(tokens) / xp.asarray(tp) * arch.moe.top_k * arch.expert_hidden
     dedup = flex_dispatched(job)

@@ -29,6 +29,7 @@ from rigplan.estimate.moe import (
     FLEX_DISPATCHERS,
     dispatch_einsum_flop_per_token,
     dispatcher,
+    ep_ranks_per_domain,
     expected_destinations,
     gate_shard,
     host_syncs,
@@ -276,8 +277,7 @@ def group_routing_note(arch: Architecture, job: Job, layout: Layout, domain_size
     domains a token reaches (estimate.moe.expected_destinations) with DeepEP/HybridEP, or that NCCL's all-to-all
     sends every copy anyway."""
     moe = arch.moe
-    per_domain = min(max(domain_size // max(layout.expert_tp, 1), 1), layout.ep)
-    domains = layout.ep / per_domain
+    domains = layout.ep / float(ep_ranks_per_domain(layout.ep, layout.expert_tp, domain_size))
     if moe is None or moe.routing_groups <= 1 or domains <= 1:
         return None
     reached = float(expected_destinations(moe, domains))
