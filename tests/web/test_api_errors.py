@@ -39,6 +39,14 @@ def check(response: Any, status: int, field: str | None) -> dict[str, Any]:
     ("/api/memory", {"hf_config": {"model_type": "llama"}}, "hf_config", "config.json: missing key"),
     ("/api/memory", {"hf_config": {"model_type": "llama"}, "model": "llama-3.1-8b"}, "hf_config", "not both"),
     ("/api/models/from-config", {"model_type": "no-such-arch"}, "hf_config", "not supported"),
+    ("/api/memory", {"model": "llama-3.1-8b", "lora_rank": 64}, "lora_rank", "only with --method lora/qlora"),
+    ("/api/estimate", {"model": "llama-3.1-8b", "gpus": 8, "lora_targets": "all"}, "lora_targets", "--method is full"),
+    ("/api/estimate", {"model": "llama-3.1-8b", "method": "lora", "qlora_double_quant": False},
+     "qlora_double_quant", "only with --method qlora"),
+    ("/api/plan", {"model": "llama-3.1-8b", "tokens": "1B", "lora_targets": "q,k,v"}, "lora_targets",
+     "--method is full"),
+    ("/api/compare", {"model": "llama-3.1-8b", "tokens": "1B", "options": ["8xh100-sxm", "8xh200-sxm"],
+                      "lora_rank": 8}, "lora_rank", "add --method lora"),
 ])
 def test_rigplan_errors_are_400_with_the_field(client, path, body, field, says) -> None:  # type: ignore[no-untyped-def]
     data = check(client.post(path, json=body), 400, field)
@@ -126,3 +134,12 @@ def test_host_header_is_checked_when_bound_to_loopback() -> None:
     assert TestClient(app, base_url="http://localhost:8000").get("/api/health").status_code == 200
     assert TestClient(app, base_url="http://attacker.example").get("/api/health").status_code == 400
     assert allowed_hosts_for("0.0.0.0") is None
+
+
+def test_a_body_that_repeats_the_lora_defaults_under_full_is_answered(client) -> None:  # type: ignore[no-untyped-def]
+    """A client that sends a whole dumped request (defaults included) is not refused for the LoRA fields' defaults;
+    only a LoRA setting that would change something, and would not, is."""
+    body = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "method": "full", "lora_rank": 16, "lora_targets": ["q", "v"],
+            "qlora_double_quant": True}
+    assert client.post("/api/memory", json=body).status_code == 200
+    assert client.post("/api/memory", json={**body, "method": "lora", "lora_rank": 64}).status_code == 200

@@ -317,3 +317,18 @@ def test_compare_marks_an_option_whose_layouts_are_all_over_the_memory(page) -> 
     over = page.locator('#compare-out .banner[data-option="128xh100-sxm"]')
     assert over.inner_text().startswith("MAY NOT FIT 128xh100-sxm: over the GPU's memory")
     assert page.locator('#compare-out .banner[data-option="256xh100-sxm"]').count() == 0
+
+
+def test_the_lora_rank_shows_and_is_sent_only_under_lora(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    settle(page, lambda: (page.fill("#f-model", "llama-3.1-8b"), page.select_option("#f-gpu", "h100-sxm")))
+    assert page.locator("#f-lora_rank").is_hidden()  # a full fine-tune has no LoRA rank to give
+    settle(page, lambda: page.select_option("#f-method", label="lora"))
+    assert page.locator("#f-lora_rank").is_visible()
+    settle(page, lambda: page.fill("#f-lora_rank", "64"))
+    expected = post(live_server, "/api/memory", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "method": "lora",
+                                                  "lora_rank": 64})
+    assert f"{expected['per_gpu']['total_bytes'] / 2**30:.2f} GiB" in page.inner_text("#fit-banner")
+    settle(page, lambda: page.select_option("#f-method", label="full"))
+    assert page.locator("#f-lora_rank").is_hidden()
+    full = post(live_server, "/api/memory", {"model": "llama-3.1-8b", "gpu": "h100-sxm"})
+    assert f"{full['per_gpu']['total_bytes'] / 2**30:.2f} GiB" in page.inner_text("#fit-banner")

@@ -9,9 +9,10 @@ from __future__ import annotations
 import click
 
 from rigplan.errors import InvalidSpec
+from rigplan.flow.fields import peft_only_problem
 
-PEFT_ONLY_OPTIONS = {"lora_rank": ("lora", "qlora"), "lora_targets": ("lora", "qlora"), "single_quant": ("qlora",)}
-"""Options that mean something only under some --method values, by parameter name."""
+OPTION_FIELDS = {"single_quant": "qlora_double_quant"}
+"""Options whose parameter name is not the request field they set (--no-double-quant)."""
 
 
 def _typed(ctx: click.Context, name: str) -> bool:
@@ -28,8 +29,8 @@ def _flag(param: click.Parameter) -> str:
 
 def refuse_inert_options(ctx: click.Context) -> None:
     """InvalidSpec for the first typed option whose value the command would ignore: an empty or blank text value
-    (options that take several values included), or a PEFT-only option (PEFT_ONLY_OPTIONS) with a --method it
-    does not apply to."""
+    (options that take several values included), or a PEFT-only option (flow.fields.PEFT_ONLY_FIELDS) with a
+    --method it does not apply to."""
     for param in ctx.command.params:
         if not isinstance(param, click.Option) or param.name is None or not _typed(ctx, param.name):
             continue
@@ -41,7 +42,7 @@ def refuse_inert_options(ctx: click.Context) -> None:
     if not isinstance(method, str):
         return
     for param in ctx.command.params:
-        methods = PEFT_ONLY_OPTIONS.get(param.name or "")
-        if methods and method not in methods and _typed(ctx, param.name or ""):
-            raise InvalidSpec(f"{_flag(param)} applies only with --method {'/'.join(methods)}, and --method is "
-                              f"{method}; add --method {methods[0]} or drop {_flag(param)}")
+        name = param.name or ""
+        problem = peft_only_problem(method, OPTION_FIELDS.get(name, name), _flag(param))
+        if problem and _typed(ctx, name):
+            raise InvalidSpec(problem)

@@ -55,6 +55,20 @@ def split_lora_targets(value: object) -> object:
     return value
 
 
+PEFT_ONLY_FIELDS = {"lora_rank": ("lora", "qlora"), "lora_targets": ("lora", "qlora"), "qlora_double_quant": ("qlora",)}
+"""Request fields that mean something only under some methods: the methods, by field."""
+
+
+def peft_only_problem(method: str, field: str, flag: str) -> str | None:
+    """What is wrong with giving the PEFT-only `field` (spelt `flag` to the user) under `method`, or None where it
+    applies (or is not PEFT-only)."""
+    methods = PEFT_ONLY_FIELDS.get(field)
+    if not methods or method in methods:
+        return None
+    return (f"{flag} applies only with --method {'/'.join(methods)}, and --method is {method}; add --method "
+            f"{methods[0]} or drop {flag}")
+
+
 def alias_precision(value: str | None) -> str | None:
     """bf16 -> bf16-mixed, fp16 -> fp16-mixed."""
     return {"bf16": "bf16-mixed", "fp16": "fp16-mixed"}.get(value, value) if value else value

@@ -39,6 +39,7 @@ from rigplan.web.requests import (
     MemoryBody,
     PlanBody,
     TcoBody,
+    refuse_inert_peft_fields,
 )
 from rigplan.web.workers import WORKER_MEMORY_CAP_BYTES, WorkerPool, default_size
 
@@ -195,6 +196,7 @@ def create_app(*, time_cap_s: float = TIME_CAP_S, body_cap_bytes: int = BODY_CAP
     app.state.pool = pool
 
     async def compute(what: str, body: BaseModel, kind: str, hint: str = "try a smaller job") -> Any:
+        refuse_inert_peft_fields(body)
         if root is None:  # answered here, before any worker or file call
             reject_nul(body.model_dump(exclude={"hf_config"}))
             refuse_server_paths(body.model_dump(include=set(SERVER_PATH_FIELDS)))

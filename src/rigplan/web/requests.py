@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rigplan.bounds import Bounded
 from rigplan.cost.tco import TcoRequest
+from rigplan.errors import InvalidSpec
+from rigplan.flow.fields import PEFT_ONLY_FIELDS, peft_only_problem
 from rigplan.flow.request import EstimateRequest, JobSpec, MemoryRequest, PlanRequest
 
 HF_CONFIG_DESCRIPTION = (
@@ -26,6 +28,23 @@ def _split_targets_checked(cls: type[BaseModel], value: object) -> object:
     if isinstance(value, list) and not all(isinstance(item, str) for item in value):
         return value
     return JobSpec._split_targets.__func__(cls, value)  # type: ignore[attr-defined]
+
+
+def refuse_inert_peft_fields(body: BaseModel) -> None:
+    """InvalidSpec for a PEFT-only field (flow.fields.PEFT_ONLY_FIELDS) the body gives at a value other than its
+    default under a method it does not apply to: `"lora_rank": 64` with `"method": "full"` changed nothing before.
+    A body that repeats a default (a client sending a whole dumped request) is taken as it is; the CLI refuses the
+    typed option whatever its value (cli.given)."""
+    method = getattr(body, "method", None)
+    if not isinstance(method, str):
+        return
+    for field in sorted(PEFT_ONLY_FIELDS.keys() & body.model_fields_set):
+        info = type(body).model_fields[field]
+        if getattr(body, field) == info.get_default(call_default_factory=True):
+            continue
+        problem = peft_only_problem(method, field, "--" + field.replace("_", "-"))
+        if problem:
+            raise InvalidSpec(problem)
 
 
 class WithHfConfig(BaseModel):

@@ -2,7 +2,7 @@
    comes from the JSON API (/api/...); this module sends the requests, shows errors and dispatches to the
    view modules (view-*.js). Shared parts: util.js (state, formatting), strings.js, fields.js, form.js, charts.js. */
 import {FIELDS} from "./fields.js";
-import {bodyFor, buildForm, readField, showView, visibleIn} from "./form.js";
+import {bodyFor, buildForm, readField, showRows, showView, visibleIn} from "./form.js";
 import {$, $$, fmtInt, fmtNum, state, t} from "./util.js";
 import {renderCompare} from "./view-compare.js";
 import {renderJob} from "./view-job.js";
@@ -197,7 +197,10 @@ export async function start() {
     if (e.target.name === "model") updateModelHint();
     schedule();
   });
-  $("#form").addEventListener("change", () => schedule());
+  $("#form").addEventListener("change", (e) => {
+    if (e.target.name === "method") showRows();
+    schedule();
+  });
   $("#form").addEventListener("submit", (e) => { e.preventDefault(); schedule(0); });
   for (const b of $$("#tabs button")) b.addEventListener("click", () => showView(b.dataset.view));
   $("#lang").addEventListener("change", (e) => { state.lang = e.target.value; applyLanguage(); schedule(0); });

@@ -3,7 +3,8 @@ import {api} from "./app.js";
 
 // ---------------------------------------------------------------------------------------------- form spec
 // name: form field; api: request field (default name); group: fieldset; sub: collapsible sub-section;
-// views: where it shows (default: the group's views, when the view's request schema has the field).
+// views: where it shows (default: the group's views, when the view's request schema has the field);
+// methods: the training methods it applies to (shown and sent only under those).
 export const GROUP_VIEWS = {
   model: ["job", "plan", "compare"], recipe: ["job", "plan", "compare"], layout: ["job"],
   cluster: ["job", "plan", "compare", "tco"], plan: ["plan"], compare: ["compare"], tco: ["tco"], lint: ["lint"],
@@ -28,7 +29,7 @@ export const FIELDS = [
   {name: "offload", group: "recipe", type: "select"},
   {name: "loss", group: "recipe", type: "select", empty: "h.auto"},
   {name: "kernels", group: "recipe", type: "select", empty: "h.auto"},
-  {name: "lora_rank", group: "recipe", type: "int"},
+  {name: "lora_rank", group: "recipe", type: "int", methods: ["lora", "qlora"]},
   {name: "balanced_routing", group: "recipe", type: "bool", sub: "sub.moe"},
   {name: "moe_imbalance", group: "recipe", type: "num", sub: "sub.moe", placeholder: "h.default"},
   {name: "capacity_factor", group: "recipe", type: "num", sub: "sub.moe", placeholder: "h.default"},

@@ -37,6 +37,14 @@ export function visibleIn(f, view) {
   return (VIEW_SCHEMAS[view] || []).some((s) => schemaProp(s, api) !== undefined);
 }
 
+/** Whether a field applies under the form's training method: a field with `methods` (the LoRA rank) only under
+    those, so a full fine-tune neither shows nor sends it (the API refuses a LoRA setting without LoRA). */
+export function applies(f) {
+  if (!f.methods) return true;
+  const method = FIELDS.find((x) => x.name === "method");
+  return f.methods.includes(readField(method) ?? "full");
+}
+
 // ---------------------------------------------------------------------------------------------- form
 export function buildForm() {
   for (const f of FIELDS) {
@@ -153,7 +161,7 @@ export function bodyFor(endpoint, view, extra = {}) {
   const body = {};
   for (const f of FIELDS) {
     const api = f.api || f.name;
-    if (!visibleIn(f, view) || schemaProp(schema, api) === undefined) continue;
+    if (!visibleIn(f, view) || !applies(f) || schemaProp(schema, api) === undefined) continue;
     const v = readField(f);
     if (v !== undefined) body[api] = v;
   }
@@ -163,13 +171,18 @@ export function bodyFor(endpoint, view, extra = {}) {
   return body;
 }
 
+/** Shows the rows of the fields visible in the current view that apply under the current method. */
+export function showRows() {
+  for (const f of FIELDS) f.row.hidden = !visibleIn(f, state.view) || !applies(f);
+  for (const fs of $$("fieldset")) fs.hidden = !$$(".row", fs).some((r) => !r.hidden);
+  for (const det of $$("details[data-sub]")) det.hidden = !$$(".row", det).some((r) => !r.hidden);
+}
+
 export function showView(view) {
   state.view = view;
   for (const b of $$("#tabs button")) b.classList.toggle("active", b.dataset.view === view);
   for (const v of $$(".view")) v.classList.toggle("active", v.id === `view-${view}`);
-  for (const f of FIELDS) f.row.hidden = !visibleIn(f, view);
-  for (const fs of $$("fieldset")) fs.hidden = !$$(".row", fs).some((r) => !r.hidden);
-  for (const det of $$("details[data-sub]")) det.hidden = !$$(".row", det).some((r) => !r.hidden);
+  showRows();
   clearErrors();
   schedule(0);
 }
