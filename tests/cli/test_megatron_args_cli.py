@@ -121,6 +121,21 @@ def test_flags_map_to_fields(flags: str, expected: dict) -> None:
     assert {k: v for k, v in fields.items() if k != "framework"} == expected
 
 
+@pytest.mark.parametrize(("flags", "noted"), [
+    ("--num-experts 128 --expert-model-parallel-size 8", True),
+    ("--num-experts 8 --tensor-model-parallel-size 2 --sequence-parallel", True),
+    ("--num-experts 8 --tensor-model-parallel-size 1", False),  # one rank: the allgather dispatcher gathers nothing
+    ("--num-experts 128 --expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall", False),
+    ("--num-experts 128 --expert-model-parallel-size 8 --moe-enable-deepep", False),
+    ("--tensor-model-parallel-size 2", False),  # a dense launch
+])
+def test_a_moe_launch_without_a_dispatcher_is_told_megatrons_default(flags: str, noted: bool) -> None:
+    """Megatron-LM's --moe-token-dispatcher-type defaults to allgather, which rigplan does not time: a MoE launch
+    that leaves it out is estimated with the all-to-all dispatcher and says so."""
+    notes = read_megatron_args(flags).notes
+    assert any("Megatron-LM's default is allgather" in note for note in notes) == noted
+
+
 def test_typed_options_win_and_a_typed_framework_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "args.txt"
     path.write_text("--tensor-model-parallel-size 1 --pipeline-model-parallel-size 2 --micro-batch-size 1 --bf16\n",

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from rigplan.domain.stages import virtual_stage_layers
+from rigplan.estimate.moe import flex_dispatched
 from rigplan.export import Unsupported, export
 from rigplan.flow.request import EstimateRequest
 from rigplan.flow.resolve import build_setup
@@ -93,6 +94,9 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
             assert config.moe_token_dispatcher_type == "flex" and config.moe_flex_dispatcher_backend == "deepep"
         if setup.job.moe_dispatcher == "hybridep":
             assert config.moe_token_dispatcher_type == "flex" and config.moe_flex_dispatcher_backend == "hybridep"
+        if not flex_dispatched(setup.job):  # named even at ep 1: Megatron-LM's default is allgather
+            assert config.moe_token_dispatcher_type == "alltoall"
+            assert "--moe-token-dispatcher-type alltoall" in out.command
         assert config.moe_router_force_load_balancing == setup.job.forced_balance
         assert ("--moe-router-force-load-balancing" in out.command) == setup.job.forced_balance
     assert config.recompute_granularity == {"none": None, "selective": "selective", "full": "full"}[setup.job.recompute]

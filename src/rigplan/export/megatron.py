@@ -99,7 +99,8 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
                      "moe_ffn_hidden_size": moe.expert_ffn,
                      "moe_shared_expert_intermediate_size": (moe.shared_expert_ffn or moe.expert_ffn)
                      * moe.num_shared_experts or None,
-                     "moe_grouped_gemm": True, "moe_token_dispatcher_type": "alltoall" if lay.ep > 1 else None})
+                     # always named: Megatron-LM's default dispatcher is allgather, which rigplan does not time
+                     "moe_grouped_gemm": True, "moe_token_dispatcher_type": "alltoall"})
         if moe.router == "sigmoid":  # DeepSeek-V3, Llama 4, GLM-4.5 (Megatron-Core's default is softmax)
             args["moe_router_score_function"] = "sigmoid"
         if moe.mtp_layers:  # the multi-token-prediction modules the estimate counts on the last stage
