@@ -124,6 +124,9 @@ BOUNDS: dict[str, Bound] = {
     "shared_experts": _int("--shared-experts", 0, 1_000),
     "mtp_layers": _int("--mtp-layers (multi-token-prediction modules)", 0, 64),  # DeepSeek-V3 has 1
     "dense_layers": _int("--dense-layers (leading dense layers of an MoE)", 0, 10_000),  # DeepSeek-V3 has 3
+    "expert_groups": _int("--expert-groups", 1, 1 << 16),
+    "group_top_k": _int("--group-top-k", 1, 1 << 16),
+    "moe_latent_size": _int("--moe-latent-size", 0, 1_000_000),
     "context": _int("context length", 1, 1 << 30),
     "params": _pos("the model's parameter count", 1e14, "count"),
     # recipe and layout

@@ -82,6 +82,9 @@ def test_pydantic_marker_reports_one_line_and_the_schema_has_the_range() -> None
     (EstimateRequest, {"tokens": 1e30}, "--tokens"),
     (PlanRequest, {"tokens": "1T", "deadline": "-3d"}, "--deadline"),
     (PlanRequest, {"tokens": "1T", "gpu_counts": [8, 0]}, "GPU count"),
+    (JobSpec, {"expert_groups": 0}, "--expert-groups"),
+    (JobSpec, {"group_top_k": 0}, "--group-top-k"),
+    (JobSpec, {"moe_latent_size": -1}, "--moe-latent-size"),
 ])
 def test_request_fields_use_the_table(model, values, flag) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValidationError) as info:

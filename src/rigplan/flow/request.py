@@ -59,12 +59,12 @@ class ModelSpec(BaseModel):
     mtp_layers: Annotated[int, Bounded("mtp_layers")] | None = None
     dense_layers: Annotated[int, Bounded("dense_layers")] | None = None
     """MoE: leading layers with a dense MLP of --ffn instead of experts (DeepSeek-V3: 3)."""
-    moe_latent_size: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
+    moe_latent_size: Annotated[int, Bounded("moe_latent_size")] | None = None
     """MoE: the routed experts' latent width, tokens projected to it before dispatch (domain.model.MoE.latent_size;
     Nemotron 3 Super: 1,024); 0 = the hidden size."""
-    expert_groups: Annotated[int, Field(ge=1, le=65_536)] | None = None
+    expert_groups: Annotated[int, Bounded("expert_groups")] | None = None
     """MoE: expert groups of a group-limited router (domain.model.MoE.routing_groups; DeepSeek-V3: 8)."""
-    group_top_k: Annotated[int, Field(ge=1, le=65_536)] | None = None
+    group_top_k: Annotated[int, Bounded("group_top_k")] | None = None
     """MoE: groups a token may route to (domain.model.MoE.routing_group_topk; DeepSeek-V3: 4)."""
 
     def shape_flags(self) -> dict[str, object]:
