@@ -99,6 +99,7 @@ def test_a_hand_written_launch_script_maps_as_megatron_defines_its_flags() -> No
     ("--bf16 --fp4-format e2m1 --fp4-recipe nvfp4", {"precision": "fp8", "fp8_recipe": "nvfp4"}),
     ("--bf16 --fp8-recipe mxfp8", {"precision": "bf16-mixed"}),
     ("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep", {"moe_dispatcher": "hybridep"}),
+    ("--moe-token-dispatcher-type allgather", {"moe_dispatcher": "allgather"}),
     ("--moe-enable-deepep", {"moe_dispatcher": "deepep"}),
     ("--recompute-granularity selective", {"recompute": "selective"}),
     ("--recompute-granularity selective --recompute-modules core_attn,mlp", {"recompute": "selective",
@@ -129,11 +130,13 @@ def test_flags_map_to_fields(flags: str, expected: dict) -> None:
     ("--num-experts 128 --expert-model-parallel-size 8 --moe-enable-deepep", False),
     ("--tensor-model-parallel-size 2", False),  # a dense launch
 ])
-def test_a_moe_launch_without_a_dispatcher_is_told_megatrons_default(flags: str, noted: bool) -> None:
-    """Megatron-LM's --moe-token-dispatcher-type defaults to allgather, which rigplan does not time: a MoE launch
-    that leaves it out is estimated with the all-to-all dispatcher and says so."""
-    notes = read_megatron_args(flags).notes
-    assert any("Megatron-LM's default is allgather" in note for note in notes) == noted
+def test_a_moe_launch_without_a_dispatcher_runs_megatrons_default(flags: str, noted: bool) -> None:
+    """Megatron-LM's --moe-token-dispatcher-type defaults to allgather: a MoE launch that leaves it out is timed with
+    the allgather dispatcher, and says so where it gathers anything (tp or ep above 1)."""
+    imported = read_megatron_args(flags)
+    assert any("Megatron-LM's default, allgather" in note for note in imported.notes) == noted
+    moe_without_flag = "--num-experts" in flags and "dispatcher" not in flags and "deepep" not in flags
+    assert (imported.fields.get("moe_dispatcher") == "allgather") == moe_without_flag
 
 
 def test_typed_options_win_and_a_typed_framework_is_kept(tmp_path: Path) -> None:

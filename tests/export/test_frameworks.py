@@ -48,6 +48,8 @@ def need(module: str) -> None:
                                           ("moe", {"tp": 2, "etp": 1, "ep": 4, "sequence_parallel": True}),
                                           ("moe", {"a2a_overlap": True}),
                                           ("moe", {"moe_dispatcher": "hybridep"}),
+                                          ("moe", {"moe_dispatcher": "allgather", "tp": 2,
+                                                   "sequence_parallel": True}),
                                           ("moe", {"a2a_overlap": True, "moe_dispatcher": "alltoall",
                                                    "capacity_factor": 1.0, "moe_pad_to_capacity": True}),
                                           ("dense", {"gpu": "b200", "precision": "fp8", "fp8_recipe": "mxfp8"}),
@@ -95,8 +97,9 @@ def test_megatron_args_build_megatron_core_configs(name: str, changes: dict) -> 
         if setup.job.moe_dispatcher == "hybridep":
             assert config.moe_token_dispatcher_type == "flex" and config.moe_flex_dispatcher_backend == "hybridep"
         if not flex_dispatched(setup.job):  # named even at ep 1: Megatron-LM's default is allgather
-            assert config.moe_token_dispatcher_type == "alltoall"
-            assert "--moe-token-dispatcher-type alltoall" in out.command
+            named = "allgather" if setup.job.moe_dispatcher == "allgather" else "alltoall"
+            assert config.moe_token_dispatcher_type == named
+            assert f"--moe-token-dispatcher-type {named}" in out.command
         assert config.moe_router_force_load_balancing == setup.job.forced_balance
         assert ("--moe-router-force-load-balancing" in out.command) == setup.job.forced_balance
     assert config.recompute_granularity == {"none": None, "selective": "selective", "full": "full"}[setup.job.recompute]
@@ -718,3 +721,11 @@ def test_megatron_writes_sinks_windows_and_gpt_oss_activation(model: str, freq: 
     assert (config.activation_func_clamp_value, config.glu_linear_offset) == ((7.0, 1.0) if gpt_oss else (None, 0.0))
     assert ("quick_geglu" in args) == gpt_oss and args.get("swiglu") == (not gpt_oss)
     assert any("YaRN" in n for n in export(setup, "megatron").notes) == gpt_oss
+
+
+def test_only_megatron_expresses_the_allgather_dispatcher() -> None:
+    setup = setup_of("moe", moe_dispatcher="allgather")
+    assert "--moe-token-dispatcher-type allgather" in export(setup, "megatron").command
+    for framework in ("torchtitan", "deepspeed"):
+        with pytest.raises(Unsupported, match="allgather token dispatcher"):
+            export(setup, framework)

@@ -243,13 +243,15 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
                      help="MoE, with --a2a-overlap: 1f1b = Megatron-Core's EP overlap (the forward of one "
                           "micro-batch beside the backward of another; hides a third of the all-to-all, "
                           "docs/methodology/moe.md); dualpipe = DeepSeek's DualPipe (hides all of it)."),
-        click.option("--moe-dispatcher", type=click.Choice(["alltoall", "deepep", "hybridep", "einsum"]),
+        click.option("--moe-dispatcher", type=click.Choice(["alltoall", "deepep", "hybridep", "einsum", "allgather"]),
                      help="MoE: token dispatcher. alltoall: NCCL all-to-all, every routed copy crosses the network; "
                           "deepep or hybridep: DeepEP or HybridEP (Megatron-Core's flex dispatcher backends), one "
                           "copy of a token per destination rank and one crossing per destination node, forwarded "
                           "over NVLink; einsum: GShard's one-hot dispatch and combine einsums into capacity slots "
                           "(MaxText's dense_matmul, DeepSpeed-MoE), needs --capacity-factor and pads every expert "
-                          "to it. Default: deepep with --a2a-overlap, else alltoall."),
+                          "to it; allgather: Megatron-LM's default dispatcher, every token gathered over the expert "
+                          "tensor x expert parallel ranks and the output reduce-scattered back. Default: deepep "
+                          "with --a2a-overlap, else alltoall."),
         click.option("--moe-fused-grouped-mlp", is_flag=True,
                      help="MoE, MXFP8 on Blackwell: the routed experts run Transformer Engine's fused grouped MLP "
                           "(NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, Megatron-Bridge cutedsl_fused_grouped_mlp): SwiGLU "

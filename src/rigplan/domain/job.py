@@ -234,13 +234,15 @@ class Job:
     """Which schedule overlaps the all-to-all (with a2a_overlap): Megatron-Core's 1F1B EP overlap (the
     forward of one micro-batch beside the backward of another; hides part of it) or DeepSeek's DualPipe
     (hides all of it behind computation)."""
-    moe_dispatcher: Literal["alltoall", "deepep", "hybridep", "einsum"] | None = None
+    moe_dispatcher: Literal["alltoall", "deepep", "hybridep", "einsum", "allgather"] | None = None
     """How routed tokens cross the expert-parallel group: 'alltoall' (NCCL all-to-all of every copy,
     Megatron-Core's alltoall dispatcher), 'deepep' or 'hybridep' (DeepEP's normal kernels or NVIDIA's HybridEP,
     Megatron-Core's flex dispatcher with that backend: one crossing per destination node, forwarded over NVLink
     inside it; timed alike, DeepEP's buffers counted, estimate.ep_buffers), or 'einsum' (GShard's one-hot dispatch
     and combine einsums over capacity slots, MaxText's dense_matmul with a capacity factor, then an all-to-all of
-    the padded slots: needs capacity_factor and pads every expert to it; estimate.moe.dispatch_einsum_flop_per_token).
+    the padded slots: needs capacity_factor and pads every expert to it; estimate.moe.dispatch_einsum_flop_per_token),
+    or 'allgather' (Megatron-Core's allgather dispatcher, Megatron-LM's default --moe-token-dispatcher-type: every token
+    gathered over the etp·ep ranks, the output reduce-scattered back; estimate.moe_allgather).
     None = deepep with a2a_overlap, else alltoall."""
     moe_pad_to_capacity: bool = False
     """With a capacity factor, every expert's input is padded to its capacity (Megatron
@@ -381,6 +383,10 @@ class Job:
         if self.moe_pad_to_capacity and not self.capacity_factor:
             raise InvalidSpec("--moe-pad-to-capacity needs --capacity-factor (the capacity each expert is padded to)")
         dispatcher = self.moe_dispatcher or ("deepep" if self.a2a_overlap else "alltoall")
+        if dispatcher == "allgather" and self.a2a_overlap:
+            raise InvalidSpec("--a2a-overlap is Megatron-Core's 1F1B overlap of the expert all-to-all, which the "
+                              "allgather dispatcher does not run: use --moe-dispatcher alltoall, deepep or hybridep "
+                              "with it, or drop --a2a-overlap")
         if dispatcher == "einsum" and not self.capacity_factor:
             raise InvalidSpec("--moe-dispatcher einsum dispatches into capacity slots (GShard, MaxText's dense_matmul) "
                               "and needs --capacity-factor, e.g. 1.25; for dropless routing use alltoall")

@@ -41,6 +41,7 @@ from rigplan.estimate.framework_buffers import (
     nvls_bytes,
 )
 from rigplan.estimate.logits import logits_bytes
+from rigplan.estimate.moe_allgather import allgather_buffer_bytes
 from rigplan.estimate.params import count_params
 from rigplan.estimate.setup_peaks import dequantized_copy_bytes, load_peak
 from rigplan.estimate.states import (
@@ -286,7 +287,8 @@ def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num,
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Transients:
     gathered: Num
-    """ZeRO-3/FSDP: current and job.fsdp_prefetch prefetched units gathered (stored dtype)."""
+    """ZeRO-3/FSDP: current and job.fsdp_prefetch prefetched units gathered (stored dtype); and the allgather MoE
+    dispatcher's gathered tokens and unpermuted output (estimate.moe_allgather.allgather_buffer_bytes)."""
     grad_bucket: Num
     """ZeRO-2/3: one unit's unsharded gradient before its reduce-scatter."""
     step_temp: Num
@@ -377,7 +379,10 @@ def _rank_shared(arch: Architecture, job: Job, layout: Any, rank: Num, states: M
              if job.fsdp_flat_params else None)
     if nccl is None:
         nccl = communication_buffer_bytes(arch, job, layout)
-    return _RankShared(states=states, logits=logits, transients=_transients(job, layout, states, fsdp1),
+    transients = _transients(job, layout, states, fsdp1)
+    dispatch = allgather_buffer_bytes(arch, job, layout)  # live in the same phases as the ZeRO-3 gathers
+    transients = replace(transients, gathered=_out(transients.gathered + dispatch))
+    return _RankShared(states=states, logits=logits, transients=transients,
                        dequantized=dequantized_copy_bytes(arch, job, layout), persist=gradients_persist(job, layout),
                        grads=grads, base=states.weights_bytes + states.optimizer_bytes, nccl=nccl,
                        load=load_peak(arch, job, layout, states))

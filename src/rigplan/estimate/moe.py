@@ -40,6 +40,10 @@ expands it to its local experts, and combine sums them before sending one token 
 scale-out network once per destination domain, forwarding it over NVLink inside it: for uniform
 routing N·(1 - (1 - 1/N)^k)/k of the k copies move, N being the EP ranks on NVLink and the domains
 over the NICs (deduplicated_copy_share; 0.66 for EP 8 and top-8).
+Megatron-Core's allgather dispatcher (`moe_dispatcher` 'allgather', Megatron-LM's default) sends no routed copies:
+it all-gathers every token, its routing map and probabilities over the etp·ep ranks that together hold the experts,
+each rank permutes out the copies for its own experts, and the unpermuted output of all the gathered tokens is
+reduce-scattered back (allgather_dispatch_s).
 With a2a_overlap (Megatron-Core's 1F1B EP A2A overlap, or DualPipe) the all-to-all hides behind the other
 micro-batch's computation, which loses the SMs the communication kernels take (A2A_OVERLAP_SM_SHARE).
 
@@ -62,6 +66,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture, MoE
 from rigplan.estimate import arrays as xp
 from rigplan.estimate import comm, fp8_inputs
+from rigplan.estimate.moe_allgather import allgather_dispatch_s
 
 Num = Any
 
@@ -371,7 +376,7 @@ def dispatch_mask_bytes_per_token(arch: Architecture, job: Job, shard: Num = 1.0
     return (1.0 + job.compute_dtype_bytes) * capacity_slots(arch, job, shard)
 
 
-def permute_bytes_per_token(arch: Architecture, job: Job, ep: Num) -> Num:
+def permute_bytes_per_token(arch: Architecture, job: Job, ep: Num, etp: Num = 1) -> Num:
     """HBM bytes of one MoE layer's token permutation per token and pass (forward; backward moves as many), on
     the busiest expert rank before tensor parallelism (array-friendly in ep).
 
@@ -386,6 +391,10 @@ def permute_bytes_per_token(arch: Architecture, job: Job, ep: Num) -> Num:
       NVL72", Megatron-LM docs/discussions, Sec. 2.1.1): it reads each token once per rank that holds one of
       its experts (deduplicated_copy_share of k) and writes its k copies, and the unpermute the reverse:
       2k·load·(1 + share).
+    - the allgather dispatcher permutes the copies for its own experts out of all n = ep·etp ranks' gathered
+      tokens, etp·k·load a token of its own (read and write each), and unpermutes them into a buffer of every
+      gathered token (read the copies, write n rows) for the reduce-scatter: 3·etp·k·load + n (3k + 1 on one
+      rank, as the global permute).
     The backward of a row gather is the scatter-add of the same rows and that of the sum a broadcast, so each
     pass moves the forward's bytes once (the routing probabilities are applied in the expert activation, not
     in the unpermute: estimate.activations), not the twice of an element-wise op's backward."""
@@ -394,6 +403,9 @@ def permute_bytes_per_token(arch: Architecture, job: Job, ep: Num) -> Num:
     k = float(arch.moe.top_k)
     ep_a = xp.asfloat(ep)
     load = by_expert_ranks(ep, job, load_factor)
+    if dispatcher(job) == "allgather":
+        etp_a = xp.asfloat(etp)
+        return (3.0 * etp_a * k * load + ep_a * etp_a) * arch.expert_hidden * float(job.compute_dtype_bytes)
     global_permute = 3.0 * k + 1.0
     if flex_dispatched(job):
         spread = 2.0 * k * load * (1.0 + deduplicated_copy_share(arch, ep_a, True))
@@ -457,6 +469,9 @@ def expert_all_to_all_s(arch: Architecture, job: Job, *, tokens: Num, tp: Num, e
         return 0.0 * xp.asarray(tokens)
     if recomputed_share is None:
         recomputed_share = 1.0 if job.recompute == "full" else 0.0
+    if dispatcher(job) == "allgather":
+        return allgather_dispatch_s(arch, job, tokens=tokens, tp=tp, ep=ep, etp=etp, domain=domain, intra=intra,
+                                    inter=inter, recomputed_share=recomputed_share)
     ep_a = xp.asfloat(ep)
     etp_a = xp.asfloat(etp)
     per_domain = ep_ranks_per_domain(ep_a, etp_a, domain)

@@ -223,7 +223,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         attn_share=tensor_parallel.column_parallel_share(q_w, kv_w, 0.0, 0.0),
         mlp_share=tensor_parallel.column_parallel_share(0.0, 0.0, f_in, mlp_width),
         elementwise_per_token=replicated / norm_tp + split / tp, moe_act_per_token=moe_act,
-        permute_per_token=moe.permute_bytes_per_token(arch, job, ep) / tp,
+        permute_per_token=moe.permute_bytes_per_token(arch, job, ep, expert_tp) / tp,
         expert_path_per_token=(expert_path[0] / tp, expert_path[1] / tp),
         dispatch_einsum_per_token=moe.dispatch_einsum_flop_per_token(arch, job, gate_shard) / norm_tp,
         dispatch_einsum_eff=_gemm_efficiency(eff, einsum_side, gemm_clock),
@@ -506,7 +506,9 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
     a2a_per_layer: Num = 0.0
     a2a_recompute_per_layer: Num = 0.0
     if arch.moe is not None:
-        ep_intra = comm.place_group(gpu, ep, stride=etp, domain_size=domain, intra=intra, inter=inter).intra
+        # the allgather dispatcher's group is the etp·ep consecutive ranks that hold every expert once
+        group, stride = (ep * etp, 1) if moe.dispatcher(job) == "allgather" else (ep, etp)
+        ep_intra = comm.place_group(gpu, group, stride=stride, domain_size=domain, intra=intra, inter=inter).intra
         a2a_args = dict(tokens=tokens, tp=tp, ep=ep, etp=etp, domain=domain, intra=ep_intra, inter=inter)
         a2a_per_layer = moe.expert_all_to_all_s(arch, job, recomputed_share=0.0, **a2a_args)
         if job.recompute == "full" or recompute_modules.moe_layer_recomputed(arch, job):

@@ -82,9 +82,11 @@ def torchrun_prefix(setup: TrainingSetup) -> str:
 
 
 def require(framework: str, setup: TrainingSetup, *, tp: bool = True, pp: bool = True, cp: bool = True,
-            ep: bool = True, lora: bool = True, qlora: bool = False, einsum: bool = False) -> None:
+            ep: bool = True, lora: bool = True, qlora: bool = False, einsum: bool = False,
+            allgather: bool = False) -> None:
     """Raise Unsupported for the axes and methods a framework lacks (False = not expressible); `einsum`: whether its
-    MoE layer dispatches by one-hot einsums into capacity slots (--moe-dispatcher einsum)."""
+    MoE layer dispatches by one-hot einsums into capacity slots (--moe-dispatcher einsum); `allgather`: whether it
+    has Megatron-Core's allgather dispatcher (--moe-dispatcher allgather)."""
     lay, job = setup.layout, setup.job
     checks = [(tp, lay.tp > 1, f"tensor parallelism (tp={lay.tp})"),
               (pp, lay.pp > 1, f"pipeline parallelism (pp={lay.pp})"),
@@ -101,6 +103,9 @@ def require(framework: str, setup: TrainingSetup, *, tp: bool = True, pp: bool =
                    "DeepSpeed-MoE)")
         raise unsupported(framework, feature, "for capacity-padded experts give --moe-dispatcher alltoall "
                                               "--moe-pad-to-capacity")
+    if setup.arch.moe is not None and job.moe_dispatcher == "allgather" and not allgather:
+        raise unsupported(framework, "Megatron-Core's allgather token dispatcher",
+                          "give --moe-dispatcher alltoall, or export with --framework megatron")
 
 
 def flag_line(args: dict[str, Any]) -> str:

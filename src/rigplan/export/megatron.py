@@ -46,7 +46,7 @@ LOW_PRECISION_RECIPE_ARGS: dict[str, dict[str, Any]] = {
 def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
     """Megatron-LM's arguments for the setup, in the order they are printed."""
     arch, job, lay = setup.arch, setup.job, setup.layout
-    require(NAME, setup)
+    require(NAME, setup, allgather=True)
     if job.method == "lora":
         raise unsupported(NAME, "LoRA", "NeMo's PEFT (LoRA on Megatron-Core) or Hugging Face PEFT do")
     if lay.zero == 2:
@@ -99,8 +99,9 @@ def megatron_args(setup: TrainingSetup) -> dict[str, Any]:
                      "moe_ffn_hidden_size": moe.expert_ffn,
                      "moe_shared_expert_intermediate_size": (moe.shared_expert_ffn or moe.expert_ffn)
                      * moe.num_shared_experts or None,
-                     # always named: Megatron-LM's default dispatcher is allgather, which rigplan does not time
-                     "moe_grouped_gemm": True, "moe_token_dispatcher_type": "alltoall"})
+                     # always named: Megatron-LM's default is allgather, which rigplan times only when asked for
+                     "moe_grouped_gemm": True,
+                     "moe_token_dispatcher_type": "allgather" if dispatcher(job) == "allgather" else "alltoall"})
         if moe.router == "sigmoid":  # DeepSeek-V3, Llama 4, GLM-4.5 (Megatron-Core's default is softmax)
             args["moe_router_score_function"] = "sigmoid"
         if moe.mtp_layers:  # the multi-token-prediction modules the estimate counts on the last stage

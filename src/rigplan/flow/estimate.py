@@ -258,7 +258,12 @@ def moe_routing_note(arch: Architecture, job: Job, layout: Layout) -> str:
     elif job.capacity_factor:
         how += f", capacity factor {job.capacity_factor:g}"
     flex = FLEX_DISPATCHERS.get(dispatcher(job))
-    if layout.ep == 1:
+    if dispatcher(job) == "allgather":
+        ranks = layout.ep * layout.expert_tp
+        a2a = (f"none: the allgather dispatcher gathers every token of the {ranks} expert tensor x expert "
+               "parallel ranks and reduce-scatters the experts' output (--moe-dispatcher alltoall sends only the "
+               "routed copies)" if ranks > 1 else "none (one rank holds every expert)")
+    elif layout.ep == 1:
         a2a = "none (ep=1)"
     elif job.a2a_overlap and job.a2a_overlap_schedule == "dualpipe":
         a2a = "hidden behind computation (DualPipe)"
@@ -278,8 +283,8 @@ def group_routing_note(arch: Architecture, job: Job, layout: Layout, domain_size
     sends every copy anyway."""
     moe = arch.moe
     domains = layout.ep / float(ep_ranks_per_domain(layout.ep, layout.expert_tp, domain_size))
-    if moe is None or moe.routing_groups <= 1 or domains <= 1:
-        return None
+    if moe is None or moe.routing_groups <= 1 or domains <= 1 or dispatcher(job) == "allgather":
+        return None  # the allgather dispatcher gathers every token whatever its groups
     reached = float(expected_destinations(moe, domains))
     free = float(expected_destinations(replace(moe, routing_groups=1, routing_group_topk=1), domains))
     if free - reached < 0.05:  # every node reached either way (few nodes, many experts a token)

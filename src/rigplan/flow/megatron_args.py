@@ -109,11 +109,11 @@ SHAPE_FLAGS = frozenset({"hidden-size", "ffn-hidden-size", "num-attention-heads"
 """Model shape flags: the model is MODEL's, so these are named in the notes, not applied."""
 
 
-DEFAULT_DISPATCHER_NOTE = ("no --moe-token-dispatcher-type: Megatron-LM's default is allgather (arguments.py), which "
-                           "gathers every token over the expert tensor x expert parallel group; rigplan times the "
-                           "all-to-all dispatcher (add --moe-token-dispatcher-type alltoall to run what it timed)")
-"""A MoE launch without the dispatcher flag runs Megatron-LM's MoEAllGatherTokenDispatcher, which rigplan does not
-model; with tp and ep both 1 it has nothing to gather and no note is made."""
+DEFAULT_DISPATCHER_NOTE = ("no --moe-token-dispatcher-type: Megatron-LM's default, allgather (arguments.py), timed: "
+                           "every token gathered over the expert tensor x expert parallel group; Megatron recommends "
+                           "--moe-token-dispatcher-type alltoall with expert parallelism")
+"""A MoE launch without the dispatcher flag runs Megatron-LM's MoEAllGatherTokenDispatcher (moe_dispatcher
+'allgather'); with tp and ep both 1 it has nothing to gather and no note is made."""
 
 
 SPLIT_FIELDS = frozenset({"stage_layers", "pipeline_layout", "first_stage_layers", "last_stage_layers",
@@ -208,9 +208,11 @@ def read_megatron_args(text: str, source: str = "--megatron-args") -> ImportedAr
     _pipeline(raw, fields, notes)
     _recompute_and_graphs(raw, lists, fields, notes)
     _moe_and_optimizer(raw, fields, notes)
-    if "num-experts" in shape and "_dispatcher" not in raw and "_flex_backend" not in raw and (
-            fields.get("tp", 1) > 1 or fields.get("ep", 1) > 1):
-        notes.append(DEFAULT_DISPATCHER_NOTE)
+    if "num-experts" in shape and "_dispatcher" not in raw and "_flex_backend" not in raw and not fields.get(
+            "a2a_overlap"):
+        fields["moe_dispatcher"] = "allgather"
+        if fields.get("tp", 1) > 1 or fields.get("ep", 1) > 1:
+            notes.append(DEFAULT_DISPATCHER_NOTE)
     _size_and_length(raw, fields, notes)
     if raw.get("_hybrid_pattern") and "layers" in fields:  # pretrain_mamba.py counts blocks, rigplan layers
         notes.append(f"--num-layers {fields.pop('layers')} counts the blocks of --hybrid-override-pattern (a Mamba "
@@ -282,8 +284,8 @@ def _moe_and_optimizer(raw: dict[str, Any], fields: dict[str, Any], notes: list[
     elif kind == "flex":
         fields["moe_dispatcher"] = "deepep"
         notes.append("--moe-token-dispatcher-type flex without a backend: DeepEP, Megatron-Core's default")
-    elif kind == "alltoall":
-        fields["moe_dispatcher"] = "alltoall"
+    elif kind in ("alltoall", "allgather"):
+        fields["moe_dispatcher"] = kind
     elif kind is not None:
         notes.append(f"--moe-token-dispatcher-type {kind}: not modelled, estimated with the all-to-all dispatcher")
     if raw.get("_precision_aware") and raw.get("_exp_avg_dtype") in ("bf16", "torch.bfloat16"):

@@ -92,12 +92,14 @@ class MoERoutingSpec(BaseModel):
     a2a_overlap_schedule: Literal["1f1b", "dualpipe"] = Field(
         "1f1b", description="With a2a_overlap: Megatron-Core's 1F1B EP overlap (hides part of the all-to-all) or "
                             "DeepSeek's DualPipe (hides all of it)")
-    moe_dispatcher: Literal["alltoall", "deepep", "hybridep", "einsum"] | None = Field(
+    moe_dispatcher: Literal["alltoall", "deepep", "hybridep", "einsum", "allgather"] | None = Field(
         None, description="Token dispatcher: 'alltoall' (NCCL all-to-all, every routed copy crosses), 'deepep' or "
                           "'hybridep' (DeepEP or HybridEP, Megatron-Core's flex dispatcher: one copy per destination "
                           "rank, one crossing per destination node), 'einsum' (GShard's one-hot dispatch and combine "
-                          "einsums into capacity slots, MaxText's dense_matmul, DeepSpeed-MoE; needs capacity_factor); "
-                          "default deepep with a2a_overlap, else alltoall")
+                          "einsums into capacity slots, MaxText's dense_matmul, DeepSpeed-MoE; needs capacity_factor), "
+                          "'allgather' (Megatron-LM's default: every token gathered over the expert tensor x expert "
+                          "parallel ranks, the output reduce-scattered back); default deepep with a2a_overlap, else "
+                          "alltoall")
     moe_pad_to_capacity: bool = Field(False, description="Pad every expert's input to its capacity (needs "
                                                           "capacity_factor): static shapes, no per-layer host sync")
     moe_fused_grouped_mlp: bool = Field(False, description="Routed experts through Transformer Engine's fused "
