@@ -380,8 +380,9 @@ def _rank_shared(arch: Architecture, job: Job, layout: Any, rank: Num, states: M
     if nccl is None:
         nccl = communication_buffer_bytes(arch, job, layout)
     transients = _transients(job, layout, states, fsdp1)
-    dispatch = allgather_buffer_bytes(arch, job, layout)  # live in the same phases as the ZeRO-3 gathers
-    transients = replace(transients, gathered=_out(transients.gathered + dispatch))
+    if job.moe_dispatcher == "allgather":  # its buffers live in the same phases as the ZeRO-3 gathers
+        dispatch = allgather_buffer_bytes(arch, job, layout)
+        transients = replace(transients, gathered=_out(transients.gathered + dispatch))
     return _RankShared(states=states, logits=logits, transients=transients,
                        dequantized=dequantized_copy_bytes(arch, job, layout), persist=gradients_persist(job, layout),
                        grads=grads, base=states.weights_bytes + states.optimizer_bytes, nccl=nccl,
