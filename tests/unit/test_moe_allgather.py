@@ -97,3 +97,14 @@ def test_the_estimate_says_what_it_gathers_and_refuses_the_all_to_all_overlap() 
                for a in result.to_dict()["assumptions"])
     with pytest.raises(InvalidSpec, match="allgather dispatcher does not run"):
         build_setup(EstimateRequest(**QWEN, moe_dispatcher="allgather", a2a_overlap=True))
+
+
+def test_its_regime_is_its_own_and_the_accuracy_line_keeps_the_broader_cell() -> None:
+    """The suite has no allgather run: the estimate quotes its host, graphs and tokens cell, not the padded or
+    single-rank runs of the 'no dropless all-to-all' dispatcher label."""
+    from rigplan.flow.regime import ALLGATHER, setup_regime
+
+    request = EstimateRequest(**QWEN, moe_dispatcher="allgather")
+    assert setup_regime(build_setup(request))["dispatcher"] == ALLGATHER
+    line = next(a for a in estimate(request).to_dict()["assumptions"] if a.startswith("validation:"))
+    assert "dispatcher:" not in line
