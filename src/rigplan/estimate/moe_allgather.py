@@ -10,6 +10,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
 from rigplan.estimate import comm
+from rigplan.estimate.states import expert_tp_of
 
 Num = Any
 
@@ -58,7 +59,6 @@ def allgather_buffer_bytes(arch: Architecture, job: Job, layout: Any) -> Num:
     gathered routing map and probabilities (n·T·E bytes each, E/h of the above)."""
     if arch.moe is None or job.moe_dispatcher != "allgather":
         return 0.0
-    etp = getattr(layout, "etp", 0)
-    n = xp.asarray(layout.ep) * xp.where(xp.asarray(etp) > 0, etp, layout.tp)
+    n = xp.asarray(layout.ep) * xp.asarray(expert_tp_of(layout))
     own = job.micro_batch * job.seq_len / (xp.asarray(layout.tp) * xp.asarray(layout.cp))
     return xp.where(n > 1, 2.0 * n * own * arch.expert_hidden * float(job.compute_dtype_bytes), 0.0)
