@@ -332,15 +332,36 @@ def test_only_megatron_cores_clamped_glu_syncs_after_fc1() -> None:
         moe_host.expert_phase_host_ops(gpt_oss, fused, 8.0))
 
 
+QWEN_HOST_ARGS = dict(kernels=14.0, layers=48.0, dense_layers=0.0, lm_head=0.0, recomputed_layers=0.0,
+                      experts_s=(0.001, 0.0))
+"""One pipeline rank of Qwen3-30B-A3B's 48 MoE layers, 14 forward kernels a layer, for moe_host.host_timing."""
+
+
 def test_a_compiled_tpu_step_has_no_host_time() -> None:
     catalog = load_catalog()
-    arch = catalog.model("qwen3-30b-a3b").to_domain()
-    job = Job(seq_len=1024, micro_batch=1)
-    args = dict(kernels=14.0, layers=48.0, dense_layers=0.0, lm_head=0.0, recomputed_layers=0.0,
-                experts_s=(0.001, 0.0))
+    arch, job, args = catalog.model("qwen3-30b-a3b").to_domain(), Job(seq_len=1024, micro_batch=1), QWEN_HOST_ARGS
     tpu, h100 = catalog.gpu("tpu-v5p").to_domain(), catalog.gpu("h100-sxm").to_domain()
     assert float(moe_host.exposed_host_s(arch, job, h100, 8.0, 0.01, **args)) > 0.0
     assert float(moe_host.exposed_host_s(arch, job, tpu, 8.0, 0.01, **args)) == 0.0
+
+
+def test_the_host_load_is_the_issue_time_over_the_gpu_time_and_zero_where_the_host_issues_nothing() -> None:
+    catalog = load_catalog()
+    arch, job, args = catalog.model("qwen3-30b-a3b").to_domain(), Job(seq_len=1024, micro_batch=1), QWEN_HOST_ARGS
+    h100 = catalog.gpu("h100-sxm").to_domain()
+    fwd_ops, bwd_ops = moe_host.host_ops_per_moe_layer(arch, job, 8.0, 14.0)
+    issue_s = 48.0 * (float(fwd_ops) + float(bwd_ops)) * moe_host.HOST_OP_S["x86"]
+    for gpu_s in (0.5 * issue_s, 2.0 * issue_s):  # host-paced, then GPU-paced
+        timing = moe_host.host_timing(arch, job, h100, 8.0, gpu_s, **args)
+        assert float(timing.load) == pytest.approx(issue_s / gpu_s)
+        assert float(timing.exposed_s) == float(moe_host.exposed_host_s(arch, job, h100, 8.0, gpu_s, **args))
+    paced, ahead = (moe_host.host_timing(arch, job, h100, 8.0, k * issue_s, **args) for k in (0.5, 2.0))
+    assert float(paced.exposed_s) > float(ahead.exposed_s)  # the GPU waits less the more it has to do
+    recomputed = moe_host.host_timing(arch, job, h100, 8.0, issue_s, **{**args, "recomputed_layers": 48.0})
+    assert float(recomputed.load) == pytest.approx(1.0 + 48.0 * float(fwd_ops) * moe_host.HOST_OP_S["x86"] / issue_s)
+    graphed = moe_host.host_timing(arch, Job(seq_len=1024, micro_batch=1, cuda_graphs="full"), h100, 8.0, 0.01,
+                                   **args)
+    assert float(graphed.load) == 0.0 and float(graphed.exposed_s) == 0.0
 
 
 def test_eager_gpt_oss_experts_move_their_clamp_and_bias_bytes() -> None:

@@ -16,7 +16,8 @@ QWEN = dict(model="qwen3-30b-a3b", gpus=8, ep=8, seq=4096, global_batch=64, fram
 
 
 def labels(**overrides: object) -> dict[str, str]:
-    return setup_regime(speed.estimate(EstimateRequest(**{**QWEN, **overrides})).setup)
+    result = speed.estimate(EstimateRequest(**{**QWEN, **overrides}))
+    return setup_regime(result.setup, float(result.step.host_load))
 
 
 def result(error: float, *, compare: str = "tokens_per_s_per_gpu", regime: dict[str, str] | None = None,
@@ -26,12 +27,12 @@ def result(error: float, *, compare: str = "tokens_per_s_per_gpu", regime: dict[
                       compare=compare, reliability="high", notes=notes, regime=regime or {})
 
 
-def test_a_job_is_labelled_by_its_host_graphs_tokens_stack_routing_and_dispatcher() -> None:
+def test_a_job_is_labelled_by_its_host_graphs_tokens_stack_routing_dispatcher_and_host_load() -> None:
     eager = labels(gpu="h100-sxm", micro_batch=1, tp=2, balanced_routing=True)
     assert eager == {"host": "NVIDIA, x86 host", "CUDA graphs": "none (eager)",
                      "tokens per GPU per micro-batch": "<= 2,048",
                      "stack": "Megatron-Core (Megatron-LM, NeMo, Megatron-Bridge)", "routing": "forced balance",
-                     "dispatcher": "NCCL all-to-all, dropless"}
+                     "dispatcher": "NCCL all-to-all, dropless", "host load": "host load 0.7 or more"}
     assert labels(gpu="h100-sxm", moe_dispatcher="deepep")["dispatcher"] == "DeepEP or HybridEP"
     assert labels(gpu="h100-sxm", a2a_overlap=True)["dispatcher"] == "DeepEP or HybridEP"
     assert labels(gpu="h100-sxm", gpus=8, ep=1)["dispatcher"].startswith("no dropless all-to-all")
@@ -40,6 +41,7 @@ def test_a_job_is_labelled_by_its_host_graphs_tokens_stack_routing_and_dispatche
     assert graphed["host"] == "NVIDIA, Grace host" and graphed["CUDA graphs"] == "full iteration"
     assert graphed["tokens per GPU per micro-batch"] == "> 8,192" and graphed["routing"] == "padded to capacity"
     assert graphed["dispatcher"].startswith("no dropless all-to-all")
+    assert graphed["host load"] == "host load under 0.3"  # a full-iteration graph: the host issues nothing
     scoped = labels(gpu="b200", micro_batch=2, cuda_graph_scope=("moe_router",), framework="torchtitan")
     assert scoped["CUDA graphs"] == "per module" and scoped["stack"] == "torchtitan"
     assert scoped["tokens per GPU per micro-batch"] == "2,049-8,192"

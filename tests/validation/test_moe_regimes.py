@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import pytest
 
 from rigplan.flow import estimate as speed
-from rigplan.flow.regime import ALL_RUNS, MIN_RUNS, MOE_REGIME_FIGURES, moe_accuracy_note
+from rigplan.flow.regime import (
+    ALL_RUNS,
+    HOST_LOAD_LABELS,
+    MIN_RUNS,
+    MOE_REGIME_FIGURES,
+    host_load_band,
+    moe_accuracy_note,
+    quoted_figures,
+    setup_regime,
+)
 from rigplan.flow.request import EstimateRequest
-from rigplan.validation.regimes import regime_figures
+from rigplan.validation.regimes import regime_figures, tokens_error
 from rigplan.validation.run import run_suite
 
 X86_EAGER_SMALL = {"host": "NVIDIA, x86 host", "CUDA graphs": "none (eager)",
@@ -59,11 +69,33 @@ def test_a_populated_regime_is_quoted_and_a_thin_one_falls_back_to_the_whole_sui
     assert f"on all {MOE_REGIME_FIGURES[ALL_RUNS][0]}," in fallback
 
 
+def test_the_host_load_narrows_the_cell_first_and_the_suites_error_rises_with_it() -> None:
+    loads = {label: {**X86_EAGER_SMALL_NCCL, "host load": label} for label in HOST_LOAD_LABELS}
+    medians = []
+    for label, labels in loads.items():
+        key = f"{NCCL_CELL} | {label}"
+        if MOE_REGIME_FIGURES.get(key, (0,))[0] >= MIN_RUNS:
+            assert_quotes(labels, key, f"{X86_EAGER_SMALL_CELL}; dispatcher: NCCL all-to-all, dropless; {label}")
+            assert quoted_figures(labels)[0] == "dispatcher and host load"
+    for label in HOST_LOAD_LABELS:  # the whole suite by host load: the eager runs drift as the host nears the GPU
+        eager = [e for r in run_suite("moe") if r.regime.get("host load") == label
+                 and r.regime.get("CUDA graphs") == "none (eager)" and (e := tokens_error(r)) is not None]
+        medians.append(statistics.median(eager))
+    assert medians == sorted(medians) and medians[-1] - medians[0] > 0.2
+    thin = {**X86_EAGER_SMALL, "dispatcher": "a dispatcher no published run used", "host load": HOST_LOAD_LABELS[2]}
+    key = f"NVIDIA, x86 host | none (eager) | <= 2,048 | {HOST_LOAD_LABELS[2]}"
+    assert quoted_figures(thin)[0] == "host load"
+    assert_quotes(thin, key, f"{X86_EAGER_SMALL_CELL}; {HOST_LOAD_LABELS[2]}")
+
+
 def test_every_moe_estimate_says_how_its_regime_has_fared_and_a_dense_one_does_not() -> None:
     moe = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=8, micro_batch=1, seq=2048,
                                          global_batch=64, framework="megatron"))
     quoted = [a for a in moe.setup.assumptions if a.startswith("validation: ")]
-    assert quoted == [moe_accuracy_note(X86_EAGER_SMALL_NCCL)]
+    labels = setup_regime(moe.setup, float(moe.step.host_load))
+    assert labels["host load"] == host_load_band(float(moe.step.host_load)) and float(moe.step.host_load) > 0.0
+    assert quoted == [moe_accuracy_note(labels)]
+    assert moe.to_dict()["breakdown"]["host_load"] == float(moe.step.host_load)
     dense = speed.estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, global_batch=64))
     assert not [a for a in dense.setup.assumptions if a.startswith("validation: ")]
 
@@ -104,8 +136,8 @@ def test_time_to_train_is_also_given_under_the_quoted_runs_spread() -> None:
     data = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=8, micro_batch=1, seq=2048,
                                           global_batch=64, framework="megatron", tokens="10B")).to_dict()
     accuracy = data["moe_accuracy"]
-    _, _, low, high, _ = MOE_REGIME_FIGURES[NCCL_CELL]
-    assert low < 0 < high
+    _, _, low, high, _ = MOE_REGIME_FIGURES[f"{NCCL_CELL} | {accuracy['regime']['host load']}"]
+    assert accuracy["quoted"] == "dispatcher and host load" and low < high
     time_s, gpu_hours = data["time_to_train_s"], data["gpu_hours"]
     assert accuracy["time_to_train_s_spread"] == (time_s * (1 + low), time_s * (1 + high))
     assert accuracy["gpu_hours_spread"] == (gpu_hours * (1 + low), gpu_hours * (1 + high))
@@ -133,7 +165,7 @@ def test_plan_gives_its_first_options_wall_time_under_the_spread_and_says_when_i
     low, high = accuracy["wall_time_s_spread"]
     assert (low, high) == pytest.approx((first["wall_time_s"] * (1 + accuracy["p10_tokens_error"]),
                                          first["wall_time_s"] * (1 + accuracy["p90_tokens_error"])))
-    assert low < first["wall_time_s"] < high
+    assert low < high and first["wall_time_s"] < high
     text = CliRunner().invoke(cli, args, env={"COLUMNS": "400"}).output
     assert "the first, with that error (10th-90th percentile): wall time " in text and "would miss" not in text
     days = math.floor(high / 86400 * 0.99 * 100) / 100  # rounded down: the 90th percentile must miss it

@@ -6,6 +6,8 @@ from the step). Used by estimate.stage_time beside the GPU-side model of estimat
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import CUDA_GRAPH_SCOPES, Job
 from rigplan.domain.model import Architecture
@@ -212,18 +214,30 @@ def host_paced_s(gpu_s: Num, *, host_forward_s: Num, host_backward_s: Num, host_
     return forward + recompute + xp.maximum(gpu * 2.0 / passes, host_backward_s)
 
 
-def exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, *, kernels: float, layers: Num,
-                   dense_layers: Num, lm_head: Num, recomputed_layers: Num,
-                   experts_s: tuple[Num, Num] = (0.0, 0.0)) -> Num:
-    """Seconds by which issuing one micro-batch's ops on the host outlasts its GPU time on one pipeline rank (MoE
-    models only: the per-layer host sync of dropless routing, host_paced_s). `gpu_s` is the GPU's whole stream of
-    the micro-batch, compute and the exposed collectives: the host keeps issuing while a collective runs.
-    `kernels`: a layer's forward kernels (estimate.elementwise.kernels_per_layer); the rank holds `layers`, of them
-    `dense_layers` dense, the MTP modules where lm_head is 1, and fully recomputes `recomputed_layers`. Megatron's
-    'moe' recompute module (estimate.recompute_modules) issues each MoE block's forward ops again inside the
-    backward, counted there."""
+class HostTiming(NamedTuple):
+    """One micro-batch's host side on one pipeline rank (host_timing)."""
+
+    exposed_s: Num
+    """Seconds by which issuing the micro-batch's ops outlasts its GPU time (0 where the GPU paces it)."""
+    load: Num
+    """Seconds the host spends issuing the micro-batch's ops over its GPU time (0 where the host issues none: a
+    full-iteration CUDA graph, a compiled program, a dense model). The MoE suite's eager runs drift from rigplan's
+    step time as this rises (flow.regime's host-load axis), so the accuracy line quotes it."""
+
+
+def host_timing(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, *, kernels: float, layers: Num,
+                dense_layers: Num, lm_head: Num, recomputed_layers: Num,
+                experts_s: tuple[Num, Num] = (0.0, 0.0)) -> HostTiming:
+    """The host's side of one micro-batch on one pipeline rank (MoE models only: the per-layer host sync of dropless
+    routing, host_paced_s): the seconds by which issuing its ops outlasts its GPU time, and the host's issue time
+    over that GPU time. `gpu_s` is the GPU's whole stream of the micro-batch, compute and the exposed collectives:
+    the host keeps issuing while a collective runs. `kernels`: a layer's forward kernels
+    (estimate.elementwise.kernels_per_layer); the rank holds `layers`, of them `dense_layers` dense, the MTP modules
+    where lm_head is 1, and fully recomputes `recomputed_layers`. Megatron's 'moe' recompute module
+    (estimate.recompute_modules) issues each MoE block's forward ops again inside the backward, counted there."""
     if arch.moe is None or job.cuda_graphs == "full" or gpu.vendor in COMPILED_PROGRAM_VENDORS:
-        return 0.0 * xp.asfloat(gpu_s)
+        none = 0.0 * xp.asfloat(gpu_s)
+        return HostTiming(exposed_s=none, load=none)
     op_s = HOST_OP_S.get(gpu.host_cpu, HOST_OP_S["x86"])
     fwd_ops, bwd_ops = host_ops_per_moe_layer(arch, job, ep, kernels)
     moe_layers = layers - dense_layers + lm_head * arch.moe.mtp_layers
@@ -242,4 +256,15 @@ def exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, 
                          recompute_share=share, sync=host_syncs(job), expert_gpu_s=expert_gpu,
                          expert_host_s=moe_layers * expert_phase_host_ops(arch, job, ep) * op_s * two_phase,
                          fc1_gpu_s=fc1_gpu, fc1_host_s=moe_layers * fc1_phase_host_ops(arch, job, ep) * op_s)
-    return xp.maximum(paced - xp.asfloat(gpu_s), 0.0)
+    issue = forward * (1.0 + share) + backward
+    return HostTiming(exposed_s=xp.maximum(paced - xp.asfloat(gpu_s), 0.0),
+                      load=issue / xp.maximum(xp.asfloat(gpu_s), 1e-30))
+
+
+def exposed_host_s(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, *, kernels: float, layers: Num,
+                   dense_layers: Num, lm_head: Num, recomputed_layers: Num,
+                   experts_s: tuple[Num, Num] = (0.0, 0.0)) -> Num:
+    """Seconds by which issuing one micro-batch's ops on the host outlasts its GPU time on one pipeline rank
+    (host_timing's exposed_s)."""
+    return host_timing(arch, job, gpu, ep, gpu_s, kernels=kernels, layers=layers, dense_layers=dense_layers,
+                       lm_head=lm_head, recomputed_layers=recomputed_layers, experts_s=experts_s).exposed_s

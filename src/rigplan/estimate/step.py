@@ -117,6 +117,9 @@ class StepBreakdown:
     hidden = total - the exposed *_comm_s."""
     overlap_tax_s: Num = 0.0
     """Compute slowdown from communication kernels running beside it (in compute_s; estimate.overlap)."""
+    host_load: Num = 0.0
+    """On the pacing rank, the host's time to issue one micro-batch's MoE ops over that micro-batch's GPU time
+    (estimate.moe_host.HostTiming.load; 0 where the host issues none)."""
 
 
 def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_batch: Num,
@@ -251,7 +254,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     compute_mb, backward_mb = pick("compute"), pick("backward")
     tp_mb, cp_mb, ep_mb, fsdp_mb, host_mb = pick("tp"), pick("cp"), pick("ep"), pick("fsdp"), pick("host")
     pp_mb = pick("pp")
-    pace_layers, pace_rank = pick("layers"), pick("rank")
+    pace_layers, pace_rank, host_load = pick("layers"), pick("rank"), pick("host_load")
     # Gradient sync after the last micro-batch hides behind its backward, all but the last layer's
     # bucket; ZeRO-1/2's all-gather of the updated weights behind the next step's first forward. A host-paced
     # MoE pass (host_mb, split as its GPU time) adds idle GPU time to either window, in which the rest hides
@@ -313,7 +316,7 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
         model_flop_per_step=whole.model_flop / mb * sequences,
         hardware_flop_per_step=whole.hardware_flop / mb * sequences,
         peak_flop_per_s=peak, pace_stage=pace_rank, pace_stage_layers=pace_layers,
-        comm_total_s=totals, overlap_tax_s=m * pick("tax") + dp_tax,
+        comm_total_s=totals, overlap_tax_s=m * pick("tax") + dp_tax, host_load=host_load,
     )
 
 

@@ -165,6 +165,7 @@ class EstimateResult:
                 "bubble_s": float(st.bubble_s),
                 "optimizer_s": float(st.optimizer_s),
                 "host_s": float(st.host_s),
+                "host_load": float(st.host_load),
                 "offload_s": float(st.offload_s),
                 "comm": {"tp_s": float(st.tp_comm_s), "cp_s": float(st.cp_comm_s), "ep_s": float(st.ep_comm_s),
                          "pp_s": float(st.pp_comm_s), "dp_s": float(st.dp_comm_s)},
@@ -194,7 +195,7 @@ class EstimateResult:
             "memory": memory,
             "assumptions": list(self.setup.assumptions),
             "framework": self.setup.framework.to_dict() if self.setup.framework else None,
-            "moe_accuracy": (moe_accuracy(setup_regime(self.setup), time_s, gpu_hours)
+            "moe_accuracy": (moe_accuracy(setup_regime(self.setup, float(self.step.host_load)), time_s, gpu_hours)
                              if self.setup.arch.moe is not None else None),
         }
 
@@ -503,7 +504,6 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
             assumptions.append(HOPPER_GPT_OSS_EVIDENCE)
         if blackwell_gpt_oss_evidence_applies(gpu.id, setup.arch, job):
             assumptions.append(BLACKWELL_GPT_OSS_EVIDENCE)
-        assumptions.append(moe_accuracy_note(setup_regime(setup)))
         ep_group = setup.layout.ep * setup.layout.expert_tp
         if gpu.link.domain_size >= NVL_RACK_GPUS and ep_group > NVL_TRAY_GPUS and gpu.gpus_per_node > NVL_TRAY_GPUS:
             assumptions.append(MNNVL_EP_NOTE.format(n=ep_group, domain=gpu.link.domain_size))
@@ -550,6 +550,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
     breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch,
                           calibration=setup.calibration)
+    if setup.arch.moe is not None:  # its cell narrows by the estimate's own host load (flow.regime.HOST_LOAD_AXIS)
+        assumptions.append(moe_accuracy_note(setup_regime(setup, float(breakdown.host_load))))
     # the MoE layers' host pacing, without the training loop's per-step host time (Job.step_overhead_s)
     host_s, step_s = float(breakdown.host_s) - job.step_overhead_s, float(breakdown.step_time_s)
     if host_s > HOST_PACED_NOTE_SHARE * step_s:

@@ -22,7 +22,8 @@ from rigplan.estimate.moe import dispatcher, flex_dispatched
 if TYPE_CHECKING:
     from rigplan.flow.resolve import TrainingSetup
 
-REGIME_AXES = ("host", "CUDA graphs", "tokens per GPU per micro-batch", "stack", "routing", "dispatcher")
+REGIME_AXES = ("host", "CUDA graphs", "tokens per GPU per micro-batch", "stack", "routing", "dispatcher",
+               "host load")
 ACCURACY_AXES = REGIME_AXES[:3]
 """The axes of the cells the accuracy line quotes."""
 DISPATCHER_AXIS = REGIME_AXES[5]
@@ -31,6 +32,20 @@ eager runs with NCCL's all-to-all dispatcher, dropless across expert ranks, sit 
 x86 hosts at most 2,048 tokens per GPU per micro-batch, 33 runs at a median of +68% against +25% for the cell's other
 29, on 2026-12-07; docs/validation.md, MoE by regime), where neither the host, the graphs nor the tokens tell them
 apart."""
+HOST_LOAD_AXIS = REGIME_AXES[6]
+"""The axis the accuracy line narrows its cell by first (with the dispatcher, then alone) where the narrower cell
+holds MIN_RUNS runs: rigplan's own host load of the job (estimate.moe_host.HostTiming.load, the host's time to issue a
+micro-batch's ops over its GPU time, on the rank that paces the pipeline). The suite's eager runs drift from
+rigplan's step time as it rises: on 2026-12-07, 106 eager runs with a host load under 0.3 came out at a median tokens/s
+error of -0.1%, 76 between 0.3 and 0.7 at +13% and 65 at 0.7 or more at +34% (31 of them beyond 35%), in every host,
+stack and dispatcher
+(docs/validation.md, MoE by regime). rigplan's host-paced step is the longer of the host's and the GPU's times
+(estimate.moe_host.host_paced_s); the runs say the GPU already waits well before the host's time reaches its own,
+which that bound leaves out. The figures widen the estimate's error bar; they do not change the estimate."""
+HOST_LOAD_BANDS = (0.3, 0.7)
+"""Bounds of the host-load bands (HOST_LOAD_AXIS)."""
+HOST_LOAD_LABELS = ("host load under 0.3", "host load 0.3-0.7", "host load 0.7 or more")
+"""The HOST_LOAD_AXIS labels, by HOST_LOAD_BANDS."""
 NCCL_ALL_TO_ALL = "NCCL all-to-all, dropless"
 """Megatron-Core's alltoall dispatcher (or another stack's NCCL all-to-all) over more than one expert rank, unpadded."""
 FLEX = "DeepEP or HybridEP"
@@ -53,8 +68,15 @@ def tokens_per_gpu_micro_batch(job: Job, layout: Layout) -> float:
     return job.micro_batch * job.seq_len / (layout.tp * layout.cp)
 
 
-def regime_of(gpu: Gpu, job: Job, layout: Layout, framework: str | None) -> dict[str, str]:
-    """The regime labels of one job, by REGIME_AXES; `framework`: the preset's name (None without one)."""
+def host_load_band(load: float) -> str:
+    """The HOST_LOAD_AXIS label of a host load (HOST_LOAD_BANDS, HOST_LOAD_LABELS)."""
+    low, high = HOST_LOAD_BANDS
+    return HOST_LOAD_LABELS[0 if load < low else 1 if load < high else 2]
+
+
+def regime_of(gpu: Gpu, job: Job, layout: Layout, framework: str | None, host_load: float = 0.0) -> dict[str, str]:
+    """The regime labels of one job, by REGIME_AXES; `framework`: the preset's name (None without one); `host_load`:
+    the estimate's host load (estimate.step.StepBreakdown.host_load)."""
     if gpu.vendor != "nvidia":
         host = "other vendors (not NVIDIA)"
     else:
@@ -73,86 +95,272 @@ def regime_of(gpu: Gpu, job: Job, layout: Layout, framework: str | None) -> dict
                     else NCCL_ALL_TO_ALL if dispatcher(job) == "alltoall" and layout.ep > 1 and not job.experts_padded
                     else ALLGATHER if dispatcher(job) == "allgather" and layout.ep * layout.expert_tp > 1
                     else NO_DROPLESS_ALL_TO_ALL)
-    return dict(zip(REGIME_AXES, (host, graphs, band, stack, routing, tokens_moved), strict=True))
+    labels = (host, graphs, band, stack, routing, tokens_moved, host_load_band(host_load))
+    return dict(zip(REGIME_AXES, labels, strict=True))
 
 
-def setup_regime(setup: TrainingSetup) -> dict[str, str]:
-    """The regime labels of a resolved job."""
-    return regime_of(setup.gpu, setup.job, setup.layout, setup.framework.name if setup.framework else None)
+def setup_regime(setup: TrainingSetup, host_load: float = 0.0) -> dict[str, str]:
+    """The regime labels of a resolved job whose estimate puts its host load at `host_load`."""
+    return regime_of(setup.gpu, setup.job, setup.layout, setup.framework.name if setup.framework else None,
+                     host_load)
 
 
-def cell_key(labels: dict[str, str], *, by_dispatcher: bool = False) -> str:
-    """The MOE_REGIME_FIGURES key of a job's ACCURACY_AXES labels, and with `by_dispatcher` its DISPATCHER_AXIS
-    label after them."""
-    axes = (*ACCURACY_AXES, DISPATCHER_AXIS) if by_dispatcher else ACCURACY_AXES
+def cell_key(labels: dict[str, str], *, by_dispatcher: bool = False, by_host_load: bool = False) -> str:
+    """The MOE_REGIME_FIGURES key of a job's ACCURACY_AXES labels, with `by_dispatcher` its DISPATCHER_AXIS label
+    after them and with `by_host_load` its HOST_LOAD_AXIS label last."""
+    axes = ((*ACCURACY_AXES, DISPATCHER_AXIS) if by_dispatcher else ACCURACY_AXES) + (
+        (HOST_LOAD_AXIS,) if by_host_load else ())
     return " | ".join(labels[axis] for axis in axes)
+
+
+NARROWINGS = (("dispatcher and host load", True, True), ("host load", False, True), ("dispatcher", True, False))
+"""The narrower cells the accuracy line tries, in order: (name, by_dispatcher, by_host_load)."""
 
 
 # written by `python tools/moe_regimes.py` from the MoE suite; do not edit by hand
 MOE_REGIME_FIGURES: dict[str, tuple[int, float, float, float, int]] = {
     "NVIDIA, Grace host | full iteration | 2,049-8,192": (23, -0.13, -0.298, -0.016, 2),
     "NVIDIA, Grace host | full iteration | 2,049-8,192 | DeepEP or HybridEP": (23, -0.13, -0.298, -0.016, 2),
+    "NVIDIA, Grace host | full iteration | 2,049-8,192 | DeepEP or HybridEP | host load under 0.3":
+        (23, -0.13, -0.298, -0.016, 2),
+    "NVIDIA, Grace host | full iteration | 2,049-8,192 | host load under 0.3": (23, -0.13, -0.298, -0.016, 2),
     "NVIDIA, Grace host | full iteration | <= 2,048": (12, -0.065, -0.137, 0.111, 0),
     "NVIDIA, Grace host | full iteration | <= 2,048 | DeepEP or HybridEP": (6, -0.002, -0.111, 0.232, 0),
+    "NVIDIA, Grace host | full iteration | <= 2,048 | DeepEP or HybridEP | host load under 0.3":
+        (6, -0.002, -0.111, 0.232, 0),
+    "NVIDIA, Grace host | full iteration | <= 2,048 | host load under 0.3": (12, -0.065, -0.137, 0.111, 0),
     "NVIDIA, Grace host | full iteration | <= 2,048 | no dropless all-to-all": (6, -0.096, -0.141, -0.061, 0),
+    "NVIDIA, Grace host | full iteration | <= 2,048 | no dropless all-to-all | host load under 0.3":
+        (6, -0.096, -0.141, -0.061, 0),
     "NVIDIA, Grace host | full iteration | > 8,192": (17, -0.06, -0.081, 0.006, 0),
     "NVIDIA, Grace host | full iteration | > 8,192 | DeepEP or HybridEP": (16, -0.061, -0.083, -0.012, 0),
+    "NVIDIA, Grace host | full iteration | > 8,192 | DeepEP or HybridEP | host load under 0.3":
+        (16, -0.061, -0.083, -0.012, 0),
+    "NVIDIA, Grace host | full iteration | > 8,192 | host load under 0.3": (17, -0.06, -0.081, 0.006, 0),
     "NVIDIA, Grace host | full iteration | > 8,192 | no dropless all-to-all": (1, 0.02, 0.02, 0.02, 0),
+    "NVIDIA, Grace host | full iteration | > 8,192 | no dropless all-to-all | host load under 0.3":
+        (1, 0.02, 0.02, 0.02, 0),
     "NVIDIA, Grace host | none (eager) | 2,049-8,192": (33, 0.034, -0.13, 0.68, 5),
     "NVIDIA, Grace host | none (eager) | 2,049-8,192 | DeepEP or HybridEP": (6, -0.085, -0.121, 1.564, 1),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | DeepEP or HybridEP | host load under 0.3":
+        (6, -0.085, -0.121, 1.564, 1),
     "NVIDIA, Grace host | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless": (14, -0.044, -0.121, 0.936, 3),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless | host load 0.3-0.7":
+        (7, -0.085, -0.113, 0.938, 2),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless | host load under 0.3":
+        (7, -0.003, -0.152, 0.426, 1),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | host load 0.3-0.7": (7, -0.085, -0.113, 0.938, 2),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | host load 0.7 or more": (3, 0.163, -0.083, 0.333, 1),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | host load under 0.3": (23, 0.034, -0.128, 0.317, 2),
     "NVIDIA, Grace host | none (eager) | 2,049-8,192 | no dropless all-to-all": (13, 0.202, -0.128, 0.317, 1),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | no dropless all-to-all | host load 0.7 or more":
+        (3, 0.163, -0.083, 0.333, 1),
+    "NVIDIA, Grace host | none (eager) | 2,049-8,192 | no dropless all-to-all | host load under 0.3":
+        (10, 0.212, -0.075, 0.315, 0),
     "NVIDIA, Grace host | none (eager) | <= 2,048": (7, 1.577, -0.116, 2.833, 4),
     "NVIDIA, Grace host | none (eager) | <= 2,048 | DeepEP or HybridEP": (1, 4.586, 4.586, 4.586, 1),
+    "NVIDIA, Grace host | none (eager) | <= 2,048 | DeepEP or HybridEP | host load 0.3-0.7":
+        (1, 4.586, 4.586, 4.586, 1),
     "NVIDIA, Grace host | none (eager) | <= 2,048 | NCCL all-to-all, dropless": (2, -0.127, -0.179, -0.074, 0),
+    "NVIDIA, Grace host | none (eager) | <= 2,048 | NCCL all-to-all, dropless | host load 0.7 or more":
+        (2, -0.127, -0.179, -0.074, 0),
+    "NVIDIA, Grace host | none (eager) | <= 2,048 | host load 0.3-0.7": (4, 1.621, 1.577, 3.709, 4),
+    "NVIDIA, Grace host | none (eager) | <= 2,048 | host load 0.7 or more": (3, -0.065, -0.167, -0.061, 0),
     "NVIDIA, Grace host | none (eager) | <= 2,048 | no dropless all-to-all": (4, 1.577, 0.428, 1.639, 3),
+    "NVIDIA, Grace host | none (eager) | <= 2,048 | no dropless all-to-all | host load 0.3-0.7":
+        (3, 1.577, 1.577, 1.647, 3),
+    "NVIDIA, Grace host | none (eager) | <= 2,048 | no dropless all-to-all | host load 0.7 or more":
+        (1, -0.065, -0.065, -0.065, 0),
     "NVIDIA, Grace host | none (eager) | > 8,192": (20, 0.223, -0.249, 0.489, 7),
     "NVIDIA, Grace host | none (eager) | > 8,192 | DeepEP or HybridEP": (4, 0.396, 0.201, 0.46, 3),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | DeepEP or HybridEP | host load 0.3-0.7": (4, 0.396, 0.201, 0.46, 3),
     "NVIDIA, Grace host | none (eager) | > 8,192 | NCCL all-to-all, dropless": (9, 0.312, -0.042, 0.65, 4),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | NCCL all-to-all, dropless | host load 0.3-0.7":
+        (4, 0.12, -0.091, 0.27, 0),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | NCCL all-to-all, dropless | host load 0.7 or more":
+        (3, 0.538, 0.452, 0.987, 3),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | NCCL all-to-all, dropless | host load under 0.3":
+        (2, 0.331, 0.316, 0.346, 1),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | host load 0.3-0.7": (8, 0.268, -0.052, 0.427, 3),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | host load 0.7 or more": (4, 0.484, 0.259, 0.931, 3),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | host load under 0.3": (8, -0.216, -0.267, 0.323, 1),
     "NVIDIA, Grace host | none (eager) | > 8,192 | no dropless all-to-all": (7, -0.22, -0.269, -0.027, 0),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | no dropless all-to-all | host load 0.7 or more":
+        (1, 0.185, 0.185, 0.185, 0),
+    "NVIDIA, Grace host | none (eager) | > 8,192 | no dropless all-to-all | host load under 0.3":
+        (6, -0.234, -0.271, -0.19, 0),
     "NVIDIA, Grace host | per module | 2,049-8,192": (18, -0.111, -0.151, 0.135, 1),
     "NVIDIA, Grace host | per module | 2,049-8,192 | DeepEP or HybridEP": (17, -0.112, -0.151, 0.096, 0),
+    "NVIDIA, Grace host | per module | 2,049-8,192 | DeepEP or HybridEP | host load 0.3-0.7":
+        (3, -0.111, -0.117, 0.152, 0),
+    "NVIDIA, Grace host | per module | 2,049-8,192 | DeepEP or HybridEP | host load 0.7 or more":
+        (1, -0.109, -0.109, -0.109, 0),
+    "NVIDIA, Grace host | per module | 2,049-8,192 | DeepEP or HybridEP | host load under 0.3":
+        (13, -0.121, -0.153, 0.063, 0),
     "NVIDIA, Grace host | per module | 2,049-8,192 | NCCL all-to-all, dropless": (1, 0.986, 0.986, 0.986, 1),
+    "NVIDIA, Grace host | per module | 2,049-8,192 | NCCL all-to-all, dropless | host load 0.3-0.7":
+        (1, 0.986, 0.986, 0.986, 1),
+    "NVIDIA, Grace host | per module | 2,049-8,192 | host load 0.3-0.7": (4, 0.053, -0.116, 0.756, 1),
+    "NVIDIA, Grace host | per module | 2,049-8,192 | host load 0.7 or more": (1, -0.109, -0.109, -0.109, 0),
+    "NVIDIA, Grace host | per module | 2,049-8,192 | host load under 0.3": (13, -0.121, -0.153, 0.063, 0),
     "NVIDIA, Grace host | per module | > 8,192": (11, 0.155, -0.084, 0.246, 1),
     "NVIDIA, Grace host | per module | > 8,192 | DeepEP or HybridEP": (9, -0.017, -0.097, 0.257, 1),
+    "NVIDIA, Grace host | per module | > 8,192 | DeepEP or HybridEP | host load 0.3-0.7": (7, -0.017, -0.064, 0.289, 1),
+    "NVIDIA, Grace host | per module | > 8,192 | DeepEP or HybridEP | host load under 0.3":
+        (2, 0.035, -0.113, 0.183, 0),
     "NVIDIA, Grace host | per module | > 8,192 | NCCL all-to-all, dropless": (2, 0.242, 0.238, 0.245, 0),
+    "NVIDIA, Grace host | per module | > 8,192 | NCCL all-to-all, dropless | host load under 0.3":
+        (2, 0.242, 0.238, 0.245, 0),
+    "NVIDIA, Grace host | per module | > 8,192 | host load 0.3-0.7": (7, -0.017, -0.064, 0.289, 1),
+    "NVIDIA, Grace host | per module | > 8,192 | host load under 0.3": (4, 0.229, -0.039, 0.243, 0),
     "NVIDIA, x86 host | full iteration | 2,049-8,192": (2, 0.083, -0.014, 0.18, 0),
     "NVIDIA, x86 host | full iteration | 2,049-8,192 | DeepEP or HybridEP": (1, -0.039, -0.039, -0.039, 0),
+    "NVIDIA, x86 host | full iteration | 2,049-8,192 | DeepEP or HybridEP | host load under 0.3":
+        (1, -0.039, -0.039, -0.039, 0),
+    "NVIDIA, x86 host | full iteration | 2,049-8,192 | host load under 0.3": (2, 0.083, -0.014, 0.18, 0),
     "NVIDIA, x86 host | full iteration | 2,049-8,192 | no dropless all-to-all": (1, 0.205, 0.205, 0.205, 0),
+    "NVIDIA, x86 host | full iteration | 2,049-8,192 | no dropless all-to-all | host load under 0.3":
+        (1, 0.205, 0.205, 0.205, 0),
     "NVIDIA, x86 host | full iteration | <= 2,048": (1, -0.128, -0.128, -0.128, 0),
+    "NVIDIA, x86 host | full iteration | <= 2,048 | host load under 0.3": (1, -0.128, -0.128, -0.128, 0),
     "NVIDIA, x86 host | full iteration | <= 2,048 | no dropless all-to-all": (1, -0.128, -0.128, -0.128, 0),
+    "NVIDIA, x86 host | full iteration | <= 2,048 | no dropless all-to-all | host load under 0.3":
+        (1, -0.128, -0.128, -0.128, 0),
     "NVIDIA, x86 host | full iteration | > 8,192": (12, 0.006, -0.009, 0.033, 0),
     "NVIDIA, x86 host | full iteration | > 8,192 | DeepEP or HybridEP": (12, 0.006, -0.009, 0.033, 0),
+    "NVIDIA, x86 host | full iteration | > 8,192 | DeepEP or HybridEP | host load under 0.3":
+        (12, 0.006, -0.009, 0.033, 0),
+    "NVIDIA, x86 host | full iteration | > 8,192 | host load under 0.3": (12, 0.006, -0.009, 0.033, 0),
     "NVIDIA, x86 host | none (eager) | 2,049-8,192": (77, 0.119, -0.131, 0.417, 13),
     "NVIDIA, x86 host | none (eager) | 2,049-8,192 | DeepEP or HybridEP": (44, 0.072, -0.147, 0.38, 5),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | DeepEP or HybridEP | host load 0.3-0.7":
+        (16, 0.041, -0.146, 0.12, 0),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | DeepEP or HybridEP | host load 0.7 or more":
+        (16, 0.286, -0.022, 0.803, 4),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | DeepEP or HybridEP | host load under 0.3":
+        (12, 0.006, -0.203, 0.151, 1),
     "NVIDIA, x86 host | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless": (19, 0.12, -0.064, 0.451, 4),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless | host load 0.3-0.7":
+        (6, 0.137, 0.02, 0.786, 2),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless | host load 0.7 or more":
+        (8, 0.193, 0.045, 0.281, 1),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless | host load under 0.3":
+        (5, -0.06, -0.114, 0.46, 1),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | host load 0.3-0.7": (30, 0.097, -0.128, 0.322, 3),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | host load 0.7 or more": (25, 0.242, 0.005, 0.634, 5),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | host load under 0.3": (22, 0.006, -0.152, 0.44, 5),
     "NVIDIA, x86 host | none (eager) | 2,049-8,192 | no dropless all-to-all": (14, 0.215, 0.018, 0.471, 4),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | no dropless all-to-all | host load 0.3-0.7":
+        (8, 0.215, 0.081, 0.379, 1),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | no dropless all-to-all | host load 0.7 or more":
+        (1, 0.149, 0.149, 0.149, 0),
+    "NVIDIA, x86 host | none (eager) | 2,049-8,192 | no dropless all-to-all | host load under 0.3":
+        (5, 0.378, 0.032, 0.46, 3),
     "NVIDIA, x86 host | none (eager) | <= 2,048": (63, 0.383, -0.102, 1.188, 33),
     "NVIDIA, x86 host | none (eager) | <= 2,048 | DeepEP or HybridEP": (16, 0.299, 0.002, 1.13, 6),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | DeepEP or HybridEP | host load 0.3-0.7": (5, 0.279, 0.033, 0.331, 0),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | DeepEP or HybridEP | host load 0.7 or more":
+        (7, 0.846, 0.036, 1.09, 5),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | DeepEP or HybridEP | host load under 0.3":
+        (4, 0.024, -0.043, 1.535, 1),
     "NVIDIA, x86 host | none (eager) | <= 2,048 | NCCL all-to-all, dropless": (33, 0.679, -0.035, 1.333, 25),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | NCCL all-to-all, dropless | host load 0.3-0.7":
+        (10, 0.675, 0.415, 1.211, 9),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | NCCL all-to-all, dropless | host load 0.7 or more":
+        (16, 0.887, 0.41, 2.438, 15),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | NCCL all-to-all, dropless | host load under 0.3":
+        (7, -0.036, -0.251, 0.536, 1),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | host load 0.3-0.7": (16, 0.453, 0.127, 1.065, 10),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | host load 0.7 or more": (29, 0.795, 0.244, 1.468, 21),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | host load under 0.3": (18, -0.033, -0.165, 0.479, 2),
     "NVIDIA, x86 host | none (eager) | <= 2,048 | no dropless all-to-all": (14, 0.214, -0.133, 0.349, 2),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | no dropless all-to-all | host load 0.3-0.7":
+        (1, 0.354, 0.354, 0.354, 1),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | no dropless all-to-all | host load 0.7 or more":
+        (6, 0.322, 0.01, 0.373, 1),
+    "NVIDIA, x86 host | none (eager) | <= 2,048 | no dropless all-to-all | host load under 0.3":
+        (7, -0.102, -0.123, 0.207, 0),
     "NVIDIA, x86 host | none (eager) | > 8,192": (27, -0.057, -0.116, 0.592, 6),
     "NVIDIA, x86 host | none (eager) | > 8,192 | DeepEP or HybridEP": (9, -0.082, -0.116, -0.066, 0),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | DeepEP or HybridEP | host load 0.3-0.7":
+        (3, -0.107, -0.144, -0.093, 0),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | DeepEP or HybridEP | host load under 0.3":
+        (6, -0.077, -0.09, -0.063, 0),
     "NVIDIA, x86 host | none (eager) | > 8,192 | NCCL all-to-all, dropless": (12, 0.289, -0.059, 0.844, 5),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | NCCL all-to-all, dropless | host load 0.3-0.7":
+        (1, 0.446, 0.446, 0.446, 1),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | NCCL all-to-all, dropless | host load 0.7 or more":
+        (1, 1.027, 1.027, 1.027, 1),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | NCCL all-to-all, dropless | host load under 0.3":
+        (10, 0.223, -0.062, 0.816, 3),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | host load 0.3-0.7": (6, -0.111, -0.143, 0.178, 1),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | host load 0.7 or more": (1, 1.027, 1.027, 1.027, 1),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | host load under 0.3": (20, -0.04, -0.084, 0.459, 4),
     "NVIDIA, x86 host | none (eager) | > 8,192 | no dropless all-to-all": (6, -0.074, -0.125, 0.319, 1),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | no dropless all-to-all | host load 0.3-0.7":
+        (2, -0.123, -0.13, -0.117, 0),
+    "NVIDIA, x86 host | none (eager) | > 8,192 | no dropless all-to-all | host load under 0.3":
+        (4, 0.107, -0.093, 0.347, 1),
     "NVIDIA, x86 host | per module | 2,049-8,192": (16, 0.077, -0.161, 0.22, 0),
     "NVIDIA, x86 host | per module | 2,049-8,192 | DeepEP or HybridEP": (16, 0.077, -0.161, 0.22, 0),
+    "NVIDIA, x86 host | per module | 2,049-8,192 | DeepEP or HybridEP | host load 0.3-0.7":
+        (10, 0.134, -0.08, 0.238, 0),
+    "NVIDIA, x86 host | per module | 2,049-8,192 | DeepEP or HybridEP | host load 0.7 or more":
+        (5, -0.045, -0.158, 0.071, 0),
+    "NVIDIA, x86 host | per module | 2,049-8,192 | DeepEP or HybridEP | host load under 0.3":
+        (1, -0.198, -0.198, -0.198, 0),
+    "NVIDIA, x86 host | per module | 2,049-8,192 | host load 0.3-0.7": (10, 0.134, -0.08, 0.238, 0),
+    "NVIDIA, x86 host | per module | 2,049-8,192 | host load 0.7 or more": (5, -0.045, -0.158, 0.071, 0),
+    "NVIDIA, x86 host | per module | 2,049-8,192 | host load under 0.3": (1, -0.198, -0.198, -0.198, 0),
     "NVIDIA, x86 host | per module | <= 2,048": (2, -0.061, -0.071, -0.05, 0),
     "NVIDIA, x86 host | per module | <= 2,048 | DeepEP or HybridEP": (2, -0.061, -0.071, -0.05, 0),
+    "NVIDIA, x86 host | per module | <= 2,048 | DeepEP or HybridEP | host load 0.3-0.7": (1, -0.074, -0.074, -0.074, 0),
+    "NVIDIA, x86 host | per module | <= 2,048 | DeepEP or HybridEP | host load under 0.3":
+        (1, -0.047, -0.047, -0.047, 0),
+    "NVIDIA, x86 host | per module | <= 2,048 | host load 0.3-0.7": (1, -0.074, -0.074, -0.074, 0),
+    "NVIDIA, x86 host | per module | <= 2,048 | host load under 0.3": (1, -0.047, -0.047, -0.047, 0),
     "NVIDIA, x86 host | per module | > 8,192": (10, 0.124, -0.107, 0.493, 2),
     "NVIDIA, x86 host | per module | > 8,192 | DeepEP or HybridEP": (9, 0.064, -0.11, 0.355, 1),
+    "NVIDIA, x86 host | per module | > 8,192 | DeepEP or HybridEP | host load 0.3-0.7": (7, 0.026, -0.116, 0.321, 1),
+    "NVIDIA, x86 host | per module | > 8,192 | DeepEP or HybridEP | host load 0.7 or more": (1, 0.324, 0.324, 0.324, 0),
+    "NVIDIA, x86 host | per module | > 8,192 | DeepEP or HybridEP | host load under 0.3": (1, 0.184, 0.184, 0.184, 0),
     "NVIDIA, x86 host | per module | > 8,192 | NCCL all-to-all, dropless": (1, 0.61, 0.61, 0.61, 1),
+    "NVIDIA, x86 host | per module | > 8,192 | NCCL all-to-all, dropless | host load under 0.3":
+        (1, 0.61, 0.61, 0.61, 1),
+    "NVIDIA, x86 host | per module | > 8,192 | host load 0.3-0.7": (7, 0.026, -0.116, 0.321, 1),
+    "NVIDIA, x86 host | per module | > 8,192 | host load 0.7 or more": (1, 0.324, 0.324, 0.324, 0),
+    "NVIDIA, x86 host | per module | > 8,192 | host load under 0.3": (2, 0.397, 0.227, 0.567, 1),
     "all": (371, 0.028, -0.148, 0.812, 77),
     "other vendors (not NVIDIA) | none (eager) | 2,049-8,192": (4, -0.083, -0.234, 0.206, 0),
     "other vendors (not NVIDIA) | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless":
         (1, -0.046, -0.046, -0.046, 0),
+    "other vendors (not NVIDIA) | none (eager) | 2,049-8,192 | NCCL all-to-all, dropless | host load under 0.3":
+        (1, -0.046, -0.046, -0.046, 0),
+    "other vendors (not NVIDIA) | none (eager) | 2,049-8,192 | host load under 0.3": (4, -0.083, -0.234, 0.206, 0),
     "other vendors (not NVIDIA) | none (eager) | 2,049-8,192 | no dropless all-to-all": (3, -0.12, -0.25, 0.228, 0),
+    "other vendors (not NVIDIA) | none (eager) | 2,049-8,192 | no dropless all-to-all | host load under 0.3":
+        (3, -0.12, -0.25, 0.228, 0),
     "other vendors (not NVIDIA) | none (eager) | <= 2,048": (1, 0.881, 0.881, 0.881, 1),
+    "other vendors (not NVIDIA) | none (eager) | <= 2,048 | host load under 0.3": (1, 0.881, 0.881, 0.881, 1),
     "other vendors (not NVIDIA) | none (eager) | <= 2,048 | no dropless all-to-all": (1, 0.881, 0.881, 0.881, 1),
+    "other vendors (not NVIDIA) | none (eager) | <= 2,048 | no dropless all-to-all | host load under 0.3":
+        (1, 0.881, 0.881, 0.881, 1),
     "other vendors (not NVIDIA) | none (eager) | > 8,192": (15, -0.037, -0.147, 0.641, 2),
     "other vendors (not NVIDIA) | none (eager) | > 8,192 | DeepEP or HybridEP": (5, -0.112, -0.167, 0.487, 1),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192 | DeepEP or HybridEP | host load 0.3-0.7":
+        (4, -0.132, -0.17, -0.064, 0),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192 | DeepEP or HybridEP | host load under 0.3":
+        (1, 0.841, 0.841, 0.841, 1),
     "other vendors (not NVIDIA) | none (eager) | > 8,192 | NCCL all-to-all, dropless": (1, 1.0, 1.0, 1.0, 1),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192 | NCCL all-to-all, dropless | host load under 0.3":
+        (1, 1.0, 1.0, 1.0, 1),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192 | host load 0.3-0.7": (5, -0.112, -0.167, 0.175, 0),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192 | host load under 0.3": (10, 0.042, -0.118, 0.857, 2),
     "other vendors (not NVIDIA) | none (eager) | > 8,192 | no dropless all-to-all": (9, 0.011, -0.121, 0.325, 0),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192 | no dropless all-to-all | host load 0.3-0.7":
+        (1, 0.321, 0.321, 0.321, 0),
+    "other vendors (not NVIDIA) | none (eager) | > 8,192 | no dropless all-to-all | host load under 0.3":
+        (8, -0.013, -0.123, 0.174, 0),
 }
 """Cell key -> (runs, median tokens/s error, its 10th and 90th percentiles, runs beyond 35% either way)."""
 
@@ -162,12 +370,17 @@ def _pct(value: float) -> str:
 
 
 def quoted_figures(labels: dict[str, str]) -> tuple[str, tuple[int, float, float, float, int], int]:
-    """(what is quoted, its figures, the runs in the job's own cell): 'dispatcher', the MOE_REGIME_FIGURES of the cell
-    narrowed by the job's dispatcher, where it has at least MIN_RUNS runs; else 'regime', the cell's, where it has;
-    else 'all' and the whole suite's."""
-    narrow = MOE_REGIME_FIGURES.get(cell_key(labels, by_dispatcher=True))
-    if narrow and narrow[0] >= MIN_RUNS:
-        return "dispatcher", narrow, narrow[0]
+    """(what is quoted, its figures, the runs in the job's own cell): the first of NARROWINGS whose MOE_REGIME_FIGURES
+    cell (the job's cell narrowed by its dispatcher and host load, by its host load, by its dispatcher) has at least
+    MIN_RUNS runs, a host load taken only where it leaves out some of the cell's runs (under full-iteration CUDA
+    graphs every run's is 0); else 'regime', the cell's, where it has; else 'all' and the whole suite's."""
+    for name, by_dispatcher, by_host_load in NARROWINGS:
+        if by_host_load and HOST_LOAD_AXIS not in labels:
+            continue
+        narrow = MOE_REGIME_FIGURES.get(cell_key(labels, by_dispatcher=by_dispatcher, by_host_load=by_host_load))
+        wider = MOE_REGIME_FIGURES.get(cell_key(labels, by_dispatcher=by_dispatcher), (0,))
+        if narrow and narrow[0] >= MIN_RUNS and (not by_host_load or narrow[0] < wider[0]):
+            return name, narrow, narrow[0]
     figures = MOE_REGIME_FIGURES.get(cell_key(labels))
     seen = figures[0] if figures else 0
     if figures and seen >= MIN_RUNS:
@@ -180,8 +393,10 @@ def moe_accuracy_note(labels: dict[str, str]) -> str:
     host, graphs, band = (labels[axis] for axis in ACCURACY_AXES)
     cell = f"{host}; CUDA graphs: {graphs}; {band} tokens per GPU per micro-batch"
     quoted, (runs, median, low, high, beyond), seen = quoted_figures(labels)
-    if quoted == "dispatcher":
+    if "dispatcher" in quoted:
         cell = f"{cell}; dispatcher: {labels[DISPATCHER_AXIS]}"
+    if "host load" in quoted:
+        cell = f"{cell}; {labels[HOST_LOAD_AXIS]}"
     if quoted != "all":
         return (f"validation: on the {runs} published MoE runs in this regime ({cell}), rigplan's tokens/s came out "
                 f"{_pct(median)} against the measured at the median ({_pct(low)} to {_pct(high)} from the 10th to the "
@@ -204,11 +419,10 @@ def measured_spread(value: float, low: float, high: float) -> tuple[float, float
 
 def moe_accuracy(labels: dict[str, str], time_to_train_s: float | None = None,
                  gpu_hours: float | None = None) -> dict[str, object]:
-    """The accuracy line's figures as JSON values: the job's regime labels, the cell quoted ('dispatcher', 'regime', or
-    'all' where neither has MIN_RUNS runs: quoted_figures) and its runs, median tokens/s error, 10th and 90th
-    percentile and runs beyond
-    35%, with the line itself; given the estimate's time to train and GPU-hours, their measured_spread over the
-    quoted runs (None without a token count)."""
+    """The accuracy line's figures as JSON values: the job's regime labels, the cell quoted (a NARROWINGS name,
+    'regime', or 'all' where none has MIN_RUNS runs: quoted_figures) and its runs, median tokens/s error, 10th and
+    90th percentile and runs beyond 35%, with the line itself; given the estimate's time to train and GPU-hours,
+    their measured_spread over the quoted runs (None without a token count)."""
     quoted, (runs, median, low, high, beyond), _ = quoted_figures(labels)
     return {"regime": dict(labels), "quoted": quoted, "runs": runs, "median_tokens_error": median,
             "p10_tokens_error": low, "p90_tokens_error": high, "beyond_35": beyond, "note": moe_accuracy_note(labels),

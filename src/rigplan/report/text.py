@@ -190,6 +190,8 @@ def render_estimate(data: dict[str, Any], console: Console | None = None) -> Non
     if b.get("host_s", 0.0) > 0:
         table.add_row("waiting for the host (MoE sync, training loop)",
                       f"{format_duration(b['host_s'])} ({100 * b['host_s'] / data['step_time_s']:.0f}%)")
+    if b.get("host_load", 0.0) > 0:
+        table.add_row("  host load (host issue time / GPU time, a micro-batch)", f"{b['host_load']:.2f}")
     for axis, c in (b.get("comm_by_axis") or {}).items():
         if c["total_s"] > 0:
             table.add_row(f"  {axis} communication: hidden / exposed",

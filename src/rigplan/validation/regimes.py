@@ -1,11 +1,11 @@
 """The MoE suite by regime: which configurations rigplan's MoE step time holds for, and which it does not.
 
-Each MoE case is labelled by six things a user can read off their own job (CaseResult.regime, flow.regime.regime_of):
-the host the GPUs hang off, CUDA graphs, tokens per GPU per micro-batch, the training stack, the routing and the
-token dispatcher. The report's table groups the suite's tokens/s errors by each label, with the out-of-sample rows
-(those estimated before they were added, with nothing changed for them) apart; the figures each MoE estimate quotes for
-its own regime (flow.regime.MOE_REGIME_FIGURES) are computed here (regime_figures; `python tools/moe_regimes.py`
-writes them).
+Each MoE case is labelled by seven things (CaseResult.regime, flow.regime.regime_of): six a user can read off their
+own job (the host the GPUs hang off, CUDA graphs, tokens per GPU per micro-batch, the training stack, the routing and
+the token dispatcher) and the host load rigplan's estimate gives it. The report's table groups the suite's tokens/s
+errors by each label, with the out-of-sample rows (those estimated before they were added, with nothing changed for
+them) apart; the figures each MoE estimate quotes for its own regime (flow.regime.MOE_REGIME_FIGURES) are computed
+here (regime_figures; `python tools/moe_regimes.py` writes them).
 
 Errors here are in tokens/s, rigplan's over the measured minus one (positive: rigplan too fast): a step-time error e
 reads as 1 / (1 + e) - 1.
@@ -17,7 +17,7 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from rigplan.flow.regime import ALL_RUNS, REGIME_AXES, cell_key
+from rigplan.flow.regime import ALL_RUNS, HOST_LOAD_AXIS, NARROWINGS, REGIME_AXES, cell_key
 from rigplan.validation.common import CaseResult
 
 OUTSIDE_CHECK = 0.35
@@ -96,9 +96,9 @@ def markdown(results: list[CaseResult]) -> list[str]:
 
 
 def regime_figures(results: list[CaseResult]) -> dict[str, tuple[int, float, float, float, int]]:
-    """flow.regime.MOE_REGIME_FIGURES from the MoE results: per ACCURACY_AXES cell, per such cell narrowed by the
-    dispatcher (flow.regime.DISPATCHER_AXIS) and for all runs, (runs, median tokens/s error, 10th and 90th percentile,
-    runs beyond OUTSIDE_CHECK either way), rounded to 0.001."""
+    """flow.regime.MOE_REGIME_FIGURES from the MoE results: per ACCURACY_AXES cell, per such cell narrowed as
+    flow.regime.NARROWINGS narrow it (by the dispatcher and the host load, by either) and for all runs, (runs, median
+    tokens/s error, 10th and 90th percentile, runs beyond OUTSIDE_CHECK either way), rounded to 0.001."""
     cells: dict[str, list[float]] = {ALL_RUNS: []}
     for r in results:
         error = tokens_error(r)
@@ -106,7 +106,11 @@ def regime_figures(results: list[CaseResult]) -> dict[str, tuple[int, float, flo
             continue
         cells[ALL_RUNS].append(error)
         cells.setdefault(cell_key(r.regime), []).append(error)
-        cells.setdefault(cell_key(r.regime, by_dispatcher=True), []).append(error)
+        for _, by_dispatcher, by_host_load in NARROWINGS:
+            if by_host_load and HOST_LOAD_AXIS not in r.regime:
+                continue
+            cells.setdefault(cell_key(r.regime, by_dispatcher=by_dispatcher, by_host_load=by_host_load),
+                             []).append(error)
     figures = {}
     for key, errors in sorted(cells.items()):
         ordered = sorted(errors)

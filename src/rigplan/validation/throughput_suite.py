@@ -140,7 +140,7 @@ def evaluate_throughput_case(case: ThroughputCase) -> CaseResult:
     detail.update({f"{k}": float(v) for k, v in data["breakdown"].items() if not isinstance(v, dict)})
     error = predicted / case.measured.value - 1
     status: Status = "pass" if abs(error) <= THROUGHPUT_CASE_TOLERANCE + 1e-12 else _miss(case.known_gap)
-    regime = setup_regime(result.setup) if result.setup.arch.moe is not None else {}
+    regime = setup_regime(result.setup, float(result.step.host_load)) if result.setup.arch.moe is not None else {}
     return CaseResult(**base, predicted=predicted, error=error, status=status, detail=detail,
                       assumptions=tuple(data["assumptions"]), regime=regime)
 
