@@ -52,7 +52,7 @@ from rigplan.flow.evidence import (
     hopper_gpt_oss_evidence_applies,
     small_microbatch_moe,
 )
-from rigplan.flow.memory import MemoryResult, memory_of
+from rigplan.flow.memory import MemoryResult, allocator_pressure_note, memory_of
 from rigplan.flow.model_source import ResolvedModel
 from rigplan.flow.regime import moe_accuracy, moe_accuracy_note, setup_regime
 from rigplan.flow.resolve import TrainingSetup, build_setup
@@ -587,6 +587,10 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
             tokens_per_s=float(breakdown.tokens_per_step) / float(breakdown.step_time_s),
             bytes_per_token=TOKENIZED_BYTES_PER_TOKEN, checkpoint_bytes=checkpoint_bytes(setup),
             interval_s=reliability.checkpoint_interval_s, dataset_tokens=tokens)
-    return EstimateResult(setup=setup, memory=memory_of(setup, request.ecc), step=breakdown, tokens=tokens,
+    memory = memory_of(setup, request.ecc)
+    pressure = allocator_pressure_note(memory)
+    if pressure:
+        assumptions.append(pressure)
+    return EstimateResult(setup=setup, memory=memory, step=breakdown, tokens=tokens,
                           host_power_w=request.host_power_w, reliability=reliability,
                           storage=storage if tokens else None)
