@@ -12,10 +12,12 @@ import pytest
 from rigplan.flow import estimate as speed
 from rigplan.flow.regime import (
     ALL_RUNS,
+    HOST_LOAD_BANDS,
     HOST_LOAD_LABELS,
     MIN_RUNS,
     MOE_REGIME_FIGURES,
     host_load_band,
+    host_load_note,
     moe_accuracy_note,
     quoted_figures,
     setup_regime,
@@ -86,6 +88,23 @@ def test_the_host_load_narrows_the_cell_first_and_the_suites_error_rises_with_it
     key = f"NVIDIA, x86 host | none (eager) | <= 2,048 | {HOST_LOAD_LABELS[2]}"
     assert quoted_figures(thin)[0] == "host load"
     assert_quotes(thin, key, f"{X86_EAGER_SMALL_CELL}; {HOST_LOAD_LABELS[2]}")
+
+
+def test_a_job_in_the_top_host_load_band_is_pointed_at_cuda_graphs_unless_its_host_already_paces_it() -> None:
+    request = dict(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=16, precision="fp8", fp8_recipe="current", seq=4096,
+                   micro_batch=1, global_batch=1024, ep=16, framework="nemo", grad_reduce_dtype="bf16",
+                   balanced_routing=True, moe_dispatcher="deepep")
+    loaded = speed.estimate(EstimateRequest(**request))
+    load = float(loaded.step.host_load)
+    assert load >= HOST_LOAD_BANDS[1] and not [a for a in loaded.setup.assumptions if a.startswith("host-paced")]
+    notes = [a for a in loaded.setup.assumptions if a.startswith("host load ")]
+    assert notes == [host_load_note(load)] and f"host load {load:.2f}: the host needs {load:.0%}" in notes[0]
+    graphed = speed.estimate(EstimateRequest(**{**request, "cuda_graphs": "full"}))
+    assert float(graphed.step.host_load) == 0.0 and host_load_note(0.0) is None
+    assert not [a for a in graphed.setup.assumptions if a.startswith(("host load ", "host-paced"))]
+    paced = speed.estimate(EstimateRequest(**{**request, "gpu": "b200"}))  # the host-paced line says it instead
+    assert float(paced.step.host_load) > load and [a for a in paced.setup.assumptions if a.startswith("host-paced")]
+    assert not [a for a in paced.setup.assumptions if a.startswith("host load ")]
 
 
 def test_every_moe_estimate_says_how_its_regime_has_fared_and_a_dense_one_does_not() -> None:

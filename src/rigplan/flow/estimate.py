@@ -54,7 +54,7 @@ from rigplan.flow.evidence import (
 )
 from rigplan.flow.memory import MemoryResult, allocator_pressure_note, memory_of
 from rigplan.flow.model_source import ResolvedModel
-from rigplan.flow.regime import moe_accuracy, moe_accuracy_note, setup_regime
+from rigplan.flow.regime import host_load_note, moe_accuracy, moe_accuracy_note, setup_regime
 from rigplan.flow.resolve import TrainingSetup, build_setup
 from rigplan.reliab import DEFAULT_RESTART_S, ReliabilityResult, reliability_for_job
 from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, with_preemptions
@@ -565,6 +565,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
             assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
                                "layers' ops (padded capacity: no per-layer sync, the host runs ahead through each "
                                "micro-batch); --cuda-graphs full if your stack captures the whole step")
+    elif note := host_load_note(float(breakdown.host_load)):
+        assumptions.append(note)
     reliability = None
     storage = None
     if tokens:

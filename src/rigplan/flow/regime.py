@@ -74,6 +74,19 @@ def host_load_band(load: float) -> str:
     return HOST_LOAD_LABELS[0 if load < low else 1 if load < high else 2]
 
 
+HOST_LOAD_NOTE = ("host load {load:.2f}: the host needs {share:.0%} of the GPU's time to issue each micro-batch's MoE "
+                  "ops, where the suite's eager runs drift furthest from rigplan's step time (the validation line "
+                  "quotes them); --cuda-graphs full or --cuda-graph-scope take the host out if your stack captures "
+                  "CUDA graphs")
+
+
+def host_load_note(host_load: float) -> str | None:
+    """HOST_LOAD_NOTE for a job whose host load is in the top band (HOST_LOAD_BANDS), else None."""
+    if host_load < HOST_LOAD_BANDS[1]:
+        return None
+    return HOST_LOAD_NOTE.format(load=host_load, share=host_load)
+
+
 def regime_of(gpu: Gpu, job: Job, layout: Layout, framework: str | None, host_load: float = 0.0) -> dict[str, str]:
     """The regime labels of one job, by REGIME_AXES; `framework`: the preset's name (None without one); `host_load`:
     the estimate's host load (estimate.step.StepBreakdown.host_load)."""
