@@ -99,8 +99,9 @@ def test_megatron_jobs_are_offered_the_fp8_activation_store_and_fp8_weights() ->
 
 
 def test_a_job_that_fits_only_within_the_uncertainty_is_told_the_allocators_retries_are_not_timed() -> None:
-    """The torchtitan Qwen3-30B-A3B runs on 8 H200 behind ALLOCATOR_RETRY_NOTE: local batch 8 logged allocation
-    retries at 96% of memory and is borderline here; local batch 6, at 83%, fits clear and gets no note."""
+    """The torchtitan Qwen3-30B-A3B runs on 8 H200 behind ALLOCATOR_RETRY_NOTE, read with the loss head-chunked (one
+    of the two readings its docstring gives): local batch 8 logged allocation retries at 96% of memory and is
+    borderline here; local batch 6, at 83%, fits clear and gets no note."""
     from rigplan.flow import estimate as speed
     from rigplan.flow.memory import allocator_pressure_note
     from rigplan.flow.request import EstimateRequest

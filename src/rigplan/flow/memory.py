@@ -35,9 +35,12 @@ cudaMalloc calls that result in a cache flush and retry'). The run: a torchtitan
 2025-12; stored in rigplan's source index as file 16131559758, whose repository the index does not name): local
 batch 8 logged '25 CUDA memory allocation retries' at 134.43 GiB (96.21%) and 4,959 tokens/s per GPU, local batch 6
 115.41 GiB (82.60%) and 5,748; in the same log TP 4 x EP 2 at local batch 16 (135.04 GiB, 96.65%) ran 1,588 against
-2,228 at 12 (116.82 GiB), 29% fewer. rigplan puts the batch-8 run's reserved peak at 137.4 GiB, within its
-uncertainty of the device (FITS, BORDERLINE), and the batch-6 run's at 115.7 GiB (--recompute op --loss head-chunked
---compile --zero 3)."""
+2,228 at 12 (116.82 GiB), 29% fewer. Which loss the run used is not stated, and rigplan's reading depends on it:
+with the loss head-chunked, as torchtitan's 2026 model registries wrap it, rigplan puts the two reserved peaks at
+137.4 and 115.7 GiB, the first FITS, BORDERLINE and the second a clear fit; with its torchtitan preset's compiled
+loss (whole logits), at 153.3 and 134.5 GiB, the first OVER, BORDERLINE and the second FITS, BORDERLINE (--recompute
+op --compile --zero 3 either way). So the note is a caveat on the speed of a job at the limit, not a prediction that
+a given job will retry."""
 MAX_SEARCH_SEQ = 1 << 24
 MAX_SEARCH_BATCH = 1 << 16
 
