@@ -308,6 +308,10 @@ def test_kernel_switches_reach_the_estimate(page, live_server) -> None:  # type:
     fast = post(live_server, "/api/estimate", {**body, "cuda_graphs": "full"})["step_time_s"]
     assert fast < slow and eager != graphed
     assert page.locator("#f-fp8_attention").count() == 1
+    settle(page, lambda: page.select_option("#f-cuda_graphs", "none"))  # host-paced again: the bar shows the wait
+    host = post(live_server, "/api/estimate", body)["breakdown"]["host_s"]
+    assert host > 0.0 and page.locator('#speed-out rect[data-part="host_s"]').count() == 1
+    assert page.locator("#speed-out .stacked .total-label").text_content() == page.inner_text("#kpi-step .v")
 
 
 def test_compare_marks_an_option_whose_layouts_are_all_over_the_memory(page) -> None:  # type: ignore[no-untyped-def]

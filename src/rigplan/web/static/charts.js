@@ -6,8 +6,10 @@ export const MEMORY_PARTS = [
   ["activations_bytes", "#76b7b2"], ["logits_bytes", "#59a14f"], ["transient_bytes", "#edc948"],
   ["cuda_context_bytes", "#b07aa1"], ["nccl_bytes", "#ff9da7"], ["fragmentation_bytes", "#9c755f"],
 ];
+// The six parts sum to the step time (estimate.step.StepBreakdown): the host's share is an MoE job's wait on the
+// host issuing its ops and the training loop's per-step time; offload the host optimizer and the host-link copies.
 export const STEP_PARTS = [["compute_s", "#4e79a7"], ["exposed_comm_s", "#e15759"], ["bubble_s", "#edc948"],
-  ["optimizer_s", "#59a14f"]];
+  ["optimizer_s", "#59a14f"], ["host_s", "#b07aa1"], ["offload_s", "#9c755f"]];
 export const LINE_COLORS = ["#e15759", "#f28e2b", "#76b7b2", "#b07aa1", "#9c755f", "#ff9da7", "#59a14f", "#edc948"];
 // ---------------------------------------------------------------------------------------------- charts
 /** A horizontal stacked bar: parts [{key,label,value,color}], a capacity marker, labels under it. */
