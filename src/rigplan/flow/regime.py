@@ -2,9 +2,10 @@
 the MoE validation suite's figures for that regime, quoted beside every MoE estimate.
 
 A regime is a few labels a user can read off their own job (regime_of): the host the GPUs hang off, CUDA graphs,
-tokens per GPU per micro-batch, the training stack, the routing and the token dispatcher. The accuracy line uses the
-first three, the ones the suite shows rigplan's error to follow (docs/methodology/moe.md, 'Validation'), and the
-dispatcher within them where that narrower cell holds enough runs (DISPATCHER_AXIS): each cell's tokens/s errors,
+tokens per GPU per micro-batch, the training stack, the routing and the token dispatcher, and one rigplan's estimate
+gives it, the host load (HOST_LOAD_AXIS). The accuracy line uses the first three, the ones the suite shows rigplan's
+error to follow (docs/methodology/moe.md, 'Validation'), narrowed by the host load and the dispatcher where the
+narrower cell holds enough runs (NARROWINGS, HOST_LOAD_AXIS, DISPATCHER_AXIS): each cell's tokens/s errors,
 rigplan's over the measured minus one, are summarised in MOE_REGIME_FIGURES, which `python tools/moe_regimes.py`
 regenerates from the suite (rigplan.validation.regimes) and tests/validation/test_moe_regimes.py checks is current.
 The figures are the suite's own (in sample): an error bar for the estimate, not a correction of it.
@@ -38,10 +39,10 @@ holds MIN_RUNS runs: rigplan's own host load of the job (estimate.moe_host.HostT
 micro-batch's ops over its GPU time, on the rank that paces the pipeline). The suite's eager runs drift from
 rigplan's step time as it rises: on 2026-12-07, 106 eager runs with a host load under 0.3 came out at a median tokens/s
 error of -0.1%, 76 between 0.3 and 0.7 at +13% and 65 at 0.7 or more at +34% (31 of them beyond 35%), in every host,
-stack and dispatcher
-(docs/validation.md, MoE by regime). rigplan's host-paced step is the longer of the host's and the GPU's times
-(estimate.moe_host.host_paced_s); the runs say the GPU already waits well before the host's time reaches its own,
-which that bound leaves out. The figures widen the estimate's error bar; they do not change the estimate."""
+stack and dispatcher (docs/validation.md, MoE by regime). rigplan's host-paced step is the longer of the host's and
+the GPU's times (estimate.moe_host.host_paced_s); the runs say the GPU already waits well before the host's time
+reaches its own, which that bound leaves out. The figures widen the estimate's error bar; they do not change the
+estimate."""
 HOST_LOAD_BANDS = (0.3, 0.7)
 """Bounds of the host-load bands (HOST_LOAD_AXIS)."""
 HOST_LOAD_LABELS = ("host load under 0.3", "host load 0.3-0.7", "host load 0.7 or more")
