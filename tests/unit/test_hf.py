@@ -249,6 +249,7 @@ def test_unknown_model_type_lists_supported(tmp_path: Path) -> None:
     path = _write(tmp_path, {"model_type": "rwkv5", "hidden_size": 2560})
     message = _error(path)
     assert str(path) in message and "'rwkv5'" in message and "not supported" in message
+    assert "shape flags instead of the file (--layers --hidden --heads --vocab" in message  # the way round it
     for model_type in ("llama", "deepseek_v3", "gpt_oss", "mpt"):
         assert model_type in message
     assert set(SUPPORTED_MODEL_TYPES) >= {

@@ -151,7 +151,9 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
             cfg, model_type, prefix = text, inner, "text_config."
     if model_type not in FAMILIES:
         supported = ", ".join(SUPPORTED_MODEL_TYPES)
-        raise InvalidSpec(f"{file}: model_type {model_type!r} is not supported; supported: {supported}")
+        raise InvalidSpec(f"{file}: model_type {model_type!r} is not supported; supported: {supported}; or describe "
+                          "the model with shape flags instead of the file (--layers --hidden --heads --vocab, and for "
+                          "an MoE --experts --top-k --expert-ffn)")
     reader = ConfigReader(cfg, file, model_type, prefix)
     try:
         fields, family_notes = FAMILIES[model_type](reader)
