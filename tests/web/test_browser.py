@@ -308,9 +308,13 @@ def test_kernel_switches_reach_the_estimate(page, live_server) -> None:  # type:
     fast = post(live_server, "/api/estimate", {**body, "cuda_graphs": "full"})["step_time_s"]
     assert fast < slow and eager != graphed
     assert page.locator("#f-fp8_attention").count() == 1
+    assert page.locator("#kpi-host-load").count() == 0  # a full-iteration graph: the host issues nothing
     settle(page, lambda: page.select_option("#f-cuda_graphs", "none"))  # host-paced again: the bar shows the wait
-    host = post(live_server, "/api/estimate", body)["breakdown"]["host_s"]
+    eager_body = post(live_server, "/api/estimate", body)
+    host = eager_body["breakdown"]["host_s"]
     assert host > 0.0 and page.locator('#speed-out rect[data-part="host_s"]').count() == 1
+    assert page.inner_text("#kpi-host-load .v") == f"{eager_body['breakdown']['host_load']:.2f}"
+    assert page.get_attribute("#kpi-host-load", "title") == eager_body["moe_accuracy"]["note"]
     assert page.locator("#speed-out .stacked .total-label").text_content() == page.inner_text("#kpi-step .v")
 
 

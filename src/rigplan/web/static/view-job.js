@@ -32,6 +32,11 @@ export function renderJob({mem, est, cost}) {
     kpi(t("k.tps"), fmtNum(est.tokens_per_s)), kpi(t("k.tpsgpu"), fmtNum(est.tokens_per_s_per_gpu)),
     kpi(t("k.mfu"), `${fmtPct(est.mfu)} / ${fmtPct(est.hfu)}`),
   ];
+  // An eager MoE job: the host's time to issue a micro-batch's ops over its GPU time, which the accuracy line follows.
+  if (b.host_load > 0) {
+    const note = est.moe_accuracy ? est.moe_accuracy.note : "";
+    kpis.push(kpi(t("k.hostload"), b.host_load.toFixed(2), {id: "kpi-host-load", title: note}));
+  }
   // A job that does not fit is estimated as set, but its time and cost are marked, as the CLI prints INFEASIBLE.
   const mark = mem.fits ? {} : {class: "kpi infeasible", title: t("infeasible.note")};
   const flag = (v) => (mem.fits ? v : `${t("infeasible")} ${v}`);
