@@ -75,7 +75,7 @@ def host_load_band(load: float) -> str:
     return HOST_LOAD_LABELS[0 if load < low else 1 if load < high else 2]
 
 
-HOST_LOAD_NOTE = ("host load {load:.2f}: the host needs {share:.0%} of the GPU's time to issue each micro-batch's MoE "
+HOST_LOAD_NOTE = ("host load {load:.2f}: the host needs {load:.0%} of the GPU's time to issue each micro-batch's MoE "
                   "ops, where the suite's eager runs drift furthest from rigplan's step time (the validation line "
                   "quotes them); --cuda-graphs full or --cuda-graph-scope take the host out if your stack captures "
                   "CUDA graphs")
@@ -85,7 +85,7 @@ def host_load_note(host_load: float) -> str | None:
     """HOST_LOAD_NOTE for a job whose host load is in the top band (HOST_LOAD_BANDS), else None."""
     if host_load < HOST_LOAD_BANDS[1]:
         return None
-    return HOST_LOAD_NOTE.format(load=host_load, share=host_load)
+    return HOST_LOAD_NOTE.format(load=host_load)
 
 
 def regime_of(gpu: Gpu, job: Job, layout: Layout, framework: str | None, host_load: float = 0.0) -> dict[str, str]:

@@ -17,7 +17,7 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from rigplan.flow.regime import ALL_RUNS, HOST_LOAD_AXIS, NARROWINGS, REGIME_AXES, cell_key
+from rigplan.flow.regime import ALL_RUNS, NARROWINGS, REGIME_AXES, cell_key
 from rigplan.validation.common import CaseResult
 
 OUTSIDE_CHECK = 0.35
@@ -106,9 +106,7 @@ def regime_figures(results: list[CaseResult]) -> dict[str, tuple[int, float, flo
             continue
         cells[ALL_RUNS].append(error)
         cells.setdefault(cell_key(r.regime), []).append(error)
-        for _, by_dispatcher, by_host_load in NARROWINGS:
-            if by_host_load and HOST_LOAD_AXIS not in r.regime:
-                continue
+        for _, by_dispatcher, by_host_load in NARROWINGS:  # a suite run's labels always carry its host load
             cells.setdefault(cell_key(r.regime, by_dispatcher=by_dispatcher, by_host_load=by_host_load),
                              []).append(error)
     figures = {}
