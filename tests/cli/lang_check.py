@@ -29,7 +29,7 @@ calibrate export autocast logits peft torchtune true false id ids runs install n
 Chinchilla http https localhost hccs ici mtlink blink mlu Gold Platinum Threadripper PRO Xeon nvme hdd sata ssd
 nemo NeMo unsloth Unsloth fsdp PyTorch DTensor Trainer TrainingArguments DeepEP HybridEP DualPipe NCCL flex
 Transformer Engine TransformerEngine Blackwell Hopper Ampere Ada CDNA delayed current mxfp8 nvfp4 NVFP4 Muon muon adam
-Mamba mamba Nemotron
+Mamba mamba Nemotron transformers
 """
 STAY_ENGLISH = frozenset(_STAY_ENGLISH_WORDS.split())
 """Units, option values as typed, library, framework, vendor and format names."""

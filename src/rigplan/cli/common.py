@@ -256,6 +256,11 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
                      help="MoE, MXFP8 on Blackwell: the routed experts run Transformer Engine's fused grouped MLP "
                           "(NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, Megatron-Bridge cutedsl_fused_grouped_mlp): SwiGLU "
                           "and quantization in the GEMM epilogues, grouped GEMMs at the dense fp8 rate."),
+        click.option("--experts-implementation", type=click.Choice(["grouped_mm", "eager"]),
+                     help="MoE in Hugging Face transformers (from_pretrained's experts_implementation): grouped_mm, "
+                          "transformers 5's default, one torch._grouped_mm per expert linear and no host wait; "
+                          "eager, transformers 4's path, a Python loop over the experts with a host wait at each "
+                          "(docs/methodology/moe.md). Default: grouped_mm with --framework hf."),
         click.option("--moe-rank-capacity-factor", type=float,
                      help="MoE, HybridEP: Megatron-Core's static-shape MoE (--moe-expert-rank-capacity-factor): each "
                           "expert rank's receive buffer fixed at this multiple of its balanced share (recipes use "

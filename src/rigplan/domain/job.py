@@ -269,6 +269,11 @@ class Job:
     bias loop; 'te_ops', Transformer Engine's operation fuser with unfused ops (flow.resolve sets it for biased
     experts that asked for the fused grouped MLP); 'own', a framework's own expert code outside Megatron-Core (NeMo
     AutoModel's torch.compile'd activations, Unsloth's kernels: flow.resolve for those presets)."""
+    experts_implementation: Literal["grouped_mm", "eager"] | None = None
+    """How Hugging Face transformers runs the routed experts (from_pretrained's experts_implementation;
+    estimate.hf_experts): 'grouped_mm', transformers 5's default, one torch._grouped_mm per expert linear and no host
+    wait; 'eager', transformers 4's path, a Python loop over the experts with a host wait at each. None = grouped_mm
+    on the 'hf' kernels, and no transformers experts on other stacks."""
     tp_comm_overlap: bool = False
     """Tensor-parallel all-gather/reduce-scatter split into chunks and overlapped with the GEMMs that
     use or produce them (Megatron --tp-comm-overlap with Transformer Engine userbuffers, PyTorch async
@@ -372,6 +377,10 @@ class Job:
         if self.moe_fused_grouped_mlp and not (self.precision == "fp8" and self.fp8_recipe == "mxfp8"):
             raise InvalidSpec("--moe-fused-grouped-mlp is Transformer Engine's MXFP8 kernel: it needs --precision fp8 "
                               "--fp8-recipe mxfp8 (drop it for other precisions)")
+        if self.experts_implementation is not None and self.kernels not in ("hf", "eager"):
+            raise InvalidSpec(f"--experts-implementation is Hugging Face transformers' switch: it needs the model's "
+                              f"own PyTorch modules (--kernels hf or eager, e.g. --framework hf), not --kernels "
+                              f"{self.kernels}")
         if self.grad_bucket_params < 0:
             raise InvalidSpec(f"--grad-bucket-params must be >= 0, got {self.grad_bucket_params:g}")
         if self.step_overhead_s < 0:

@@ -28,6 +28,7 @@ from rigplan.domain.stages import (
 )
 from rigplan.estimate import (
     comm,
+    hf_experts,
     linear_attention,
     moe,
     moe_host,
@@ -555,10 +556,17 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             ep_s, ep_tax = moe.exposed_all_to_all_s(job, a2a, compute)
         tax = tp_tax + cp_tax + ep_tax
         compute = compute + tax
-        host = moe_host.host_timing(arch, job, gpu, ep, compute + tp_s + cp_s + ep_s, lm_head=stage.lm_head,
-                                    layers=stage.layers, dense_layers=stage.dense_layers, kernels=rates.kernels,
-                                    recomputed_layers=stage.recomputed_layers, experts_s=(timed.expert_forward_s,
-                                                                                          ep_s))
+        stream_s = compute + tp_s + cp_s + ep_s
+        if hf_experts.experts_implementation(job) is not None:  # a transformers model's experts (estimate.hf_experts)
+            host = hf_experts.host_timing(arch, job, gpu, stream_s, tokens=rates.tokens, lm_head=stage.lm_head,
+                                          layers=stage.layers, dense_layers=stage.dense_layers, kernels=rates.kernels,
+                                          recomputed_layers=stage.recomputed_layers,
+                                          expert_forward_s=timed.expert_forward_s)
+        else:
+            host = moe_host.host_timing(arch, job, gpu, ep, stream_s, lm_head=stage.lm_head, layers=stage.layers,
+                                        dense_layers=stage.dense_layers, kernels=rates.kernels,
+                                        recomputed_layers=stage.recomputed_layers,
+                                        experts_s=(timed.expert_forward_s, ep_s))
         return {"compute": compute, "backward": backward, "tp": tp_s, "cp": cp_s, "ep": ep_s, "host": host.exposed_s,
                 "host_load": host.load,
                 "tp_total": tp_total, "cp_total": cp_total, "ep_total": a2a + 0.0 * tp_s, "tax": tax,

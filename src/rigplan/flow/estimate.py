@@ -24,6 +24,7 @@ from rigplan.estimate.efficiency import (
 )
 from rigplan.estimate.elementwise import rope_unfused_for_factor
 from rigplan.estimate.flops import attention_head_dims, paper_flop_per_token
+from rigplan.estimate.hf_experts import experts_implementation
 from rigplan.estimate.moe import (
     DISPATCH_EINSUMS,
     FLEX_DISPATCHERS,
@@ -32,11 +33,9 @@ from rigplan.estimate.moe import (
     ep_ranks_per_domain,
     expected_destinations,
     gate_shard,
-    host_syncs,
     load_factor,
     megatron_expert_path,
 )
-from rigplan.estimate.moe_host import glu_offset_syncs
 from rigplan.estimate.overlap import grad_reduce_bytes_per_param
 from rigplan.estimate.sparse_attention import runs_sparse_kernels
 from rigplan.estimate.states import master_bytes_per_param, optimizer_state_bytes_per_param, weight_bytes_per_param
@@ -47,9 +46,12 @@ from rigplan.flow.evidence import (
     HOPPER_GPT_OSS_EVIDENCE,
     HOST_PACED_NOTE_SHARE,
     SMALL_MICROBATCH_MOE_EVIDENCE,
+    TRANSFORMERS_EXPERTS_HOW,
+    TRANSFORMERS_EXPERTS_NOTE,
     blackwell_gpt_oss_evidence_applies,
     gb300_moe_evidence_applies,
     hopper_gpt_oss_evidence_applies,
+    host_paced_note,
     small_microbatch_moe,
 )
 from rigplan.flow.memory import MemoryResult, allocator_pressure_note, memory_of
@@ -550,21 +552,14 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
     breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch,
                           calibration=setup.calibration)
+    if setup.arch.moe is not None and (impl := experts_implementation(job)) is not None:
+        assumptions.append(TRANSFORMERS_EXPERTS_NOTE.format(impl=impl, how=TRANSFORMERS_EXPERTS_HOW[impl]))
     if setup.arch.moe is not None:  # its cell narrows by the estimate's own host load (flow.regime.HOST_LOAD_AXIS)
         assumptions.append(moe_accuracy_note(setup_regime(setup, float(breakdown.host_load))))
     # the MoE layers' host pacing, without the training loop's per-step host time (Job.step_overhead_s)
     host_s, step_s = float(breakdown.host_s) - job.step_overhead_s, float(breakdown.step_time_s)
     if host_s > HOST_PACED_NOTE_SHARE * step_s:
-        if host_syncs(job):
-            syncs = "dropless routing syncs once a layer" + (
-                ", the clamped GLU's offset copy once more after fc1" if glu_offset_syncs(setup.arch, job) else "")
-            assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
-                               f"layers' ops ({syncs}); --cuda-graphs full or --cuda-graph-scope if your stack "
-                               "captures CUDA graphs")
-        else:
-            assumptions.append(f"host-paced: {host_s / step_s:.0%} of the step waits on the host issuing the MoE "
-                               "layers' ops (padded capacity: no per-layer sync, the host runs ahead through each "
-                               "micro-batch); --cuda-graphs full if your stack captures the whole step")
+        assumptions.append(host_paced_note(setup.arch, job, host_s / step_s))
     elif note := host_load_note(float(breakdown.host_load)):
         assumptions.append(note)
     reliability = None

@@ -10,10 +10,44 @@ from __future__ import annotations
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
+from rigplan.estimate.hf_experts import experts_implementation
+from rigplan.estimate.moe import host_syncs
+from rigplan.estimate.moe_host import glu_offset_syncs
 from rigplan.flow.regime import SMALL_TOKENS, tokens_per_gpu_micro_batch
 
 HOST_PACED_NOTE_SHARE = 0.05
 """Share of the step above which the estimate says it is host-paced and names the CUDA-graph switches."""
+TRANSFORMERS_EXPERTS_NOTE = (
+    "MoE experts as Hugging Face transformers runs them ({impl}: {how}): counted from transformers' code "
+    "(docs/methodology/moe.md); no published transformers MoE training run is among the runs rigplan checks, so the "
+    "validation line below quotes other stacks")
+"""The line beside an MoE estimate on a transformers stack (estimate.hf_experts)."""
+TRANSFORMERS_EXPERTS_HOW = {
+    "grouped_mm": "one torch._grouped_mm per expert linear, no host wait; --experts-implementation eager for "
+                  "transformers 4",
+    "eager": "a Python loop over the experts, the host waiting at each; transformers 5's default grouped_mm avoids "
+             "the waits"}
+
+
+def host_paced_note(arch: Architecture, job: Job, host_share: float) -> str:
+    """The line of an MoE estimate whose host issue time paces `host_share` of the step: why the host paces it (the
+    waits of Megatron-Core's dropless routing or of transformers' eager experts, or none where the host runs ahead)
+    and the switch that takes the host out."""
+    impl = experts_implementation(job)
+    if impl == "eager":
+        why, fix = ("transformers' eager experts wait on the host at every expert",
+                    "--experts-implementation grouped_mm (transformers 5) issues them without waits")
+    elif impl is not None:
+        why, fix = ("transformers' grouped_mm experts: no wait, the host runs ahead through each micro-batch",
+                    "torch.compile or CUDA graphs would take the host out")
+    elif host_syncs(job):
+        why = "dropless routing syncs once a layer" + (
+            ", the clamped GLU's offset copy once more after fc1" if glu_offset_syncs(arch, job) else "")
+        fix = "--cuda-graphs full or --cuda-graph-scope if your stack captures CUDA graphs"
+    else:
+        why, fix = ("padded capacity: no per-layer sync, the host runs ahead through each micro-batch",
+                    "--cuda-graphs full if your stack captures the whole step")
+    return f"host-paced: {host_share:.0%} of the step waits on the host issuing the MoE layers' ops ({why}); {fix}"
 SMALL_MICROBATCH_MOE_EVIDENCE = (
     "MoE with at most 2,048 tokens per GPU per micro-batch on Hopper: on the 54 published runs of this kind "
     "rigplan checks, its tokens/s were from 30% below to 478% above the measured, median 32% above, 22 beyond 35% "

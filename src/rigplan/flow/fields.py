@@ -126,7 +126,7 @@ def shape_flag_args(flags: dict[str, object]) -> list[str]:
 
 def routing_values(request: Any) -> dict[str, object]:
     """Job fields: moe_imbalance (0 = default, 1 = balanced), capacity_factor, a2a_overlap, its schedule,
-    moe_dispatcher, moe_pad_to_capacity, moe_fused_grouped_mlp, moe_rank_capacity_factor."""
+    moe_dispatcher, moe_pad_to_capacity, moe_fused_grouped_mlp, experts_implementation, moe_rank_capacity_factor."""
     if request.balanced_routing and request.moe_imbalance not in (None, 1.0):
         raise ValueError("--balanced-routing sets the imbalance to 1; drop --moe-imbalance or --balanced-routing")
     imbalance = 1.0 if request.balanced_routing else (request.moe_imbalance or 0.0)
@@ -138,6 +138,7 @@ def routing_values(request: Any) -> dict[str, object]:
             "a2a_overlap": request.a2a_overlap, "a2a_overlap_schedule": request.a2a_overlap_schedule,
             "moe_dispatcher": request.moe_dispatcher, "moe_pad_to_capacity": request.moe_pad_to_capacity,
             "moe_fused_grouped_mlp": request.moe_fused_grouped_mlp,
+            "experts_implementation": request.experts_implementation,
             "moe_rank_capacity_factor": request.moe_rank_capacity_factor}
 
 

@@ -11,6 +11,7 @@ from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import virtual_stage_layers
 from rigplan.estimate.allocator import cache_within_device
+from rigplan.estimate.hf_experts import experts_implementation
 from rigplan.estimate.memory import MemoryBreakdown, peak_memory
 from rigplan.estimate.moe import by_expert_ranks, dispatcher, load_factor
 from rigplan.estimate.params import count_params
@@ -55,6 +56,7 @@ def moe_job_dict(arch: Architecture, job: Job, layout: Layout) -> dict[str, Any]
             "moe_dispatcher": dispatcher(job), "a2a_overlap": job.a2a_overlap,
             "a2a_overlap_schedule": job.a2a_overlap_schedule if job.a2a_overlap else None,
             "moe_fused_grouped_mlp": job.moe_fused_grouped_mlp,
+            "experts_implementation": experts_implementation(job),
             "moe_rank_capacity_factor": job.moe_rank_capacity_factor}
 
 

@@ -118,6 +118,7 @@ def _base_estimate_fields(request: PlanRequest) -> dict[str, Any]:
             "a2a_overlap": request.a2a_overlap, "a2a_overlap_schedule": request.a2a_overlap_schedule,
             "moe_dispatcher": request.moe_dispatcher, "moe_pad_to_capacity": request.moe_pad_to_capacity,
             "moe_fused_grouped_mlp": request.moe_fused_grouped_mlp, "compile": request.compile,
+            "experts_implementation": request.experts_implementation,
             "autocast": request.autocast, "moe_rank_capacity_factor": request.moe_rank_capacity_factor,
             "attention_kernel": request.attention_kernel, "fp8_recipe": request.fp8_recipe,
             "fp8_attention": request.fp8_attention, "cuda_graphs": request.cuda_graphs,
@@ -190,6 +191,7 @@ def estimate_command(request: PlanRequest, cand: Candidate) -> str:
                         ("--cuda-graphs", request.cuda_graphs if request.cuda_graphs != "none" else None),
                         ("--cuda-graph-scope", ",".join(request.cuda_graph_scope)),
                         ("--moe-dispatcher", request.moe_dispatcher),
+                        ("--experts-implementation", request.experts_implementation),
                         ("--moe-rank-capacity-factor", request.moe_rank_capacity_factor)):
         if value:
             parts.append(f"{flag} {value}")

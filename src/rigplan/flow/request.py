@@ -104,6 +104,10 @@ class MoERoutingSpec(BaseModel):
                                                           "capacity_factor): static shapes, no per-layer host sync")
     moe_fused_grouped_mlp: bool = Field(False, description="Routed experts through Transformer Engine's fused "
                                                             "MXFP8 grouped MLP (needs fp8 with fp8_recipe mxfp8)")
+    experts_implementation: Literal["grouped_mm", "eager"] | None = Field(
+        None, description="Hugging Face transformers' experts implementation: 'grouped_mm' (transformers 5's "
+                          "default, no host wait) or 'eager' (transformers 4's per-expert Python loop, a host wait "
+                          "per expert); default grouped_mm on the hf kernels")
     moe_rank_capacity_factor: Annotated[float, Bounded("moe_rank_capacity_factor")] | None = Field(
         None, description="Megatron-Core's static-shape MoE (--moe-expert-rank-capacity-factor, HybridEP): fixed "
                           "receive buffers at this multiple of the balanced share, one grouped GEMM a linear, no "

@@ -39,6 +39,7 @@ export const FIELDS = [
   {name: "moe_pad_to_capacity", group: "recipe", type: "bool", sub: "sub.moe"},
   {name: "moe_rank_capacity_factor", group: "recipe", type: "num", sub: "sub.moe", placeholder: "h.default"},
   {name: "moe_fused_grouped_mlp", group: "recipe", type: "bool", sub: "sub.moe"},
+  {name: "experts_implementation", group: "recipe", type: "select", sub: "sub.moe", empty: "h.default"},
   {name: "fp8_recipe", group: "recipe", type: "select"},
   {name: "fp8_attention", group: "recipe", type: "bool"},
   {name: "cuda_graphs", group: "recipe", type: "select"},

@@ -1,0 +1,140 @@
+"""The host's side of a Hugging Face transformers MoE layer: the routed experts as transformers runs them
+(experts_implementation), what their ops cost on the host, and how long a micro-batch takes when the host issues
+them. Used by estimate.stage_time in place of estimate.moe_host for stacks that train a transformers model (the 'hf'
+kernels, or any eager stack told --experts-implementation).
+
+Two implementations (transformers src/transformers/integrations/moe.py and the models' Experts classes):
+- 'grouped_mm', transformers 5's default (PreTrainedModel.get_correct_experts_implementation): the routed copies are
+  sorted by expert, counted with torch.histc and cumsum on the device, and both expert linears run as one
+  torch._grouped_mm each. No value goes back to the host, so the host may run ahead of the GPU through the
+  micro-batch.
+- 'eager', transformers 4's only path and 5's experts_implementation='eager': a Python loop over the experts that
+  got tokens (expert_hit from .nonzero()), each iteration finding its tokens with torch.where (a nonzero: the host
+  copies the count back and waits for the GPU) and running its linears on them. The host cannot run ahead across a
+  wait, so the expert phase of a layer and the rest of it follow one another (serial_phases_s).
+
+Left out: transformers' batched_mm (a decode path that gathers every routed token's expert weights; the switch
+offers grouped_mm and eager only), expert parallelism inside transformers (GroupedGemmParallel), peft's adapters on
+3-D expert parameters (target_parameters) under grouped_mm, and the GPU side, which estimate.stage_time times as for
+any grouped GEMM of the same thin shapes (the eager loop's per-expert linears have the grouped GEMM's per-expert
+shapes).
+"""
+
+from __future__ import annotations
+
+from rigplan.domain.hardware import Gpu
+from rigplan.domain.job import Job
+from rigplan.domain.model import Architecture
+from rigplan.estimate import arrays as xp
+from rigplan.estimate.moe import Num
+from rigplan.estimate.moe_host import COMPILED_PROGRAM_VENDORS, TORCH_LINEAR_CPU_S, HostTiming
+
+HF_KERNEL_STACKS = ("hf", "eager")
+"""Kernel stacks that run a model's own PyTorch modules, where transformers' experts implementations apply: 'hf' (the
+Hugging Face Trainer preset) and 'eager' (DeepSpeed and plain FSDP wrap the user's model, often a transformers one)."""
+
+ROUTER_OPS = 6.0
+"""Host ops of transformers' top-k router per MoE layer and pass: the gate linear, the fp32 softmax, topk, the
+renormalising sum and division (norm_topk_prob), the cast back (Qwen3MoeTopKRouter, MixtralTopKRouter)."""
+GROUPED_MM_OPS = {"forward": 18.0, "backward": 24.0}
+"""Host ops of transformers' grouped_mm_experts_forward per MoE layer, counted from integrations/moe.py: forward,
+zeros_like, arange and the expanded token index, two argsorts, four gathers (states, ids, weights, sorted states), the
+histc count with its float cast, cumsum, two torch._grouped_mm, the activation, its product, the routing-weight
+product, the inverse permutation and index_add_ (18; views counted as nothing); backward, the autograd nodes of those
+with a gradient: index_add_ and the gathers (index_select, and a zero-fill with index_put for each gather), the
+products (two each), the activation, and each grouped GEMM's data and weight gradients (24)."""
+EAGER_LAYER_OPS = 5.0
+"""Host ops of the eager loop's set-up per MoE layer forward: zeros_like, one_hot, the per-expert sum, greater and
+the nonzero that lists the experts hit (a host wait)."""
+EAGER_EXPERT_OPS = {"forward": 9.0, "backward": 13.0}
+"""Host ops per expert hit in the eager loop: forward, torch.where (a nonzero, a host wait), the token gather, the
+gate-up linear, the activation and its product, the down linear, the routing-weight gather and product, index_add_
+(9; transformers 4's separate gate_proj and up_proj add one); backward, their autograd nodes: the gathers' zero-fill
+and index_put (2 each), the products (2 each), the activation, and each linear's data and weight gradients (13)."""
+LORA_LINEAR_OPS = 4.0
+"""Host ops peft's LoRA adds to one wrapped linear a pass: lora_A, lora_B, the scaling product and the add (its
+dropout module is an identity at dropout 0). Under the eager loop (transformers 4's ModuleList of nn.Linear experts)
+each targeted expert linear of every expert hit carries them."""
+SHARED_EXPERT_OPS = 5.0
+"""Host ops of a shared expert's gated MLP a pass: gate and up linears, the activation, the product, the down
+linear; Qwen2-MoE's sigmoid gate on its output adds a linear, the sigmoid and a product."""
+
+
+def experts_implementation(job: Job) -> str | None:
+    """The transformers experts implementation that runs the job's routed experts: the one given, 'grouped_mm'
+    (transformers 5's default) on the Hugging Face preset's 'hf' kernels, None outside transformers."""
+    if job.experts_implementation is not None:
+        return job.experts_implementation
+    return "grouped_mm" if job.kernels == "hf" else None
+
+
+def experts_hit(arch: Architecture, tokens: Num) -> Num:
+    """Experts that receive at least one of a micro-batch's T tokens, each picking k of E uniformly:
+    E·(1 - (1 - k/E)^T)."""
+    assert arch.moe is not None
+    e, k = float(arch.moe.num_experts), float(arch.moe.top_k)
+    return e * (1.0 - (1.0 - k / e) ** xp.maximum(xp.asfloat(tokens), 1.0))
+
+
+def _lora_expert_linears(job: Job) -> float:
+    """Expert linears of a gated MLP that peft wraps under the job's LoRA targets (gate, up, down)."""
+    return float(sum(t in job.lora_targets for t in ("gate", "up", "down"))) if job.is_peft else 0.0
+
+
+def moe_layer_ops(arch: Architecture, job: Job, tokens: Num, phase: str) -> Num:
+    """Host ops of one MoE layer in `phase` ('forward' or 'backward') beyond its dense kernels: the router, the
+    shared expert where the model has one, and the routed experts as the implementation runs them."""
+    assert arch.moe is not None
+    shared = SHARED_EXPERT_OPS + (3.0 if arch.moe.shared_expert_gate else 0.0) if arch.moe.num_shared_experts else 0.0
+    own = ROUTER_OPS + shared + 0.0 * xp.asfloat(tokens)
+    if experts_implementation(job) == "grouped_mm":
+        return own + GROUPED_MM_OPS[phase]
+    per_expert = EAGER_EXPERT_OPS[phase] + LORA_LINEAR_OPS * _lora_expert_linears(job)
+    setup = EAGER_LAYER_OPS if phase == "forward" else 0.0
+    return own + setup + experts_hit(arch, tokens) * per_expert
+
+
+def eager_expert_phase_ops(arch: Architecture, job: Job, tokens: Num) -> Num:
+    """Forward host ops of one MoE layer between its first host wait (the nonzero of expert_hit) and the end of its
+    expert loop: every expert hit's ops (EAGER_EXPERT_OPS and peft's, LORA_LINEAR_OPS)."""
+    return experts_hit(arch, tokens) * (EAGER_EXPERT_OPS["forward"] + LORA_LINEAR_OPS * _lora_expert_linears(job))
+
+
+def serial_phases_s(gpu_s: Num, host_s: Num, expert_gpu_s: Num, expert_host_s: Num) -> Num:
+    """Seconds of a forward pass whose MoE layers wait on the host before their expert loop and at every expert
+    (the eager loop): the expert phases and the rest of the pass cannot overlap, and inside each the host and the
+    GPU work as one queue, so the pass takes max(G - G_e, H - H_e) + max(G_e, H_e), with G_e and H_e the expert
+    phases' GPU and host seconds (balanced experts: the sum over experts of max(g, h) is the max of the sums).
+    Leaves out the latency of each wait (a device-to-host copy of a few bytes)."""
+    rest = xp.maximum(gpu_s - expert_gpu_s, host_s - expert_host_s)
+    return xp.maximum(rest, 0.0) + xp.maximum(expert_gpu_s, expert_host_s)
+
+
+def host_timing(arch: Architecture, job: Job, gpu: Gpu, gpu_s: Num, *, tokens: Num, kernels: float, layers: Num,
+                dense_layers: Num, lm_head: Num, recomputed_layers: Num, expert_forward_s: Num = 0.0) -> HostTiming:
+    """The host's side of one micro-batch of a transformers MoE model on one rank (moe_host.HostTiming): its ops at
+    a plain PyTorch op's CPU time (moe_host.TORCH_LINEAR_CPU_S: no Transformer Engine modules), a layer's `kernels`
+    and its MoE ops (moe_layer_ops) each pass, the recomputed layers' forward again inside the backward. Under
+    grouped_mm the host runs ahead: max(G, H). Under the eager loop each forward (and recompute) pass takes
+    serial_phases_s and the backward max(G_b, H_b), the GPU time split by FLOPs as in moe_host.host_paced_s
+    (forward 1, recompute r, backward 2 of 3 + r); `expert_forward_s` is the experts' forward GPU seconds."""
+    if arch.moe is None or job.cuda_graphs == "full" or gpu.vendor in COMPILED_PROGRAM_VENDORS:
+        none = 0.0 * xp.asfloat(gpu_s)
+        return HostTiming(exposed_s=none, load=none)
+    op_s = TORCH_LINEAR_CPU_S.get(gpu.host_cpu, TORCH_LINEAR_CPU_S["x86"])
+    moe_layers = layers - dense_layers + lm_head * arch.moe.mtp_layers
+    share = recomputed_layers / xp.maximum(xp.asfloat(layers), 1.0)
+    forward = (layers * kernels + moe_layers * moe_layer_ops(arch, job, tokens, "forward")) * op_s
+    backward = (layers * kernels + moe_layers * moe_layer_ops(arch, job, tokens, "backward")) * op_s
+    issue = forward * (1.0 + share) + backward
+    stream = xp.asfloat(gpu_s)
+    if experts_implementation(job) == "grouped_mm":
+        paced = xp.maximum(stream, issue)
+    else:
+        passes = 3.0 + share
+        forward_gpu = stream / passes
+        expert_gpu = xp.minimum(xp.asfloat(expert_forward_s), forward_gpu)
+        expert_host = moe_layers * eager_expert_phase_ops(arch, job, tokens) * op_s
+        paced = (serial_phases_s(forward_gpu, forward, expert_gpu, expert_host) * (1.0 + share)
+                 + xp.maximum(stream * 2.0 / passes, backward))
+    return HostTiming(exposed_s=xp.maximum(paced - stream, 0.0), load=issue / xp.maximum(stream, 1e-30))
