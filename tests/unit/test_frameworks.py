@@ -253,3 +253,27 @@ def test_plan_searches_recompute_over_a_preset_that_sets_its_own(name: str) -> N
         again = speed.estimate(candidate_request(request, cand))
         assert again.setup.job.recompute == cand.layout["recompute"]
         assert again.to_dict()["tokens_per_s"] == pytest.approx(cand.tokens_per_s, rel=1e-6)
+
+
+def test_a_framework_without_a_pipeline_schedule_keeps_one_stage_and_says_so() -> None:
+    """Hugging Face Trainer, DeepSpeed's ZeRO engine, a plain FSDP2 script and Unsloth run no pipeline schedule:
+    plan keeps their layouts at one stage, and an estimate given --pp times it as asked with a line saying so."""
+    from rigplan.flow import estimate as speed
+    from rigplan.flow.plan import plan
+    from rigplan.search.space import pipeline_options
+
+    assert pipeline_options(32, 8, max_pp=1) == [1] and 8 in pipeline_options(32, 8)
+    for name in ("hf", "deepspeed", "fsdp", "unsloth"):
+        assert FRAMEWORK_PRESETS[name].no_pipeline
+    assert not FRAMEWORK_PRESETS["megatron"].no_pipeline and not FRAMEWORK_PRESETS["torchtitan"].no_pipeline
+    request = PlanRequest(model="llama-3.1-70b", tokens="10B", gpu=["h100-sxm"], gpus_max=16, framework="hf")
+    result = plan(request)
+    assert result.ranked and all(c.layout["pp"] == 1 for c in result.ranked + result.pareto)
+    assert any("--framework hf runs no pipeline schedule" in a for a in result.to_dict()["assumptions"])
+    megatron = plan(PlanRequest(model="llama-3.1-70b", tokens="10B", gpu=["h100-sxm"], gpus_max=16,
+                                framework="megatron"))
+    assert not any("pipeline schedule" in a for a in megatron.to_dict()["assumptions"])
+    asked = speed.estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, pp=2, framework="hf"))
+    assert any("rigplan times --pp 2 as asked" in a for a in asked.setup.assumptions)
+    plain = speed.estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, pp=2, framework="megatron"))
+    assert not any("pipeline schedule" in a for a in plain.setup.assumptions)

@@ -70,6 +70,10 @@ class FrameworkPreset:
     settings: tuple[PresetSetting, ...]
     note: str = ""
     """What the preset leaves to the user (and why)."""
+    no_pipeline: str = ""
+    """Why the framework runs no pipeline-parallel schedule, with its source ('' where it runs one): plan keeps such
+    a framework's layouts at one pipeline stage, and an estimate given --pp says it times what the framework does
+    not run."""
 
 
 def _shown(value: object) -> str:
@@ -279,7 +283,9 @@ PRESETS: tuple[FrameworkPreset, ...] = (
             _s("no torch.compile unless the script calls it; MixedPrecisionPolicy, not autocast",
                compile=False, autocast=False),
         ),
-        note="activation checkpointing as the script applies it (--recompute)"),
+        note="activation checkpointing as the script applies it (--recompute)",
+        no_pipeline="a plain fully_shard script shards one model replica over the data-parallel ranks; a pipeline "
+                    "needs torch.distributed.pipelining, which it does not call"),
     FrameworkPreset(
         name="automodel", title="NVIDIA NeMo AutoModel (PyTorch FSDP2 with Transformer Engine modules)", settings=(
             _s("NeMo AutoModel BackendConfig linear/rms_norm 'te' (examples/benchmark/configs/*_te_deepep.yaml): "
@@ -314,7 +320,9 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                compile=False),
         ),
         note="the ZeRO stage (--zero) and offload (--offload) as your ds_config sets them; its contiguous "
-             "gradient and bucket buffers (reduce_bucket_size) are not modelled"),
+             "gradient and bucket buffers (reduce_bucket_size) are not modelled",
+        no_pipeline="DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py) runs a "
+                    "deepspeed.pipe.PipelineModule, not the plain model the ZeRO engine wraps"),
     FrameworkPreset(
         name="hf", title="Hugging Face Trainer / accelerate", settings=(
             _s("transformers models (modeling_llama.py ...): their own modules, fp32 RMSNorm intermediates",
@@ -340,7 +348,9 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                zero=0),
         ),
         note="gradient_checkpointing as TrainingArguments sets it (--recompute full); QLoRA keeps rigplan's "
-             "default of full recompute (peft prepare_model_for_kbit_training turns it on)"),
+             "default of full recompute (peft prepare_model_for_kbit_training turns it on)",
+        no_pipeline="Trainer hands accelerate one model replica per data-parallel rank (DDP, FSDP or DeepSpeed "
+                    "ZeRO); accelerate's pipelining (prepare_pippy) is in its inference reference"),
     FrameworkPreset(
         name="unsloth", title="Unsloth (single-GPU LoRA / QLoRA)", settings=(
             _s("unsloth/kernels/rms_layernorm.py, rope_embedding.py, swiglu.py: Triton kernels for the "
@@ -358,7 +368,8 @@ PRESETS: tuple[FrameworkPreset, ...] = (
                "[32:256,64:128,256:64,>:32]\" (PYTORCH_ALLOC_CONF expandable_segments:True with torch >= 2.9) unless "
                "the user set one", expandable_segments=True),
         ),
-        note="the optimizer (its notebooks choose adamw_8bit: --optimizer adamw-8bit) and --method lora/qlora"),
+        note="the optimizer (its notebooks choose adamw_8bit: --optimizer adamw-8bit) and --method lora/qlora",
+        no_pipeline="Unsloth trains one model replica a GPU"),
     FrameworkPreset(
         name="torchtune", title="torchtune (single-device and distributed recipes)", settings=(
             _s("torchtune recipes/configs/*/*.yaml dtype: bf16 (pure bf16 weights, no fp32 master copy)",
@@ -380,6 +391,18 @@ PRESETS: tuple[FrameworkPreset, ...] = (
 )
 
 FRAMEWORK_PRESETS: dict[str, FrameworkPreset] = {p.name: p for p in PRESETS}
+
+
+def no_pipeline_note(name: str | None, pp: int | None = None) -> str | None:
+    """The line saying that preset `name` runs no pipeline schedule (FrameworkPreset.no_pipeline): for plan, which
+    keeps one stage (pp None), or for an estimate given `pp` stages, which it times as asked. None where the preset
+    runs pipelines, or there is none."""
+    preset = FRAMEWORK_PRESETS.get(name or "")
+    if preset is None or not preset.no_pipeline:
+        return None
+    if pp is None:
+        return f"--framework {name} runs no pipeline schedule ({preset.no_pipeline}): the search keeps one stage"
+    return f"--framework {name} runs no pipeline schedule ({preset.no_pipeline}); rigplan times --pp {pp} as asked"
 FRAMEWORK_NAMES: tuple[str, ...] = tuple(FRAMEWORK_PRESETS)
 RELATED_FIELDS: dict[str, tuple[str, ...]] = {
     "recompute": ("recompute", "recompute_method", "recompute_num_layers", "recompute_every"),

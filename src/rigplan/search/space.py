@@ -74,10 +74,10 @@ def tensor_parallel_options(arch: Architecture, domain: int, num_gpus: int) -> l
             if arch.num_heads % t == 0 and arch.kv_heads % t == 0]
 
 
-def pipeline_options(num_layers: int, gpus_left: int) -> list[int]:
-    """Pipeline degrees up to MAX_PP and the layers; those that do not divide the layers use the
-    default uneven split (domain.stages)."""
-    return [p for p in range(1, min(MAX_PP, num_layers, gpus_left) + 1) if gpus_left % p == 0]
+def pipeline_options(num_layers: int, gpus_left: int, max_pp: int = MAX_PP) -> list[int]:
+    """Pipeline degrees up to `max_pp` (MAX_PP; 1 for a framework without a pipeline schedule) and the layers; those
+    that do not divide the layers use the default uneven split (domain.stages)."""
+    return [p for p in range(1, min(max_pp, num_layers, gpus_left) + 1) if gpus_left % p == 0]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -120,12 +120,13 @@ class LayoutArrays:
 
 
 def _count_blocks(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
-                  zero_stages: tuple[int, ...], heads_split_by_cp: bool = False) -> Iterator[Any]:
+                  zero_stages: tuple[int, ...], heads_split_by_cp: bool = False,
+                  max_pp: int = MAX_PP) -> Iterator[Any]:
     """The layouts of one GPU count as (9, n) blocks of (tp, pp, vpp, dp, cp, ep, etp, zero, micro_batch),
     in the order of nested loops tp, pp, cp, then vpp x (ep, etp) x zero x micro-batch. With
     `heads_split_by_cp` (all-to-all context parallelism) cp must also divide the heads and kv-heads of a tp rank."""
     for tp in tensor_parallel_options(arch, domain, num_gpus):
-        for pp in pipeline_options(arch.num_layers, num_gpus // tp):
+        for pp in pipeline_options(arch.num_layers, num_gpus // tp, max_pp):
             vpps = [v for v in VPP_OPTIONS if v == 1 or (pp > 1 and fills_stages(arch.num_layers, pp, v))]
             for cp in CP_OPTIONS:
                 if cp > 1 and (seq_len % cp or seq_len // cp < MIN_TOKENS_PER_CP_RANK):
@@ -164,12 +165,12 @@ def _product(vpps: tuple[int, ...], experts: int, zeros: tuple[int, ...]) -> tup
 
 def layout_space(arch: Architecture, domain: int, num_gpus: int | list[int], seq_len: int, *,
                  sequence_parallel: bool, zero_stages: tuple[int, ...] = ZERO_STAGES,
-                 heads_split_by_cp: bool = False) -> LayoutArrays:
+                 heads_split_by_cp: bool = False, max_pp: int = MAX_PP) -> LayoutArrays:
     """All layouts for `num_gpus` GPUs (or for each of several counts) whose NVLink domain holds
-    `domain` GPUs (`heads_split_by_cp`: see _count_blocks)."""
+    `domain` GPUs (`heads_split_by_cp`: see _count_blocks; `max_pp`: pipeline_options)."""
     counts = num_gpus if isinstance(num_gpus, list) else [num_gpus]
     blocks = [block for count in counts
-              for block in _count_blocks(arch, domain, count, seq_len, zero_stages, heads_split_by_cp)]
+              for block in _count_blocks(arch, domain, count, seq_len, zero_stages, heads_split_by_cp, max_pp)]
     if not blocks:
         empty = np.zeros(0, dtype=np.int64)
         return LayoutArrays(tp=empty, pp=empty, vpp=empty, dp=empty, cp=empty, ep=empty, etp=empty, zero=empty,
