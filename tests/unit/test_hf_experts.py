@@ -101,3 +101,9 @@ def test_the_cli_switch_and_its_error() -> None:
     bad = runner.invoke(cli, ["estimate", "qwen3-30b-a3b", "--framework", "megatron", "--experts-implementation",
                               "eager"])
     assert bad.exit_code == 2 and "--kernels fused" in bad.output and "Traceback" not in bad.output
+
+
+def test_the_switch_on_a_dense_model_says_it_changes_nothing() -> None:
+    dense = speed.estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, framework="hf",
+                                           experts_implementation="eager"))
+    assert "--experts-implementation changes nothing: llama-3.1-8b has no routed experts" in dense.setup.assumptions

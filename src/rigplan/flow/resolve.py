@@ -157,6 +157,8 @@ def _inert_switches(arch: Architecture, job: Job) -> list[str]:
                      "layers keep their inputs only")
     elif job.recompute_moe and job.recompute_moe_act:
         notes.append("--recompute-moe-act changes nothing beside --recompute-moe: the whole MoE block reruns")
+    if job.experts_implementation is not None and arch.moe is None:
+        notes.append(f"--experts-implementation changes nothing: {arch.id} has no routed experts")
     if job.op_save_grouped_mm and arch.moe is None:
         notes.append(f"--op-save-grouped-mm changes nothing: {arch.id} has no routed experts")
     elif job.op_save_grouped_mm and job.recompute != "op":
