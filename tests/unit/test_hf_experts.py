@@ -34,6 +34,7 @@ def test_experts_hit_runs_from_k_at_one_token_to_all_of_them() -> None:
     assert float(hf_experts.experts_hit(arch, 1.0)) == pytest.approx(8.0)
     assert float(hf_experts.experts_hit(arch, 16.0)) == pytest.approx(128.0 * (1.0 - (1.0 - 8.0 / 128.0) ** 16))
     assert float(hf_experts.experts_hit(arch, 4096.0)) == pytest.approx(128.0)
+    assert float(hf_experts.experts_hit(arch, 4096.0, 8.0)) == pytest.approx(16.0)  # a rank's 16 of 128
 
 
 def test_the_eager_loop_serialises_the_expert_phase_and_the_rest() -> None:
@@ -59,7 +60,7 @@ def test_the_eager_loop_issues_every_expert_hit_and_waits_where_grouped_mm_runs_
     assert float(hf_experts.moe_layer_ops(arch, eager, 4096.0, "forward")) == pytest.approx(expected_eager)
     for name, job in (("grouped", grouped), ("eager", eager)):
         gpu_s = 2.0 * issue[name]  # the GPU has twice the host's work
-        timing = hf_experts.host_timing(arch, job, h100, gpu_s, tokens=4096.0, expert_forward_s=0.1 * gpu_s,
+        timing = hf_experts.host_timing(arch, job, h100, 1.0, gpu_s, tokens=4096.0, expert_forward_s=0.1 * gpu_s,
                                         **HOST_ARGS)
         assert float(timing.load) == pytest.approx(0.5)
         if name == "grouped":  # no wait: the host hides behind the GPU

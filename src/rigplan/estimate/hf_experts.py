@@ -68,12 +68,12 @@ def experts_implementation(job: Job) -> str | None:
     return "grouped_mm" if job.kernels == "hf" else None
 
 
-def experts_hit(arch: Architecture, tokens: Num) -> Num:
-    """Experts that receive at least one of a micro-batch's T tokens, each picking k of E uniformly:
-    E·(1 - (1 - k/E)^T)."""
+def experts_hit(arch: Architecture, tokens: Num, ep: Num = 1.0) -> Num:
+    """A rank's experts (E/ep of them, expert parallelism sharding them) that receive at least one of a micro-batch's
+    T tokens, each token picking k of E uniformly: (E/ep)·(1 - (1 - k/E)^T)."""
     assert arch.moe is not None
     e, k = float(arch.moe.num_experts), float(arch.moe.top_k)
-    return e * (1.0 - (1.0 - k / e) ** xp.maximum(xp.asfloat(tokens), 1.0))
+    return e / xp.asfloat(ep) * (1.0 - (1.0 - k / e) ** xp.maximum(xp.asfloat(tokens), 1.0))
 
 
 def _lora_expert_linears(job: Job) -> float:
@@ -81,7 +81,7 @@ def _lora_expert_linears(job: Job) -> float:
     return float(sum(t in job.lora_targets for t in ("gate", "up", "down"))) if job.is_peft else 0.0
 
 
-def moe_layer_ops(arch: Architecture, job: Job, tokens: Num, phase: str) -> Num:
+def moe_layer_ops(arch: Architecture, job: Job, tokens: Num, phase: str, ep: Num = 1.0) -> Num:
     """Host ops of one MoE layer in `phase` ('forward' or 'backward') beyond its dense kernels: the router, the
     shared expert where the model has one, and the routed experts as the implementation runs them."""
     assert arch.moe is not None
@@ -91,13 +91,13 @@ def moe_layer_ops(arch: Architecture, job: Job, tokens: Num, phase: str) -> Num:
         return own + GROUPED_MM_OPS[phase]
     per_expert = EAGER_EXPERT_OPS[phase] + LORA_LINEAR_OPS * _lora_expert_linears(job)
     setup = EAGER_LAYER_OPS if phase == "forward" else 0.0
-    return own + setup + experts_hit(arch, tokens) * per_expert
+    return own + setup + experts_hit(arch, tokens, ep) * per_expert
 
 
-def eager_expert_phase_ops(arch: Architecture, job: Job, tokens: Num) -> Num:
+def eager_expert_phase_ops(arch: Architecture, job: Job, tokens: Num, ep: Num = 1.0) -> Num:
     """Forward host ops of one MoE layer between its first host wait (the nonzero of expert_hit) and the end of its
     expert loop: every expert hit's ops (EAGER_EXPERT_OPS and peft's, LORA_LINEAR_OPS)."""
-    return experts_hit(arch, tokens) * (EAGER_EXPERT_OPS["forward"] + LORA_LINEAR_OPS * _lora_expert_linears(job))
+    return experts_hit(arch, tokens, ep) * (EAGER_EXPERT_OPS["forward"] + LORA_LINEAR_OPS * _lora_expert_linears(job))
 
 
 def serial_phases_s(gpu_s: Num, host_s: Num, expert_gpu_s: Num, expert_host_s: Num) -> Num:
@@ -110,8 +110,9 @@ def serial_phases_s(gpu_s: Num, host_s: Num, expert_gpu_s: Num, expert_host_s: N
     return xp.maximum(rest, 0.0) + xp.maximum(expert_gpu_s, expert_host_s)
 
 
-def host_timing(arch: Architecture, job: Job, gpu: Gpu, gpu_s: Num, *, tokens: Num, kernels: float, layers: Num,
-                dense_layers: Num, lm_head: Num, recomputed_layers: Num, expert_forward_s: Num = 0.0) -> HostTiming:
+def host_timing(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, *, tokens: Num, kernels: float,
+                layers: Num, dense_layers: Num, lm_head: Num, recomputed_layers: Num,
+                expert_forward_s: Num = 0.0) -> HostTiming:
     """The host's side of one micro-batch of a transformers MoE model on one rank (moe_host.HostTiming): its ops at
     a plain PyTorch op's CPU time (moe_host.TORCH_LINEAR_CPU_S: no Transformer Engine modules), a layer's `kernels`
     and its MoE ops (moe_layer_ops) each pass, the recomputed layers' forward again inside the backward. Under
@@ -124,8 +125,8 @@ def host_timing(arch: Architecture, job: Job, gpu: Gpu, gpu_s: Num, *, tokens: N
     op_s = TORCH_LINEAR_CPU_S.get(gpu.host_cpu, TORCH_LINEAR_CPU_S["x86"])
     moe_layers = layers - dense_layers + lm_head * arch.moe.mtp_layers
     share = recomputed_layers / xp.maximum(xp.asfloat(layers), 1.0)
-    forward = (layers * kernels + moe_layers * moe_layer_ops(arch, job, tokens, "forward")) * op_s
-    backward = (layers * kernels + moe_layers * moe_layer_ops(arch, job, tokens, "backward")) * op_s
+    forward = (layers * kernels + moe_layers * moe_layer_ops(arch, job, tokens, "forward", ep)) * op_s
+    backward = (layers * kernels + moe_layers * moe_layer_ops(arch, job, tokens, "backward", ep)) * op_s
     issue = forward * (1.0 + share) + backward
     stream = xp.asfloat(gpu_s)
     if experts_implementation(job) == "grouped_mm":
@@ -134,7 +135,7 @@ def host_timing(arch: Architecture, job: Job, gpu: Gpu, gpu_s: Num, *, tokens: N
         passes = 3.0 + share
         forward_gpu = stream / passes
         expert_gpu = xp.minimum(xp.asfloat(expert_forward_s), forward_gpu)
-        expert_host = moe_layers * eager_expert_phase_ops(arch, job, tokens) * op_s
+        expert_host = moe_layers * eager_expert_phase_ops(arch, job, tokens, ep) * op_s
         paced = (serial_phases_s(forward_gpu, forward, expert_gpu, expert_host) * (1.0 + share)
                  + xp.maximum(stream * 2.0 / passes, backward))
     return HostTiming(exposed_s=xp.maximum(paced - stream, 0.0), load=issue / xp.maximum(stream, 1e-30))

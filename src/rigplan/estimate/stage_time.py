@@ -558,7 +558,7 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
         compute = compute + tax
         stream_s = compute + tp_s + cp_s + ep_s
         if hf_experts.experts_implementation(job) is not None:  # a transformers model's experts (estimate.hf_experts)
-            host = hf_experts.host_timing(arch, job, gpu, stream_s, tokens=rates.tokens, lm_head=stage.lm_head,
+            host = hf_experts.host_timing(arch, job, gpu, ep, stream_s, tokens=rates.tokens, lm_head=stage.lm_head,
                                           layers=stage.layers, dense_layers=stage.dense_layers, kernels=rates.kernels,
                                           recomputed_layers=stage.recomputed_layers,
                                           expert_forward_s=timed.expert_forward_s)
