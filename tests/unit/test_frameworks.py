@@ -7,6 +7,7 @@ from typing import get_args
 import pytest
 
 from rigplan.api import memory
+from rigplan.catalog.load import load_catalog
 from rigplan.domain.frameworks import FRAMEWORK_NAMES, FRAMEWORK_PRESETS, FrameworkName, condition_holds
 from rigplan.flow.request import EstimateRequest, JobSpec, MemoryRequest, PlanRequest
 from rigplan.flow.resolve import build_setup
@@ -277,3 +278,27 @@ def test_a_framework_without_a_pipeline_schedule_keeps_one_stage_and_says_so() -
     assert any("rigplan times --pp 2 as asked" in a for a in asked.setup.assumptions)
     plain = speed.estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, pp=2, framework="megatron"))
     assert not any("pipeline schedule" in a for a in plain.setup.assumptions)
+
+
+def test_transformers_expert_parallelism_is_named_and_kept_out_of_the_search() -> None:
+    """transformers' expert parallelism gives every rank of the group the same micro-batch (TRL issue #5713), which
+    rigplan does not model: plan keeps an hf MoE job at one expert rank, an estimate given --ep says what it times."""
+    from rigplan.flow import estimate as speed
+    from rigplan.flow.plan import plan
+    from rigplan.search.space import layout_space
+
+    arch = load_catalog().model("qwen3-30b-a3b").to_domain()
+    assert set(layout_space(arch, 8, 16, 4096, sequence_parallel=True, max_ep=1).ep) == {1}
+    assert max(layout_space(arch, 8, 16, 4096, sequence_parallel=True).ep) > 1
+    result = plan(PlanRequest(model="qwen3-30b-a3b", tokens="1B", gpu=["h100-sxm"], gpus_max=16, framework="hf",
+                              method="lora"))
+    assert result.ranked and all(c.layout["ep"] == 1 for c in result.ranked + result.pareto)
+    assert any("the search keeps one expert rank" in a for a in result.to_dict()["assumptions"])
+    asked = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=8, framework="hf",
+                                           method="lora"))
+    assert any("it times --ep 8 as Megatron-Core's" in a for a in asked.setup.assumptions)
+    dense = speed.estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, framework="hf"))
+    assert not any("expert parallelism" in a for a in dense.setup.assumptions)
+    torchtitan = speed.estimate(EstimateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=8, ep=8,
+                                                framework="torchtitan"))
+    assert not any("which rigplan does not model" in a for a in torchtitan.setup.assumptions)

@@ -74,6 +74,10 @@ class FrameworkPreset:
     """Why the framework runs no pipeline-parallel schedule, with its source ('' where it runs one): plan keeps such
     a framework's layouts at one pipeline stage, and an estimate given --pp says it times what the framework does
     not run."""
+    unmodelled_expert_parallel: str = ""
+    """How the framework's expert parallelism differs from the one rigplan times (Megatron-Core's: each rank's tokens
+    sent to the ranks holding their experts), with its source ('' where it is that one): plan keeps such a
+    framework's MoE layouts at one expert rank, and an estimate given --ep says what it times instead."""
 
 
 def _shown(value: object) -> str:
@@ -350,7 +354,10 @@ PRESETS: tuple[FrameworkPreset, ...] = (
         note="gradient_checkpointing as TrainingArguments sets it (--recompute full); QLoRA keeps rigplan's "
              "default of full recompute (peft prepare_model_for_kbit_training turns it on)",
         no_pipeline="Trainer hands accelerate one model replica per data-parallel rank (DDP, FSDP or DeepSpeed "
-                    "ZeRO); accelerate's pipelining (prepare_pippy) is in its inference reference"),
+                    "ZeRO); accelerate's pipelining (prepare_pippy) is in its inference reference",
+        unmodelled_expert_parallel="transformers' expert parallelism (DistributedConfig enable_expert_parallel, "
+                                   "GroupedGemmParallel) shards the experts but gives every rank of the group the "
+                                   "same micro-batch and all-reduces the expert outputs (TRL issue #5713, 2026-05)"),
     FrameworkPreset(
         name="unsloth", title="Unsloth (single-GPU LoRA / QLoRA)", settings=(
             _s("unsloth/kernels/rms_layernorm.py, rope_embedding.py, swiglu.py: Triton kernels for the "
@@ -391,6 +398,20 @@ PRESETS: tuple[FrameworkPreset, ...] = (
 )
 
 FRAMEWORK_PRESETS: dict[str, FrameworkPreset] = {p.name: p for p in PRESETS}
+
+
+def expert_parallel_note(name: str | None, ep: int | None = None) -> str | None:
+    """The line saying that preset `name` runs an expert parallelism rigplan does not model
+    (FrameworkPreset.unmodelled_expert_parallel): for plan, which keeps one expert rank (ep None), or for an estimate
+    given `ep` ranks, which it times as Megatron-Core's. None where there is no such preset or difference."""
+    preset = FRAMEWORK_PRESETS.get(name or "")
+    if preset is None or not preset.unmodelled_expert_parallel:
+        return None
+    if ep is None:
+        return (f"--framework {name}: {preset.unmodelled_expert_parallel}, which rigplan does not model: the search "
+                "keeps one expert rank")
+    return (f"--framework {name}: {preset.unmodelled_expert_parallel}, which rigplan does not model: it times --ep "
+            f"{ep} as Megatron-Core's, each rank's own tokens sent to the ranks holding their experts")
 
 
 def no_pipeline_note(name: str | None, pp: int | None = None) -> str | None:

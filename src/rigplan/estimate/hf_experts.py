@@ -14,10 +14,10 @@ Two implementations (transformers src/transformers/integrations/moe.py and the m
   wait, so the expert phase of a layer and the rest of it follow one another (serial_phases_s).
 
 Left out: transformers' batched_mm (a decode path that gathers every routed token's expert weights; the switch
-offers grouped_mm and eager only), expert parallelism inside transformers (GroupedGemmParallel), peft's adapters on
-3-D expert parameters (target_parameters) under grouped_mm, and the GPU side, which estimate.stage_time times as for
-any grouped GEMM of the same thin shapes (the eager loop's per-expert linears have the grouped GEMM's per-expert
-shapes).
+offers grouped_mm and eager only), expert parallelism inside transformers (GroupedGemmParallel: every rank of the
+group gets the same micro-batch; domain.frameworks names it), peft's adapters on 3-D expert parameters
+(target_parameters) under grouped_mm, and the GPU side, which estimate.stage_time times as for any grouped GEMM of
+the same thin shapes (the eager loop's per-expert linears have the grouped GEMM's per-expert shapes).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from rigplan.cost.money import CNY_PER_USD_DEFAULT
 from rigplan.cost.money import parse_money as parse_money
 from rigplan.cost.onprem import onprem_cost_usd, scenario_for_gpu, unit_costs
 from rigplan.cost.power import HOURS_PER_YEAR
-from rigplan.domain.frameworks import no_pipeline_note
+from rigplan.domain.frameworks import expert_parallel_note, no_pipeline_note
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
@@ -40,7 +40,7 @@ from rigplan.reliab import reliability_for_job
 from rigplan.reliab.failures import DEFAULT_FAILURE_MODEL, PREEMPTIONS_PER_NODE_MONTH, with_preemptions
 from rigplan.search.evaluate import fastest_per_count
 from rigplan.search.pareto import pareto_front, thin_front
-from rigplan.search.space import MAX_PP, gpu_counts
+from rigplan.search.space import MAX_EP, MAX_PP, gpu_counts
 from rigplan.units import parse_count, parse_duration
 
 Progress = Callable[[int, int], None]
@@ -402,10 +402,12 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
     candidates: list[Candidate] = []
     prepared = [_prepare_gpu(request, record, job, cny_per_usd) for record in records]
     keys = [entry.key for entry in prepared if entry.key is not None]
-    pipeline_note = no_pipeline_note(reference.framework.name if reference.framework else None)
-    if pipeline_note:
-        assumptions.append(pipeline_note)
-    with PlanSpaces(arch, job, keys, target, max_pp=1 if pipeline_note else MAX_PP) as spaces:
+    preset = reference.framework.name if reference.framework else None
+    pipeline_note = no_pipeline_note(preset)
+    experts_note = expert_parallel_note(preset) if arch.moe is not None else None
+    assumptions.extend(note for note in (pipeline_note, experts_note) if note)
+    with PlanSpaces(arch, job, keys, target, max_pp=1 if pipeline_note else MAX_PP,
+                    max_ep=1 if experts_note else MAX_EP) as spaces:
         for done, entry in enumerate(prepared):
             if progress:
                 progress(done, len(records))

@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.search.evaluate import SEARCH_THREADS, SpaceMemory, space_memory
-from rigplan.search.space import MAX_PP, RECOMPUTE, ZERO_STAGES, layout_space
+from rigplan.search.space import MAX_EP, MAX_PP, RECOMPUTE, ZERO_STAGES, layout_space
 
 SpaceKey = tuple[int, tuple[int, ...]]
 """(NVLink domain size, GPU counts)."""
@@ -29,14 +29,16 @@ which ZeRO-1 stands for; none runs under FSDP, so layouts with ZeRO-2 or 3 could
 
 
 def space_memory_for(arch: Architecture, job: Job, key: SpaceKey, target: int,
-                     known: Sequence[SpaceMemory], max_pp: int = MAX_PP) -> SpaceMemory | None:
+                     known: Sequence[SpaceMemory], max_pp: int = MAX_PP,
+                     max_ep: int = MAX_EP) -> SpaceMemory | None:
     """Peak memory of the layout space of (NVLink domain, GPU counts), taking every layout a `known`
     space holds from there (search.evaluate.space_memory); None when the space has no layout. `max_pp`: 1 for a
-    framework without a pipeline schedule (domain.frameworks.FrameworkPreset.no_pipeline)."""
+    framework without a pipeline schedule (domain.frameworks.FrameworkPreset.no_pipeline); `max_ep`: 1 for one whose
+    expert parallelism rigplan does not model (FrameworkPreset.unmodelled_expert_parallel)."""
     domain, counts = key
     layouts = layout_space(arch, domain, list(counts), job.seq_len, sequence_parallel=True,
                            zero_stages=MUON_ZERO_STAGES if job.optimizer == "muon" else ZERO_STAGES,
-                           heads_split_by_cp=job.cp_comm_type == "a2a", max_pp=max_pp)
+                           heads_split_by_cp=job.cp_comm_type == "a2a", max_pp=max_pp, max_ep=max_ep)
     if not len(layouts):
         return None
     return space_memory(arch, job, layouts, RECOMPUTE, target, known=known)
@@ -48,8 +50,9 @@ class PlanSpaces:
     cancels the spaces not started."""
 
     def __init__(self, arch: Architecture, job: Job, keys: Sequence[SpaceKey], target: int,
-                 max_pp: int = MAX_PP) -> None:
-        self._arch, self._job, self._target, self._max_pp = arch, job, target, max_pp
+                 max_pp: int = MAX_PP, max_ep: int = MAX_EP) -> None:
+        self._arch, self._job, self._target = arch, job, target
+        self._max_pp, self._max_ep = max_pp, max_ep
         self._done: dict[SpaceKey, SpaceMemory | None] = {}
         self._futures: dict[SpaceKey, Future[SpaceMemory | None]] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rigplan-spaces") \
@@ -60,7 +63,7 @@ class PlanSpaces:
 
     def _compute(self, key: SpaceKey) -> SpaceMemory | None:
         known = [memory for memory in self._done.values() if memory is not None]
-        memory = space_memory_for(self._arch, self._job, key, self._target, known, self._max_pp)
+        memory = space_memory_for(self._arch, self._job, key, self._target, known, self._max_pp, self._max_ep)
         self._done[key] = memory
         return memory
 

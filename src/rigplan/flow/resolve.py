@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from rigplan.catalog.load import Catalog, load_catalog
-from rigplan.domain.frameworks import no_pipeline_note
+from rigplan.domain.frameworks import expert_parallel_note, no_pipeline_note
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout, check_layout_for_model, heads_per_cp_problem, linear_heads_problem
@@ -377,9 +377,11 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         assumptions.append("--fsdp-flat-params describes FSDP1 (ZeRO-3) and changes nothing at --zero "
                            f"{layout.zero}; add --zero 3 (or --fsdp) for it")
     assumptions.extend(_inert_switches(arch, job))
-    if layout.pp > 1 and spec.framework_applied is not None and (
-            pipeline_note := no_pipeline_note(spec.framework_applied.name, layout.pp)):
+    preset = spec.framework_applied.name if spec.framework_applied is not None else None
+    if layout.pp > 1 and (pipeline_note := no_pipeline_note(preset, layout.pp)):
         assumptions.append(pipeline_note)
+    if arch.moe is not None and layout.ep > 1 and (experts_note := expert_parallel_note(preset, layout.ep)):
+        assumptions.append(experts_note)
     if job.moe_fused_grouped_mlp and arch.moe is not None and arch.moe.expert_bias:
         job = replace(job, moe_fused_grouped_mlp=False, moe_expert_module="te_ops")
         assumptions.append(BIASED_EXPERTS_UNFUSED)

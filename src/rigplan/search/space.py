@@ -121,7 +121,7 @@ class LayoutArrays:
 
 def _count_blocks(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
                   zero_stages: tuple[int, ...], heads_split_by_cp: bool = False,
-                  max_pp: int = MAX_PP) -> Iterator[Any]:
+                  max_pp: int = MAX_PP, max_ep: int = MAX_EP) -> Iterator[Any]:
     """The layouts of one GPU count as (9, n) blocks of (tp, pp, vpp, dp, cp, ep, etp, zero, micro_batch),
     in the order of nested loops tp, pp, cp, then vpp x (ep, etp) x zero x micro-batch. With
     `heads_split_by_cp` (all-to-all context parallelism) cp must also divide the heads and kv-heads of a tp rank."""
@@ -143,7 +143,7 @@ def _count_blocks(arch: Architecture, domain: int, num_gpus: int, seq_len: int,
                 if arch.moe is not None:
                     stage = tp * cp * dp
                     experts = [(e, etp) for etp in sorted({1, tp}) for e in divisors(stage // etp)
-                               if e <= MAX_EP and arch.moe.num_experts % e == 0
+                               if e <= max_ep and arch.moe.num_experts % e == 0
                                and arch.moe.expert_ffn % etp == 0]
                 zeros = zero_stages if dp * cp > 1 else (0,)
                 v, x, z, b = _product(tuple(vpps), len(experts), tuple(zeros))
@@ -165,12 +165,14 @@ def _product(vpps: tuple[int, ...], experts: int, zeros: tuple[int, ...]) -> tup
 
 def layout_space(arch: Architecture, domain: int, num_gpus: int | list[int], seq_len: int, *,
                  sequence_parallel: bool, zero_stages: tuple[int, ...] = ZERO_STAGES,
-                 heads_split_by_cp: bool = False, max_pp: int = MAX_PP) -> LayoutArrays:
+                 heads_split_by_cp: bool = False, max_pp: int = MAX_PP, max_ep: int = MAX_EP) -> LayoutArrays:
     """All layouts for `num_gpus` GPUs (or for each of several counts) whose NVLink domain holds
-    `domain` GPUs (`heads_split_by_cp`: see _count_blocks; `max_pp`: pipeline_options)."""
+    `domain` GPUs (`heads_split_by_cp`: see _count_blocks; `max_pp`: pipeline_options; `max_ep`: the largest
+    expert-parallel degree, MAX_EP, 1 for a framework whose expert parallelism rigplan does not model)."""
     counts = num_gpus if isinstance(num_gpus, list) else [num_gpus]
     blocks = [block for count in counts
-              for block in _count_blocks(arch, domain, count, seq_len, zero_stages, heads_split_by_cp, max_pp)]
+              for block in _count_blocks(arch, domain, count, seq_len, zero_stages, heads_split_by_cp, max_pp,
+                                         max_ep)]
     if not blocks:
         empty = np.zeros(0, dtype=np.int64)
         return LayoutArrays(tp=empty, pp=empty, vpp=empty, dp=empty, cp=empty, ep=empty, etp=empty, zero=empty,
