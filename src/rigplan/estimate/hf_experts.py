@@ -27,7 +27,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
 from rigplan.estimate.moe import Num
-from rigplan.estimate.moe_host import COMPILED_PROGRAM_VENDORS, TORCH_LINEAR_CPU_S, HostTiming
+from rigplan.estimate.moe_host import TORCH_LINEAR_CPU_S, HostTiming, issues_moe_ops, no_host_time
 
 HF_KERNEL_STACKS = ("hf", "eager")
 """Kernel stacks that run a model's own PyTorch modules, where transformers' experts implementations apply: 'hf' (the
@@ -119,9 +119,9 @@ def host_timing(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, *, 
     grouped_mm the host runs ahead: max(G, H). Under the eager loop each forward (and recompute) pass takes
     serial_phases_s and the backward max(G_b, H_b), the GPU time split by FLOPs as in moe_host.host_paced_s
     (forward 1, recompute r, backward 2 of 3 + r); `expert_forward_s` is the experts' forward GPU seconds."""
-    if arch.moe is None or job.cuda_graphs == "full" or gpu.vendor in COMPILED_PROGRAM_VENDORS:
-        none = 0.0 * xp.asfloat(gpu_s)
-        return HostTiming(exposed_s=none, load=none)
+    if not issues_moe_ops(arch, job, gpu):
+        return no_host_time(gpu_s)
+    assert arch.moe is not None
     op_s = TORCH_LINEAR_CPU_S.get(gpu.host_cpu, TORCH_LINEAR_CPU_S["x86"])
     moe_layers = layers - dense_layers + lm_head * arch.moe.mtp_layers
     share = recomputed_layers / xp.maximum(xp.asfloat(layers), 1.0)

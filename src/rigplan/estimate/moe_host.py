@@ -225,6 +225,18 @@ class HostTiming(NamedTuple):
     step time as this rises (flow.regime's host-load axis), so the accuracy line quotes it."""
 
 
+def issues_moe_ops(arch: Architecture, job: Job, gpu: Gpu) -> bool:
+    """Whether the host issues an MoE model's ops one by one: not under a full-iteration CUDA graph, not on a part
+    that runs the step as one compiled program (COMPILED_PROGRAM_VENDORS), and not for a dense model."""
+    return arch.moe is not None and job.cuda_graphs != "full" and gpu.vendor not in COMPILED_PROGRAM_VENDORS
+
+
+def no_host_time(gpu_s: Num) -> HostTiming:
+    """A HostTiming of nothing, shaped as `gpu_s`."""
+    none = 0.0 * xp.asfloat(gpu_s)
+    return HostTiming(exposed_s=none, load=none)
+
+
 def host_timing(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, *, kernels: float, layers: Num,
                 dense_layers: Num, lm_head: Num, recomputed_layers: Num,
                 experts_s: tuple[Num, Num] = (0.0, 0.0)) -> HostTiming:
@@ -235,9 +247,9 @@ def host_timing(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, *, 
     (estimate.elementwise.kernels_per_layer); the rank holds `layers`, of them `dense_layers` dense, the MTP modules
     where lm_head is 1, and fully recomputes `recomputed_layers`. Megatron's 'moe' recompute module
     (estimate.recompute_modules) issues each MoE block's forward ops again inside the backward, counted there."""
-    if arch.moe is None or job.cuda_graphs == "full" or gpu.vendor in COMPILED_PROGRAM_VENDORS:
-        none = 0.0 * xp.asfloat(gpu_s)
-        return HostTiming(exposed_s=none, load=none)
+    if not issues_moe_ops(arch, job, gpu):
+        return no_host_time(gpu_s)
+    assert arch.moe is not None
     op_s = HOST_OP_S.get(gpu.host_cpu, HOST_OP_S["x86"])
     fwd_ops, bwd_ops = host_ops_per_moe_layer(arch, job, ep, kernels)
     moe_layers = layers - dense_layers + lm_head * arch.moe.mtp_layers
