@@ -174,6 +174,19 @@ def test_qwen_moe_dense_layers(tmp_path: Path) -> None:
     assert any("counted as leading dense layers" in note for note in arch.notes)
 
 
+@pytest.mark.parametrize("folder", ["qwen3-30b-a3b", "mixtral-8x7b"])
+def test_expert_count_under_either_name(folder: str, tmp_path: Path) -> None:
+    """transformers 5 saves Qwen3MoeConfig's expert count as num_local_experts (its attribute_map aliases
+    num_experts to it), Mixtral's hub name; a config saved either way reads the same model."""
+    hub = _fixture(folder)
+    key = "num_experts" if "num_experts" in hub else "num_local_experts"
+    other = "num_local_experts" if key == "num_experts" else "num_experts"
+    renamed = {other if k == key else k: v for k, v in hub.items()}
+    arch = architecture_from_hf_config(_write(tmp_path, renamed))
+    hub_arch = architecture_from_hf_config(HF_DIR / folder)
+    assert arch.moe == hub_arch.moe and count_params(arch) == count_params(hub_arch)
+
+
 def test_qwen2_moe_shared_expert(tmp_path: Path) -> None:
     cfg = {
         "model_type": "qwen2_moe", "num_hidden_layers": 24, "hidden_size": 2048, "num_attention_heads": 16,

@@ -22,15 +22,22 @@ def _mistral(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return standard(r, tie_default=False), []
 
 
+EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts")
+"""The routed-expert count under either name: transformers' configs alias one to the other (attribute_map) and
+save the one their class keeps, so a checkpoint saved by transformers 5 may name it differently from the hub's
+(Qwen3MoeConfig reads num_experts and writes num_local_experts)."""
+
+
 def routed_every_layer(r: ConfigReader, experts_key: str, *, qk_norm: bool = False,
                        norm: str = "rmsnorm", router: str = "softmax") -> dict[str, Any]:
-    """Llama-style fields with every layer's MLP routed: experts_key experts of intermediate_size, top
-    num_experts_per_tok, no shared expert; attention_bias on the q/k/v and output projections."""
+    """Llama-style fields with every layer's MLP routed: experts_key experts (or the other EXPERT_COUNT_KEYS name)
+    of intermediate_size, top num_experts_per_tok, no shared expert; attention_bias on the q/k/v and output
+    projections."""
     fields = standard(r, tie_default=False)
     attention_bias = r.flag("attention_bias", False)
     fields.update(qkv_bias=attention_bias, attn_out_bias=attention_bias, qk_norm=qk_norm, norm=norm,
                   norm_bias=norm == "layernorm")
-    fields["moe"] = MoE(num_experts=r.req_int(experts_key), top_k=r.req_int("num_experts_per_tok"),
+    fields["moe"] = MoE(num_experts=r.req_int(experts_key, *EXPERT_COUNT_KEYS), top_k=r.req_int("num_experts_per_tok"),
                         expert_ffn=fields["ffn"], router=router)
     return fields
 
@@ -121,7 +128,7 @@ def _qwen2_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     dense, dense_notes = moe_layer_split(fields["num_layers"], qwen_sparse_layers(r, fields["num_layers"]))
     shared_ffn = r.opt_int("shared_expert_intermediate_size")
     fields["moe"] = MoE(
-        num_experts=r.req_int("num_experts"),
+        num_experts=r.req_int("num_experts", *EXPERT_COUNT_KEYS),
         top_k=r.req_int("num_experts_per_tok"),
         expert_ffn=r.req_int("moe_intermediate_size"),
         num_shared_experts=1 if shared_ffn else 0,
@@ -143,7 +150,7 @@ def _qwen3_moe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     fields, notes = _qwen3(r)
     dense, dense_notes = moe_layer_split(fields["num_layers"], qwen_sparse_layers(r, fields["num_layers"]))
     fields["moe"] = MoE(
-        num_experts=r.req_int("num_experts"),
+        num_experts=r.req_int("num_experts", *EXPERT_COUNT_KEYS),
         top_k=r.req_int("num_experts_per_tok"),
         expert_ffn=r.req_int("moe_intermediate_size"),
         first_dense_layers=dense,
