@@ -554,6 +554,21 @@ def test_training_arguments_construct(tmp_path: Path, name: str, changes: dict) 
         assert data["quantization"]["bnb_4bit_quant_type"] == "nf4"
 
 
+@pytest.mark.parametrize("changes,expected", [
+    ({}, ["experts.gate_up_proj", "experts.down_proj"]),
+    ({"lora_targets": "q,v,down"}, ["experts.down_proj"]),
+    ({"lora_targets": "q,v"}, None),  # no expert target
+    ({"experts_implementation": "eager", "kernels": "hf"}, None),  # transformers 4's per-expert nn.Linear modules
+    ({"model": "llama-3.1-8b"}, None),
+])
+def test_lora_on_moe_experts_names_their_3d_parameters(changes: dict, expected: list[str] | None) -> None:
+    """transformers 5 holds an MoE layer's routed experts as 3-D parameters: peft reaches them through
+    target_parameters, not target_modules (tests/validation/test_hf_moe_lora.py applies the exported arguments)."""
+    setup = setup_of("moe-fsdp", **{"method": "lora", "lora_targets": "q,v,gate,up,down", **changes})
+    peft_arguments = json.loads(export(setup, "hf-trainer").files["hf_training.json"])["peft"]
+    assert peft_arguments.get("target_parameters") == expected
+
+
 def test_training_arguments_refuse_tensor_parallel() -> None:
     with pytest.raises(Unsupported, match="tensor parallelism"):
         export(setup_of("dense"), "hf-trainer")

@@ -10,7 +10,7 @@ from rigplan.catalog.load import load_catalog
 from rigplan.cli.main import cli
 from rigplan.domain.job import Job
 from rigplan.errors import InvalidSpec
-from rigplan.estimate import hf_experts, moe_host
+from rigplan.estimate import hf_experts, moe_host, peft_experts
 from rigplan.flow import estimate as speed
 from rigplan.flow.request import EstimateRequest
 
@@ -77,9 +77,11 @@ def test_peft_adapters_on_the_expert_linears_add_host_ops_to_the_loop() -> None:
     added = float(hf_experts.moe_layer_ops(arch, wrapped, 4096.0, "forward")) - float(
         hf_experts.moe_layer_ops(arch, plain, 4096.0, "forward"))
     assert added == pytest.approx(128.0 * 3 * hf_experts.LORA_LINEAR_OPS)
+    # under grouped_mm peft wraps the two 3-D expert parameters (gate_up_proj, down_proj), not one module an expert
     grouped = Job(kernels="hf", method="lora", lora_targets=("q", "v", "gate", "up", "down"))
-    assert float(hf_experts.moe_layer_ops(arch, grouped, 4096.0, "forward")) == float(
+    added = float(hf_experts.moe_layer_ops(arch, grouped, 4096.0, "forward")) - float(
         hf_experts.moe_layer_ops(arch, Job(kernels="hf", method="lora"), 4096.0, "forward"))
+    assert added == pytest.approx(2 * peft_experts.HOST_OPS["forward"])
 
 
 def test_transformers_4_loop_is_slower_the_more_experts_a_model_has() -> None:

@@ -98,7 +98,7 @@ def test_peft_lora_on_hf_modules_matches_measured_saved_tensors(model_type: str,
     peft_lora_token_bytes counts. With dropout a CPU saves a 4-byte mask where CUDA saves 1 byte
     (docs/measurements/h200-2026-12/saved.json has both devices), so the comparison runs without it."""
     peft = pytest.importorskip("peft", reason="peft is not installed (pip install -e '.[frameworks]')")
-    from rigplan.estimate import activations
+    from rigplan.estimate import lora_activations
 
     model, config_path = build(model_type, "sdpa", tmp_path, LORA_SHAPES[model_type])
     targets = ["qkv_proj"] if model_type == "phi3" else ["q_proj", "v_proj"]
@@ -109,12 +109,12 @@ def test_peft_lora_on_hf_modules_matches_measured_saved_tensors(model_type: str,
     arch = architecture_from_hf_config(config_path)
     job = Job(precision="bf16-true", seq_len=seq, micro_batch=batch, kernels="hf", method="lora", lora_rank=16,
               lora_targets=("q", "k", "v") if model_type == "phi3" else ("q", "v"))
-    saved_dropout = activations.PEFT_LORA_DROPOUT
-    activations.PEFT_LORA_DROPOUT = False
+    saved_dropout = lora_activations.PEFT_LORA_DROPOUT
+    lora_activations.PEFT_LORA_DROPOUT = False
     try:
         predicted = layer_activation_bytes(arch, job, Layout(), moe_layer=False).saved_bytes
     finally:
-        activations.PEFT_LORA_DROPOUT = saved_dropout
+        lora_activations.PEFT_LORA_DROPOUT = saved_dropout
     assert measured[1] == measured[2]
     assert predicted == pytest.approx(measured[1], rel=0.01)
     assert measured[0] < measured[1]  # the first layer's input needs no gradient: it saves less (left out)

@@ -438,6 +438,15 @@ class Job:
         return bool(self.capacity_factor) and (self.moe_pad_to_capacity or self.moe_dispatcher == "einsum")
 
     @property
+    def routed_experts_implementation(self) -> str | None:
+        """The Hugging Face transformers experts implementation that runs the routed experts: the one given,
+        'grouped_mm' (transformers 5's default, PreTrainedModel.get_correct_experts_implementation) on the Hugging
+        Face preset's 'hf' kernels, None outside transformers (estimate.hf_experts)."""
+        if self.experts_implementation is not None:
+            return self.experts_implementation
+        return "grouped_mm" if self.kernels == "hf" else None
+
+    @property
     def compute_dtype_bytes(self) -> int:
         """Bytes per element of activations and of the compute copy of weights."""
         return 4 if self.precision == "fp32" else 2

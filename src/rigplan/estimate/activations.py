@@ -69,44 +69,19 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
-from rigplan.estimate import fp8_inputs, linear_attention, peft_kbit, recompute_modules, sparse_attention
+from rigplan.estimate import (
+    fp8_inputs,
+    linear_attention,
+    lora_activations,
+    peft_experts,
+    peft_kbit,
+    recompute_modules,
+    sparse_attention,
+)
 from rigplan.estimate.litgpt import litgpt_token_bytes
+from rigplan.estimate.lora_activations import fused_lora_token_bytes, peft_lora_token_bytes
+from rigplan.estimate.token_activation import LSE_BYTES, MASK_BYTES, TokenActivation, residual_bytes
 from rigplan.estimate.torchtune import torchtune_token_parts
-
-MASK_BYTES = 1
-"""Dropout masks are stored as uint8/bool (Korthikanti et al. 2022, Sec. 4.1)."""
-LSE_BYTES = 4
-"""Flash attention saves one fp32 log-sum-exp per query and head (Dao 2022, Alg. 2)."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TokenActivation:
-    """Bytes saved per token for one layer, split by how tensor parallelism treats them."""
-
-    replicated_under_tp: float
-    """Norm inputs, column-parallel linear inputs and masks after row-parallel linears."""
-    split_by_tp: float
-    """Everything between a column-parallel and a row-parallel linear."""
-    attention_core: float
-    """Quadratic (eager) or per-head (flash) attention-core terms; split by tp (heads)."""
-
-    def per_gpu(self, tp: int, sequence_parallel: bool) -> float:
-        replicated = self.replicated_under_tp / tp if sequence_parallel else self.replicated_under_tp
-        return replicated + (self.split_by_tp + self.attention_core) / tp
-
-
-def residual_bytes(job: Job) -> int:
-    """Bytes per element of the residual stream (each layer's input, which its norm saves).
-
-    fp32 when the weights the stream passes through are fp32: torch.autocast over fp32 weights (the
-    embedding output and every residual add stay fp32; only matmul inputs are cast), and QLoRA through
-    PEFT's prepare_model_for_kbit_training (embeddings, norms and LM head cast to fp32, peft/utils/other.py);
-    else the compute dtype.
-    """
-    if (job.method == "qlora" and job.kbit_fp32_upcast) or (
-            job.autocast and job.precision in ("bf16-mixed", "fp16-mixed")):
-        return 4
-    return job.compute_dtype_bytes
 
 
 def attention_token_bytes(arch: Architecture, job: Job, dropout: bool) -> TokenActivation:
@@ -334,72 +309,6 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
     )
 
 
-PEFT_ADAPTER_BYTES = 4
-"""peft keeps LoRA weights in fp32 over a bf16 base (LoraConfig autocast_adapter_dtype=True) and casts the
-adapter's input to them (LoraLayer._cast_input_dtype), so lora_A saves an fp32 input."""
-PEFT_LORA_DROPOUT = True
-"""LoRA dropout before lora_A, as the fine-tuning recipes set it (TRL and axolotl examples: 0.05; peft's own
-default is 0.0): CUDA's native_dropout saves a 1-byte mask per element."""
-
-
-def peft_lora_token_bytes(arch: Architecture, job: Job) -> TokenActivation:
-    """Per token: Hugging Face modules under peft LoRA/QLoRA minus the full-training set (a negative delta).
-
-    A frozen base saves less: the weight multiply of a frozen RMSNorm keeps no normalized copy (r·h per
-    norm), a frozen linear keeps no input (the qkv and gate/up input h, the down input f; the output
-    projection's input stays, the attention kernel saves it as its output), and a frozen q/k norm keeps no
-    bf16 result. Each adapted linear adds its adapter's branch: the fp32 input lora_A saves (4·d_in), the
-    dropout mask (1·d_in) and lora_A's fp32 output that lora_B saves (4·r). Measured exactly with
-    saved_tensors_hooks on an H200 and on a CPU for Llama, Qwen2, Qwen3 and Phi-3 modules with peft 0.21
-    (docs/measurements/h200-2026-12/saved.json; tests/validation/test_hf_saved_tensors.py): the layers
-    after the first match to the byte. The first layer saves less again (its input needs no gradient);
-    left out.
-    """
-    p = job.compute_dtype_bytes
-    r = residual_bytes(job)
-    h = arch.hidden
-    q_w = arch.num_heads * arch.dim_per_head
-    kv_w = arch.kv_heads * arch.dim_per_head
-    mask = MASK_BYTES if PEFT_LORA_DROPOUT else 0
-
-    def adapter(width: int) -> float:
-        return width * (PEFT_ADAPTER_BYTES + mask) + PEFT_ADAPTER_BYTES * job.lora_rank
-
-    # input widths of the adapted linears; fused projections take one adapter each (qkv_proj, gate_up_proj)
-    column_widths, row_widths = peft_kbit.adapter_inputs(arch, job)
-    column = sum(adapter(w) for w in column_widths)
-    row = sum(adapter(w) for w in row_widths)
-    frozen_replicated = 2 * r * h + 2 * p * h
-    frozen_split = p * arch.ffn + (p * (q_w + kv_w) if arch.qk_norm else 0)
-    return TokenActivation(replicated_under_tp=column - frozen_replicated, split_by_tp=row - frozen_split,
-                           attention_core=0.0)
-
-
-def fused_lora_token_bytes(arch: Architecture, job: Job) -> TokenActivation:
-    """Per token: the fused (Megatron-Core / Transformer Engine) stack under LoRA minus the full-training set
-    (a negative delta), for a dense layer with standard attention.
-
-    Transformer Engine's Linear and LayerNormLinear save their input only when the weight needs a gradient
-    (backward_needs_input = is_grad_enabled and weight.requires_grad, transformer_engine/pytorch/module/
-    linear.py and layernorm_linear.py), so a frozen base saves none of the linear inputs the full set counts
-    (the qkv and fc1 inputs s·h, the fc2 input s·f, and the out-projection's fp8 copy under delayed scaling;
-    s is the saved input's bytes, fp8 or the compute dtype). An adapter on a module saves its own input in the
-    compute dtype for lora_A's weight gradient (p·h on the qkv or fc1 input, p·f on fc2's; on the output
-    projection it is the attention kernel's output, saved already) and lora_A's output p·r for lora_B's.
-    Left out: an adapter dropout's mask (NeMo's LoRA takes dropout 0 unless set).
-    """
-    p = job.compute_dtype_bytes
-    saved = fp8_inputs.saved_input_bytes(job)
-    h, f, rank = arch.hidden, arch.ffn, job.lora_rank
-    q_w = arch.num_heads * arch.dim_per_head
-    targets = set(job.lora_targets)
-    qkv, fc1, fc2 = bool(targets & {"q", "k", "v"}), bool(targets & {"gate", "up"}), "down" in targets
-    adapters = sum((qkv, "o" in targets, fc1, fc2))
-    replicated = ((p if qkv else 0.0) + (p if fc1 else 0.0) - 2 * saved) * h
-    split = ((p if fc2 else 0.0) - saved) * f - fp8_inputs.out_proj_extra_bytes(job) * q_w + p * rank * adapters
-    return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=0.0)
-
-
 def bnb_saved_inputs(arch: Architecture, job: Job, moe_layer: bool) -> TokenActivation:
     """Per token: what bitsandbytes before 0.43.2 saves for backward in a QLoRA layer beyond the weights.
 
@@ -479,12 +388,12 @@ def _layer_activation_bytes(
 
         masks = dispatch_mask_bytes_per_token(arch, job, gate_shard(tp, layout.cp, bool(sp)))
         full_per_token = full_per_token + (masks / tp if sp else masks)
-    if job.kernels == "hf" and job.is_peft and not moe_layer and arch.mla is None:
-        full_per_token = full_per_token + peft_lora_token_bytes(arch, job).per_gpu(tp, sp)
+    if job.kernels == "hf" and job.is_peft and arch.mla is None:
+        full_per_token = full_per_token + peft_lora_token_bytes(arch, job, moe_layer).per_gpu(tp, sp)
     if job.kernels == "fused" and job.method == "lora" and not moe_layer and arch.mla is None:
         full_per_token = full_per_token + fused_lora_token_bytes(arch, job).per_gpu(tp, sp)
     if peft_kbit.applies(arch, job, moe_layer):
-        replicated, split, core = peft_kbit.kbit_layer_parts(arch, job, dropout=PEFT_LORA_DROPOUT)
+        replicated, split, core = peft_kbit.kbit_layer_parts(arch, job, dropout=lora_activations.PEFT_LORA_DROPOUT)
         stack = TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=core)
         full_per_token = stack.per_gpu(tp, sp) + legacy
         attention = stack
@@ -502,7 +411,12 @@ def _layer_activation_bytes(
         saved_per_token = full_per_token - core_per_token
     else:
         saved_per_token = full_per_token
-    return LayerActivations(saved_bytes=saved_per_token * tokens, full_bytes=full_per_token * tokens)
+    etp = xp.where(xp.asarray(getattr(layout, "etp", 0)) > 0, getattr(layout, "etp", 0), layout.tp)
+    # peft's parameter adapters on the routed experts: the rebuilt weights W' and their gradient (peft_experts)
+    rebuilt, gradient = peft_experts.layer_memory_bytes(arch, job, layout.ep, etp) if moe_layer else (0.0, 0.0)
+    kept = 0.0 if job.recompute == "full" else rebuilt
+    return LayerActivations(saved_bytes=saved_per_token * tokens + kept,
+                            full_bytes=full_per_token * tokens + rebuilt + gradient)
 
 
 def kv_replica_token_bytes(arch: Architecture, job: Job, tp: Any) -> Any:

@@ -25,7 +25,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
 from rigplan.errors import InvalidSpec
-from rigplan.estimate import linear_attention, recompute_modules, sparse_attention
+from rigplan.estimate import linear_attention, peft_experts, recompute_modules, sparse_attention
 from rigplan.estimate.arrays import as_num as _num
 from rigplan.estimate.band_kernels import skips_window_blocks
 from rigplan.estimate.params import count_params
@@ -290,8 +290,10 @@ def lm_head_forward_flop(arch: Architecture, *, seq_len: NumIn, micro_batch: Num
     return 2.0 * tokens * arch.hidden * arch.vocab / _num(tp)
 
 
-def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool) -> list[tuple[int, int, int]]:
-    """(in, out, copies per token) of each weight matrix a LoRA target name adapts."""
+def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool,
+                    routed: bool = True) -> list[tuple[int, int, int]]:
+    """(in, out, copies per token) of each weight matrix a LoRA target name adapts; `routed` False leaves out the
+    routed experts' (peft's parameter adapters fold theirs into the weight, estimate.peft_experts)."""
     h, a = arch.hidden, arch.num_heads
     shapes: list[tuple[int, int, int]] = []
     if arch.mla is not None:
@@ -310,7 +312,7 @@ def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool) -> 
         shapes += [(*widths[n], 1) for n in ("q", "k", "v", "o") if n in targets]
     ffns: list[tuple[int, int, int]] = [(arch.ffn, 1, h)]
     if moe and arch.moe is not None:
-        ffns = [(arch.moe.expert_ffn, arch.moe.top_k, arch.expert_hidden)]
+        ffns = [(arch.moe.expert_ffn, arch.moe.top_k, arch.expert_hidden)] if routed else []
         if arch.moe.num_shared_experts:
             ffns.append((arch.moe.shared_ffn, arch.moe.num_shared_experts, h))
     for f, copies, width in ffns:
@@ -325,7 +327,7 @@ def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool) -> 
 
 def adapter_forward_flop(
     arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, rank: int, targets: tuple[str, ...],
-    moe: bool, tp: NumIn = 1, cp: NumIn = 1,
+    moe: bool, tp: NumIn = 1, cp: NumIn = 1, routed: bool = True,
 ) -> Num:
     """LoRA adapters of one layer, forward: Σ over adapted k×n weights of 2·T·r·(k + n).
 
@@ -335,7 +337,7 @@ def adapter_forward_flop(
     adapters are taken as split with their base layer). Left out: dropout and scaling (element-wise).
     """
     tokens = _num(micro_batch) * _num(seq_len) / _num(cp)
-    per_token = sum(2 * rank * (k + n) * copies for k, n, copies in _adapted_shapes(arch, targets, moe))
+    per_token = sum(2 * rank * (k + n) * copies for k, n, copies in _adapted_shapes(arch, targets, moe, routed))
     return tokens * float(per_token) / _num(tp)
 
 
@@ -393,7 +395,8 @@ def _stage_flops(
         layers = layers + moe_layer.times(n_moe)
     if job.is_peft:
         ad_dense = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=False, **kw)
-        ad_moe = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=True, **kw)
+        ad_moe = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=True,
+                                      routed=not peft_experts.applies(arch, job), **kw)
         layers = layers + OpFlops(adapter_flop=ad_dense * n_dense + ad_moe * n_moe)
     head = OpFlops(lm_head_flop=lm_head_forward_flop(arch, **kw) * lm_head)
     layers = layers + mtp_forward_flops(arch, **core_kw).times(lm_head)
@@ -409,6 +412,8 @@ def _stage_flops(
         backward = (layers + head).times(1.0) + OpFlops(attention_core_flop=layers.attention_core_flop,
                                                         adapter_flop=forward.adapter_flop,
                                                         linear_core_flop=forward.linear_core_flop)
+        # peft's parameter adapters: the wrapped expert weights' full weight gradient (estimate.peft_experts)
+        backward = backward + OpFlops(expert_flop=layers.expert_flop * peft_experts.wrapped_share(arch, job))
     else:
         backward = (layers + head).times(2.0) + indexer_bwd.times(indexers)
     if job.recompute == "full":

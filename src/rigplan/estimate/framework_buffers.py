@@ -63,7 +63,7 @@ from rigplan.estimate.states import (
     ModelStates,
     expert_tp_of,
     grad_bytes_per_param,
-    lora_params_per_layer,
+    lora_layer_params,
     stage_layer_counts,
 )
 from rigplan.units import MiB
@@ -139,7 +139,9 @@ def fsdp1_block_params(arch: Architecture, job: Job, layout: Any) -> Num:
         block = xp.maximum(block, (counts.moe_layer.total - experts) / layout.tp
                            + experts / (layout.ep * expert_tp_of(layout)))
     if job.is_peft:
-        block = block + lora_params_per_layer(arch, job) / layout.tp
+        dense, _ = lora_layer_params(arch, job, moe_layer=False)
+        own, routed = lora_layer_params(arch, job, moe_layer=counts.moe_layer is not None)
+        block = block + xp.maximum(dense, own) / layout.tp + routed / (layout.ep * expert_tp_of(layout))
     return _out(block)
 
 

@@ -13,11 +13,14 @@ Two implementations (transformers src/transformers/integrations/moe.py and the m
   copies the count back and waits for the GPU) and running its linears on them. The host cannot run ahead across a
   wait, so the expert phase of a layer and the rest of it follow one another (serial_phases_s).
 
+peft's parameter adapters on transformers 5's 3-D expert weights add their host ops here (estimate.peft_experts, which
+times their GPU side).
+
 Left out: transformers' batched_mm (a decode path that gathers every routed token's expert weights; the switch
 offers grouped_mm and eager only), expert parallelism inside transformers (GroupedGemmParallel: every rank of the
-group gets the same micro-batch; domain.frameworks names it), peft's adapters on 3-D expert parameters
-(target_parameters) under grouped_mm, and the GPU side, which estimate.stage_time times as for any grouped GEMM of
-the same thin shapes (the eager loop's per-expert linears have the grouped GEMM's per-expert shapes).
+group gets the same micro-batch; domain.frameworks names it) and the GPU side, which estimate.stage_time times as for
+any grouped GEMM of the same thin shapes (the eager loop's per-expert linears have the grouped GEMM's per-expert
+shapes).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
+from rigplan.estimate import peft_experts
 from rigplan.estimate.moe import Num
 from rigplan.estimate.moe_host import TORCH_LINEAR_CPU_S, HostTiming, issues_moe_ops, no_host_time
 
@@ -61,11 +65,9 @@ linear; Qwen2-MoE's sigmoid gate on its output adds a linear, the sigmoid and a 
 
 
 def experts_implementation(job: Job) -> str | None:
-    """The transformers experts implementation that runs the job's routed experts: the one given, 'grouped_mm'
-    (transformers 5's default) on the Hugging Face preset's 'hf' kernels, None outside transformers."""
-    if job.experts_implementation is not None:
-        return job.experts_implementation
-    return "grouped_mm" if job.kernels == "hf" else None
+    """The transformers experts implementation that runs the job's routed experts (Job.routed_experts_implementation:
+    the one given, 'grouped_mm' on the 'hf' kernels, None outside transformers)."""
+    return job.routed_experts_implementation
 
 
 def experts_hit(arch: Architecture, tokens: Num, ep: Num = 1.0) -> Num:
@@ -88,7 +90,7 @@ def moe_layer_ops(arch: Architecture, job: Job, tokens: Num, phase: str, ep: Num
     shared = SHARED_EXPERT_OPS + (3.0 if arch.moe.shared_expert_gate else 0.0) if arch.moe.num_shared_experts else 0.0
     own = ROUTER_OPS + shared + 0.0 * xp.asfloat(tokens)
     if experts_implementation(job) == "grouped_mm":
-        return own + GROUPED_MM_OPS[phase]
+        return own + GROUPED_MM_OPS[phase] + peft_experts.host_ops(arch, job, phase)
     per_expert = EAGER_EXPERT_OPS[phase] + LORA_LINEAR_OPS * _lora_expert_linears(job)
     setup = EAGER_LAYER_OPS if phase == "forward" else 0.0
     return own + setup + experts_hit(arch, tokens, ep) * per_expert

@@ -270,8 +270,9 @@ def stage_activation_bytes(arch: Architecture, job: Job, layout: Any, rank: Num,
         saved = saved + held * chunk_bytes
         held_layers = held_layers + held * layers_c
     in_flight = _out(held_layers / xp.maximum(stage.layers, 1))
-    if job.recompute == "none":
-        working: Num = 0.0 * saved_stage
+    if job.recompute == "none":  # what a layer's backward holds beyond its saved bytes (peft_experts' W' gradient)
+        working: Num = xp.where(xp.asarray(moe_layers) > 0, xp.maximum(moe.full_bytes - moe.saved_bytes, 0.0),
+                                0.0) * (1.0 + 0.0 * saved_stage)
     else:
         working = xp.maximum(dense.full_bytes, xp.where(xp.asarray(moe_layers) > 0, moe.full_bytes, 0.0)) * group
     if recompute_modules.moe_layer_recomputed(arch, job):  # one MoE block's activations, rebuilt in backward

@@ -33,6 +33,7 @@ from rigplan.estimate import (
     moe,
     moe_host,
     overlap,
+    peft_experts,
     peft_kbit,
     recompute,
     recompute_modules,
@@ -316,6 +317,9 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
     if r.fp8:
         recast = 1.0 if job.recompute == "full" else op_recompute_matmul_share(arch) if job.recompute == "op" else 0.0
         elementwise = elementwise + r.casts_per_token * tokens * layers * (1.0 + recast / 2.0)
+    if peft_experts.applies(arch, job):  # W' rebuilt each forward pass; its gradient written, read for A and B
+        rebuild, gradient = peft_experts.pass_bytes(arch, job, r.local_expert_params)
+        elementwise = elementwise + (rebuild * (1.0 + moe_redone) + gradient) * moe_layers
     if job.fp8_experts:  # torchao casts the expert weights in each grouped GEMM call
         elementwise = elementwise + (2.0 + redone) * FP8_CAST_BYTES[job.fp8_recipe] * r.local_expert_params * moe_layers
     launches = r.kernels * layers * passes

@@ -49,7 +49,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, DensePattern, rank_layer_counts
 from rigplan.estimate import arrays as xp
-from rigplan.estimate import muon
+from rigplan.estimate import muon, peft_experts
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.fp8_inputs import quantized_bytes
 from rigplan.estimate.params import ParamCounts, count_params, lora_module_shapes
@@ -121,19 +121,46 @@ def optimizer_state_bytes_per_param(job: Job, arch: Architecture) -> float:
 
 
 def lora_params_per_layer(arch: Architecture, job: Job) -> int:
-    """Adapter parameters of one layer: r·(d_in + d_out) per targeted module.
+    """Adapter parameters of one dense layer: r·(d_in + d_out) per targeted module (lora_layer_params)."""
+    own, _ = lora_layer_params(arch, job, moe_layer=False)
+    return own
 
-    MLP targets on MoE layers apply to every routed and shared expert (PEFT's behaviour when the
-    expert linears are targeted); on dense layers to the dense MLP.
+
+def lora_layer_params(arch: Architecture, job: Job, *, moe_layer: bool) -> tuple[int, int]:
+    """Adapter parameters of one layer: (those split like the dense weights, by tp; the routed experts', split like
+    them, by ep·etp), r·(d_in + d_out) per targeted linear.
+
+    On an MoE layer the MLP targets adapt every routed expert, each with its own A and B (peft's module LoRA on
+    transformers 4's per-expert nn.Linear, torchtune's LoRAGroupedExperts, Megatron-Bridge's LoRA on grouped
+    experts), and every shared expert; under peft's parameter adapters on transformers 5's fused gate_up_proj
+    (estimate.peft_experts) gate and up share one adapter of r·(h + 2f). A dense layer's MLP targets adapt its MLP.
     """
     shapes = lora_module_shapes(arch)
-    total = 0
-    for target in job.lora_targets:
-        if target not in shapes:
-            continue
-        d_in, d_out = shapes[target]
-        total += job.lora_rank * (d_in + d_out)
-    return total
+    r = job.lora_rank
+    mlp = ("gate", "up", "down")
+    own = sum(r * sum(shapes[t]) for t in job.lora_targets if t in shapes and (t not in mlp or not moe_layer))
+    if not moe_layer or arch.moe is None:
+        return own, 0
+    moe = arch.moe
+    h, f = arch.expert_hidden, moe.expert_ffn
+    expert_shapes = {"gate": (h, f), "up": (h, f), "down": (f, h)}
+    targets = [t for t in mlp if t in job.lora_targets and (t != "gate" or arch.mlp == "gated")]
+    shared = moe.num_shared_experts * sum(r * (arch.hidden + moe.shared_ffn) for _ in targets)
+    if peft_experts.applies(arch, job):
+        per_expert = sum(r * (d_in + d_out) for d_in, d_out in peft_experts.wrapped_shapes(arch, job))
+    else:
+        per_expert = sum(r * sum(expert_shapes[t]) for t in targets)
+    return own + shared, moe.num_experts * per_expert
+
+
+def stage_lora_params(arch: Architecture, job: Job, *, layers: Num, dense_layers: Num, tp: Num = 1, ep: Num = 1,
+                      etp: Num = 1) -> tuple[Num, Num]:
+    """(adapter parameters split by tp, routed-expert adapter parameters split by ep·etp) of `layers` layers, of
+    them `dense_layers` dense, on one GPU (lora_layer_params)."""
+    dense, _ = lora_layer_params(arch, job, moe_layer=False)
+    own, routed = lora_layer_params(arch, job, moe_layer=True)
+    moe_layers = layers - dense_layers
+    return (dense * dense_layers + own * moe_layers) / tp, routed * moe_layers / (ep * etp)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -239,7 +266,9 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
     zero = xp.asarray(layout.zero)
     host: Num = 0.0
     if job.is_peft:
-        adapters = lora_params_per_layer(arch, job) * stage.layers / tp
+        own_adapters, routed_adapters = stage_lora_params(arch, job, layers=stage.layers,
+                                                          dense_layers=stage.dense_layers, tp=tp, ep=ep, etp=etp)
+        adapters = own_adapters + routed_adapters
         quant_local = (stage.quantizable - stage.expert_weights) / tp + stage.expert_weights / (ep * etp)
         # Mixed precision keeps the frozen base in fp32 and autocast holds a bf16 copy of each weight
         # it multiplies until backward has used it: 4 + 2 B/param (bf16-true: 2).
@@ -257,11 +286,11 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
         unsharded = base_bytes + adapters * weight_bytes_per_param(job)
         base_bytes = xp.where(zero == 3, base_bytes / dp_group, base_bytes)
         trainable = adapters
-        weights = base_bytes + shard(adapters, 0.0, zero == 3) * weight_bytes_per_param(job)
-        grads = shard(adapters, 0.0, zero >= 2) * grad_bytes_per_param(job)
+        weights = base_bytes + shard(own_adapters, routed_adapters, zero == 3) * weight_bytes_per_param(job)
+        grads = shard(own_adapters, routed_adapters, zero >= 2) * grad_bytes_per_param(job)
         per_param_opt = master_bytes_per_param(job) + optimizer_state_bytes_per_param(job, arch)
-        optimizer = shard(adapters, 0.0, zero >= 1) * per_param_opt
-        trainable_expert = 0.0
+        optimizer = shard(own_adapters, routed_adapters, zero >= 1) * per_param_opt
+        trainable_expert = routed_adapters
     else:
         trainable = local
         trainable_expert = expert_local

@@ -68,7 +68,7 @@ from rigplan.estimate.stage_time import _expert_tp, degree, pace_terms
 from rigplan.estimate.stage_time import pace_candidates as pace_candidates
 from rigplan.estimate.stage_time import pace_lower_bound_s as pace_lower_bound_s
 from rigplan.estimate.stage_time import scale_up_domain as scale_up_domain
-from rigplan.estimate.states import lora_params_per_layer
+from rigplan.estimate.states import stage_lora_params
 
 Num = Any
 
@@ -170,7 +170,10 @@ def step_time(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, *, global_
     expert_local = counts.routed_experts_total / (etp * ep) / pp
     local_params = dense_local + expert_local
     peft = job.is_peft
-    trainable = lora_params_per_layer(arch, job) * most_layers / tp if peft else dense_local
+    # adapters of the busiest rank's layers, each taken as an MoE layer where the model has experts (an upper bound)
+    own, routed = stage_lora_params(arch, job, layers=most_layers, dense_layers=0.0 if arch.moe else most_layers,
+                                    tp=tp, ep=ep, etp=etp) if peft else (0.0, 0.0)
+    trainable = own + routed if peft else dense_local
     group = dp * cp
     dp_place = comm.place_group(gpu, group, stride=tp, domain_size=domain, intra=intra, inter=inter)
     edp = np.maximum(tp * cp * dp / (ep * etp), 1.0)

@@ -1,7 +1,8 @@
 """Hugging Face TrainingArguments keyword arguments (JSON), with the model dtype, PEFT and 4-bit settings.
 
 `TrainingArguments(**file["training_arguments"])` builds the trainer's arguments; `peft` holds
-peft.LoraConfig's arguments and `quantization` transformers.BitsAndBytesConfig's for QLoRA. FSDP goes
+peft.LoraConfig's arguments (target_parameters for an MoE's routed experts, which transformers 5 holds as 3-D
+parameters) and `quantization` transformers.BitsAndBytesConfig's for QLoRA. FSDP goes
 through TrainingArguments' fsdp=True and fsdp_config (FSDP2; reshard_after_forward true = ZeRO-3,
 false = ZeRO-2), the form of transformers 5.
 Optimizer names are TrainingArguments' `optim` values (transformers.training_args.OptimizerNames).
@@ -22,6 +23,19 @@ OPTIM = {"adamw": "adamw_torch_fused", "adamw-8bit": "adamw_bnb_8bit", "paged-ad
          "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "sgd-momentum": "sgd", "adafactor": "adafactor"}
 PEFT_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
               "down": "down_proj"}
+
+
+def expert_parameters(setup: TrainingSetup) -> list[str]:
+    """peft target_parameters for the routed experts' LoRA on transformers 5, which holds each MoE layer's experts as
+    3-D parameters that target_modules cannot reach (estimate.peft_experts): the fused gate_up_proj (up_proj for
+    ungated experts) when gate or up is targeted, down_proj when down is; peft matches them by name suffix. None
+    under --experts-implementation eager, which rigplan takes as transformers 4's per-expert nn.Linear modules."""
+    arch, job = setup.arch, setup.job
+    if arch.moe is None or job.experts_implementation == "eager":
+        return []
+    fc1 = "experts.gate_up_proj" if arch.mlp == "gated" else "experts.up_proj"
+    return ([fc1] if {"gate", "up"} & set(job.lora_targets) else []) + (
+        ["experts.down_proj"] if "down" in job.lora_targets else [])
 
 
 def hf_training_file(setup: TrainingSetup) -> dict[str, Any]:
@@ -68,6 +82,8 @@ def hf_training_file(setup: TrainingSetup) -> dict[str, Any]:
     if job.is_peft:
         data["peft"] = {"r": job.lora_rank, "lora_alpha": 2 * job.lora_rank, "lora_dropout": 0.0,
                         "target_modules": [PEFT_NAMES[t] for t in job.lora_targets], "task_type": "CAUSAL_LM"}
+        if wrapped := expert_parameters(setup):
+            data["peft"]["target_parameters"] = wrapped
     if job.method == "qlora":
         data["quantization"] = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
                                 "bnb_4bit_use_double_quant": job.qlora_double_quant,

@@ -52,6 +52,7 @@ from rigplan.flow.evidence import (
     gb300_moe_evidence_applies,
     hopper_gpt_oss_evidence_applies,
     host_paced_note,
+    param_adapters_note,
     small_microbatch_moe,
 )
 from rigplan.flow.memory import MemoryResult, allocator_pressure_note, memory_of
@@ -104,13 +105,14 @@ def checkpoint_bytes(setup: TrainingSetup) -> float:
     """A resumable checkpoint: trainable parameters with their master copy and optimizer states, plus
     the weights (frozen base weights are not rewritten for LoRA/QLoRA)."""
     from rigplan.estimate.params import count_params
-    from rigplan.estimate.states import lora_params_per_layer
+    from rigplan.estimate.states import stage_lora_params
 
     job, arch = setup.job, setup.arch
     per_param = (weight_bytes_per_param(job) + master_bytes_per_param(job)
                  + optimizer_state_bytes_per_param(job, arch))
     if job.is_peft:
-        return lora_params_per_layer(arch, job) * arch.num_layers * per_param
+        own, routed = stage_lora_params(arch, job, layers=arch.num_layers, dense_layers=arch.num_dense_layers)
+        return (own + routed) * per_param
     return count_params(arch).total * per_param
 
 
@@ -554,6 +556,8 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
                           calibration=setup.calibration)
     if setup.arch.moe is not None and (impl := experts_implementation(job)) is not None:
         assumptions.append(TRANSFORMERS_EXPERTS_NOTE.format(impl=impl, how=TRANSFORMERS_EXPERTS_HOW[impl]))
+    if adapters_note := param_adapters_note(setup.arch, job, setup.layout):
+        assumptions.append(adapters_note)
     if setup.arch.moe is not None:  # its cell narrows by the estimate's own host load (flow.regime.HOST_LOAD_AXIS)
         assumptions.append(moe_accuracy_note(setup_regime(setup, float(breakdown.host_load))))
     # the MoE layers' host pacing, without the training loop's per-step host time (Job.step_overhead_s)

@@ -10,10 +10,12 @@ from __future__ import annotations
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
+from rigplan.estimate import peft_experts
 from rigplan.estimate.hf_experts import experts_implementation
 from rigplan.estimate.moe import host_syncs
 from rigplan.estimate.moe_host import glu_offset_syncs
 from rigplan.flow.regime import SMALL_TOKENS, tokens_per_gpu_micro_batch
+from rigplan.units import format_bytes
 
 HOST_PACED_NOTE_SHARE = 0.05
 """Share of the step above which the estimate says it is host-paced and names the CUDA-graph switches."""
@@ -27,6 +29,26 @@ TRANSFORMERS_EXPERTS_HOW = {
                   "transformers 4",
     "eager": "a Python loop over the experts, the host waiting at each; transformers 5's default grouped_mm avoids "
              "the waits"}
+
+PARAM_ADAPTERS_NOTE = {
+    False: "LoRA on the routed experts through peft's target_parameters (transformers 5 holds them as 3-D weights): "
+           "every forward pass rebuilds each MoE layer's {size} of expert weights as W + s·B·A and keeps the copy for "
+           "backward, which computes their full weight gradient (peft's ParamWrapper, docs/methodology/moe.md); "
+           "--recompute full keeps no copy",
+    True: "LoRA on the routed experts through peft's target_parameters (transformers 5 holds them as 3-D weights): "
+          "every forward pass, and the recompute, rebuilds each MoE layer's {size} of expert weights as W + s·B·A, "
+          "and the backward computes their full weight gradient (peft's ParamWrapper, docs/methodology/moe.md)"}
+"""The line beside a LoRA estimate whose expert targets peft wraps as parameters (estimate.peft_experts), by whether
+the layers are recomputed."""
+
+
+def param_adapters_note(arch: Architecture, job: Job, layout: Layout) -> str | None:
+    """PARAM_ADAPTERS_NOTE for a job whose routed-expert LoRA runs through peft's parameter adapters, else None."""
+    if not peft_experts.applies(arch, job):
+        return None
+    etp = layout.etp or layout.tp
+    rebuilt, _ = peft_experts.layer_memory_bytes(arch, job, layout.ep, etp)
+    return PARAM_ADAPTERS_NOTE[job.recompute == "full"].format(size=format_bytes(float(rebuilt)))
 
 
 def host_paced_note(arch: Architecture, job: Job, host_share: float) -> str:

@@ -1,0 +1,128 @@
+"""LoRA on a transformers 5 MoE's routed experts through peft's parameter adapters (LoraConfig.target_parameters).
+
+transformers 5 holds each MoE layer's routed experts as two 3-D parameters, gate_up_proj (E, 2f, h) and down_proj
+(E, h, f) (the models' Experts classes under @use_experts_implementation), so peft's module LoRA cannot wrap them;
+target_parameters wraps each in a ParamWrapper (peft/tuners/lora/layer.py). On every forward of the experts module
+(and again when gradient checkpointing recomputes it) the wrapper registers a parametrization that rebuilds the whole
+expert stack as W' = W + s·B·A, E experts at once, which the experts' grouped GEMMs then read in place of W. Since
+peft PR #3577 (2026-08, "Fold the MoE LoRA delta into a single baddbmm") that is one torch.baddbmm from W and the
+low-rank factors; before it the product B·A was materialised separately and added. So, against module LoRA:
+
+- W' is a new tensor the size of the wrapped expert weights: the baddbmm reads W and writes W' every forward pass,
+  and autograd keeps W' for the grouped GEMM's input gradient until the layer's backward (activation memory of
+  N·p per MoE layer, N the wrapped weights' elements, p the compute dtype's bytes).
+- W' needs a gradient (A and B are behind it), so the grouped GEMMs compute the full weight gradient of every
+  wrapped expert linear, as in full fine-tuning, where module LoRA on a frozen base computes the input gradient
+  only; the baddbmm's backward then reads that gradient twice (B's and A's gradients).
+- No per-token adapter product: the adapters are folded into the weight.
+
+Per MoE layer and rank, in a bf16 base: forward bytes 4·N per forward pass (W read, W' written), backward bytes
+6·N (the weight gradient written, read for each factor), backward FLOPs the wrapped linears' forward expert FLOPs
+once more; an fp32 base under torch.autocast moves more (pass_bytes). peft's own
+benchmark on one 128 x 2048 x 768 expert parameter (LoRA r 16, 4,096 tokens, bf16, one H100) measures 2.56 ms
+forward and backward with the fold and 4.97 ms without it, peak memory 1.30 and 2.02 GB (PR #3577); the
+comparison is in docs/methodology/moe.md.
+
+Applies to `lora` jobs on transformers' grouped_mm experts (Job.routed_experts_implementation). Left out: QLoRA
+(whether bitsandbytes quantizes 3-D expert parameters is not modelled: rigplan keeps module LoRA's terms), the eager
+loop's transformers 4 modules (per-expert nn.Linear, module LoRA: hf_experts counts their host ops), the baddbmm's
+FLOPs (2·N·r forward, 4·N·r backward, at an inner or outer dimension of r they are bound by the bytes counted), the
+parametrization's Python registration each forward, and peft before #3577 (its separate delta and add move about
+twice the forward bytes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigplan.domain.job import Job
+from rigplan.domain.model import Architecture
+from rigplan.estimate import arrays as xp
+
+Num = Any
+"""A float, or a numpy array of floats when many layouts are evaluated at once."""
+
+HOST_OPS = {"forward": 3.0, "backward": 4.0}
+"""Host ops one wrapped expert parameter adds a pass: forward, the two factors' casts to the weight dtype and the
+baddbmm; backward, the baddbmm's two factor gradients (bmm) and the casts' backward."""
+
+
+def applies(arch: Architecture, job: Job) -> bool:
+    """Whether peft's parameter adapters run the job's routed-expert LoRA: a LoRA job targeting an expert linear
+    (gate, up or down) of an MoE model on transformers' grouped_mm experts."""
+    return (arch.moe is not None and job.method == "lora" and job.routed_experts_implementation == "grouped_mm"
+            and bool({"gate", "up", "down"} & set(job.lora_targets)))
+
+
+def wrapped_shapes(arch: Architecture, job: Job) -> list[tuple[int, int]]:
+    """(d_in, d_out) of each expert parameter a ParamWrapper wraps, per expert: gate_up_proj (h, 2f gated or f) when
+    gate or up is targeted, down_proj (f, h) when down is."""
+    if not applies(arch, job):
+        return []
+    assert arch.moe is not None
+    h, f = arch.expert_hidden, arch.moe.expert_ffn
+    shapes = []
+    if {"gate", "up"} & set(job.lora_targets):
+        shapes.append((h, 2 * f if arch.mlp == "gated" else f))
+    if "down" in job.lora_targets:
+        shapes.append((f, h))
+    return shapes
+
+
+def wrapped_elements(arch: Architecture, job: Job, ep: Num = 1.0, etp: Num = 1.0, *, largest: bool = False) -> Num:
+    """N: elements of one MoE layer's wrapped expert weights a rank holds, its E/ep experts (each split by etp); with
+    `largest` those of its largest wrapped parameter alone (the backward's transient weight gradient)."""
+    sizes = [d_in * d_out for d_in, d_out in wrapped_shapes(arch, job)]
+    if arch.moe is None or not sizes:
+        return 0.0 * xp.asfloat(ep)
+    per_expert = float(max(sizes) if largest else sum(sizes))
+    return arch.moe.num_experts / (xp.asfloat(ep) * xp.asfloat(etp)) * per_expert
+
+
+def weight_bytes(job: Job) -> float:
+    """Bytes per element of W and W': peft folds the adapters in the frozen base's dtype with autocast off
+    (_LoraFactorsProxy), so 4 where torch.autocast runs over an fp32 base (Hugging Face Trainer's bf16=True with the
+    model loaded in fp32), else the compute dtype's."""
+    return 4.0 if job.autocast and job.compute_dtype_bytes == 2 else float(job.compute_dtype_bytes)
+
+
+def wrapped_share(arch: Architecture, job: Job) -> float:
+    """Share of a routed expert's weights the wrappers cover (0 where they do not apply), and so of the routed
+    experts' forward FLOPs whose weight gradient the backward adds (a gated expert: gate_up two thirds, down one
+    third)."""
+    if not applies(arch, job):
+        return 0.0
+    assert arch.moe is not None
+    per_expert = (3.0 if arch.mlp == "gated" else 2.0) * arch.expert_hidden * arch.moe.expert_ffn
+    return sum(d_in * d_out for d_in, d_out in wrapped_shapes(arch, job)) / per_expert
+
+
+def pass_bytes(arch: Architecture, job: Job, local_expert_params: Num) -> tuple[Num, Num]:
+    """HBM bytes of one MoE layer for W', N the wrapped share of the rank's `local_expert_params`, w its bytes
+    (weight_bytes) and p the compute dtype's: each forward pass, the baddbmm reading W and writing W' (2·w·N) and,
+    where w is not p, autocast's cast of W' for the grouped GEMM ((w + p)·N); the backward, the weight gradient
+    written (p·N), cast back to w where it differs ((p + w)·N) and read for each factor (2·w·N)."""
+    n = local_expert_params * wrapped_share(arch, job)
+    p, w = float(job.compute_dtype_bytes), weight_bytes(job)
+    cast = w + p if w != p else 0.0
+    return n * (2.0 * w + cast), n * (p + cast + 2.0 * w)
+
+
+def layer_memory_bytes(arch: Architecture, job: Job, ep: Num, etp: Num) -> tuple[Num, Num]:
+    """(kept for backward, transient) bytes of one MoE layer on a rank: W', N·p, which the grouped GEMMs save for
+    their input gradient, with the factors' compute-dtype copies the baddbmm saves for theirs (peft keeps the
+    adapters in fp32, autocast_adapter_dtype), r·(d_in + d_out)·p an expert and parameter; and the backward's
+    weight gradient of the largest wrapped parameter."""
+    p = job.compute_dtype_bytes
+    if arch.moe is None or not applies(arch, job):
+        return 0.0 * xp.asfloat(ep), 0.0 * xp.asfloat(ep)
+    factors = float(sum(job.lora_rank * (d_in + d_out) for d_in, d_out in wrapped_shapes(arch, job)))
+    experts = arch.moe.num_experts / (xp.asfloat(ep) * xp.asfloat(etp))
+    return ((wrapped_elements(arch, job, ep, etp) + experts * factors) * p,
+            wrapped_elements(arch, job, ep, etp, largest=True) * p)
+
+
+def host_ops(arch: Architecture, job: Job, phase: str) -> float:
+    """Host ops the wrappers add to one MoE layer in `phase` ('forward' or 'backward'): HOST_OPS per wrapped
+    parameter."""
+    return HOST_OPS[phase] * len(wrapped_shapes(arch, job))

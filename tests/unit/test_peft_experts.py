@@ -1,0 +1,120 @@
+"""peft's parameter adapters on transformers 5's routed experts (estimate.peft_experts): when they apply, what they
+wrap, the bytes and FLOPs they add to a step, the memory they keep, and the adapter counts of MoE layers
+(estimate.states.lora_layer_params)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from click.testing import CliRunner
+
+from rigplan.catalog.load import load_catalog
+from rigplan.cli.main import cli
+from rigplan.domain.job import Job
+from rigplan.domain.layout import Layout
+from rigplan.estimate import peft_experts
+from rigplan.estimate.activations import layer_activation_bytes
+from rigplan.estimate.flops import stage_micro_batch_flops
+from rigplan.estimate.states import lora_layer_params
+from rigplan.flow import estimate as speed
+from rigplan.flow.request import EstimateRequest
+
+EXPERTS = ("q", "v", "gate", "up", "down")
+QWEN = {"model": "qwen3-30b-a3b", "gpu": "h100-sxm", "gpus": 8, "framework": "hf", "method": "lora", "seq": 4096,
+        "micro_batch": 1, "global_batch": 64, "zero": 3}
+H, F, E = 2048, 768, 128  # Qwen3-30B-A3B's hidden size, expert ffn and experts
+
+
+@pytest.fixture(scope="module")
+def qwen3_moe():  # type: ignore[no-untyped-def]
+    return load_catalog().model("qwen3-30b-a3b").to_domain()
+
+
+def test_applies_to_lora_on_grouped_mm_experts_only(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
+    wrapped = Job(kernels="hf", method="lora", lora_targets=EXPERTS)
+    assert peft_experts.applies(qwen3_moe, wrapped)
+    assert not peft_experts.applies(qwen3_moe, replace(wrapped, lora_targets=("q", "v")))  # no expert target
+    assert not peft_experts.applies(qwen3_moe, replace(wrapped, experts_implementation="eager"))  # transformers 4
+    assert not peft_experts.applies(qwen3_moe, Job(kernels="fused", method="lora", lora_targets=EXPERTS))
+    assert not peft_experts.applies(qwen3_moe, Job(kernels="hf", method="qlora", lora_targets=EXPERTS))
+    dense = load_catalog().model("llama-3.1-8b").to_domain()
+    assert not peft_experts.applies(dense, wrapped)
+
+
+def test_gate_and_up_share_the_fused_parameter(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
+    job = Job(kernels="hf", method="lora", lora_targets=EXPERTS)
+    assert peft_experts.wrapped_shapes(qwen3_moe, job) == [(H, 2 * F), (F, H)]
+    assert float(peft_experts.wrapped_elements(qwen3_moe, job)) == E * 3 * H * F
+    assert float(peft_experts.wrapped_elements(qwen3_moe, job, largest=True)) == E * 2 * H * F
+    gate_only = replace(job, lora_targets=("gate",))  # targeting gate wraps the whole gate_up_proj
+    assert peft_experts.wrapped_shapes(qwen3_moe, gate_only) == [(H, 2 * F)]
+    assert float(peft_experts.wrapped_elements(qwen3_moe, job, 8.0)) == E / 8 * 3 * H * F  # a rank's 16 experts
+    assert peft_experts.wrapped_share(qwen3_moe, job) == pytest.approx(1.0)
+    assert peft_experts.wrapped_share(qwen3_moe, replace(job, lora_targets=("down",))) == pytest.approx(1 / 3)
+
+
+def test_bytes_per_pass_follow_the_weight_dtype(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
+    n = 1000.0
+    bf16 = Job(kernels="hf", method="lora", lora_targets=EXPERTS, precision="bf16-true")
+    assert peft_experts.pass_bytes(qwen3_moe, bf16, n) == (pytest.approx(4 * n), pytest.approx(6 * n))
+    fp32_base = replace(bf16, precision="bf16-mixed", autocast=True)  # W and W' in fp32, cast for the GEMM
+    assert peft_experts.pass_bytes(qwen3_moe, fp32_base, n) == (pytest.approx(14 * n), pytest.approx(16 * n))
+
+
+def test_the_backward_computes_the_wrapped_weights_gradient(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
+    """Module LoRA (transformers 4's expert modules) runs the experts' input gradient only and an adapter on each
+    routed copy; the parameter adapters add the full weight gradient and take the adapters off the tokens."""
+    module = Job(kernels="hf", method="lora", lora_targets=EXPERTS, experts_implementation="eager")
+    wrapped = replace(module, experts_implementation=None)
+    kw = {"layers": 48.0, "dense_layers": 0.0, "lm_head": 0.0, "micro_batch": 1.0, "tp": 1.0, "cp": 1.0}
+    per_module = stage_micro_batch_flops(qwen3_moe, module, Layout(), **kw)
+    per_param = stage_micro_batch_flops(qwen3_moe, wrapped, Layout(), **kw)
+    assert float(per_module.backward.expert_flop) == pytest.approx(float(per_module.forward.expert_flop))
+    assert float(per_param.backward.expert_flop) == pytest.approx(2.0 * float(per_param.forward.expert_flop))
+    assert float(per_param.forward.adapter_flop) < float(per_module.forward.adapter_flop)
+    attention_only = stage_micro_batch_flops(qwen3_moe, replace(wrapped, lora_targets=("q", "v")), Layout(), **kw)
+    assert float(per_param.forward.adapter_flop) == pytest.approx(float(attention_only.forward.adapter_flop))
+
+
+def test_rebuilt_weights_are_kept_unless_the_layer_is_recomputed(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
+    job = Job(kernels="hf", method="lora", lora_targets=EXPERTS, seq_len=4096, micro_batch=1)
+    kept, transient = peft_experts.layer_memory_bytes(qwen3_moe, job, 1.0, 1.0)
+    factors = E * 16 * ((H + 2 * F) + (F + H)) * 2
+    assert float(kept) == E * 3 * H * F * 2 + factors
+    assert float(transient) == E * 2 * H * F * 2
+    wrapped = layer_activation_bytes(qwen3_moe, job, Layout(), moe_layer=True)
+    module = layer_activation_bytes(qwen3_moe, replace(job, lora_targets=("q", "v")), Layout(), moe_layer=True)
+    assert wrapped.saved_bytes - module.saved_bytes > float(kept)  # and the routed copies' inputs again
+    recomputed = layer_activation_bytes(qwen3_moe, replace(job, recompute="full"), Layout(), moe_layer=True)
+    assert recomputed.saved_bytes < float(kept) / 10
+    assert recomputed.full_bytes >= float(kept) + float(transient)
+
+
+def test_moe_layers_adapt_every_expert(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
+    r = 16
+    attention = r * (H + 32 * 128) + r * (H + 4 * 128)  # q and v
+    module = Job(kernels="hf", method="lora", lora_targets=EXPERTS, experts_implementation="eager")
+    assert lora_layer_params(qwen3_moe, module, moe_layer=True) == (attention, E * r * 3 * (H + F))
+    wrapped = replace(module, experts_implementation=None)  # one adapter on gate_up_proj, one on down_proj
+    assert lora_layer_params(qwen3_moe, wrapped, moe_layer=True) == (attention, E * r * (H + 2 * F + F + H))
+    assert lora_layer_params(qwen3_moe, replace(module, lora_targets=("q", "v")), moe_layer=True) == (attention, 0)
+    shared = load_catalog().model("qwen1.5-moe-a2.7b").to_domain()  # one shared expert beside 60 routed
+    own, routed = lora_layer_params(shared, replace(module, lora_targets=("down",)), moe_layer=True)
+    assert own == r * (shared.moe.shared_ffn + shared.hidden)
+    assert routed == shared.moe.num_experts * r * (shared.moe.expert_ffn + shared.hidden)
+
+
+def test_expert_adapters_slow_the_step_and_say_why() -> None:
+    plain = speed.estimate(EstimateRequest(**QWEN, lora_targets=["q", "v"]))
+    wrapped = speed.estimate(EstimateRequest(**QWEN, lora_targets=list(EXPERTS), recompute="full"))
+    unwrapped = speed.estimate(EstimateRequest(**QWEN, lora_targets=["q", "v"], recompute="full"))
+    assert float(wrapped.step.step_time_s) > 1.2 * float(unwrapped.step.step_time_s)
+    note = [a for a in wrapped.setup.assumptions if "target_parameters" in a]
+    assert len(note) == 1 and "GiB of expert weights" in note[0] and "the recompute" in note[0]
+    assert not [a for a in plain.setup.assumptions if "target_parameters" in a]
+    args = ["--lang", "zh", "estimate", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "8", "--framework", "hf",
+            "--method", "lora", "--lora-targets", "q,v,gate,up,down", "--seq", "4096", "--zero", "3"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "通过 peft 的 target_parameters" in result.output
