@@ -37,7 +37,7 @@ def test_applies_to_lora_on_grouped_mm_experts_only(qwen3_moe) -> None:  # type:
     assert not peft_experts.applies(qwen3_moe, replace(wrapped, lora_targets=("q", "v")))  # no expert target
     assert not peft_experts.applies(qwen3_moe, replace(wrapped, experts_implementation="eager"))  # transformers 4
     assert not peft_experts.applies(qwen3_moe, Job(kernels="fused", method="lora", lora_targets=EXPERTS))
-    assert not peft_experts.applies(qwen3_moe, Job(kernels="hf", method="qlora", lora_targets=EXPERTS))
+    assert peft_experts.applies(qwen3_moe, Job(kernels="hf", method="qlora", lora_targets=EXPERTS))  # experts bf16
     dense = load_catalog().model("llama-3.1-8b").to_domain()
     assert not peft_experts.applies(dense, wrapped)
 
@@ -118,3 +118,26 @@ def test_expert_adapters_slow_the_step_and_say_why() -> None:
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert "通过 peft 的 target_parameters" in result.output
+
+
+def test_qlora_leaves_transformers_5_experts_unquantized(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
+    """bitsandbytes converts nn.Linear modules only: transformers 5's 3-D experts stay out of NF4 and peft's
+    prepare_model_for_kbit_training casts them to fp32; transformers 4's per-expert modules are quantized."""
+    from rigplan.estimate.params import count_params
+    from rigplan.estimate.states import NF4_BYTES_PER_PARAM, NF4_DOUBLE_QUANT_BYTES_PER_PARAM
+
+    base = {"model": "qwen3-30b-a3b", "gpu": "rtx-4090", "framework": "hf", "method": "qlora", "seq": 2048}
+    v5 = speed.estimate(EstimateRequest(**base))
+    v4 = speed.estimate(EstimateRequest(**base, experts_implementation="eager"))
+    assert peft_experts.experts_left_unquantized(qwen3_moe, v5.setup.job)
+    assert not peft_experts.experts_left_unquantized(qwen3_moe, v4.setup.job)
+    experts = count_params(qwen3_moe).routed_experts_total
+    grown = float(v5.memory.breakdown.weights_bytes) - float(v4.memory.breakdown.weights_bytes)
+    nf4 = NF4_DOUBLE_QUANT_BYTES_PER_PARAM if v4.setup.job.qlora_double_quant else NF4_BYTES_PER_PARAM
+    assert grown == pytest.approx(experts * (4.0 - nf4), rel=1e-6)
+    assert not v5.memory.fits and v4.memory.fits
+    note = [a for a in v5.setup.assumptions if "bitsandbytes issue #1849" in a]
+    assert len(note) == 1 and "fp32" in note[0]
+    assert not [a for a in v4.setup.assumptions if "#1849" in a]
+    unsloth = speed.estimate(EstimateRequest(**{**base, "framework": "unsloth"}))
+    assert not [a for a in unsloth.setup.assumptions if "#1849" in a]

@@ -23,12 +23,11 @@ benchmark on one 128 x 2048 x 768 expert parameter (LoRA r 16, 4,096 tokens, bf1
 forward and backward with the fold and 4.97 ms without it, peak memory 1.30 and 2.02 GB (PR #3577); the
 comparison is in docs/methodology/moe.md.
 
-Applies to `lora` jobs on transformers' grouped_mm experts (Job.routed_experts_implementation). Left out: QLoRA
-(whether bitsandbytes quantizes 3-D expert parameters is not modelled: rigplan keeps module LoRA's terms), the eager
-loop's transformers 4 modules (per-expert nn.Linear, module LoRA: hf_experts counts their host ops), the baddbmm's
-FLOPs (2·N·r forward, 4·N·r backward, at an inner or outer dimension of r they are bound by the bytes counted), the
-parametrization's Python registration each forward, and peft before #3577 (its separate delta and add move about
-twice the forward bytes).
+Applies to LoRA and QLoRA jobs on transformers' grouped_mm experts (Job.routed_experts_implementation); under QLoRA
+the experts are not 4-bit there (experts_left_unquantized). Left out: the eager loop's transformers 4 modules
+(per-expert nn.Linear, module LoRA: hf_experts counts their host ops), the baddbmm's FLOPs (2·N·r forward, 4·N·r
+backward, at an inner or outer dimension of r they are bound by the bytes counted), the parametrization's Python
+registration each forward, and peft before #3577 (its separate delta and add move about twice the forward bytes).
 """
 
 from __future__ import annotations
@@ -47,10 +46,21 @@ HOST_OPS = {"forward": 3.0, "backward": 4.0}
 baddbmm; backward, the baddbmm's two factor gradients (bmm) and the casts' backward."""
 
 
+def experts_left_unquantized(arch: Architecture, job: Job) -> bool:
+    """Whether a QLoRA job's routed experts stay out of 4-bit: transformers 5 holds them as 3-D parameters and its
+    bitsandbytes integration (replace_with_bnb_linear, transformers 5.25) converts nn.Linear and Conv1D modules only,
+    so they keep the load dtype (bitsandbytes issue #1849, 2026-01; its Experts4bit, PR #1965, is open), and peft's
+    prepare_model_for_kbit_training casts them to fp32 with the other weights that are not 4-bit. transformers 4's
+    per-expert nn.Linear modules (--experts-implementation eager) are quantized, and Unsloth quantizes its own
+    (unsloth-zoo PR #527)."""
+    return arch.moe is not None and job.method == "qlora" and job.routed_experts_implementation == "grouped_mm"
+
+
 def applies(arch: Architecture, job: Job) -> bool:
-    """Whether peft's parameter adapters run the job's routed-expert LoRA: a LoRA job targeting an expert linear
-    (gate, up or down) of an MoE model on transformers' grouped_mm experts."""
-    return (arch.moe is not None and job.method == "lora" and job.routed_experts_implementation == "grouped_mm"
+    """Whether peft's parameter adapters run the job's routed-expert LoRA: a LoRA or QLoRA job (whose experts stay
+    unquantized there, experts_left_unquantized) targeting an expert linear (gate, up or down) of an MoE model on
+    transformers' grouped_mm experts."""
+    return (arch.moe is not None and job.is_peft and job.routed_experts_implementation == "grouped_mm"
             and bool({"gate", "up", "down"} & set(job.lora_targets)))
 
 
@@ -81,9 +91,11 @@ def wrapped_elements(arch: Architecture, job: Job, ep: Num = 1.0, etp: Num = 1.0
 
 def weight_bytes(job: Job) -> float:
     """Bytes per element of W and W': peft folds the adapters in the frozen base's dtype with autocast off
-    (_LoraFactorsProxy), so 4 where torch.autocast runs over an fp32 base (Hugging Face Trainer's bf16=True with the
-    model loaded in fp32), else the compute dtype's."""
-    return 4.0 if job.autocast and job.compute_dtype_bytes == 2 else float(job.compute_dtype_bytes)
+    (_LoraFactorsProxy), so 4 where the experts are fp32 (torch.autocast over an fp32 base, Hugging Face Trainer's
+    bf16=True with the model loaded in fp32; QLoRA's prepare_model_for_kbit_training upcast), else the compute
+    dtype's."""
+    fp32 = (job.autocast or (job.method == "qlora" and job.kbit_fp32_upcast)) and job.compute_dtype_bytes == 2
+    return 4.0 if fp32 else float(job.compute_dtype_bytes)
 
 
 def wrapped_share(arch: Architecture, job: Job) -> float:

@@ -62,6 +62,11 @@ NF4_DOUBLE_QUANT_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 BNB_8BIT_STATE_BYTES = 2 + 2 * 4 / 256
 
 
+def nf4_bytes_per_param(job: Job) -> float:
+    """Bytes per NF4 weight of a QLoRA base: with or without double quantization."""
+    return NF4_DOUBLE_QUANT_BYTES_PER_PARAM if job.qlora_double_quant else NF4_BYTES_PER_PARAM
+
+
 def fp8_copy_bytes_per_param(job: Job) -> float:
     """Bytes of the quantized copy Transformer Engine keeps of each of its linear weights under fp8: one layout,
     twice when it keeps a second (fp8_transpose_cache: per-tensor scaling on Hopper, or MXFP8's column-wise
@@ -269,7 +274,8 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
         own_adapters, routed_adapters = stage_lora_params(arch, job, layers=stage.layers,
                                                           dense_layers=stage.dense_layers, tp=tp, ep=ep, etp=etp)
         adapters = own_adapters + routed_adapters
-        quant_local = (stage.quantizable - stage.expert_weights) / tp + stage.expert_weights / (ep * etp)
+        quant_local = (stage.quantizable - stage.expert_weights) / tp + (
+            0.0 if peft_experts.experts_left_unquantized(arch, job) else stage.expert_weights / (ep * etp))
         # Mixed precision keeps the frozen base in fp32 and autocast holds a bf16 copy of each weight
         # it multiplies until backward has used it: 4 + 2 B/param (bf16-true: 2).
         base_per_param = 4.0 + 2.0 if master_bytes_per_param(job) else float(job.compute_dtype_bytes)
@@ -278,7 +284,7 @@ def model_states(arch: Architecture, job: Job, layout: Any, rank: Num) -> ModelS
         else:
             base_bytes = local * base_per_param
         if job.method == "qlora":
-            nf4 = NF4_DOUBLE_QUANT_BYTES_PER_PARAM if job.qlora_double_quant else NF4_BYTES_PER_PARAM
+            nf4 = nf4_bytes_per_param(job)
             base_bytes -= quant_local * (base_per_param - nf4)
             if job.kbit_fp32_upcast and base_per_param < 4:
                 # PEFT prepare_model_for_kbit_training casts every weight that is not Params4bit to fp32.

@@ -14,8 +14,10 @@ from rigplan.estimate import peft_experts
 from rigplan.estimate.hf_experts import experts_implementation
 from rigplan.estimate.moe import host_syncs
 from rigplan.estimate.moe_host import glu_offset_syncs
+from rigplan.estimate.params import count_params
+from rigplan.estimate.states import nf4_bytes_per_param
 from rigplan.flow.regime import SMALL_TOKENS, tokens_per_gpu_micro_batch
-from rigplan.units import format_bytes
+from rigplan.units import format_bytes, format_count
 
 HOST_PACED_NOTE_SHARE = 0.05
 """Share of the step above which the estimate says it is host-paced and names the CUDA-graph switches."""
@@ -40,6 +42,29 @@ PARAM_ADAPTERS_NOTE = {
           "and the backward computes their full weight gradient (peft's ParamWrapper, docs/methodology/moe.md)"}
 """The line beside a LoRA estimate whose expert targets peft wraps as parameters (estimate.peft_experts), by whether
 the layers are recomputed."""
+
+UNQUANTIZED_EXPERTS_NOTE = {
+    True: "QLoRA on transformers 5: bitsandbytes converts nn.Linear modules only, so the routed experts' 3-D weights "
+          "({params} parameters) stay unquantized (bitsandbytes issue #1849) and peft's "
+          "prepare_model_for_kbit_training casts them to fp32: {size} where NF4 would hold {nf4}; "
+          "--experts-implementation eager (transformers 4's per-expert modules) or --framework unsloth quantizes them",
+    False: "QLoRA on transformers 5: bitsandbytes converts nn.Linear modules only, so the routed experts' 3-D weights "
+           "({params} parameters) stay unquantized (bitsandbytes issue #1849), in bf16: {size} where NF4 would hold "
+           "{nf4}; --experts-implementation eager (transformers 4's per-expert modules) or --framework unsloth "
+           "quantizes them"}
+"""The line beside a QLoRA job whose routed experts bitsandbytes leaves unquantized (peft_experts), by whether
+prepare_model_for_kbit_training upcasts them."""
+
+
+def unquantized_experts_note(arch: Architecture, job: Job) -> str | None:
+    """UNQUANTIZED_EXPERTS_NOTE for a QLoRA job on transformers 5's 3-D experts, else None."""
+    if not peft_experts.experts_left_unquantized(arch, job):
+        return None
+    experts = float(count_params(arch).routed_experts_total)
+    fp32 = job.kbit_fp32_upcast
+    return UNQUANTIZED_EXPERTS_NOTE[fp32].format(params=format_count(experts),
+                                                 size=format_bytes(experts * (4 if fp32 else 2)),
+                                                 nf4=format_bytes(experts * nf4_bytes_per_param(job)))
 
 
 def param_adapters_note(arch: Architecture, job: Job, layout: Layout) -> str | None:

@@ -14,6 +14,7 @@ from rigplan.domain.model import Architecture
 from rigplan.domain.pipeline_layout import parse_megatron_layout
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
 from rigplan.errors import InvalidSpec, UnsupportedPrecision
+from rigplan.flow.evidence import unquantized_experts_note
 from rigplan.flow.framework import FrameworkApplied
 from rigplan.flow.model_source import ResolvedModel, resolve_model
 
@@ -373,6 +374,8 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         check_precision_on_gpu(gpu, "fp8", fp8_recipe=job.fp8_recipe)
     if layout.zero == 3 and job.is_peft:
         assumptions.append("ZeRO-3/FSDP shards the frozen base weights too")
+    if experts_note := unquantized_experts_note(arch, job):
+        assumptions.append(experts_note)
     if job.fsdp_flat_params and layout.zero != 3:
         assumptions.append("--fsdp-flat-params describes FSDP1 (ZeRO-3) and changes nothing at --zero "
                            f"{layout.zero}; add --zero 3 (or --fsdp) for it")
