@@ -13,7 +13,7 @@ from rigplan.catalog.load import load_catalog
 from rigplan.cli.main import cli
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
-from rigplan.estimate import peft_experts
+from rigplan.estimate import hf_experts, peft_experts
 from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.flops import stage_micro_batch_flops
 from rigplan.estimate.states import lora_layer_params
@@ -58,8 +58,10 @@ def test_bytes_per_pass_follow_the_weight_dtype(qwen3_moe) -> None:  # type: ign
     n = 1000.0
     bf16 = Job(kernels="hf", method="lora", lora_targets=EXPERTS, precision="bf16-true")
     assert peft_experts.pass_bytes(qwen3_moe, bf16, n) == (pytest.approx(4 * n), pytest.approx(6 * n))
-    fp32_base = replace(bf16, precision="bf16-mixed", autocast=True)  # W and W' in fp32, cast for the GEMM
-    assert peft_experts.pass_bytes(qwen3_moe, fp32_base, n) == (pytest.approx(14 * n), pytest.approx(16 * n))
+    fp32_base = replace(bf16, precision="bf16-mixed", autocast=True)  # W and W' in fp32 without FSDP (zero 0)
+    fp32 = hf_experts.expert_weights_fp32(fp32_base, 0)
+    assert float(fp32) == 1.0 and float(hf_experts.expert_weights_fp32(fp32_base, 3)) == 0.0
+    assert peft_experts.pass_bytes(qwen3_moe, fp32_base, n, fp32) == (pytest.approx(8 * n), pytest.approx(12 * n))
 
 
 def test_the_backward_computes_the_wrapped_weights_gradient(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
@@ -141,3 +143,21 @@ def test_qlora_leaves_transformers_5_experts_unquantized(qwen3_moe) -> None:  # 
     assert not [a for a in v4.setup.assumptions if "#1849" in a]
     unsloth = speed.estimate(EstimateRequest(**{**base, "framework": "unsloth"}))
     assert not [a for a in unsloth.setup.assumptions if "#1849" in a]
+
+
+def test_grouped_mm_falls_back_off_sm90_sm100_and_with_fp32_experts() -> None:
+    """torch._grouped_mm's fused kernel takes bf16 operands on sm_90 / sm_100 only; elsewhere each call waits on the
+    host and issues one mm per expert, which a small micro-batch pays for."""
+    catalog = load_catalog()
+    lora = Job(kernels="hf", method="lora")
+    for gpu, fused in (("h100-sxm", 1.0), ("b200", 1.0), ("gb300", 1.0), ("mi300x", 1.0), ("a100-80gb-sxm", 0.0),
+                       ("rtx-4090", 0.0), ("rtx-5090", 0.0), ("rtx-pro-6000", 0.0)):
+        assert float(hf_experts.fused_grouped_mm(catalog.gpu_domain(gpu), lora)) == fused, gpu
+    upcast = Job(kernels="hf", method="qlora", kbit_fp32_upcast=True, recompute="full")
+    assert float(hf_experts.fused_grouped_mm(catalog.gpu_domain("h200-sxm"), upcast)) == 0.0  # fp32 experts
+    small = {**QWEN, "lora_targets": ["q", "v"], "seq": 1024, "recompute": "full"}
+    on_hopper = speed.estimate(EstimateRequest(**small))
+    on_ampere = speed.estimate(EstimateRequest(**{**small, "gpu": "a100-80gb-sxm"}))
+    assert float(on_hopper.step.host_s) == 0.0 < float(on_ampere.step.host_s)
+    assert [a for a in on_ampere.setup.assumptions if "PyTorch's fallback on a100-80gb-sxm" in a]
+    assert not [a for a in on_hopper.setup.assumptions if "fallback" in a]

@@ -71,6 +71,7 @@ from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
 from rigplan.estimate import (
     fp8_inputs,
+    hf_experts,
     linear_attention,
     lora_activations,
     peft_experts,
@@ -413,7 +414,8 @@ def _layer_activation_bytes(
         saved_per_token = full_per_token
     etp = xp.where(xp.asarray(getattr(layout, "etp", 0)) > 0, getattr(layout, "etp", 0), layout.tp)
     # peft's parameter adapters on the routed experts: the rebuilt weights W' and their gradient (peft_experts)
-    rebuilt, gradient = peft_experts.layer_memory_bytes(arch, job, layout.ep, etp) if moe_layer else (0.0, 0.0)
+    fp32 = hf_experts.expert_weights_fp32(job, layout.zero)
+    rebuilt, gradient = peft_experts.layer_memory_bytes(arch, job, layout.ep, etp, fp32) if moe_layer else (0.0, 0.0)
     kept = 0.0 if job.recompute == "full" else rebuilt
     return LayerActivations(saved_bytes=saved_per_token * tokens + kept,
                             full_bytes=full_per_token * tokens + rebuilt + gradient)

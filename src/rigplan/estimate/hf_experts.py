@@ -8,6 +8,8 @@ Two implementations (transformers src/transformers/integrations/moe.py and the m
   sorted by expert, counted with torch.histc and cumsum on the device, and both expert linears run as one
   torch._grouped_mm each. No value goes back to the host, so the host may run ahead of the GPU through the
   micro-batch.
+  Off sm_90 / sm_100 (and with fp32 experts) torch._grouped_mm falls back to a wait and one mm per expert
+  (fused_grouped_mm).
 - 'eager', transformers 4's only path and 5's experts_implementation='eager': a Python loop over the experts that
   got tokens (expert_hit from .nonzero()), each iteration finding its tokens with torch.where (a nonzero: the host
   copies the count back and waits for the GPU) and running its linears on them. The host cannot run ahead across a
@@ -70,6 +72,38 @@ def experts_implementation(job: Job) -> str | None:
     return job.routed_experts_implementation
 
 
+def expert_weights_fp32(job: Job, zero: Num = 0) -> Num:
+    """1 where transformers' grouped_mm experts are held in fp32, else 0 (and 0 outside grouped_mm, whose eager
+    loop's matmuls autocast to the compute dtype): QLoRA's experts after peft's
+    prepare_model_for_kbit_training (bitsandbytes leaves transformers 5's 3-D experts unquantized,
+    peft_experts.experts_left_unquantized), and a mixed-precision job's fp32 base under torch.autocast without
+    sharding (zero 0: DDP; FSDP's mixed-precision policy and DeepSpeed hand the experts bf16 weights). transformers
+    casts the experts' input to the weights' dtype (grouped_mm is not autocast-enabled, integrations/moe.py
+    _grouped_mm), so their GEMMs then run in fp32."""
+    bf16 = job.compute_dtype_bytes == 2 and job.routed_experts_implementation == "grouped_mm"
+    qlora = bf16 and job.method == "qlora" and job.kbit_fp32_upcast
+    autocast = bf16 and job.autocast
+    return xp.where(qlora | (autocast & (xp.asarray(zero) == 0)), 1.0, 0.0)
+
+
+FUSED_GROUPED_MM_ARCHITECTURES = ("Hopper", "Blackwell (2-die", "Blackwell Ultra", "Blackwell + Grace", "CDNA 3",
+                                  "CDNA 4")
+"""Architectures (catalog prefixes) where torch._grouped_mm runs a fused kernel on bf16 operands: sm_90 and sm_100
+(PyTorch GroupedBlas.cpp, _grouped_mm_cuda: _scaled_mm_allowed_device(sm90_only, sm100_only) && bf16; CUDA 13.3's
+cuBLASLt grouped GEMM takes majors 9 to 11), and on ROCm gfx942 / gfx950 with Composable Kernel. Not the GB202
+Blackwell parts (sm_120: RTX 5090, RTX PRO 6000), Ada, Ampere or older (PyTorch issue #186620: no fused variant
+is planned for Ampere)."""
+
+
+def fused_grouped_mm(gpu: Gpu, job: Job, zero: Num = 0) -> Num:
+    """1 where transformers' grouped_mm experts run torch._grouped_mm's fused kernel (FUSED_GROUPED_MM_ARCHITECTURES,
+    bf16 experts), else 0: PyTorch's _grouped_mm_fallback (GroupedMMUtils.h) copies the offsets to the host, which
+    waits for the GPU, and issues one at::mm per expert (transformers' own fallback below sm_80 does the same from
+    Python). Parts of other vendors keep the fused path (not modelled)."""
+    arch_ok = gpu.vendor not in ("nvidia", "amd") or gpu.architecture.startswith(FUSED_GROUPED_MM_ARCHITECTURES)
+    return xp.where(xp.asarray(expert_weights_fp32(job, zero)) > 0, 0.0, 1.0 if arch_ok else 0.0)
+
+
 def experts_hit(arch: Architecture, tokens: Num, ep: Num = 1.0) -> Num:
     """A rank's experts (E/ep of them, expert parallelism sharding them) that receive at least one of a micro-batch's
     T tokens, each token picking k of E uniformly: (E/ep)·(1 - (1 - k/E)^T)."""
@@ -114,13 +148,16 @@ def serial_phases_s(gpu_s: Num, host_s: Num, expert_gpu_s: Num, expert_host_s: N
 
 def host_timing(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, *, tokens: Num, kernels: float,
                 layers: Num, dense_layers: Num, lm_head: Num, recomputed_layers: Num,
-                expert_forward_s: Num = 0.0) -> HostTiming:
+                expert_forward_s: Num = 0.0, zero: Num = 0) -> HostTiming:
     """The host's side of one micro-batch of a transformers MoE model on one rank (moe_host.HostTiming): its ops at
     a plain PyTorch op's CPU time (moe_host.TORCH_LINEAR_CPU_S: no Transformer Engine modules), a layer's `kernels`
     and its MoE ops (moe_layer_ops) each pass, the recomputed layers' forward again inside the backward. Under
-    grouped_mm the host runs ahead: max(G, H). Under the eager loop each forward (and recompute) pass takes
-    serial_phases_s and the backward max(G_b, H_b), the GPU time split by FLOPs as in moe_host.host_paced_s
-    (forward 1, recompute r, backward 2 of 3 + r); `expert_forward_s` is the experts' forward GPU seconds."""
+    grouped_mm's fused kernel the host runs ahead: max(G, H); in its fallback (fused_grouped_mm) each call waits
+    and issues one mm per local expert (two calls a layer forward, two backward and two more where the experts'
+    weights take a gradient), so each pass, backward too, takes serial_phases_s with the loops as its expert phase.
+    Under the eager loop each forward (and recompute) pass takes serial_phases_s and the backward max(G_b, H_b), the
+    GPU time split by FLOPs as in moe_host.host_paced_s (forward 1, recompute r, backward 2 of 3 + r);
+    `expert_forward_s` is the experts' forward GPU seconds, `zero` the layout's ZeRO stage."""
     if not issues_moe_ops(arch, job, gpu):
         return no_host_time(gpu_s)
     assert arch.moe is not None
@@ -131,13 +168,24 @@ def host_timing(arch: Architecture, job: Job, gpu: Gpu, ep: Num, gpu_s: Num, *, 
     backward = (layers * kernels + moe_layers * moe_layer_ops(arch, job, tokens, "backward", ep)) * op_s
     issue = forward * (1.0 + share) + backward
     stream = xp.asfloat(gpu_s)
+    passes = 3.0 + share
+    forward_gpu, backward_gpu = stream / passes, stream * 2.0 / passes
+    expert_gpu = xp.minimum(xp.asfloat(expert_forward_s), forward_gpu)
     if experts_implementation(job) == "grouped_mm":
-        paced = xp.maximum(stream, issue)
+        fused = fused_grouped_mm(gpu, job, zero)
+        local = arch.moe.num_experts / xp.asfloat(ep)
+        backward_calls = 2.0 + (2.0 if job.method == "full" or peft_experts.applies(arch, job) else 0.0)
+        forward_loop = moe_layers * 2.0 * local * op_s
+        backward_loop = moe_layers * backward_calls * local * op_s
+        forward_f = forward + forward_loop - moe_layers * 2.0 * op_s  # the loops replace the grouped GEMM ops
+        backward_f = backward + backward_loop - moe_layers * backward_calls * op_s
+        fallback = (serial_phases_s(forward_gpu, forward_f, expert_gpu, forward_loop) * (1.0 + share)
+                    + serial_phases_s(backward_gpu, backward_f,
+                                      xp.minimum(expert_gpu * backward_calls / 2.0, backward_gpu), backward_loop))
+        paced = xp.where(fused > 0, xp.maximum(stream, issue), fallback)
+        issue = xp.where(fused > 0, issue, forward_f * (1.0 + share) + backward_f)
     else:
-        passes = 3.0 + share
-        forward_gpu = stream / passes
-        expert_gpu = xp.minimum(xp.asfloat(expert_forward_s), forward_gpu)
         expert_host = moe_layers * eager_expert_phase_ops(arch, job, tokens, ep) * op_s
         paced = (serial_phases_s(forward_gpu, forward, expert_gpu, expert_host) * (1.0 + share)
-                 + xp.maximum(stream * 2.0 / passes, backward))
+                 + xp.maximum(backward_gpu, backward))
     return HostTiming(exposed_s=xp.maximum(paced - stream, 0.0), load=issue / xp.maximum(stream, 1e-30))

@@ -16,9 +16,9 @@ low-rank factors; before it the product B·A was materialised separately and add
   only; the baddbmm's backward then reads that gradient twice (B's and A's gradients).
 - No per-token adapter product: the adapters are folded into the weight.
 
-Per MoE layer and rank, in a bf16 base: forward bytes 4·N per forward pass (W read, W' written), backward bytes
-6·N (the weight gradient written, read for each factor), backward FLOPs the wrapped linears' forward expert FLOPs
-once more; an fp32 base under torch.autocast moves more (pass_bytes). peft's own
+Per MoE layer and rank, in a bf16 base: forward bytes 4·N per forward pass (W read, W' written), backward bytes 6·N
+(the weight gradient written, read for each factor), backward FLOPs the wrapped linears' forward expert FLOPs
+once more; fp32 experts (hf_experts.expert_weights_fp32) move twice the bytes (pass_bytes). peft's own
 benchmark on one 128 x 2048 x 768 expert parameter (LoRA r 16, 4,096 tokens, bf16, one H100) measures 2.56 ms
 forward and backward with the fold and 4.97 ms without it, peak memory 1.30 and 2.02 GB (PR #3577); the
 comparison is in docs/methodology/moe.md.
@@ -89,13 +89,11 @@ def wrapped_elements(arch: Architecture, job: Job, ep: Num = 1.0, etp: Num = 1.0
     return arch.moe.num_experts / (xp.asfloat(ep) * xp.asfloat(etp)) * per_expert
 
 
-def weight_bytes(job: Job) -> float:
+def weight_bytes(job: Job, fp32: Num = 0.0) -> Num:
     """Bytes per element of W and W': peft folds the adapters in the frozen base's dtype with autocast off
-    (_LoraFactorsProxy), so 4 where the experts are fp32 (torch.autocast over an fp32 base, Hugging Face Trainer's
-    bf16=True with the model loaded in fp32; QLoRA's prepare_model_for_kbit_training upcast), else the compute
-    dtype's."""
-    fp32 = (job.autocast or (job.method == "qlora" and job.kbit_fp32_upcast)) and job.compute_dtype_bytes == 2
-    return 4.0 if fp32 else float(job.compute_dtype_bytes)
+    (_LoraFactorsProxy), so 4 where the experts are held in fp32 (`fp32`, hf_experts.expert_weights_fp32), else the
+    compute dtype's."""
+    return xp.where(xp.asarray(fp32) > 0, 4.0, float(job.compute_dtype_bytes))
 
 
 def wrapped_share(arch: Architecture, job: Job) -> float:
@@ -109,29 +107,30 @@ def wrapped_share(arch: Architecture, job: Job) -> float:
     return sum(d_in * d_out for d_in, d_out in wrapped_shapes(arch, job)) / per_expert
 
 
-def pass_bytes(arch: Architecture, job: Job, local_expert_params: Num) -> tuple[Num, Num]:
-    """HBM bytes of one MoE layer for W', N the wrapped share of the rank's `local_expert_params`, w its bytes
-    (weight_bytes) and p the compute dtype's: each forward pass, the baddbmm reading W and writing W' (2·w·N) and,
-    where w is not p, autocast's cast of W' for the grouped GEMM ((w + p)·N); the backward, the weight gradient
-    written (p·N), cast back to w where it differs ((p + w)·N) and read for each factor (2·w·N)."""
+def pass_bytes(arch: Architecture, job: Job, local_expert_params: Num, fp32: Num = 0.0) -> tuple[Num, Num]:
+    """HBM bytes of one MoE layer for W', N the wrapped share of the rank's `local_expert_params` and w its bytes
+    (weight_bytes): each forward pass, the baddbmm reading W and writing W' (2·w·N); the backward, the weight
+    gradient written and read for each factor (3·w·N). transformers runs the experts' GEMMs in the weights' dtype
+    (it casts their input to it: grouped_mm is not autocast-enabled), so nothing is cast in between."""
     n = local_expert_params * wrapped_share(arch, job)
-    p, w = float(job.compute_dtype_bytes), weight_bytes(job)
-    cast = w + p if w != p else 0.0
-    return n * (2.0 * w + cast), n * (p + cast + 2.0 * w)
+    w = weight_bytes(job, fp32)
+    return n * 2.0 * w, n * 3.0 * w
 
 
-def layer_memory_bytes(arch: Architecture, job: Job, ep: Num, etp: Num) -> tuple[Num, Num]:
-    """(kept for backward, transient) bytes of one MoE layer on a rank: W', N·p, which the grouped GEMMs save for
-    their input gradient, with the factors' compute-dtype copies the baddbmm saves for theirs (peft keeps the
-    adapters in fp32, autocast_adapter_dtype), r·(d_in + d_out)·p an expert and parameter; and the backward's
-    weight gradient of the largest wrapped parameter."""
-    p = job.compute_dtype_bytes
+def layer_memory_bytes(arch: Architecture, job: Job, ep: Num, etp: Num, fp32: Num = 0.0) -> tuple[Num, Num]:
+    """(kept for backward, transient) bytes of one MoE layer on a rank: W', N·w, which the grouped GEMMs save for
+    their input gradient, with, where w is the compute dtype's, the factors' copies in it the baddbmm saves for
+    theirs (peft keeps the adapters in fp32, autocast_adapter_dtype), r·(d_in + d_out)·p an expert and parameter;
+    and the backward's weight gradient of the largest wrapped parameter."""
     if arch.moe is None or not applies(arch, job):
         return 0.0 * xp.asfloat(ep), 0.0 * xp.asfloat(ep)
+    p = float(job.compute_dtype_bytes)
+    w = weight_bytes(job, fp32)
     factors = float(sum(job.lora_rank * (d_in + d_out) for d_in, d_out in wrapped_shapes(arch, job)))
     experts = arch.moe.num_experts / (xp.asfloat(ep) * xp.asfloat(etp))
-    return ((wrapped_elements(arch, job, ep, etp) + experts * factors) * p,
-            wrapped_elements(arch, job, ep, etp, largest=True) * p)
+    copies = xp.where(w == p, experts * factors * p, 0.0)
+    return (wrapped_elements(arch, job, ep, etp) * w + copies,
+            wrapped_elements(arch, job, ep, etp, largest=True) * w)
 
 
 def host_ops(arch: Architecture, job: Job, phase: str) -> float:

@@ -133,6 +133,7 @@ class _Rates:
     grad_bytes: float
     local_expert_params: Num
     """One MoE layer's expert parameters on this rank (0 for a dense model)."""
+    fp32_experts: Num
     hbm_bytes_per_s: float
     attn_share: Num
     mlp_share: Num
@@ -170,6 +171,8 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     # with Job.fp8_experts (the rest bf16), in bf16 alone with Job.bf16_experts (the rest fp8)
     expert_fp8 = (fp8 and not job.bf16_experts) or (job.fp8_experts and fp8_capable)
     expert_peak = gemm_peak if expert_fp8 == fp8 else gpu.peak("fp8") if expert_fp8 else bf16_peak
+    # transformers' fp32 experts run fp32 GEMMs (PyTorch's default float32 matmul precision, no TF32)
+    fp32_experts = hf_experts.expert_weights_fp32(job, layout.zero)
     load = moe.by_expert_ranks(ep, job, moe.load_factor)
     expert_tp = tp if etp is None else etp
     expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), gemm_clock,
@@ -215,12 +218,13 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         tokens=tokens, bf16_peak=bf16_peak, gemm_peak=gemm_peak, fp8=any_fp8,
         proj_eff=_gemm_efficiency(eff, _proj_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
         mlp_eff=_gemm_efficiency(eff, _mlp_dims(arch, tp, tokens), gemm_clock, fp8=fp8, fp4=fp4),
-        expert_rate=expert_peak * expert_eff, load=load,
+        expert_rate=np.where(np.asarray(fp32_experts) > 0, gpu.peak("fp32"), expert_peak) * expert_eff, load=load,
         head_eff=_gemm_efficiency(eff, np.minimum(np.minimum(arch.hidden, arch.vocab / tp), tokens), gemm_clock),
         adapter_eff=_gemm_efficiency(eff, float(job.lora_rank), gemm_clock), attn_eff=attn_eff,
         linear_eff=_gemm_efficiency(eff, linear_attention.core_gemm_dim(arch), gemm_clock),
         backward_rate=eff.fp8_backward_rate if fp8 else 1.0, read_bytes=read_bytes, grad_bytes=grad_bytes,
         local_expert_params=moe.local_expert_params(arch, ep, expert_tp) if arch.moe is not None else 0.0,
+        fp32_experts=fp32_experts,
         hbm_bytes_per_s=gpu.memory_bandwidth_bytes_per_s * eff.hbm,
         attn_share=tensor_parallel.column_parallel_share(q_w, kv_w, 0.0, 0.0),
         mlp_share=tensor_parallel.column_parallel_share(0.0, 0.0, f_in, mlp_width),
@@ -318,7 +322,7 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
         recast = 1.0 if job.recompute == "full" else op_recompute_matmul_share(arch) if job.recompute == "op" else 0.0
         elementwise = elementwise + r.casts_per_token * tokens * layers * (1.0 + recast / 2.0)
     if peft_experts.applies(arch, job):  # W' rebuilt each forward pass; its gradient written, read for A and B
-        rebuild, gradient = peft_experts.pass_bytes(arch, job, r.local_expert_params)
+        rebuild, gradient = peft_experts.pass_bytes(arch, job, r.local_expert_params, r.fp32_experts)
         elementwise = elementwise + (rebuild * (1.0 + moe_redone) + gradient) * moe_layers
     if job.fp8_experts:  # torchao casts the expert weights in each grouped GEMM call
         elementwise = elementwise + (2.0 + redone) * FP8_CAST_BYTES[job.fp8_recipe] * r.local_expert_params * moe_layers
@@ -565,7 +569,7 @@ def pace_terms(arch: Architecture, job: Job, layout: Any, gpu: Gpu, *, tp: Num |
             host = hf_experts.host_timing(arch, job, gpu, ep, stream_s, tokens=rates.tokens, lm_head=stage.lm_head,
                                           layers=stage.layers, dense_layers=stage.dense_layers, kernels=rates.kernels,
                                           recomputed_layers=stage.recomputed_layers,
-                                          expert_forward_s=timed.expert_forward_s)
+                                          expert_forward_s=timed.expert_forward_s, zero=layout.zero)
         else:
             host = moe_host.host_timing(arch, job, gpu, ep, stream_s, lm_head=stage.lm_head, layers=stage.layers,
                                         dense_layers=stage.dense_layers, kernels=rates.kernels,

@@ -24,7 +24,7 @@ from rigplan.estimate.efficiency import (
 )
 from rigplan.estimate.elementwise import rope_unfused_for_factor
 from rigplan.estimate.flops import attention_head_dims, paper_flop_per_token
-from rigplan.estimate.hf_experts import experts_implementation
+from rigplan.estimate.hf_experts import fused_grouped_mm
 from rigplan.estimate.moe import (
     DISPATCH_EINSUMS,
     FLEX_DISPATCHERS,
@@ -46,14 +46,12 @@ from rigplan.flow.evidence import (
     HOPPER_GPT_OSS_EVIDENCE,
     HOST_PACED_NOTE_SHARE,
     SMALL_MICROBATCH_MOE_EVIDENCE,
-    TRANSFORMERS_EXPERTS_HOW,
-    TRANSFORMERS_EXPERTS_NOTE,
     blackwell_gpt_oss_evidence_applies,
     gb300_moe_evidence_applies,
     hopper_gpt_oss_evidence_applies,
     host_paced_note,
-    param_adapters_note,
     small_microbatch_moe,
+    transformers_experts_notes,
 )
 from rigplan.flow.memory import MemoryResult, allocator_pressure_note, memory_of
 from rigplan.flow.model_source import ResolvedModel
@@ -554,16 +552,14 @@ def estimate(request: EstimateRequest, catalog: Catalog | None = None, model: Re
     tokens = parse_count(request.tokens, "--tokens") if request.tokens is not None else 0.0
     breakdown = step_time(setup.arch, job, setup.layout, gpu, global_batch=job.global_batch,
                           calibration=setup.calibration)
-    if setup.arch.moe is not None and (impl := experts_implementation(job)) is not None:
-        assumptions.append(TRANSFORMERS_EXPERTS_NOTE.format(impl=impl, how=TRANSFORMERS_EXPERTS_HOW[impl]))
-    if adapters_note := param_adapters_note(setup.arch, job, setup.layout):
-        assumptions.append(adapters_note)
+    assumptions.extend(transformers_experts_notes(setup.arch, job, gpu, setup.layout))
     if setup.arch.moe is not None:  # its cell narrows by the estimate's own host load (flow.regime.HOST_LOAD_AXIS)
         assumptions.append(moe_accuracy_note(setup_regime(setup, float(breakdown.host_load))))
     # the MoE layers' host pacing, without the training loop's per-step host time (Job.step_overhead_s)
     host_s, step_s = float(breakdown.host_s) - job.step_overhead_s, float(breakdown.step_time_s)
     if host_s > HOST_PACED_NOTE_SHARE * step_s:
-        assumptions.append(host_paced_note(setup.arch, job, host_s / step_s))
+        fused = bool(float(fused_grouped_mm(gpu, job, setup.layout.zero)))
+        assumptions.append(host_paced_note(setup.arch, job, host_s / step_s, fused))
     elif note := host_load_note(float(breakdown.host_load)):
         assumptions.append(note)
     reliability = None

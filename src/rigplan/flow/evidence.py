@@ -7,10 +7,11 @@ every figure from the suite, so a line cannot drift from the cases it quotes.
 
 from __future__ import annotations
 
+from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.domain.layout import Layout
 from rigplan.domain.model import Architecture
-from rigplan.estimate import peft_experts
+from rigplan.estimate import hf_experts, peft_experts
 from rigplan.estimate.hf_experts import experts_implementation
 from rigplan.estimate.moe import host_syncs
 from rigplan.estimate.moe_host import glu_offset_syncs
@@ -66,6 +67,25 @@ def unquantized_experts_note(arch: Architecture, job: Job) -> str | None:
                                                  size=format_bytes(experts * (4 if fp32 else 2)),
                                                  nf4=format_bytes(experts * nf4_bytes_per_param(job)))
 
+GROUPED_MM_FALLBACK_NOTE = {
+    "architecture": "transformers' grouped_mm experts run PyTorch's fallback on {gpu} (the fused torch._grouped_mm "
+                    "kernel needs sm_90 or sm_100): each call copies the expert offsets to the host, which waits for "
+                    "the GPU, and issues one mm per expert (PyTorch GroupedMMUtils.h, issue #186620)",
+    "fp32": "transformers' grouped_mm experts run PyTorch's fallback in fp32: their weights are fp32 and transformers "
+            "casts their input to them (grouped_mm is not autocast-enabled), so each call copies the expert offsets "
+            "to the host, which waits for the GPU, and issues one fp32 mm per expert (PyTorch GroupedMMUtils.h)"}
+"""The line beside an MoE job on transformers' grouped_mm experts that do not run the fused kernel
+(hf_experts.fused_grouped_mm), by why."""
+
+
+def grouped_mm_fallback_note(gpu: Gpu, job: Job, layout: Layout) -> str | None:
+    """GROUPED_MM_FALLBACK_NOTE for a job whose transformers experts take torch._grouped_mm's fallback, else None."""
+    if job.routed_experts_implementation != "grouped_mm" or float(hf_experts.fused_grouped_mm(gpu, job, layout.zero)):
+        return None
+    if float(hf_experts.expert_weights_fp32(job, layout.zero)):
+        return GROUPED_MM_FALLBACK_NOTE["fp32"]
+    return GROUPED_MM_FALLBACK_NOTE["architecture"].format(gpu=gpu.id)
+
 
 def param_adapters_note(arch: Architecture, job: Job, layout: Layout) -> str | None:
     """PARAM_ADAPTERS_NOTE for a job whose routed-expert LoRA runs through peft's parameter adapters, else None."""
@@ -76,14 +96,28 @@ def param_adapters_note(arch: Architecture, job: Job, layout: Layout) -> str | N
     return PARAM_ADAPTERS_NOTE[job.recompute == "full"].format(size=format_bytes(float(rebuilt)))
 
 
-def host_paced_note(arch: Architecture, job: Job, host_share: float) -> str:
+def transformers_experts_notes(arch: Architecture, job: Job, gpu: Gpu, layout: Layout) -> list[str]:
+    """The lines of an MoE estimate on transformers' experts: how transformers runs them (TRANSFORMERS_EXPERTS_NOTE),
+    peft's parameter adapters (param_adapters_note) and torch._grouped_mm's fallback (grouped_mm_fallback_note)."""
+    impl = experts_implementation(job)
+    if arch.moe is None or impl is None:
+        return []
+    notes = [TRANSFORMERS_EXPERTS_NOTE.format(impl=impl, how=TRANSFORMERS_EXPERTS_HOW[impl])]
+    return notes + [n for n in (param_adapters_note(arch, job, layout), grouped_mm_fallback_note(gpu, job, layout))
+                    if n]
+
+
+def host_paced_note(arch: Architecture, job: Job, host_share: float, fused: bool = True) -> str:
     """The line of an MoE estimate whose host issue time paces `host_share` of the step: why the host paces it (the
     waits of Megatron-Core's dropless routing or of transformers' eager experts, or none where the host runs ahead)
-    and the switch that takes the host out."""
+    and the switch that takes the host out; `fused` False where transformers' grouped_mm takes torch's fallback."""
     impl = experts_implementation(job)
     if impl == "eager":
         why, fix = ("transformers' eager experts wait on the host at every expert",
                     "--experts-implementation grouped_mm (transformers 5) issues them without waits")
+    elif impl is not None and not fused:
+        why, fix = ("torch._grouped_mm's fallback waits on the host at every call and issues one mm per expert",
+                    "bf16 experts on an sm_90 or sm_100 GPU run the fused kernel without waits")
     elif impl is not None:
         why, fix = ("transformers' grouped_mm experts: no wait, the host runs ahead through each micro-batch",
                     "torch.compile or CUDA graphs would take the host out")
