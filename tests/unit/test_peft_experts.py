@@ -161,3 +161,27 @@ def test_grouped_mm_falls_back_off_sm90_sm100_and_with_fp32_experts() -> None:
     assert float(on_hopper.step.host_s) == 0.0 < float(on_ampere.step.host_s)
     assert [a for a in on_ampere.setup.assumptions if "PyTorch's fallback on a100-80gb-sxm" in a]
     assert not [a for a in on_hopper.setup.assumptions if "fallback" in a]
+
+
+def test_qlora_moe_layers_move_their_4bit_experts(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
+    """peft-prepared QLoRA on Hugging Face modules: an MoE layer's attention Linear4bit modules as a dense layer's
+    and, where the experts are 4-bit (transformers 4's per-expert nn.Linear), each routed copy's casts, the fp32
+    activation and every expert hit's weights dequantized; transformers 5's unquantized experts add none of it."""
+    from rigplan.estimate import peft_kbit
+
+    v4 = Job(kernels="hf", method="qlora", kbit_fp32_upcast=True, experts_implementation="eager",
+             lora_targets=("q", "v"))
+    tokens, copies, hit = 2048.0, 2048.0 * 8, 128.0
+    with_experts, _ = peft_kbit.moe_layer_kbit_traffic(qwen3_moe, v4, tokens=tokens, copies=copies, experts_hit=hit,
+                                                       quantized_experts=True)
+    attention, _ = peft_kbit.moe_layer_kbit_traffic(qwen3_moe, v4, tokens=tokens, copies=copies, experts_hit=hit,
+                                                    quantized_experts=False)
+    per_copy = 6.0 * 3 * (H + F) + 10.0 * F
+    dequantized = hit * 3 * H * F * peft_kbit.NF4_DEQUANT_BYTES_PER_PARAM
+    assert with_experts - attention == pytest.approx(per_copy * copies + dequantized)
+    parts = peft_kbit.kbit_parts(qwen3_moe, v4, tokens=tokens, ep=1.0, load=1.0)
+    assert parts is not None and parts[3] == pytest.approx(with_experts)
+    v5 = replace(v4, experts_implementation=None)  # bitsandbytes leaves the 3-D experts alone
+    v5_parts = peft_kbit.kbit_parts(qwen3_moe, v5, tokens=tokens, ep=1.0, load=1.0)
+    assert v5_parts is not None and v5_parts[3] == pytest.approx(attention)
+    assert peft_kbit.kbit_parts(qwen3_moe, replace(v4, method="lora"), tokens=tokens, ep=1.0, load=1.0) is None

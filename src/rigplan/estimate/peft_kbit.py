@@ -26,7 +26,7 @@ Without autocast a QLoRA layer of Llama 3.1 8B at 4,096 tokens saves 4.4x what r
 probabilities alone 2.1 GB); the Hugging Face Trainer's bf16=True runs under autocast.
 Left out: LoRA dropout 0 (each adapter then reads the shared fp32 input instead of its own copy), eager
 attention and padding masks (transformers then expands k and v itself and the memory-efficient kernel runs),
-MoE and MLA layers (the general count is used).
+MoE and MLA layers' saved bytes (the general count is used; an MoE layer's traffic is moe_layer_kbit_traffic's).
 
 The same fp32 layer moves more bytes than the bf16 element-wise count of estimate.elementwise (kbit_traffic:
 casts, adapters, fp32 activation, per-pass dequantization), which estimate.stage_time adds to the step.
@@ -34,8 +34,12 @@ casts, adapters, fp32 activation, per-pass dequantization), which estimate.stage
 
 from __future__ import annotations
 
+from typing import Any
+
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
+
+Num = Any
 
 FP32_BYTES = 4
 CUDA_MASK_BYTES = 1
@@ -141,3 +145,51 @@ def kbit_traffic(arch: Architecture, job: Job) -> tuple[float, float, float]:
     weights = float(sum(d_in * d_out for d_in, d_out in linears)) * NF4_DEQUANT_BYTES_PER_PARAM
     kernels = 3.0 * len(linears) + 6.0 * len(targets)
     return casts + adapters + activation, weights, kernels
+
+
+def moe_layer_kbit_traffic(arch: Architecture, job: Job, *, tokens: Num, copies: Num, experts_hit: Num,
+                           quantized_experts: bool) -> tuple[Num, Num]:
+    """kbit_traffic for an MoE layer of a peft-prepared QLoRA model on Hugging Face modules, per forward pass: (bytes,
+    kernels) of the micro-batch's `tokens` and the routed `copies` (T·k, the busiest rank's share), with
+    `experts_hit` experts reached. Its attention's Linear4bit modules and adapters as a dense layer's; where the
+    experts are Linear4bit modules (transformers 4's per-expert nn.Linear, `quantized_experts`), each routed copy's
+    three casts in and out and its adapters, the fp32 activation's extra 10·f, and each expert hit's three weights
+    dequantized. transformers 5's unquantized experts (peft_experts.experts_left_unquantized) add nothing here."""
+    assert arch.moe is not None
+    widths = _widths(arch)
+    attention = [widths[n] for n in (("q", "o") if arch.fused_projections else ("q", "k", "v", "o"))]
+    targets = adapted_targets(arch, job)
+    in_per_adapter = 9.0 + (6.0 if job.autocast else 0.0)
+    out_per_adapter = 14.0 if job.autocast else 20.0
+    per_token = sum(6.0 * (d_in + d_out) for d_in, d_out in attention) + sum(
+        in_per_adapter * widths[t][0] + out_per_adapter * widths[t][1] for t in targets if t in ("q", "k", "v", "o"))
+    kernels = 3.0 * len(attention) + 6.0 * len(targets & {"q", "k", "v", "o"})
+    if not quantized_experts:
+        return per_token * tokens, kernels
+    h, f = arch.expert_hidden, arch.moe.expert_ffn
+    experts = [(h, f), (h, f), (f, h)] if arch.mlp == "gated" else [(h, f), (f, h)]
+    expert_targets = [(h, f)] * sum(t in job.lora_targets for t in ("gate", "up") if t == "up" or arch.mlp == "gated")
+    expert_targets += [(f, h)] if "down" in job.lora_targets else []
+    per_copy = (sum(6.0 * (d_in + d_out) for d_in, d_out in experts) + (10.0 if arch.mlp == "gated" else 4.0) * f
+                + sum(in_per_adapter * d_in + out_per_adapter * d_out for d_in, d_out in expert_targets))
+    dequantized = experts_hit * float(sum(d_in * d_out for d_in, d_out in experts)) * NF4_DEQUANT_BYTES_PER_PARAM
+    kernels += experts_hit * (3.0 * len(experts) + 6.0 * len(expert_targets))
+    return per_token * tokens + per_copy * copies + dequantized, kernels
+
+
+def kbit_parts(arch: Architecture, job: Job, *, tokens: Num, ep: Num, load: Num) -> tuple[Num, ...] | None:
+    """Where peft prepared the QLoRA model (applies), kbit_traffic's (bytes per token, bytes per layer, kernels) of a
+    dense layer, then an MoE layer's (bytes, kernels) from moe_layer_kbit_traffic (0 for a dense model): a rank's
+    tokens, its busiest expert rank's load·k routed copies each, and its E/ep experts reached by them
+    (hf_experts.experts_hit); None elsewhere."""
+    if not applies(arch, job, moe_layer=False):
+        return None
+    dense = kbit_traffic(arch, job)
+    if arch.moe is None:
+        return (*dense, 0.0, 0.0)
+    from rigplan.estimate import hf_experts, peft_experts  # here: a dense model needs no MoE model
+
+    moe = moe_layer_kbit_traffic(arch, job, tokens=tokens, copies=tokens * arch.moe.top_k * load,
+                                 experts_hit=hf_experts.experts_hit(arch, tokens, ep),
+                                 quantized_experts=not peft_experts.experts_left_unquantized(arch, job))
+    return (*dense, *moe)

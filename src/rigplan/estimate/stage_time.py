@@ -152,7 +152,7 @@ class _Rates:
     dense_mlp_per_token: Num
     casts_per_token: Num
     kernels: float
-    kbit: tuple[Num, Num, Num] | None
+    kbit: tuple[Num, ...] | None
 
 
 def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficiency, tp: Num, cp: Num, ep: Num,
@@ -235,7 +235,7 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
         dispatch_einsum_eff=_gemm_efficiency(eff, einsum_side, gemm_clock),
         mla_up_proj_per_token=mla, layernorm_per_token=layernorm, dense_mlp_per_token=dense_mlp,
         casts_per_token=casts, kernels=kernels_per_layer(arch, job),
-        kbit=peft_kbit.kbit_traffic(arch, job) if peft_kbit.applies(arch, job, moe_layer=False) else None)
+        kbit=peft_kbit.kbit_parts(arch, job, tokens=tokens, ep=ep, load=load))
 
 
 def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape, need_gemm: bool,
@@ -328,12 +328,12 @@ def _compute_time(arch: Architecture, job: Job, rates: _Rates, stage: StageShape
         elementwise = elementwise + (2.0 + redone) * FP8_CAST_BYTES[job.fp8_recipe] * r.local_expert_params * moe_layers
     launches = r.kernels * layers * passes
     if r.kbit is not None:
-        # QLoRA through peft on Hugging Face modules: fp32 casts, adapters and dequantization (estimate.peft_kbit),
-        # once forward, once backward and once more where a layer is recomputed
-        per_token_bytes, per_layer_bytes, kernels = r.kbit
+        # peft's QLoRA on Hugging Face modules (peft_kbit): casts, adapters, dequantization; each pass and recompute
+        per_token_bytes, per_layer_bytes, kernels, moe_bytes, moe_kernels = r.kbit  # MoE layers: their own parts
         dense = stage.dense_layers if arch.moe is not None else layers
-        elementwise = elementwise + (per_token_bytes * tokens + per_layer_bytes) * dense * (2.0 + redone)
-        launches = launches + kernels * dense * passes
+        elementwise = elementwise + ((per_token_bytes * tokens + per_layer_bytes) * dense + moe_bytes * moe_layers) * (
+            2.0 + redone)
+        launches = launches + (kernels * dense + moe_kernels * moe_layers) * passes
     elementwise_s = elementwise / r.hbm_bytes_per_s
     gaps_s = launches * KERNEL_GAP_S
     compute = forward_s + backward_s + recompute_s + elementwise_s + gaps_s
