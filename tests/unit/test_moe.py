@@ -714,7 +714,7 @@ def test_automodel_and_unsloth_presets_mark_their_own_experts() -> None:
     automodel = estimate(EstimateRequest(**base, framework="automodel"))
     assert automodel.setup.job.moe_expert_module == "own"
     assert build_setup(EstimateRequest(**dict(base, gpus=1, ep=1, method="lora"), framework="unsloth")
-                       ).job.moe_expert_module == "own"
+                       ).job.moe_expert_module == "unsloth"  # its MoE backend on transformers' experts
     assert speed.MEGATRON_EXPERT_PATH_NOTE not in automodel.setup.assumptions
     megatron = estimate(EstimateRequest(**base, framework="megatron"))
     assert megatron.setup.job.moe_expert_module == "megatron"

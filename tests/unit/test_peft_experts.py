@@ -185,3 +185,22 @@ def test_qlora_moe_layers_move_their_4bit_experts(qwen3_moe) -> None:  # type: i
     v5_parts = peft_kbit.kbit_parts(qwen3_moe, v5, tokens=tokens, ep=1.0, load=1.0)
     assert v5_parts is not None and v5_parts[3] == pytest.approx(attention)
     assert peft_kbit.kbit_parts(qwen3_moe, replace(v4, method="lora"), tokens=tokens, ep=1.0, load=1.0) is None
+
+
+def test_unsloth_runs_transformers_experts_without_waits_or_rebuilt_weights(qwen3_moe) -> None:  # type: ignore[no-untyped-def]
+    """--framework unsloth: Unsloth's MoE backend (torch._grouped_mm or its Triton grouped GEMMs, split LoRA on the
+    routed tokens) takes transformers' grouped_mm host model, not Megatron-Core's synced one; no W' is rebuilt, its
+    4-bit experts stay 4-bit, and no GPU takes torch's fallback."""
+    base = {"model": "qwen3-30b-a3b", "gpu": "h100-sxm", "gpus": 1, "framework": "unsloth", "method": "lora",
+            "lora_targets": list(EXPERTS), "seq": 2048, "micro_batch": 4, "global_batch": 16}
+    result = speed.estimate(EstimateRequest(**base))
+    job = result.setup.job
+    assert job.moe_expert_module == "unsloth" and job.routed_experts_implementation == "grouped_mm"
+    assert not peft_experts.applies(qwen3_moe, job)
+    assert float(result.step.host_s) == 0.0
+    assert [a for a in result.setup.assumptions if a.startswith("MoE experts as Unsloth runs them")]
+    assert not [a for a in result.setup.assumptions if "target_parameters" in a or "Megatron" in a]
+    on_ampere = speed.estimate(EstimateRequest(**{**base, "gpu": "a100-80gb-sxm"}))
+    assert float(hf_experts.fused_grouped_mm(on_ampere.setup.gpu, on_ampere.setup.job)) == 1.0
+    qlora = speed.estimate(EstimateRequest(**{**base, "method": "qlora"}))
+    assert not peft_experts.experts_left_unquantized(qwen3_moe, qlora.setup.job)

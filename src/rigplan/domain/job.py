@@ -263,12 +263,14 @@ class Job:
     capturable, needs the fused grouped GEMM)'), and the experts run Transformer Engine's operation fuser with one
     grouped GEMM a linear whose split sizes stay on the device (on Hopper Megatron-Bridge's Qwen3.5 spec puts
     torch.grouped_mm there), not a GEMM per expert. None: the dynamic path, a sync a layer and per-expert GEMMs."""
-    moe_expert_module: Literal["megatron", "te_ops", "own"] = "megatron"
+    moe_expert_module: Literal["megatron", "te_ops", "own", "unsloth"] = "megatron"
     """Which code runs the routed experts around their grouped GEMMs where the fused grouped MLP does not
     (estimate.moe.megatron_expert_path): 'megatron', Megatron-Core's TEGroupedMLP with its clamp and per-expert
     bias loop; 'te_ops', Transformer Engine's operation fuser with unfused ops (flow.resolve sets it for biased
     experts that asked for the fused grouped MLP); 'own', a framework's own expert code outside Megatron-Core (NeMo
-    AutoModel's torch.compile'd activations, Unsloth's kernels: flow.resolve for those presets)."""
+    AutoModel's torch.compile'd activations: flow.resolve for that preset); 'unsloth', Unsloth's MoE backend on
+    transformers 5's experts (torch._grouped_mm, or its Triton grouped GEMMs where that falls back, and its split
+    LoRA on the routed tokens; routed_experts_implementation, estimate.hf_experts)."""
     experts_implementation: Literal["grouped_mm", "eager"] | None = None
     """How Hugging Face transformers runs the routed experts (from_pretrained's experts_implementation;
     estimate.hf_experts): 'grouped_mm', transformers 5's default, one torch._grouped_mm per expert linear and no host
@@ -441,10 +443,11 @@ class Job:
     def routed_experts_implementation(self) -> str | None:
         """The Hugging Face transformers experts implementation that runs the routed experts: the one given,
         'grouped_mm' (transformers 5's default, PreTrainedModel.get_correct_experts_implementation) on the Hugging
-        Face preset's 'hf' kernels, None outside transformers (estimate.hf_experts)."""
+        Face preset's 'hf' kernels and under Unsloth's MoE backend (moe_expert_module 'unsloth'), None outside
+        transformers (estimate.hf_experts)."""
         if self.experts_implementation is not None:
             return self.experts_implementation
-        return "grouped_mm" if self.kernels == "hf" else None
+        return "grouped_mm" if self.kernels == "hf" or self.moe_expert_module == "unsloth" else None
 
     @property
     def compute_dtype_bytes(self) -> int:

@@ -99,8 +99,10 @@ def fused_grouped_mm(gpu: Gpu, job: Job, zero: Num = 0) -> Num:
     """1 where transformers' grouped_mm experts run torch._grouped_mm's fused kernel (FUSED_GROUPED_MM_ARCHITECTURES,
     bf16 experts), else 0: PyTorch's _grouped_mm_fallback (GroupedMMUtils.h) copies the offsets to the host, which
     waits for the GPU, and issues one at::mm per expert (transformers' own fallback below sm_80 does the same from
-    Python). Parts of other vendors keep the fused path (not modelled)."""
-    arch_ok = gpu.vendor not in ("nvidia", "amd") or gpu.architecture.startswith(FUSED_GROUPED_MM_ARCHITECTURES)
+    Python). Parts of other vendors keep the fused path (not modelled), and so does Unsloth, whose Triton grouped
+    GEMMs run where torch._grouped_mm falls back (2.5x torch._grouped_mm on an A100, its MoE guide)."""
+    arch_ok = (gpu.vendor not in ("nvidia", "amd") or gpu.architecture.startswith(FUSED_GROUPED_MM_ARCHITECTURES)
+               or job.moe_expert_module == "unsloth")
     return xp.where(xp.asarray(expert_weights_fp32(job, zero)) > 0, 0.0, 1.0 if arch_ok else 0.0)
 
 

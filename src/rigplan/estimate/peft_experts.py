@@ -52,16 +52,18 @@ def experts_left_unquantized(arch: Architecture, job: Job) -> bool:
     so they keep the load dtype (bitsandbytes issue #1849, 2026-01; its Experts4bit, PR #1965, is open), and peft's
     prepare_model_for_kbit_training casts them to fp32 with the other weights that are not 4-bit. transformers 4's
     per-expert nn.Linear modules (--experts-implementation eager) are quantized, and Unsloth quantizes its own
-    (unsloth-zoo PR #527)."""
-    return arch.moe is not None and job.method == "qlora" and job.routed_experts_implementation == "grouped_mm"
+    (unsloth-zoo PR #527; moe_expert_module 'unsloth')."""
+    return (arch.moe is not None and job.method == "qlora" and job.routed_experts_implementation == "grouped_mm"
+            and job.moe_expert_module != "unsloth")
 
 
 def applies(arch: Architecture, job: Job) -> bool:
     """Whether peft's parameter adapters run the job's routed-expert LoRA: a LoRA or QLoRA job (whose experts stay
     unquantized there, experts_left_unquantized) targeting an expert linear (gate, up or down) of an MoE model on
-    transformers' grouped_mm experts."""
+    transformers' grouped_mm experts; not under Unsloth, whose split LoRA applies the adapters to the routed tokens
+    (Unsloth's MoE guide, 2026-02)."""
     return (arch.moe is not None and job.is_peft and job.routed_experts_implementation == "grouped_mm"
-            and bool({"gate", "up", "down"} & set(job.lora_targets)))
+            and job.moe_expert_module != "unsloth" and bool({"gate", "up", "down"} & set(job.lora_targets)))
 
 
 def wrapped_shapes(arch: Architecture, job: Job) -> list[tuple[int, int]]:

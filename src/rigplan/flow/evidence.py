@@ -27,6 +27,12 @@ TRANSFORMERS_EXPERTS_NOTE = (
     "(docs/methodology/moe.md); no published transformers MoE training run is among the runs rigplan checks, so the "
     "validation line below quotes other stacks")
 """The line beside an MoE estimate on a transformers stack (estimate.hf_experts)."""
+UNSLOTH_EXPERTS_NOTE = (
+    "MoE experts as Unsloth runs them (its MoE guide, 2026-02): transformers 5's grouped experts through "
+    "torch._grouped_mm, or Unsloth's Triton grouped GEMMs where that falls back, no host wait, and split LoRA on the "
+    "routed tokens (no rebuilt expert weights); host ops counted from transformers' grouped_mm path, no published "
+    "Unsloth MoE run among the runs rigplan checks")
+"""The line beside an MoE estimate under --framework unsloth (Job.moe_expert_module 'unsloth')."""
 TRANSFORMERS_EXPERTS_HOW = {
     "grouped_mm": "one torch._grouped_mm per expert linear, no host wait; --experts-implementation eager for "
                   "transformers 4",
@@ -102,6 +108,8 @@ def transformers_experts_notes(arch: Architecture, job: Job, gpu: Gpu, layout: L
     impl = experts_implementation(job)
     if arch.moe is None or impl is None:
         return []
+    if job.moe_expert_module == "unsloth":
+        return [UNSLOTH_EXPERTS_NOTE]
     notes = [TRANSFORMERS_EXPERTS_NOTE.format(impl=impl, how=TRANSFORMERS_EXPERTS_HOW[impl])]
     return notes + [n for n in (param_adapters_note(arch, job, layout), grouped_mm_fallback_note(gpu, job, layout))
                     if n]

@@ -112,10 +112,12 @@ BIASED_EXPERTS_UNFUSED = (
 """The fused grouped MLP's gate for biased experts (gpt-oss): the runs that set it measure the unfused speed."""
 
 
-OWN_EXPERTS = ("automodel", "unsloth")
+OWN_EXPERTS = {"automodel": "own", "unsloth": "unsloth"}
 """Presets whose fused stack ('fused' kernels) runs the routed experts in its own code, not Megatron-Core's
-TEGroupedMLP: NeMo AutoModel (nemo_automodel/components/moe/layers.py: quick_geglu_deepep and the other expert
-activations are torch.compile'd, clamp and routing weights included) and Unsloth (its own Triton kernels)."""
+TEGroupedMLP, and Job.moe_expert_module for each: NeMo AutoModel (nemo_automodel/components/moe/layers.py:
+quick_geglu_deepep and the other expert activations are torch.compile'd, clamp and routing weights included) and
+Unsloth (its MoE backend on transformers 5's experts: torch._grouped_mm, its Triton grouped GEMMs where that falls
+back, split LoRA; Unsloth's MoE guide, 2026-02)."""
 SINKS_CP_ALL_TO_ALL = (
     "context parallelism as all-to-all (--cp-comm-type a2a): Transformer Engine runs learned attention sinks only "
     "in its FusedAttention backend, which takes context parallelism only as all-to-all "
@@ -390,7 +392,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         assumptions.append(BIASED_EXPERTS_UNFUSED)
     job = _context_parallel_exchange(arch, job, layout, getattr(spec, "cp_comm_type", None), assumptions)
     if arch.moe is not None and spec.framework_applied is not None and spec.framework_applied.name in OWN_EXPERTS:
-        job = replace(job, moe_expert_module="own")
+        job = replace(job, moe_expert_module=OWN_EXPERTS[spec.framework_applied.name])
     calibration = None
     if spec.calibration is not None:
         from rigplan.calibration.file import applied_note, calibration_from  # pydantic and YAML: only when asked
