@@ -38,7 +38,8 @@ def peft_lora_token_bytes(arch: Architecture, job: Job, moe_layer: bool = False)
     (estimate.peft_experts) give the wrapped linears' weights a gradient, so their inputs are saved again; their
     rebuilt weights are a per-layer term (peft_experts.layer_memory_bytes). transformers 4's per-expert modules
     (the eager loop) carry a module adapter on each routed copy. Measured on a CPU for transformers 5's Qwen3-MoE
-    modules (tests/validation/test_hf_saved_tensors.py).
+    modules, full training, module LoRA and parameter adapters each within 1.5% a layer
+    (tests/validation/test_hf_moe_lora.py).
     """
     p = job.compute_dtype_bytes
     r = residual_bytes(job)
