@@ -569,6 +569,14 @@ def test_lora_on_moe_experts_names_their_3d_parameters(changes: dict, expected: 
     assert peft_arguments.get("target_parameters") == expected
 
 
+def test_qlora_on_moe_says_the_experts_stay_unquantized() -> None:
+    """BitsAndBytesConfig quantizes nn.Linear modules only: the export says transformers 5's 3-D experts stay out."""
+    qlora = export(setup_of("moe-fsdp", method="qlora", precision=None), "hf-trainer")
+    assert any("bitsandbytes issue #1849" in note for note in qlora.notes)
+    dense = export(setup_of("lora", method="qlora", precision=None), "hf-trainer")
+    assert not any("#1849" in note for note in dense.notes)
+
+
 def test_training_arguments_refuse_tensor_parallel() -> None:
     with pytest.raises(Unsupported, match="tensor parallelism"):
         export(setup_of("dense"), "hf-trainer")

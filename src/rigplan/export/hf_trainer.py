@@ -97,5 +97,9 @@ def export_hf_trainer(setup: TrainingSetup) -> Exported:
     notes = ["train.py: TrainingArguments(**cfg['training_arguments']); the model with cfg['model'] "
              "(from_pretrained(..., **cfg['model'])); peft.LoraConfig(**cfg['peft']) when set; "
              "BitsAndBytesConfig(**cfg['quantization']) for QLoRA"]
+    if setup.job.method == "qlora" and setup.arch.moe is not None and setup.job.experts_implementation != "eager":
+        notes.append("transformers 5 holds the routed experts as 3-D parameters, which BitsAndBytesConfig leaves "
+                     "unquantized (bitsandbytes issue #1849) and prepare_model_for_kbit_training casts to fp32: "
+                     "`rigplan memory ... --framework hf` counts them so")
     return Exported(framework="hf-trainer", files={"hf_training.json": json.dumps(data, indent=2) + "\n"},
                     command=command, notes=notes, values=data)
