@@ -81,6 +81,7 @@ from rigplan.estimate import (
 )
 from rigplan.estimate.litgpt import litgpt_token_bytes
 from rigplan.estimate.lora_activations import fused_lora_token_bytes, peft_lora_token_bytes
+from rigplan.estimate.states import expert_tp_of
 from rigplan.estimate.token_activation import LSE_BYTES, MASK_BYTES, TokenActivation, residual_bytes
 from rigplan.estimate.torchtune import torchtune_token_parts
 
@@ -412,7 +413,7 @@ def _layer_activation_bytes(
         saved_per_token = full_per_token - core_per_token
     else:
         saved_per_token = full_per_token
-    etp = xp.where(xp.asarray(getattr(layout, "etp", 0)) > 0, getattr(layout, "etp", 0), layout.tp)
+    etp = expert_tp_of(layout)
     # peft's parameter adapters on the routed experts: the rebuilt weights W' and their gradient (peft_experts)
     fp32 = hf_experts.expert_weights_fp32(job, layout.zero)
     rebuilt, gradient = peft_experts.layer_memory_bytes(arch, job, layout.ep, etp, fp32) if moe_layer else (0.0, 0.0)

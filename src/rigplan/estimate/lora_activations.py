@@ -9,6 +9,7 @@ from dataclasses import replace
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import fp8_inputs, peft_experts, peft_kbit
+from rigplan.estimate.params import mlp_lora_shapes
 from rigplan.estimate.token_activation import MASK_BYTES, TokenActivation, residual_bytes
 
 PEFT_ADAPTER_BYTES = 4
@@ -72,11 +73,10 @@ def peft_lora_token_bytes(arch: Architecture, job: Job, moe_layer: bool = False)
     wrapped = {t for t in mlp_targets if peft_experts.applies(arch, job)}
     fc1_wrapped, fc2_wrapped = bool(wrapped & {"gate", "up"}), "down" in wrapped
     routed_frozen = copies * ((0 if fc1_wrapped else w) + (0 if fc2_wrapped else f_e))
-    gated = [t for t in ("gate", "up") if t in mlp_targets and (t == "up" or arch.mlp == "gated")]
-    shared_adapters = moe.num_shared_experts * (sum(adapter(h) for _ in gated)
-                                                + (adapter(f_sh) if "down" in mlp_targets else 0.0))
-    routed_adapters = 0.0 if wrapped else copies * (sum(adapter(w) for _ in gated)
-                                                     + (adapter(f_e) if "down" in mlp_targets else 0.0))
+    shared_adapters = moe.num_shared_experts * sum(
+        adapter(d_in) for d_in, _ in mlp_lora_shapes(arch, job.lora_targets, h, f_sh))
+    routed_adapters = 0.0 if wrapped else copies * sum(
+        adapter(d_in) for d_in, _ in mlp_lora_shapes(arch, job.lora_targets, w, f_e))
     frozen_split += p * (routed_frozen + moe.num_shared_experts * f_sh)
     return TokenActivation(replicated_under_tp=column - frozen_replicated,
                            split_by_tp=row + shared_adapters + routed_adapters - frozen_split, attention_core=0.0)

@@ -256,6 +256,13 @@ def count_params(arch: Architecture) -> ParamCounts:
     )
 
 
+def mlp_lora_shapes(arch: Architecture, targets: tuple[str, ...], width: int, ffn: int) -> list[tuple[int, int]]:
+    """(d_in, d_out) of each linear of one MLP (of `width` in and out, `ffn` inside, as a routed or shared expert
+    is) that LoRA targets adapt module by module: gate (gated MLPs only) and up (width, ffn), down (ffn, width)."""
+    shapes = {"gate": (width, ffn), "up": (width, ffn), "down": (ffn, width)}
+    return [shapes[t] for t in ("gate", "up", "down") if t in targets and (t != "gate" or arch.mlp == "gated")]
+
+
 def lora_module_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
     """(d_in, d_out) of each linear of a dense layer (the modules LoRA targets; the matrices Muon orthogonalises)."""
     h = arch.hidden

@@ -38,6 +38,7 @@ from typing import Any
 
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
+from rigplan.estimate.params import mlp_lora_shapes
 
 Num = Any
 
@@ -168,8 +169,7 @@ def moe_layer_kbit_traffic(arch: Architecture, job: Job, *, tokens: Num, copies:
         return per_token * tokens, kernels
     h, f = arch.expert_hidden, arch.moe.expert_ffn
     experts = [(h, f), (h, f), (f, h)] if arch.mlp == "gated" else [(h, f), (f, h)]
-    expert_targets = [(h, f)] * sum(t in job.lora_targets for t in ("gate", "up") if t == "up" or arch.mlp == "gated")
-    expert_targets += [(f, h)] if "down" in job.lora_targets else []
+    expert_targets = mlp_lora_shapes(arch, job.lora_targets, h, f)
     per_copy = (sum(6.0 * (d_in + d_out) for d_in, d_out in experts) + (10.0 if arch.mlp == "gated" else 4.0) * f
                 + sum(in_per_adapter * d_in + out_per_adapter * d_out for d_in, d_out in expert_targets))
     dequantized = experts_hit * float(sum(d_in * d_out for d_in, d_out in experts)) * NF4_DEQUANT_BYTES_PER_PARAM

@@ -52,7 +52,7 @@ from rigplan.estimate import arrays as xp
 from rigplan.estimate import muon, peft_experts
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.fp8_inputs import quantized_bytes
-from rigplan.estimate.params import ParamCounts, count_params, lora_module_shapes
+from rigplan.estimate.params import ParamCounts, count_params, lora_module_shapes, mlp_lora_shapes
 
 Num = Any
 """A float, or a numpy array of floats when many layouts are evaluated at once."""
@@ -147,15 +147,11 @@ def lora_layer_params(arch: Architecture, job: Job, *, moe_layer: bool) -> tuple
     if not moe_layer or arch.moe is None:
         return own, 0
     moe = arch.moe
-    h, f = arch.expert_hidden, moe.expert_ffn
-    expert_shapes = {"gate": (h, f), "up": (h, f), "down": (f, h)}
-    targets = [t for t in mlp if t in job.lora_targets and (t != "gate" or arch.mlp == "gated")]
-    shared = moe.num_shared_experts * sum(r * (arch.hidden + moe.shared_ffn) for _ in targets)
-    if peft_experts.applies(arch, job):
-        per_expert = sum(r * (d_in + d_out) for d_in, d_out in peft_experts.wrapped_shapes(arch, job))
-    else:
-        per_expert = sum(r * sum(expert_shapes[t]) for t in targets)
-    return own + shared, moe.num_experts * per_expert
+    shared = moe.num_shared_experts * sum(
+        r * (d_in + d_out) for d_in, d_out in mlp_lora_shapes(arch, job.lora_targets, arch.hidden, moe.shared_ffn))
+    routed = (peft_experts.wrapped_shapes(arch, job) if peft_experts.applies(arch, job)
+              else mlp_lora_shapes(arch, job.lora_targets, arch.expert_hidden, moe.expert_ffn))
+    return own + shared, moe.num_experts * sum(r * (d_in + d_out) for d_in, d_out in routed)
 
 
 def stage_lora_params(arch: Architecture, job: Job, *, layers: Num, dense_layers: Num, tp: Num = 1, ep: Num = 1,
