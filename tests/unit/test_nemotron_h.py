@@ -190,7 +190,7 @@ def test_megatron_export_writes_the_config_s_own_block_pattern() -> None:
     ({"hybrid_override_pattern": "M-M*-" + NANO_PATTERN[5:]}, "beside both MoE blocks and dense MLPs"),
     ({"hybrid_override_pattern": "M*" * 26}, "beside no feed-forward block at all"),
     ({"hybrid_override_pattern": None, "layers_block_type": ["mamba"] * 51 + ["conv"]},
-     "key 'layers_block_type' must name mamba, attention, moe, mlp blocks"),
+     "key 'layers_block_type' must name mamba, attention, moe, mlp, linear_attention, full_attention blocks"),
     ({"mamba_num_heads": None}, "mamba_num_heads"),
 ], ids=["feed_forward_first", "short", "unknown_symbol", "bare_beside_dense", "bare_without_moe",
         "block_type_name", "no_heads"])

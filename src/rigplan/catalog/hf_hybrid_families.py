@@ -20,8 +20,11 @@ from rigplan.catalog.hf_moe_families import hybrid_layout
 from rigplan.catalog.hf_reader import ConfigReader
 from rigplan.domain.model import LinearAttention, MoE
 
-BLOCK_SYMBOLS = {"mamba": "M", "attention": "*", "moe": "E", "mlp": "-"}
-"""layers_block_type's names (Nemotron 3 configs) for hybrid_override_pattern's symbols."""
+BLOCK_SYMBOLS = {"mamba": "M", "attention": "*", "moe": "E", "mlp": "-", "linear_attention": "M",
+                 "full_attention": "*"}
+"""layers_block_type's names for hybrid_override_pattern's symbols: the Nemotron 3 configs' (mamba, attention, moe,
+mlp) and those transformers 5's NemotronHConfig writes (linear_attention for mamba, full_attention for attention:
+configuration_nemotron_h.py, remap_legacy_layer_types)."""
 MIXERS, FEED_FORWARDS = "M*", "E-"
 
 
@@ -66,7 +69,11 @@ def _nemotron_h(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     given (a latent MoE: Nemotron 3 Super and Ultra). Mixers without a feed-forward block are refused beside both
     MoE blocks and dense MLPs, and where no layer has a feed-forward block; dense MLP blocks in a row beside MoE
     blocks are refused."""
-    blocks = r.req_int("num_hidden_layers")
+    listed_blocks = r.cfg.get("layers_block_type")
+    if "num_hidden_layers" not in r.cfg and isinstance(listed_blocks, list):
+        blocks = len(listed_blocks)  # transformers 5 writes the block list alone (num_hidden_layers deprecated)
+    else:
+        blocks = r.req_int("num_hidden_layers")
     pattern = _blocks(r, blocks)
     layers = _pair(r, pattern)
     bare = [i for i, (_, ffn) in enumerate(layers) if not ffn]
