@@ -386,7 +386,8 @@ def test_qwen3_5_moe_text_tower_counts_the_language_model(tmp_path: Path) -> Non
     arch = architecture_from_hf_config(_write(tmp_path, QWEN35_35B))
     assert any("text model (qwen3_5_moe_text)" in note and "other towers not counted" in note for note in arch.notes)
     assert arch.linear_attention == LinearAttention(num_key_heads=16, num_value_heads=32, key_head_dim=128,
-                                                    value_head_dim=128, conv_kernel=4, full_attention_interval=4)
+                                                    value_head_dim=128, conv_kernel=4, full_attention_interval=4,
+                                                    input_projections=4)
     assert arch.attention_output_gate and arch.qk_norm and not arch.tied_embeddings and arch.rope_attention_factor == 1
     assert arch.moe == MoE(num_experts=256, top_k=8, expert_ffn=512, num_shared_experts=1, shared_expert_ffn=512,
                            shared_expert_gate=True, mtp_layers=1)

@@ -103,11 +103,12 @@ FAMILIES = {**BASE_FAMILIES, **MOE_FAMILIES, **HYBRID_FAMILIES}
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 
 TEXT_TOWER_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl_moe": "qwen3_vl_moe_text",
-                    "glm4v_moe": "glm4v_moe_text", "qwen3_5_moe": "qwen3_5_moe_text"}
+                    "glm4v_moe": "glm4v_moe_text", "qwen3_5_moe": "qwen3_5_moe_text", "qwen3_5": "qwen3_5_text"}
 """The text model of a multimodal config whose text_config does not name its own model_type (transformers'
-Gemma3Config, Llama4Config, Qwen3VLMoeConfig, Glm4vMoeConfig and Qwen3_5MoeConfig build their text_config as
-Gemma3TextConfig, Llama4TextConfig, Qwen3VLMoeTextConfig, Glm4vMoeTextConfig and Qwen3_5MoeTextConfig)."""
-OUTER_TIE_TYPES = frozenset({"qwen3_vl_moe", "glm4v_moe", "qwen3_5_moe"})
+Gemma3Config, Llama4Config, Qwen3VLMoeConfig, Glm4vMoeConfig, Qwen3_5MoeConfig and Qwen3_5Config build their
+text_config as Gemma3TextConfig, Llama4TextConfig, Qwen3VLMoeTextConfig, Glm4vMoeTextConfig, Qwen3_5MoeTextConfig and
+Qwen3_5TextConfig)."""
+OUTER_TIE_TYPES = frozenset({"qwen3_vl_moe", "glm4v_moe", "qwen3_5_moe", "qwen3_5"})
 """Multimodal configs whose own tie_word_embeddings decides the output head: transformers ties the wrapper's lm_head
 by the outer flag, and the text config's default can disagree (Qwen3VLMoeTextConfig defaults to true where
 Qwen3-VL-MoE's checkpoints and the outer Qwen3VLMoeConfig are untied; Qwen3_5MoeConfig is Qwen3VLConfig's kind)."""

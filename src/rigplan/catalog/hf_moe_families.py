@@ -1,9 +1,10 @@
 """config.json readers for the MoE families that reuse another family's layout with their own keys: MiniMax-M2, ERNIE
 4.5 MoE, Hunyuan-A13B, DeepSeek-V3.2 and GLM-5 (DeepSeek Sparse Attention), dots.llm1, DBRX, Ling 2.0 (model_type
-bailing_moe), the Gated DeltaNet hybrids Qwen3-Next and Qwen3.5 MoE, the Kimi Delta Attention and MLA hybrid Kimi
-Linear, and the text models of Qwen3-VL-MoE, GLM-4.5V and Qwen3.5 MoE (qwen3_vl_moe_text, glm4v_moe_text,
-qwen3_5_moe_text; hf_config.py reads them out of their multimodal config, the vision tower not counted). Each returns
-the fields and notes on what it assumed, as the readers of hf_families.py do; hf_config.py joins the two tables."""
+bailing_moe), the Gated DeltaNet hybrids Qwen3-Next and Qwen3.5 MoE (and the dense Qwen3.5, which shares their
+mixers), the Kimi Delta Attention and MLA hybrid Kimi Linear, and the text models of Qwen3-VL-MoE, GLM-4.5V, Qwen3.5
+and Qwen3.5 MoE (qwen3_vl_moe_text, glm4v_moe_text, qwen3_5_text, qwen3_5_moe_text; hf_config.py reads them out of
+their multimodal config, the vision tower not counted). Each returns the fields and notes on what it assumed, as the
+readers of hf_families.py do; hf_config.py joins the two tables."""
 
 from __future__ import annotations
 
@@ -363,10 +364,26 @@ def _qwen3_5_moe_text(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
                           r.path, r.model_type, r.prefix)
     fields = standard(filled, tie_default=False)
     notes = _gated_deltanet_attention(filled, fields)
+    fields["linear_attention"] = replace(fields["linear_attention"], input_projections=4)
     mtp = r.opt_int("mtp_num_hidden_layers")
     fields["moe"] = _gated_shared_moe(r, first_dense_layers=0, mtp_layers=mtp)
     if mtp:
         notes.append(f"{mtp} multi-token-prediction layer(s) not counted in the total (the checkpoint's mtp.* weights)")
+    return fields, notes
+
+
+def _qwen3_5_text(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Text model of the dense Qwen3.5 (Qwen3.5-0.8B to 27B; transformers Qwen3_5TextConfig, read out of a qwen3_5
+    config by hf_config.py): Qwen3.5 MoE's mixers (Gated DeltaNet with its four input projections, gated full
+    attention every full_attention_interval-th layer or as layer_types says) over a dense MLP of intermediate_size.
+    Multi-token-prediction layers (mtp_num_hidden_layers, mtp.* beside the model) are not counted or trained: rigplan
+    trains an MTP depth on MoE models only."""
+    fields = standard(r, tie_default=False)
+    notes = _gated_deltanet_attention(r, fields)
+    fields["linear_attention"] = replace(fields["linear_attention"], input_projections=4)
+    mtp = r.opt_int("mtp_num_hidden_layers")
+    if mtp:
+        notes.append(f"{mtp} multi-token-prediction layer(s) not counted or trained (the checkpoint's mtp.* weights)")
     return fields, notes
 
 
@@ -477,6 +494,7 @@ MOE_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]
     "kimi_linear": _kimi_linear,
     "minimax_m2": _minimax_m2,
     "qwen3_5_moe_text": _qwen3_5_moe_text,
+    "qwen3_5_text": _qwen3_5_text,
     "qwen3_next": _qwen3_next,
     "qwen3_vl_moe_text": _qwen3_vl_moe_text,
 }

@@ -314,6 +314,8 @@ class LinearAttentionRecord(Record):
     kind: Literal["gated_deltanet", "kimi_delta", "mamba2"] = "gated_deltanet"
     chunk_size: Annotated[int, Field(ge=0, le=BOUNDS["context"].high)] = 0
     """Tokens per chunk of the chunked kernel; 0: the kind's default (Mamba-2: 128)."""
+    input_projections: Literal[0, 2, 4] = 0
+    """transformers' nn.Linear modules of a Gated DeltaNet's input projection (Qwen3.5: 4; 0: Qwen3-Next's 2)."""
 
 
 class ModelRecord(Record):

@@ -179,15 +179,21 @@ class LinearAttention:
     kind: LinearAttentionKind = "gated_deltanet"
     chunk_size: int = 0
     """Tokens per chunk of the chunked kernel; 0: the kind's own (estimate.linear_attention.chunk)."""
+    input_projections: int = 0
+    """nn.Linear modules transformers splits a Gated DeltaNet's input projection into (Qwen3-Next in_proj_qkvz and
+    in_proj_ba: 2; Qwen3.5 in_proj_qkv, in_proj_z, in_proj_b and in_proj_a: 4), which LoRA adapts one by one; 0: 2.
+    Megatron-Core's GatedDeltaNet and Mamba-2 mixers have one in_proj; Kimi Delta Attention has its own q, k and v."""
 
     def __post_init__(self) -> None:
         dims = (self.num_key_heads, self.num_value_heads, self.key_head_dim, self.value_head_dim, self.conv_kernel)
-        if min(dims) < 1 or self.full_attention_interval < 2 or self.chunk_size < 0:
+        if min(dims) < 1 or self.full_attention_interval < 2 or self.chunk_size < 0 or self.input_projections not in (
+                0, 2, 4):
             raise InvalidSpec(
                 f"linear attention needs key/value heads, head dims and conv kernel >= 1, a full-attention interval "
                 f">= 2 and a chunk size >= 0; got heads {self.num_key_heads}/{self.num_value_heads}, dims "
                 f"{self.key_head_dim}/{self.value_head_dim}, conv {self.conv_kernel}, interval "
-                f"{self.full_attention_interval}, chunk {self.chunk_size}")
+                f"{self.full_attention_interval}, chunk {self.chunk_size}, input projections "
+                f"{self.input_projections} (0, 2 or 4)")
         if self.num_value_heads % self.num_key_heads:
             raise InvalidSpec(f"linear-attention value heads ({self.num_value_heads}) must be a multiple of its key "
                               f"heads ({self.num_key_heads})")
