@@ -159,9 +159,14 @@ def test_layouts_must_split_the_linear_heads_whole() -> None:
         estimate(_request(tp=8, cp=4, pp=1, ep=8))
 
 
-def test_adapters_are_refused_on_hybrid_models() -> None:
-    with pytest.raises(InvalidSpec, match="linear-attention layers"):
-        estimate(_request(method="lora", gpus=8, pp=1, ep=8))
+def test_adapters_on_hybrid_models_follow_their_targets() -> None:
+    """LoRA on Qwen3-Next: the attention targets adapt the full-attention quarter of the layers; adding in_proj and
+    out_proj adapts the Gated DeltaNet layers too, more trainable parameters and more adapter FLOPs."""
+    attention = estimate(_request(method="lora", gpus=8, pp=1, ep=8, lora_targets="q,k,v,o")).to_dict()
+    both = estimate(_request(method="lora", gpus=8, pp=1, ep=8, lora_targets="q,k,v,o,in_proj,out_proj")).to_dict()
+    gradients = [r["memory"]["per_gpu"]["gradients_bytes"] for r in (attention, both)]
+    assert gradients[1] > gradients[0] > 0
+    assert both["step_time_s"] > attention["step_time_s"]
 
 
 def test_linear_layers_make_long_sequences_cheaper(next80b: Architecture) -> None:

@@ -51,7 +51,8 @@ def render_rows(title: str, rows: list[dict[str, Any]]) -> Table:
 @model_options
 @click.option("--method", type=click.Choice(["full", "lora"]), default="full", show_default=True)
 @click.option("--lora-rank", type=int, default=16, show_default=True, help="LoRA rank r.")
-@click.option("--lora-targets", default="q,v", show_default=True, help="Comma list of q,k,v,o,gate,up,down or 'all'.")
+@click.option("--lora-targets", default="q,v", show_default=True,
+              help="Comma list of q,k,v,o,gate,up,down,in_proj,out_proj or 'all'.")
 @click.option("--seq", type=int, default=256, show_default=True, help="Sequence length in tokens.")
 @click.option("--micro-batch", type=int, default=2, show_default=True, help="Sequences per micro-batch.")
 @click.option("--accumulation", type=click.IntRange(1, 1024), default=1, show_default=True,

@@ -384,7 +384,8 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="Full training/fine-tune, LoRA, or QLoRA (NF4 base)."),
         click.option("--lora-rank", type=int, default=16, show_default=True, help="LoRA rank r."),
         click.option("--lora-targets", default="q,v", show_default=True,
-                     help="Comma list of q,k,v,o,gate,up,down, or 'all'."),
+                     help="Comma list of q,k,v,o,gate,up,down,in_proj,out_proj (in_proj, out_proj: a linear-attention "
+                     "mixer's), or 'all'."),
         click.option("--no-double-quant", "single_quant", is_flag=True, help="QLoRA without double quantization."),
         click.option("--seq", type=int, help="Sequence length in tokens. Default: min(4096, model context)."),
         click.option("--micro-batch", type=int, default=1, show_default=True, help="Sequences per micro-batch."),

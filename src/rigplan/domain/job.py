@@ -33,7 +33,9 @@ FP8_RECIPES: tuple[str, ...] = get_args(Fp8Recipe)
 AttentionKernel = Literal["fa2", "fa3", "cudnn", "triton", "sdpa"]
 GradReduceDtype = Literal["fp32", "bf16"]
 
-LORA_TARGET_NAMES = ("q", "k", "v", "o", "gate", "up", "down")
+LORA_TARGET_NAMES = ("q", "k", "v", "o", "gate", "up", "down", "in_proj", "out_proj")
+"""q, k, v, o: attention projections; gate, up, down: MLP (and expert) linears; in_proj, out_proj: a linear-attention
+mixer's (Gated DeltaNet, Mamba-2) input projections and output projection (estimate.linear_attention.lora_linears)."""
 DEFAULT_LORA_TARGETS = ("q", "v")
 """PEFT's default for Llama-style models (q_proj, v_proj)."""
 

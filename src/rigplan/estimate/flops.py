@@ -290,12 +290,14 @@ def lm_head_forward_flop(arch: Architecture, *, seq_len: NumIn, micro_batch: Num
     return 2.0 * tokens * arch.hidden * arch.vocab / _num(tp)
 
 
-def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool,
-                    routed: bool = True) -> list[tuple[int, int, int]]:
+def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool, routed: bool = True,
+                    transformers_modules: bool = True) -> list[tuple[int, int, float]]:
     """(in, out, copies per token) of each weight matrix a LoRA target name adapts; `routed` False leaves out the
-    routed experts' (peft's parameter adapters fold theirs into the weight, estimate.peft_experts)."""
+    routed experts' (peft's parameter adapters fold theirs into the weight, estimate.peft_experts). In a hybrid
+    model the mixer's as the mean over the layers: the attention targets' on the full-attention share, those of
+    linear_attention.lora_linears on the linear-attention share."""
     h, a = arch.hidden, arch.num_heads
-    shapes: list[tuple[int, int, int]] = []
+    shapes: list[tuple[int, int, float]] = []
     if arch.mla is not None:
         m = arch.mla
         if "q" in targets:
@@ -308,9 +310,15 @@ def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool,
             shapes.append((a * m.v_head_dim, h, 1))
     else:
         d, g = arch.dim_per_head, arch.kv_heads
-        widths = {"q": (h, a * d), "k": (h, g * d), "v": (h, g * d), "o": (a * d, h)}
+        q_out = 2 * a * d if arch.attention_output_gate else a * d  # q_proj also produces the output gate
+        widths = {"q": (h, q_out), "k": (h, g * d), "v": (h, g * d), "o": (a * d, h)}
         shapes += [(*widths[n], 1) for n in ("q", "k", "v", "o") if n in targets]
-    ffns: list[tuple[int, int, int]] = [(arch.ffn, 1, h)]
+    if arch.linear_attention is not None:
+        share = arch.linear_attention_share
+        column, row = linear_attention.lora_linears(arch, targets, transformers_modules)
+        shapes = [(k, n, copies * (1.0 - share)) for k, n, copies in shapes] + [
+            (k, n, share) for k, n in column + row]
+    ffns: list[tuple[int, float, int]] = [(arch.ffn, arch.ffn_blocks_per_layer, h)]
     if moe and arch.moe is not None:
         ffns = [(arch.moe.expert_ffn, arch.moe.top_k, arch.expert_hidden)] if routed else []
         if arch.moe.num_shared_experts:
@@ -327,7 +335,7 @@ def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool,
 
 def adapter_forward_flop(
     arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, rank: int, targets: tuple[str, ...],
-    moe: bool, tp: NumIn = 1, cp: NumIn = 1, routed: bool = True,
+    moe: bool, tp: NumIn = 1, cp: NumIn = 1, routed: bool = True, transformers_modules: bool = True,
 ) -> Num:
     """LoRA adapters of one layer, forward: Σ over adapted k×n weights of 2·T·r·(k + n).
 
@@ -337,7 +345,8 @@ def adapter_forward_flop(
     adapters are taken as split with their base layer). Left out: dropout and scaling (element-wise).
     """
     tokens = _num(micro_batch) * _num(seq_len) / _num(cp)
-    per_token = sum(2 * rank * (k + n) * copies for k, n, copies in _adapted_shapes(arch, targets, moe, routed))
+    per_token = sum(2 * rank * (k + n) * copies
+                    for k, n, copies in _adapted_shapes(arch, targets, moe, routed, transformers_modules))
     return tokens * float(per_token) / _num(tp)
 
 
@@ -394,9 +403,11 @@ def _stage_flops(
         moe_layer = layer_forward_flops(arch, moe=True, **core_kw)
         layers = layers + moe_layer.times(n_moe)
     if job.is_peft:
-        ad_dense = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=False, **kw)
+        modules = linear_attention.transformers_modules(job)
+        ad_dense = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=False,
+                                        transformers_modules=modules, **kw)
         ad_moe = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=True,
-                                      routed=not peft_experts.applies(arch, job), **kw)
+                                      routed=not peft_experts.applies(arch, job), transformers_modules=modules, **kw)
         layers = layers + OpFlops(adapter_flop=ad_dense * n_dense + ad_moe * n_moe)
     head = OpFlops(lm_head_flop=lm_head_forward_flop(arch, **kw) * lm_head)
     layers = layers + mtp_forward_flops(arch, **core_kw).times(lm_head)

@@ -29,14 +29,19 @@ per group, that matrix (masked by the decay) times x per head, each chunk's stat
 token's output from the previous state, C·S, per head.
 
 Left out: the convolution's FLOPs (2·K per channel and token, under 0.1% of the projections'; its traffic is
-counted), the sequential walk over chunks of the state kernels (chunk_gated_delta_rule_fwd_h and its backward run
-one chunk after another for each head and value block), and LoRA adapters on these layers.
+counted) and the sequential walk over chunks of the state kernels (chunk_gated_delta_rule_fwd_h and its backward run
+one chunk after another for each head and value block).
+
+LoRA on these layers (lora_linears): peft matches target modules by name, so the attention targets q, k, v and o
+adapt a full-attention layer's projections (and Kimi Delta Attention's own q_proj, k_proj, v_proj and o_proj), and
+the targets in_proj and out_proj a Gated DeltaNet's or Mamba-2 mixer's input projections and out_proj.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture, LinearAttention
 from rigplan.estimate import comm
 from rigplan.estimate.comm import Tier
@@ -68,6 +73,64 @@ REPEAT_KERNELS = 2.0
 ATTENTION_MIXER_KERNELS = 4.0
 """Of elementwise.FUSED_KERNELS_PER_LAYER, the kernels of the attention mixer a Gated DeltaNet layer replaces: the
 qkv projection, rotary, the attention kernel and the output projection."""
+
+
+LORA_MIXER_TARGETS = ("in_proj", "out_proj")
+"""LoRA target names of a Gated DeltaNet's or Mamba-2 mixer's linears: its input projection(s) and out_proj."""
+
+
+def input_projection_widths(arch: Architecture, transformers_modules: bool) -> list[int]:
+    """Output widths of the nn.Linear modules of a Gated DeltaNet or Mamba-2 mixer's input projection (each of
+    input h). Gated DeltaNet in transformers: Qwen3-Next in_proj_qkvz (2k + 2v) and in_proj_ba (2·H_v), Qwen3.5
+    in_proj_qkv (2k + v), in_proj_z (v), in_proj_b and in_proj_a (H_v each) (LinearAttention.input_projections);
+    in Megatron-Core one in_proj of 2k + 2v + 2·H_v. Mamba-2: in_proj (2v + 2k + H). Kimi Delta Attention: none (its
+    q, k and v projections carry the attention targets' names)."""
+    la = _spec(arch)
+    k, v, heads = la.key_dim, la.value_dim, la.num_value_heads
+    if la.kind == "kimi_delta":
+        return []
+    if la.kind == "mamba2":
+        return [2 * v + 2 * k + heads]
+    if not transformers_modules:
+        return [2 * k + 2 * v + 2 * heads]
+    if la.input_projections == 4:
+        return [2 * k + v, v, heads, heads]
+    return [2 * k + 2 * v, 2 * heads]
+
+
+def transformers_modules(job: Job) -> bool:
+    """Whether the mixers are transformers' modules (peft on Hugging Face models; Unsloth and NeMo AutoModel on MoE
+    models, Job.moe_expert_module), not Megatron-Core's (the fused stack). A dense hybrid under Unsloth or AutoModel
+    is taken as the fused stack's: its in_proj as one module (r·h fewer adapter weights a layer per extra module)."""
+    return job.kernels != "fused" or job.moe_expert_module in ("own", "unsloth")
+
+
+def job_lora_linears(arch: Architecture, job: Job) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """lora_linears for the job's targets and module stack; ([], []) for a model without linear attention."""
+    if arch.linear_attention is None:
+        return [], []
+    return lora_linears(arch, job.lora_targets, transformers_modules(job))
+
+
+def lora_linears(arch: Architecture, targets: tuple[str, ...], transformers_modules: bool
+                 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(d_in, d_out) of the linears LoRA adapts in one linear-attention mixer: (those whose input is the layer's
+    input, replicated under tp; those whose input is split by tp). Gated DeltaNet and Mamba-2: in_proj adapts every
+    input projection module (input_projection_widths), out_proj the output projection (v -> h). Kimi Delta
+    Attention (transformers' KimiLinearDeltaAttention): q, k and v its q_proj, k_proj and v_proj (h -> n), o its
+    o_proj (n -> h); its low-rank gate projections carry no target name rigplan takes. transformers' Mamba-2 takes no
+    adapter on out_proj (peft's _check_lora_target_modules_mamba refuses it: the fused scan kernel reads the weight
+    itself, mamba_split_conv1d_scan_combined's outproj_weight)."""
+    la = _spec(arch)
+    h = arch.hidden
+    if la.kind == "kimi_delta":
+        n = la.key_dim
+        return [(h, n) for t in ("q", "k", "v") if t in targets], ([(n, h)] if "o" in targets else [])
+    column = [(h, width) for width in input_projection_widths(arch, transformers_modules)] if "in_proj" in targets \
+        else []
+    # transformers' Mamba-2 hands out_proj's weight to its fused scan kernel: peft refuses an adapter there
+    out_adapted = "out_proj" in targets and not (la.kind == "mamba2" and transformers_modules)
+    return column, ([(la.value_dim, h)] if out_adapted else [])
 
 
 def _spec(arch: Architecture) -> LinearAttention:

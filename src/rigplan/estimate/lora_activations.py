@@ -4,11 +4,12 @@ stack (fused_lora_token_bytes). Used by estimate.activations."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
-from rigplan.estimate import fp8_inputs, peft_experts, peft_kbit
+from rigplan.estimate import fp8_inputs, linear_attention, peft_experts, peft_kbit
 from rigplan.estimate.params import mlp_lora_shapes
 from rigplan.estimate.token_activation import MASK_BYTES, TokenActivation, residual_bytes
 
@@ -54,18 +55,28 @@ def peft_lora_token_bytes(arch: Architecture, job: Job, moe_layer: bool = False)
 
     moe = arch.moe if moe_layer else None
     mlp_targets = {"gate", "up", "down"} & set(job.lora_targets)
-    # input widths of the adapted linears; fused projections take one adapter each (qkv_proj, gate_up_proj); an MoE
-    # layer's attention ones here, its experts' below
-    attention = job.lora_targets if moe is None else tuple(t for t in job.lora_targets if t not in mlp_targets)
-    column_widths, row_widths = (peft_kbit.adapter_inputs(arch, job if moe is None else replace(
-        job, lora_targets=attention)) if attention else ([], []))
-    column = sum(adapter(w) for w in column_widths)
-    row = sum(adapter(w) for w in row_widths)
+
+    def adapted(names: tuple[str, ...]) -> tuple[float, float]:
+        """Bytes of the adapters on these targets' linears, (column-parallel, row-parallel); fused projections take
+        one adapter each (qkv_proj, gate_up_proj)."""
+        if not names:
+            return 0.0, 0.0
+        column_widths, row_widths = peft_kbit.adapter_inputs(arch, replace(job, lora_targets=names))
+        return sum(adapter(w) for w in column_widths), sum(adapter(w) for w in row_widths)
+
+    attention_column, attention_row = adapted(tuple(t for t in job.lora_targets if t in ("q", "k", "v", "o")))
+    frozen_qk = p * (q_w + kv_w) if arch.qk_norm else 0.0
+    column, row = attention_column, attention_row - frozen_qk
+    if arch.linear_attention is not None:  # the mean over the layers (linear_mixer_token_bytes)
+        linear_column, linear_row = linear_mixer_token_bytes(arch, job, adapter)
+        column = linear_attention.blend(arch, column, linear_column)
+        row = linear_attention.blend(arch, row, linear_row)
+    if moe is None:  # a dense layer's MLP adapters and frozen MLP, per feed-forward block (Nemotron-H's mixer-only
+        ffn_share = arch.ffn_blocks_per_layer  # layers have one norm and one frozen linear input less)
+        mlp_column, mlp_row = adapted(tuple(t for t in job.lora_targets if t in mlp_targets))
+        return TokenActivation(replicated_under_tp=column + ffn_share * mlp_column - (1.0 + ffn_share) * (r + p) * h,
+                               split_by_tp=row + ffn_share * (mlp_row - p * arch.ffn), attention_core=0.0)
     frozen_replicated = 2 * r * h + 2 * p * h
-    frozen_split = p * (q_w + kv_w) if arch.qk_norm else 0.0
-    if moe is None:
-        return TokenActivation(replicated_under_tp=column - frozen_replicated,
-                               split_by_tp=row - frozen_split - p * arch.ffn, attention_core=0.0)
     from rigplan.estimate.moe import load_factor  # here: a dense model needs no MoE model
 
     copies = load_factor(job) * moe.top_k
@@ -77,9 +88,24 @@ def peft_lora_token_bytes(arch: Architecture, job: Job, moe_layer: bool = False)
         adapter(d_in) for d_in, _ in mlp_lora_shapes(arch, job.lora_targets, h, f_sh))
     routed_adapters = 0.0 if wrapped else copies * sum(
         adapter(d_in) for d_in, _ in mlp_lora_shapes(arch, job.lora_targets, w, f_e))
-    frozen_split += p * (routed_frozen + moe.num_shared_experts * f_sh)
+    frozen_split = p * (routed_frozen + moe.num_shared_experts * f_sh)
     return TokenActivation(replicated_under_tp=column - frozen_replicated,
                            split_by_tp=row + shared_adapters + routed_adapters - frozen_split, attention_core=0.0)
+
+
+def linear_mixer_token_bytes(arch: Architecture, job: Job, adapter: Callable[[int], float]) -> tuple[float, float]:
+    """Per token, one linear-attention mixer under peft against full training: (its input projections' adapters,
+    replicated under tp; its output projection's adapter less that projection's frozen input, split by tp). Each
+    adapted linear adds `adapter(d_in)`; the frozen output projection keeps no input, which full training saves
+    (linear_attention.saved_split_bytes counts the gated norm's output as out_proj's input; no other op keeps it).
+    Its input projections' input is the norm output the attention projections share, already out of the frozen
+    set. Not measured (peft_lora_token_bytes' rules carried over from the attention layers)."""
+    assert arch.linear_attention is not None
+    column, row = linear_attention.job_lora_linears(arch, job)
+    la = arch.linear_attention
+    out_width = la.key_dim if la.kind == "kimi_delta" else la.value_dim
+    return (sum(adapter(d_in) for d_in, _ in column),
+            sum(adapter(d_in) for d_in, _ in row) - job.compute_dtype_bytes * out_width)
 
 
 def fused_lora_token_bytes(arch: Architecture, job: Job) -> TokenActivation:
@@ -94,6 +120,11 @@ def fused_lora_token_bytes(arch: Architecture, job: Job) -> TokenActivation:
     compute dtype for lora_A's weight gradient (p·h on the qkv or fc1 input, p·f on fc2's; on the output
     projection it is the attention kernel's output, saved already) and lora_A's output p·r for lora_B's.
     Left out: an adapter dropout's mask (NeMo's LoRA takes dropout 0 unless set).
+
+    A hybrid model's linear-attention mixer (Megatron-Core's GatedDeltaNet or MambaMixer) in place of attention, as
+    the mean over the layers: its in_proj (a LayerNormColumnParallelLinear, like linear_qkv) saves no input when
+    frozen and its adapter p·h; its frozen out_proj saves none either, where full training keeps the gated norm's
+    output for it (linear_attention.saved_split_bytes), and its adapter p·v. Not measured.
     """
     p = job.compute_dtype_bytes
     saved = fp8_inputs.saved_input_bytes(job)
@@ -101,7 +132,16 @@ def fused_lora_token_bytes(arch: Architecture, job: Job) -> TokenActivation:
     q_w = arch.num_heads * arch.dim_per_head
     targets = set(job.lora_targets)
     qkv, fc1, fc2 = bool(targets & {"q", "k", "v"}), bool(targets & {"gate", "up"}), "down" in targets
-    adapters = sum((qkv, "o" in targets, fc1, fc2))
-    replicated = ((p if qkv else 0.0) + (p if fc1 else 0.0) - 2 * saved) * h
-    split = ((p if fc2 else 0.0) - saved) * f - fp8_inputs.out_proj_extra_bytes(job) * q_w + p * rank * adapters
+    mixer_replicated = p * h if qkv else 0.0
+    mixer_split = p * rank * (qkv + ("o" in targets)) - fp8_inputs.out_proj_extra_bytes(job) * q_w
+    if arch.linear_attention is not None:
+        column, row = linear_attention.job_lora_linears(arch, job)
+        out_width = arch.linear_attention.value_dim
+        out_input = (p + fp8_inputs.out_proj_extra_bytes(job)) * out_width
+        linear_split = p * rank * len(column + row) + sum(p * d_in for d_in, _ in row) - out_input
+        mixer_replicated = linear_attention.blend(arch, mixer_replicated, p * h * len(column))
+        mixer_split = linear_attention.blend(arch, mixer_split, linear_split)
+    ffn_share = arch.ffn_blocks_per_layer  # Nemotron-H's mixer-only layers have no MLP
+    replicated = mixer_replicated + (ffn_share * (p if fc1 else 0.0) - (1.0 + ffn_share) * saved) * h
+    split = ffn_share * (((p if fc2 else 0.0) - saved) * f + p * rank * (fc1 + fc2)) + mixer_split
     return TokenActivation(replicated_under_tp=replicated, split_by_tp=split, attention_core=0.0)

@@ -275,7 +275,9 @@ def lora_module_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
                 "gate": (h, arch.ffn), "up": (h, arch.ffn), "down": (arch.ffn, h)}
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
-    shapes = {"q": (h, q_w), "k": (h, kv_w), "v": (h, kv_w), "o": (q_w, h), "up": (h, arch.ffn), "down": (arch.ffn, h)}
+    q_out = 2 * q_w if arch.attention_output_gate else q_w  # q_proj also produces the output gate (Qwen3-Next)
+    shapes = {"q": (h, q_out), "k": (h, kv_w), "v": (h, kv_w), "o": (q_w, h), "up": (h, arch.ffn),
+              "down": (arch.ffn, h)}
     if arch.mlp == "gated":
         shapes["gate"] = (h, arch.ffn)
     return shapes

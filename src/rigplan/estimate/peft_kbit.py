@@ -26,7 +26,8 @@ Without autocast a QLoRA layer of Llama 3.1 8B at 4,096 tokens saves 4.4x what r
 probabilities alone 2.1 GB); the Hugging Face Trainer's bf16=True runs under autocast.
 Left out: LoRA dropout 0 (each adapter then reads the shared fp32 input instead of its own copy), eager
 attention and padding masks (transformers then expands k and v itself and the memory-efficient kernel runs),
-MoE and MLA layers' saved bytes (the general count is used; an MoE layer's traffic is moe_layer_kbit_traffic's).
+MoE and MLA layers' saved bytes (the general count is used; an MoE layer's traffic is moe_layer_kbit_traffic's),
+and models with linear-attention layers (the general count and no k-bit traffic).
 
 The same fp32 layer moves more bytes than the bf16 element-wise count of estimate.elementwise (kbit_traffic:
 casts, adapters, fp32 activation, per-pass dequantization), which estimate.stage_time adds to the step.
@@ -47,9 +48,10 @@ CUDA_MASK_BYTES = 1
 
 
 def applies(arch: Architecture, job: Job, moe_layer: bool) -> bool:
-    """A dense, non-MLA layer of a peft-prepared QLoRA model on Hugging Face modules with SDPA attention."""
+    """A dense, non-MLA layer of a peft-prepared QLoRA model on Hugging Face modules with SDPA attention, in a model
+    without linear-attention layers (whose mixers' fp32 path is not modelled: the general count applies there)."""
     return (job.kernels == "hf" and job.method == "qlora" and job.kbit_fp32_upcast and not moe_layer
-            and arch.mla is None and job.attention != "eager")
+            and arch.mla is None and job.attention != "eager" and arch.linear_attention is None)
 
 
 def adapted_targets(arch: Architecture, job: Job) -> set[str]:
@@ -68,7 +70,8 @@ def _widths(arch: Architecture) -> dict[str, tuple[int, int]]:
     kv_w = arch.kv_heads * arch.dim_per_head
     f = arch.ffn
     fused = arch.fused_projections
-    return {"q": (h, q_w + 2 * kv_w if fused else q_w), "k": (h, kv_w), "v": (h, kv_w), "o": (q_w, h),
+    q_out = 2 * q_w if arch.attention_output_gate else q_w  # q_proj also produces the output gate (Qwen3-Next)
+    return {"q": (h, q_out + 2 * kv_w if fused else q_out), "k": (h, kv_w), "v": (h, kv_w), "o": (q_w, h),
             "gate": (h, 2 * f if fused else f), "up": (h, f), "down": (f, h)}
 
 

@@ -40,9 +40,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rigplan.domain.job import Job
+from rigplan.domain.job import LORA_TARGET_NAMES, Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
+from rigplan.estimate import linear_attention
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.params import lora_module_shapes
 from rigplan.estimate.states import ModelStates
@@ -57,6 +58,9 @@ def quantized_linear_sizes(arch: Architecture, tp: Num) -> tuple[Num, Num]:
     """(largest, attention) linear-layer element counts on one GPU (after the tp split)."""
     shapes = lora_module_shapes(arch)
     largest = max(d_in * d_out for d_in, d_out in shapes.values())
+    if arch.linear_attention is not None:  # a linear-attention mixer's linears, as transformers splits them
+        column, row = linear_attention.lora_linears(arch, (*LORA_TARGET_NAMES,), transformers_modules=True)
+        largest = max([largest] + [d_in * d_out for d_in, d_out in column + row])
     attention = max(d_in * d_out for name, (d_in, d_out) in shapes.items() if name in ("q", "k", "v", "o"))
     return largest / xp.asarray(tp), attention / xp.asarray(tp)
 

@@ -49,7 +49,7 @@ from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.domain.stages import DEFAULT_SPLIT, DensePattern, rank_layer_counts
 from rigplan.estimate import arrays as xp
-from rigplan.estimate import muon, peft_experts
+from rigplan.estimate import linear_attention, muon, peft_experts
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.fp8_inputs import quantized_bytes
 from rigplan.estimate.params import ParamCounts, count_params, lora_module_shapes, mlp_lora_shapes
@@ -125,13 +125,13 @@ def optimizer_state_bytes_per_param(job: Job, arch: Architecture) -> float:
     return 0.0
 
 
-def lora_params_per_layer(arch: Architecture, job: Job) -> int:
+def lora_params_per_layer(arch: Architecture, job: Job) -> float:
     """Adapter parameters of one dense layer: r·(d_in + d_out) per targeted module (lora_layer_params)."""
     own, _ = lora_layer_params(arch, job, moe_layer=False)
     return own
 
 
-def lora_layer_params(arch: Architecture, job: Job, *, moe_layer: bool) -> tuple[int, int]:
+def lora_layer_params(arch: Architecture, job: Job, *, moe_layer: bool) -> tuple[float, float]:
     """Adapter parameters of one layer: (those split like the dense weights, by tp; the routed experts', split like
     them, by ep·etp), r·(d_in + d_out) per targeted linear.
 
@@ -139,11 +139,18 @@ def lora_layer_params(arch: Architecture, job: Job, *, moe_layer: bool) -> tuple
     transformers 4's per-expert nn.Linear, torchtune's LoRAGroupedExperts, Megatron-Bridge's LoRA on grouped
     experts), and every shared expert; under peft's parameter adapters on transformers 5's fused gate_up_proj
     (estimate.peft_experts) gate and up share one adapter of r·(h + 2f). A dense layer's MLP targets adapt its MLP.
+    In a hybrid model the mixer's adapters are the mean over its layers: the attention targets' on the full-attention
+    layers, linear_attention.lora_linears' on the linear-attention ones; a dense layer's MLP adapters are counted
+    per feed-forward block (Architecture.ffn_blocks_per_layer: Nemotron-H's mixer-only and double-MLP layers).
     """
     shapes = lora_module_shapes(arch)
     r = job.lora_rank
     mlp = ("gate", "up", "down")
-    own = sum(r * sum(shapes[t]) for t in job.lora_targets if t in shapes and (t not in mlp or not moe_layer))
+    attention = sum(r * sum(shapes[t]) for t in job.lora_targets if t in shapes and t not in mlp)
+    column, row = linear_attention.job_lora_linears(arch, job)
+    own = linear_attention.blend(arch, attention, r * sum(d_in + d_out for d_in, d_out in column + row)) + sum(
+        r * sum(shapes[t]) for t in job.lora_targets if t in shapes and t in mlp and not moe_layer
+    ) * arch.ffn_blocks_per_layer
     if not moe_layer or arch.moe is None:
         return own, 0
     moe = arch.moe

@@ -25,6 +25,30 @@ PEFT_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate"
               "down": "down_proj"}
 
 
+def target_modules(setup: TrainingSetup) -> list[str]:
+    """peft target_modules for the job's LoRA targets: transformers' projection names (PEFT_NAMES), and for a hybrid
+    model's linear-attention mixers in_proj as its input projection modules (Qwen3.5 in_proj_qkv, in_proj_z,
+    in_proj_b and in_proj_a; Qwen3-Next in_proj_qkvz and in_proj_ba; Mamba-2 in_proj) and out_proj as out_proj.
+    Kimi Delta Attention's q_proj, k_proj, v_proj and o_proj carry the attention targets' names already; in_proj and
+    out_proj name no module of it, nor of a model without linear attention, and are left out there. A Mamba-2
+    mixer's out_proj is left out too: peft refuses it (mamba_out_proj_left_out)."""
+    arch, job = setup.arch, setup.job
+    names = [PEFT_NAMES[t] for t in job.lora_targets if t in PEFT_NAMES]
+    la = arch.linear_attention
+    if la is None or la.kind == "kimi_delta":
+        return names
+    if "in_proj" in job.lora_targets:
+        names += (["in_proj"] if la.kind == "mamba2" else ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
+                  if la.input_projections == 4 else ["in_proj_qkvz", "in_proj_ba"])
+    return names + (["out_proj"] if "out_proj" in job.lora_targets and la.kind != "mamba2" else [])
+
+
+def mamba_out_proj_left_out(setup: TrainingSetup) -> bool:
+    """Whether the job targets a Mamba-2 mixer's out_proj, which target_modules leaves out (peft refuses it)."""
+    la = setup.arch.linear_attention
+    return setup.job.is_peft and la is not None and la.kind == "mamba2" and "out_proj" in setup.job.lora_targets
+
+
 def expert_parameters(setup: TrainingSetup) -> list[str]:
     """peft target_parameters for the routed experts' LoRA on transformers 5, which holds each MoE layer's experts as
     3-D parameters that target_modules cannot reach (estimate.peft_experts): the fused gate_up_proj (up_proj for
@@ -81,7 +105,7 @@ def hf_training_file(setup: TrainingSetup) -> dict[str, Any]:
                             "peft": None, "quantization": None}
     if job.is_peft:
         data["peft"] = {"r": job.lora_rank, "lora_alpha": 2 * job.lora_rank, "lora_dropout": 0.0,
-                        "target_modules": [PEFT_NAMES[t] for t in job.lora_targets], "task_type": "CAUSAL_LM"}
+                        "target_modules": target_modules(setup), "task_type": "CAUSAL_LM"}
         if wrapped := expert_parameters(setup):
             data["peft"]["target_parameters"] = wrapped
     if job.method == "qlora":
@@ -101,5 +125,8 @@ def export_hf_trainer(setup: TrainingSetup) -> Exported:
         notes.append("transformers 5 holds the routed experts as 3-D parameters, which BitsAndBytesConfig leaves "
                      "unquantized (bitsandbytes issue #1849) and prepare_model_for_kbit_training casts to fp32: "
                      "`rigplan memory ... --framework hf` counts them so")
+    if mamba_out_proj_left_out(setup):
+        notes.append("target_modules leaves out_proj out: peft refuses LoRA on a Mamba model's out_proj, whose "
+                     "weight transformers' fused scan kernel reads directly (`--framework hf` estimates it so)")
     return Exported(framework="hf-trainer", files={"hf_training.json": json.dumps(data, indent=2) + "\n"},
                     command=command, notes=notes, values=data)

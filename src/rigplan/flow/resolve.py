@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,8 @@ from rigplan.domain.model import Architecture
 from rigplan.domain.pipeline_layout import parse_megatron_layout
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
 from rigplan.errors import InvalidSpec, UnsupportedPrecision
+from rigplan.estimate import linear_attention
+from rigplan.estimate.linear_attention import LORA_MIXER_TARGETS
 from rigplan.flow.evidence import unquantized_experts_note
 from rigplan.flow.framework import FrameworkApplied
 from rigplan.flow.model_source import ResolvedModel, resolve_model
@@ -232,6 +235,31 @@ def _recompute_granularity(spec: JobSpec) -> dict[str, object]:
     return {"recompute_method": spec.recompute_method, "recompute_layers": spec.recompute_num_layers or 1}
 
 
+MAMBA_OUT_PROJ_DROPPED = ("LoRA leaves out_proj of the Mamba-2 mixers out: peft refuses it on Mamba models "
+                          "(_check_lora_target_modules_mamba), as transformers' fused scan kernel reads that weight "
+                          "directly (mamba_split_conv1d_scan_combined's outproj_weight)")
+
+
+def _without_peft_refused_targets(arch: Architecture, job: Job, assumptions: list[str]) -> Job:
+    """The job less the LoRA targets peft refuses on transformers' modules: out_proj on a Mamba-2 model."""
+    if not (job.is_peft and arch.has_mamba2 and "out_proj" in job.lora_targets
+            and linear_attention.transformers_modules(job)):
+        return job
+    kept = tuple(t for t in job.lora_targets if t != "out_proj")
+    if not kept:
+        raise InvalidSpec("--lora-targets out_proj on a Mamba-2 model: peft refuses LoRA on its out_proj, which "
+                          "transformers' fused scan kernel reads directly; add in_proj or q,k,v,o")
+    assumptions.append(MAMBA_OUT_PROJ_DROPPED)
+    return replace(job, lora_targets=kept)
+
+
+def model_lora_targets(arch: Architecture, targets: Sequence[str]) -> tuple[str, ...]:
+    """The LoRA targets that name a module of the model: in_proj and out_proj (what 'all' adds) only where it has a
+    Gated DeltaNet or Mamba-2 mixer."""
+    mixer = arch.linear_attention is not None and arch.linear_attention.kind != "kimi_delta"
+    return tuple(t for t in targets if t not in LORA_MIXER_TARGETS or mixer)
+
+
 def _pipeline_split(spec: JobSpec, arch: Architecture, assumptions: list[str]) -> tuple[int, PipelineSplit]:
     """vpp and the pipeline split the request asks for: Megatron's layout string (--pipeline-layout, read by
     domain.pipeline_layout: its stages give vpp = stages / pp, its decoder and MTP counts must be the model's), or
@@ -305,9 +333,9 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     problem = linear and linear_heads_problem(linear.num_key_heads, linear.num_value_heads, layout.tp, layout.cp)
     if problem:
         raise InvalidSpec(problem)
-    if linear and spec.method != "full":
-        raise InvalidSpec(f"--method {spec.method} on a model with linear-attention layers is not modelled (its "
-                          "adapters' modules differ between the linear- and full-attention layers); use --method full")
+    if spec.method != "full" and not model_lora_targets(arch, spec.lora_targets):
+        raise InvalidSpec(f"--lora-targets {','.join(spec.lora_targets)} name a linear-attention mixer's projections "
+                          f"(Gated DeltaNet, Mamba-2), which {arch.id} does not have; add q,k,v,o or gate,up,down")
     if layout.pp > 1 and (split != DEFAULT_SPLIT or arch.num_layers % (layout.pp * layout.vpp)):
         assumptions.append(describe_split(split, arch.num_layers, layout.pp, layout.vpp))
     if spec.global_batch and spec.global_batch % (spec.micro_batch * dp):
@@ -334,7 +362,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
         optimizer=spec.optimizer, seq_len=seq, micro_batch=spec.micro_batch, recompute=recompute,
         **_recompute_granularity(spec),
         attention=spec.attention, offload=spec.offload, lora_rank=spec.lora_rank,
-        lora_targets=tuple(spec.lora_targets), optimizer_in_backward=spec.optimizer_in_backward,
+        lora_targets=model_lora_targets(arch, spec.lora_targets), optimizer_in_backward=spec.optimizer_in_backward,
         activation_offload=spec.activation_offload,
         optimizer_foreach=spec.optimizer_foreach, qlora_double_quant=spec.qlora_double_quant,
         loss=spec.loss, dropout=spec.dropout, global_batch=spec.global_batch, kernels=spec.kernels,
@@ -393,6 +421,7 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     job = _context_parallel_exchange(arch, job, layout, getattr(spec, "cp_comm_type", None), assumptions)
     if arch.moe is not None and spec.framework_applied is not None and spec.framework_applied.name in OWN_EXPERTS:
         job = replace(job, moe_expert_module=OWN_EXPERTS[spec.framework_applied.name])
+    job = _without_peft_refused_targets(arch, job, assumptions)
     calibration = None
     if spec.calibration is not None:
         from rigplan.calibration.file import applied_note, calibration_from  # pydantic and YAML: only when asked
