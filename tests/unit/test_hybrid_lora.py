@@ -137,7 +137,7 @@ def test_peft_refused_mamba_out_proj_is_dropped_and_said() -> None:
     ("qwen3.5-27b", ["q_proj", "v_proj", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj"]),
     ("qwen3-next-80b-a3b", ["q_proj", "v_proj", "in_proj_qkvz", "in_proj_ba", "out_proj"]),
     ("nemotron-nano-9b-v2", ["q_proj", "v_proj", "in_proj"]),
-    ("kimi-linear-48b-a3b", ["q_proj", "v_proj"]),
+    ("kimi-linear-48b-a3b", ["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "v_proj"]),  # MLA's, then KDA's v_proj
 ])
 def test_exported_target_modules_name_the_mixers(model: str, expected: list[str]) -> None:
     setup = _setup(model, "q,v,in_proj,out_proj", framework="megatron")

@@ -170,6 +170,7 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
         return Architecture(
             id=arch_id,
             name=name or arch_id,
+            family=model_type,
             notes=(*notes, f"model_type {model_type}", *family_notes),
             **fields,
         )

@@ -380,6 +380,7 @@ class ModelRecord(Record):
         return Architecture(
             id=self.id,
             name=self.name,
+            family=self.family,
             num_layers=self.num_layers,
             hidden=self.hidden,
             num_heads=self.num_heads,

@@ -240,6 +240,9 @@ class Architecture:
 
     id: str
     name: str = ""
+    family: str = ""
+    """Hugging Face model_type of the checkpoint (a text tower's own: qwen3_5_moe_text), or the paper family; '' for
+    a shape given by flags. Libraries that key behaviour on it read it (estimate.peft_experts)."""
     num_layers: int
     hidden: int
     num_heads: int

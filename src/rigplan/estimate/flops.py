@@ -28,7 +28,7 @@ from rigplan.errors import InvalidSpec
 from rigplan.estimate import linear_attention, peft_experts, recompute_modules, sparse_attention
 from rigplan.estimate.arrays import as_num as _num
 from rigplan.estimate.band_kernels import skips_window_blocks
-from rigplan.estimate.params import count_params
+from rigplan.estimate.params import adapted_attention_shapes, count_params
 
 Num: TypeAlias = "float | npt.NDArray[np.float64]"
 """A float, or an array of them when an argument was an array."""
@@ -291,44 +291,32 @@ def lm_head_forward_flop(arch: Architecture, *, seq_len: NumIn, micro_batch: Num
 
 
 def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool, routed: bool = True,
-                    transformers_modules: bool = True) -> list[tuple[int, int, float]]:
+                    transformers_modules: bool = True,
+                    mlp_targets: tuple[str, ...] | None = None) -> list[tuple[int, int, float]]:
     """(in, out, copies per token) of each weight matrix a LoRA target name adapts; `routed` False leaves out the
     routed experts' (peft's parameter adapters fold theirs into the weight, estimate.peft_experts). In a hybrid
     model the mixer's as the mean over the layers: the attention targets' on the full-attention share, those of
-    linear_attention.lora_linears on the linear-attention share."""
-    h, a = arch.hidden, arch.num_heads
-    shapes: list[tuple[int, int, float]] = []
-    if arch.mla is not None:
-        m = arch.mla
-        if "q" in targets:
-            shapes += ([(h, m.q_lora_rank, 1), (m.q_lora_rank, a * m.qk_head_dim, 1)] if m.q_lora_rank
-                       else [(h, a * m.qk_head_dim, 1)])
-        if "k" in targets or "v" in targets:
-            shapes += [(h, m.kv_lora_rank + m.qk_rope_head_dim, 1),
-                       (m.kv_lora_rank, a * (m.qk_nope_head_dim + m.v_head_dim), 1)]
-        if "o" in targets:
-            shapes.append((a * m.v_head_dim, h, 1))
-    else:
-        d, g = arch.dim_per_head, arch.kv_heads
-        q_out = 2 * a * d if arch.attention_output_gate else a * d  # q_proj also produces the output gate
-        widths = {"q": (h, q_out), "k": (h, g * d), "v": (h, g * d), "o": (a * d, h)}
-        shapes += [(*widths[n], 1) for n in ("q", "k", "v", "o") if n in targets]
+    linear_attention.lora_linears on the linear-attention share. `mlp_targets` (default `targets`) adapt the dense
+    MLP and the shared experts (peft_experts.module_mlp_targets)."""
+    h = arch.hidden
+    shapes: list[tuple[int, int, float]] = [(k, n, 1.0) for k, n in adapted_attention_shapes(arch, targets)]
     if arch.linear_attention is not None:
         share = arch.linear_attention_share
         column, row = linear_attention.lora_linears(arch, targets, transformers_modules)
         shapes = [(k, n, copies * (1.0 - share)) for k, n, copies in shapes] + [
             (k, n, share) for k, n in column + row]
-    ffns: list[tuple[int, float, int]] = [(arch.ffn, arch.ffn_blocks_per_layer, h)]
+    modules = targets if mlp_targets is None else mlp_targets
+    ffns: list[tuple[int, float, int, tuple[str, ...]]] = [(arch.ffn, arch.ffn_blocks_per_layer, h, modules)]
     if moe and arch.moe is not None:
-        ffns = [(arch.moe.expert_ffn, arch.moe.top_k, arch.expert_hidden)] if routed else []
+        ffns = [(arch.moe.expert_ffn, arch.moe.top_k, arch.expert_hidden, targets)] if routed else []
         if arch.moe.num_shared_experts:
-            ffns.append((arch.moe.shared_ffn, arch.moe.num_shared_experts, h))
-    for f, copies, width in ffns:
-        if "gate" in targets and arch.mlp == "gated":
+            ffns.append((arch.moe.shared_ffn, arch.moe.num_shared_experts, h, modules))
+    for f, copies, width, names in ffns:
+        if "gate" in names and arch.mlp == "gated":
             shapes.append((width, f, copies))
-        if "up" in targets:
+        if "up" in names:
             shapes.append((width, f, copies))
-        if "down" in targets:
+        if "down" in names:
             shapes.append((f, width, copies))
     return shapes
 
@@ -336,6 +324,7 @@ def _adapted_shapes(arch: Architecture, targets: tuple[str, ...], moe: bool, rou
 def adapter_forward_flop(
     arch: Architecture, *, seq_len: NumIn, micro_batch: NumIn, rank: int, targets: tuple[str, ...],
     moe: bool, tp: NumIn = 1, cp: NumIn = 1, routed: bool = True, transformers_modules: bool = True,
+    mlp_targets: tuple[str, ...] | None = None,
 ) -> Num:
     """LoRA adapters of one layer, forward: Σ over adapted k×n weights of 2·T·r·(k + n).
 
@@ -346,7 +335,7 @@ def adapter_forward_flop(
     """
     tokens = _num(micro_batch) * _num(seq_len) / _num(cp)
     per_token = sum(2 * rank * (k + n) * copies
-                    for k, n, copies in _adapted_shapes(arch, targets, moe, routed, transformers_modules))
+                    for k, n, copies in _adapted_shapes(arch, targets, moe, routed, transformers_modules, mlp_targets))
     return tokens * float(per_token) / _num(tp)
 
 
@@ -404,10 +393,12 @@ def _stage_flops(
         layers = layers + moe_layer.times(n_moe)
     if job.is_peft:
         modules = linear_attention.transformers_modules(job)
+        mlp = peft_experts.module_mlp_targets(arch, job)
         ad_dense = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=False,
-                                        transformers_modules=modules, **kw)
+                                        transformers_modules=modules, mlp_targets=mlp, **kw)
         ad_moe = adapter_forward_flop(arch, rank=job.lora_rank, targets=job.lora_targets, moe=True,
-                                      routed=not peft_experts.applies(arch, job), transformers_modules=modules, **kw)
+                                      routed=not peft_experts.applies(arch, job), transformers_modules=modules,
+                                      mlp_targets=mlp, **kw)
         layers = layers + OpFlops(adapter_flop=ad_dense * n_dense + ad_moe * n_moe)
     head = OpFlops(lm_head_flop=lm_head_forward_flop(arch, **kw) * lm_head)
     layers = layers + mtp_forward_flops(arch, **core_kw).times(lm_head)

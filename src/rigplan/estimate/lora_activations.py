@@ -55,6 +55,7 @@ def peft_lora_token_bytes(arch: Architecture, job: Job, moe_layer: bool = False)
 
     moe = arch.moe if moe_layer else None
     mlp_targets = {"gate", "up", "down"} & set(job.lora_targets)
+    module_targets = peft_experts.module_mlp_targets(arch, job)  # the MLP targets that reach nn.Linear MLPs
 
     def adapted(names: tuple[str, ...]) -> tuple[float, float]:
         """Bytes of the adapters on these targets' linears, (column-parallel, row-parallel); fused projections take
@@ -73,7 +74,7 @@ def peft_lora_token_bytes(arch: Architecture, job: Job, moe_layer: bool = False)
         row = linear_attention.blend(arch, row, linear_row)
     if moe is None:  # a dense layer's MLP adapters and frozen MLP, per feed-forward block (Nemotron-H's mixer-only
         ffn_share = arch.ffn_blocks_per_layer  # layers have one norm and one frozen linear input less)
-        mlp_column, mlp_row = adapted(tuple(t for t in job.lora_targets if t in mlp_targets))
+        mlp_column, mlp_row = adapted(tuple(t for t in module_targets if t in mlp_targets))
         return TokenActivation(replicated_under_tp=column + ffn_share * mlp_column - (1.0 + ffn_share) * (r + p) * h,
                                split_by_tp=row + ffn_share * (mlp_row - p * arch.ffn), attention_core=0.0)
     frozen_replicated = 2 * r * h + 2 * p * h
@@ -85,7 +86,7 @@ def peft_lora_token_bytes(arch: Architecture, job: Job, moe_layer: bool = False)
     fc1_wrapped, fc2_wrapped = bool(wrapped & {"gate", "up"}), "down" in wrapped
     routed_frozen = copies * ((0 if fc1_wrapped else w) + (0 if fc2_wrapped else f_e))
     shared_adapters = moe.num_shared_experts * sum(
-        adapter(d_in) for d_in, _ in mlp_lora_shapes(arch, job.lora_targets, h, f_sh))
+        adapter(d_in) for d_in, _ in mlp_lora_shapes(arch, module_targets, h, f_sh))
     routed_adapters = 0.0 if wrapped else copies * sum(
         adapter(d_in) for d_in, _ in mlp_lora_shapes(arch, job.lora_targets, w, f_e))
     frozen_split = p * (routed_frozen + moe.num_shared_experts * f_sh)

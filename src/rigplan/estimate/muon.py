@@ -23,7 +23,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from rigplan.domain.model import Architecture
-from rigplan.estimate.params import count_params, lora_module_shapes
+from rigplan.estimate.params import attention_linears, count_params, dense_mlp_linears
 
 NEWTON_SCHULZ_STEPS = 5
 """Newton-Schulz iterations per step (Muon's default; Megatron-Bridge's Kimi K2 recipe muon_num_ns_steps 5)."""
@@ -31,10 +31,8 @@ NEWTON_SCHULZ_STEPS = 5
 
 def matrix_shapes(arch: Architecture) -> list[tuple[int, int, float]]:
     """(d_in, d_out, count) of every hidden-layer matrix Muon orthogonalises, over the whole model."""
-    layer = lora_module_shapes(arch)
-    attention = _mla_shapes(arch) if arch.mla is not None else [
-        (d_in, d_out) for name, (d_in, d_out) in layer.items() if name in ("q", "k", "v", "o")]
-    dense_mlp = [(d_in, d_out) for name, (d_in, d_out) in layer.items() if name in ("gate", "up", "down")]
+    attention = [(lin.d_in, lin.d_out) for lin in attention_linears(arch)]
+    dense_mlp = [(lin.d_in, lin.d_out) for lin in dense_mlp_linears(arch)]
     shapes: list[tuple[int, int, float]] = [(i, o, float(arch.num_layers)) for i, o in attention]
     dense_layers = arch.num_dense_layers if arch.moe is not None else arch.num_layers * arch.ffn_blocks_per_layer
     shapes += [(i, o, float(dense_layers)) for i, o in dense_mlp]
@@ -50,18 +48,6 @@ def matrix_shapes(arch: Architecture) -> list[tuple[int, int, float]]:
                            float(arch.num_moe_layers * moe.num_shared_experts * per_expert)))
         shapes.append((arch.hidden, moe.num_experts, float(arch.num_moe_layers)))  # the router's gate
     return shapes
-
-
-def _mla_shapes(arch: Architecture) -> list[tuple[int, int]]:
-    """Multi-head latent attention's matrices (DeepSeek-V2 paper, Sec. 2.1): the query's down and up projections
-    (or one projection without a query rank), the joint key-value down projection with the rotary part, its up
-    projection and the output."""
-    mla, h, a = arch.mla, arch.hidden, arch.num_heads
-    assert mla is not None
-    query = ([(h, mla.q_lora_rank), (mla.q_lora_rank, a * mla.qk_head_dim)] if mla.q_lora_rank
-             else [(h, a * mla.qk_head_dim)])
-    return [*query, (h, mla.kv_lora_rank + mla.qk_rope_head_dim),
-            (mla.kv_lora_rank, a * (mla.qk_nope_head_dim + mla.v_head_dim)), (a * mla.v_head_dim, h)]
 
 
 def newton_schulz_flop(d_in: int, d_out: int) -> float:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from rigplan.domain.model import Architecture
 from rigplan.estimate import linear_attention, sparse_attention
@@ -263,21 +264,58 @@ def mlp_lora_shapes(arch: Architecture, targets: tuple[str, ...], width: int, ff
     return [shapes[t] for t in ("gate", "up", "down") if t in targets and (t != "gate" or arch.mlp == "gated")]
 
 
-def lora_module_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
-    """(d_in, d_out) of each linear of a dense layer (the modules LoRA targets; the matrices Muon orthogonalises)."""
-    h = arch.hidden
+class LayerLinear(NamedTuple):
+    """One linear of a layer, as transformers names the module, and the LoRA targets that adapt it."""
+
+    module: str
+    d_in: int
+    d_out: int
+    targets: tuple[str, ...]
+
+
+def attention_linears(arch: Architecture) -> list[LayerLinear]:
+    """The linears of a full-attention block (the modules LoRA's q, k, v and o adapt; matrices Muon orthogonalises).
+    Standard: q_proj (h -> a·d, 2·a·d where an output gate shares it: Qwen3-Next, Qwen3.5), k_proj and v_proj
+    (h -> g·d), o_proj; Phi-3's fused qkv_proj takes all three (fused_projections). MLA (DeepSeek-V2 paper, Sec. 2.1;
+    transformers' DeepseekV3Attention): the query path 'q' as q_proj, or q_a_proj (h -> r_q) and q_b_proj
+    (r_q -> a·(d_nope + d_rope)) with a query rank; the keys and values share the joint down projection
+    kv_a_proj_with_mqa (h -> r_kv + d_rope) and its up projection kv_b_proj (r_kv -> a·(d_nope + d_v)), which 'k' or
+    'v' adapt; o_proj (a·d_v -> h)."""
+    h, a = arch.hidden, arch.num_heads
     if arch.mla is not None:
-        a = arch.num_heads
-        q_out = a * arch.mla.qk_head_dim
-        kv_out = arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim
-        return {"q": (h, q_out), "k": (h, kv_out), "v": (arch.mla.kv_lora_rank, a * (arch.mla.qk_nope_head_dim
-                + arch.mla.v_head_dim)), "o": (a * arch.mla.v_head_dim, h),
-                "gate": (h, arch.ffn), "up": (h, arch.ffn), "down": (arch.ffn, h)}
+        m = arch.mla
+        query = ([LayerLinear("q_a_proj", h, m.q_lora_rank, ("q",)),
+                  LayerLinear("q_b_proj", m.q_lora_rank, a * m.qk_head_dim, ("q",))] if m.q_lora_rank
+                 else [LayerLinear("q_proj", h, a * m.qk_head_dim, ("q",))])
+        return [*query, LayerLinear("kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim, ("k", "v")),
+                LayerLinear("kv_b_proj", m.kv_lora_rank, a * (m.qk_nope_head_dim + m.v_head_dim), ("k", "v")),
+                LayerLinear("o_proj", a * m.v_head_dim, h, ("o",))]
     q_w = arch.num_heads * arch.dim_per_head
     kv_w = arch.kv_heads * arch.dim_per_head
     q_out = 2 * q_w if arch.attention_output_gate else q_w  # q_proj also produces the output gate (Qwen3-Next)
-    shapes = {"q": (h, q_out), "k": (h, kv_w), "v": (h, kv_w), "o": (q_w, h), "up": (h, arch.ffn),
-              "down": (arch.ffn, h)}
-    if arch.mlp == "gated":
-        shapes["gate"] = (h, arch.ffn)
-    return shapes
+    out = LayerLinear("o_proj", q_w, h, ("o",))
+    if arch.fused_projections:
+        return [LayerLinear("qkv_proj", h, q_out + 2 * kv_w, ("q", "k", "v")), out]
+    return [LayerLinear("q_proj", h, q_out, ("q",)), LayerLinear("k_proj", h, kv_w, ("k",)),
+            LayerLinear("v_proj", h, kv_w, ("v",)), out]
+
+
+def dense_mlp_linears(arch: Architecture) -> list[LayerLinear]:
+    """The linears of a dense layer's MLP: gate_proj (gated MLPs only) and up_proj (h -> f), down_proj (f -> h);
+    Phi-3's fused gate_up_proj (h -> 2f) takes gate and up (fused_projections)."""
+    h, f = arch.hidden, arch.ffn
+    down = LayerLinear("down_proj", f, h, ("down",))
+    if arch.fused_projections and arch.mlp == "gated":
+        return [LayerLinear("gate_up_proj", h, 2 * f, ("gate", "up")), down]
+    gate = [LayerLinear("gate_proj", h, f, ("gate",))] if arch.mlp == "gated" else []
+    return [*gate, LayerLinear("up_proj", h, f, ("up",)), down]
+
+
+def adapted_shapes(linears: list[LayerLinear], targets: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(d_in, d_out) of the linears the LoRA targets adapt, each once."""
+    return [(lin.d_in, lin.d_out) for lin in linears if set(lin.targets) & set(targets)]
+
+
+def adapted_attention_shapes(arch: Architecture, targets: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(d_in, d_out) of the full-attention linears the LoRA targets adapt (attention_linears), each once."""
+    return adapted_shapes(attention_linears(arch), targets)

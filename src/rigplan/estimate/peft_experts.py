@@ -66,6 +66,27 @@ def applies(arch: Architecture, job: Job) -> bool:
             and job.moe_expert_module != "unsloth" and bool({"gate", "up", "down"} & set(job.lora_targets)))
 
 
+PEFT_MLP_NAME_REWRITE_FAMILIES = frozenset({
+    "deepseek_v2", "deepseek_v3", "deepseek_v32", "dots1", "ernie4_5_moe", "glm4_moe", "glm4v_moe_text", "glm_moe_dsa",
+    "hunyuan_v1_moe", "olmoe", "qwen3_moe", "qwen3_next"})
+"""Model types (Architecture.family) on which peft 0.21 rewrites the target module names gate_proj, up_proj and
+down_proj onto the routed experts' 3-D parameters and drops them from target_modules, so no dense-layer MLP or shared
+expert carries a module adapter, whatever its path (peft utils/transformers_weight_conversion.py,
+_convert_peft_config_moe: every model_type of _MODEL_TO_CONVERSION_PATTERN mapped to qwen2_moe that transformers 5.25
+gives a checkpoint conversion mapping, here the ones rigplan reads; glm4v_moe_text for its wrapper glm4v_moe; peft
+issue #3711, open, its fix PR #3715 keeps dotted names). The rewrite also doubles gate_up_proj's rank and alpha."""
+
+
+def module_mlp_targets(arch: Architecture, job: Job) -> tuple[str, ...]:
+    """The job's LoRA targets that reach the nn.Linear MLPs (dense layers, shared experts): all of them, but on a
+    model type whose MLP names peft rewrites onto the routed experts (PEFT_MLP_NAME_REWRITE_FAMILIES) the MLP ones
+    reach no such module, since they cannot be named without the rewrite; rigplan's hf-trainer export names the
+    experts' parameters instead (target_parameters), which leaves their rank as given."""
+    if applies(arch, job) and arch.family in PEFT_MLP_NAME_REWRITE_FAMILIES:
+        return tuple(t for t in job.lora_targets if t not in ("gate", "up", "down"))
+    return job.lora_targets
+
+
 def wrapped_shapes(arch: Architecture, job: Job) -> list[tuple[int, int]]:
     """(d_in, d_out) of each expert parameter a ParamWrapper wraps, per expert: gate_up_proj (h, 2f gated or f) when
     gate or up is targeted, down_proj (f, h) when down is."""

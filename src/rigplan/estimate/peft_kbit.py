@@ -39,6 +39,7 @@ from typing import Any
 
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
+from rigplan.estimate import peft_experts
 from rigplan.estimate.params import mlp_lora_shapes
 
 Num = Any
@@ -55,8 +56,9 @@ def applies(arch: Architecture, job: Job, moe_layer: bool) -> bool:
 
 
 def adapted_targets(arch: Architecture, job: Job) -> set[str]:
-    """The adapted linears, fused projections merged: one adapter on qkv_proj ('q'), one on gate_up_proj ('gate')."""
-    targets = set(job.lora_targets)
+    """The adapted linears, fused projections merged: one adapter on qkv_proj ('q'), one on gate_up_proj ('gate'); the
+    MLP ones only where they reach nn.Linear modules (peft_experts.module_mlp_targets)."""
+    targets = set(peft_experts.module_mlp_targets(arch, job))
     if arch.fused_projections:
         merged = ({"q"} if targets & {"q", "k", "v"} else set()) | ({"gate"} if targets & {"gate", "up"} else set())
         targets = merged | (targets & {"o", "down"})

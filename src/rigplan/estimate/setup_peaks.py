@@ -45,7 +45,7 @@ from rigplan.domain.model import Architecture
 from rigplan.estimate import arrays as xp
 from rigplan.estimate import linear_attention
 from rigplan.estimate.arrays import scalar_or_array as _out
-from rigplan.estimate.params import lora_module_shapes
+from rigplan.estimate.params import attention_linears, dense_mlp_linears
 from rigplan.estimate.states import ModelStates
 
 Num = Any
@@ -56,12 +56,11 @@ NF4_WORKSPACE_BYTES_PER_ELEMENT = {"bitsandbytes": 2.0, "bitsandbytes-legacy": 2
 
 def quantized_linear_sizes(arch: Architecture, tp: Num) -> tuple[Num, Num]:
     """(largest, attention) linear-layer element counts on one GPU (after the tp split)."""
-    shapes = lora_module_shapes(arch)
-    largest = max(d_in * d_out for d_in, d_out in shapes.values())
+    attention = max(lin.d_in * lin.d_out for lin in attention_linears(arch))
+    largest = max([attention] + [lin.d_in * lin.d_out for lin in dense_mlp_linears(arch)])
     if arch.linear_attention is not None:  # a linear-attention mixer's linears, as transformers splits them
         column, row = linear_attention.lora_linears(arch, (*LORA_TARGET_NAMES,), transformers_modules=True)
         largest = max([largest] + [d_in * d_out for d_in, d_out in column + row])
-    attention = max(d_in * d_out for name, (d_in, d_out) in shapes.items() if name in ("q", "k", "v", "o"))
     return largest / xp.asarray(tp), attention / xp.asarray(tp)
 
 

@@ -52,7 +52,14 @@ from rigplan.estimate import arrays as xp
 from rigplan.estimate import linear_attention, muon, peft_experts
 from rigplan.estimate.arrays import scalar_or_array as _out
 from rigplan.estimate.fp8_inputs import quantized_bytes
-from rigplan.estimate.params import ParamCounts, count_params, lora_module_shapes, mlp_lora_shapes
+from rigplan.estimate.params import (
+    ParamCounts,
+    adapted_attention_shapes,
+    adapted_shapes,
+    count_params,
+    dense_mlp_linears,
+    mlp_lora_shapes,
+)
 
 Num = Any
 """A float, or a numpy array of floats when many layouts are evaluated at once."""
@@ -143,19 +150,18 @@ def lora_layer_params(arch: Architecture, job: Job, *, moe_layer: bool) -> tuple
     layers, linear_attention.lora_linears' on the linear-attention ones; a dense layer's MLP adapters are counted
     per feed-forward block (Architecture.ffn_blocks_per_layer: Nemotron-H's mixer-only and double-MLP layers).
     """
-    shapes = lora_module_shapes(arch)
     r = job.lora_rank
-    mlp = ("gate", "up", "down")
-    attention = sum(r * sum(shapes[t]) for t in job.lora_targets if t in shapes and t not in mlp)
+    attention = sum(r * (d_in + d_out) for d_in, d_out in adapted_attention_shapes(arch, job.lora_targets))
     column, row = linear_attention.job_lora_linears(arch, job)
-    own = linear_attention.blend(arch, attention, r * sum(d_in + d_out for d_in, d_out in column + row)) + sum(
-        r * sum(shapes[t]) for t in job.lora_targets if t in shapes and t in mlp and not moe_layer
-    ) * arch.ffn_blocks_per_layer
+    module_targets = peft_experts.module_mlp_targets(arch, job)  # the targets that reach nn.Linear MLPs
+    mlp = 0.0 if moe_layer else sum(r * (d_in + d_out) for d_in, d_out in adapted_shapes(
+        dense_mlp_linears(arch), module_targets)) * arch.ffn_blocks_per_layer
+    own = linear_attention.blend(arch, attention, r * sum(d_in + d_out for d_in, d_out in column + row)) + mlp
     if not moe_layer or arch.moe is None:
         return own, 0
     moe = arch.moe
     shared = moe.num_shared_experts * sum(
-        r * (d_in + d_out) for d_in, d_out in mlp_lora_shapes(arch, job.lora_targets, arch.hidden, moe.shared_ffn))
+        r * (d_in + d_out) for d_in, d_out in mlp_lora_shapes(arch, module_targets, arch.hidden, moe.shared_ffn))
     routed = (peft_experts.wrapped_shapes(arch, job) if peft_experts.applies(arch, job)
               else mlp_lora_shapes(arch, job.lora_targets, arch.expert_hidden, moe.expert_ffn))
     return own + shared, moe.num_experts * sum(r * (d_in + d_out) for d_in, d_out in routed)

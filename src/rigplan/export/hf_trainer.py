@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rigplan.estimate.params import attention_linears, dense_mlp_linears
+from rigplan.estimate.peft_experts import PEFT_MLP_NAME_REWRITE_FAMILIES
 from rigplan.export.common import MEGATRON_ONLY_RECIPES, Exported, batch_of, require, torchrun_prefix, unsupported
 from rigplan.flow.resolve import TrainingSetup
 
@@ -26,21 +28,40 @@ PEFT_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate"
 
 
 def target_modules(setup: TrainingSetup) -> list[str]:
-    """peft target_modules for the job's LoRA targets: transformers' projection names (PEFT_NAMES), and for a hybrid
-    model's linear-attention mixers in_proj as its input projection modules (Qwen3.5 in_proj_qkv, in_proj_z,
-    in_proj_b and in_proj_a; Qwen3-Next in_proj_qkvz and in_proj_ba; Mamba-2 in_proj) and out_proj as out_proj.
-    Kimi Delta Attention's q_proj, k_proj, v_proj and o_proj carry the attention targets' names already; in_proj and
-    out_proj name no module of it, nor of a model without linear attention, and are left out there. A Mamba-2
-    mixer's out_proj is left out too: peft refuses it (mamba_out_proj_left_out)."""
+    """peft target_modules for the job's LoRA targets, as transformers names the modules (peft matches them by name
+    suffix): the attention linears params.attention_linears lists (under MLA q_a_proj and q_b_proj or q_proj for 'q',
+    kv_a_proj_with_mqa and kv_b_proj for 'k' or 'v'), the MLP's gate_proj, up_proj and down_proj, Phi-3's fused
+    qkv_proj and gate_up_proj (fused_projections), and a hybrid's linear-attention mixers: in_proj as its input
+    projection modules (Qwen3.5 in_proj_qkv, in_proj_z, in_proj_b and in_proj_a; Qwen3-Next in_proj_qkvz and
+    in_proj_ba; Mamba-2 in_proj), out_proj as out_proj but on Mamba-2, where peft refuses it
+    (mamba_out_proj_left_out); Kimi Delta Attention's q_proj, k_proj, v_proj and o_proj for q, k, v and o. No MLP
+    module names on a model type whose MLP names peft rewrites onto the routed experts (mlp_names_rewritten): the
+    experts' parameters are named instead (expert_parameters)."""
     arch, job = setup.arch, setup.job
-    names = [PEFT_NAMES[t] for t in job.lora_targets if t in PEFT_NAMES]
+    targets = set(job.lora_targets)
+    mlp = targets - {"gate", "up", "down"} if mlp_names_rewritten(setup) else targets
+    names = [lin.module for lin in attention_linears(arch) if set(lin.targets) & targets]
+    names += [lin.module for lin in dense_mlp_linears(arch) if set(lin.targets) & mlp]
+    if arch.moe is not None and not arch.ffn:  # no dense MLP: the shared experts' modules carry the MLP names
+        names += [PEFT_NAMES[t] for t in ("gate", "up", "down") if t in mlp and PEFT_NAMES[t] not in names]
     la = arch.linear_attention
-    if la is None or la.kind == "kimi_delta":
-        return names
-    if "in_proj" in job.lora_targets:
-        names += (["in_proj"] if la.kind == "mamba2" else ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
-                  if la.input_projections == 4 else ["in_proj_qkvz", "in_proj_ba"])
-    return names + (["out_proj"] if "out_proj" in job.lora_targets and la.kind != "mamba2" else [])
+    if la is not None and la.kind == "kimi_delta":
+        names += [PEFT_NAMES[t] for t in ("q", "k", "v", "o") if t in targets and PEFT_NAMES[t] not in names]
+    elif la is not None:
+        if "in_proj" in targets:
+            names += (["in_proj"] if la.kind == "mamba2" else ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
+                      if la.input_projections == 4 else ["in_proj_qkvz", "in_proj_ba"])
+        names += ["out_proj"] if "out_proj" in targets and la.kind != "mamba2" else []
+    return names
+
+
+def mlp_names_rewritten(setup: TrainingSetup) -> bool:
+    """Whether the job's MLP targets fall on a transformers 5 MoE whose gate_proj, up_proj and down_proj names peft
+    would rewrite onto the routed experts (peft_experts.PEFT_MLP_NAME_REWRITE_FAMILIES): doubling gate_up_proj's rank
+    and leaving the dense MLPs and shared experts without adapters."""
+    arch, job = setup.arch, setup.job
+    return (job.is_peft and arch.moe is not None and job.experts_implementation != "eager"
+            and arch.family in PEFT_MLP_NAME_REWRITE_FAMILIES and bool({"gate", "up", "down"} & set(job.lora_targets)))
 
 
 def mamba_out_proj_left_out(setup: TrainingSetup) -> bool:
@@ -125,6 +146,11 @@ def export_hf_trainer(setup: TrainingSetup) -> Exported:
         notes.append("transformers 5 holds the routed experts as 3-D parameters, which BitsAndBytesConfig leaves "
                      "unquantized (bitsandbytes issue #1849) and prepare_model_for_kbit_training casts to fp32: "
                      "`rigplan memory ... --framework hf` counts them so")
+    if mlp_names_rewritten(setup):
+        notes.append("target_modules names no MLP module: on this model type peft 0.21 rewrites gate_proj, up_proj "
+                     "and down_proj onto the routed experts (doubling gate_up_proj's rank) and drops them, so the "
+                     "dense-layer MLPs and shared experts take no adapter (peft issue #3711); target_parameters names "
+                     "the experts at the rank given, and rigplan counts no adapter on those MLPs")
     if mamba_out_proj_left_out(setup):
         notes.append("target_modules leaves out_proj out: peft refuses LoRA on a Mamba model's out_proj, whose "
                      "weight transformers' fused scan kernel reads directly (`--framework hf` estimates it so)")
