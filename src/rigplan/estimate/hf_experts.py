@@ -86,6 +86,11 @@ def expert_weights_fp32(job: Job, zero: Num = 0) -> Num:
     return xp.where(qlora | (autocast & (xp.asarray(zero) == 0)), 1.0, 0.0)
 
 
+def fp32_experts_possible(arch: Architecture, job: Job) -> bool:
+    """Whether an MoE job's routed experts run fp32 GEMMs under some ZeRO stage (expert_weights_fp32 at stage 0)."""
+    return arch.moe is not None and float(expert_weights_fp32(job, 0)) > 0
+
+
 FUSED_GROUPED_MM_ARCHITECTURES = ("Hopper", "Blackwell (2-die", "Blackwell Ultra", "Blackwell + Grace", "CDNA 3",
                                   "CDNA 4")
 """Architectures (catalog prefixes) where torch._grouped_mm runs a fused kernel on bf16 operands: sm_90 and sm_100

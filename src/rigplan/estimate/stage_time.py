@@ -171,8 +171,8 @@ def _rates(arch: Architecture, job: Job, layout: Layout, gpu: Gpu, eff: Efficien
     # with Job.fp8_experts (the rest bf16), in bf16 alone with Job.bf16_experts (the rest fp8)
     expert_fp8 = (fp8 and not job.bf16_experts) or (job.fp8_experts and fp8_capable)
     expert_peak = gemm_peak if expert_fp8 == fp8 else gpu.peak("fp8") if expert_fp8 else bf16_peak
-    # transformers' fp32 experts run fp32 GEMMs (PyTorch's default float32 matmul precision, no TF32)
-    fp32_experts = hf_experts.expert_weights_fp32(job, layout.zero)
+    # transformers' fp32 experts run fp32 GEMMs (PyTorch's float32 matmul precision, no TF32); none in a dense model
+    fp32_experts = hf_experts.expert_weights_fp32(job, layout.zero) if arch.moe is not None else 0.0
     load = moe.by_expert_ranks(ep, job, moe.load_factor)
     expert_tp = tp if etp is None else etp
     expert_eff = _gemm_efficiency(eff, moe.expert_gemm_dims(arch, tokens, tp, ep, expert_tp, load), gemm_clock,

@@ -27,6 +27,7 @@ from rigplan.domain.frameworks import expert_parallel_note, no_pipeline_note
 from rigplan.domain.hardware import Gpu
 from rigplan.domain.job import Job
 from rigplan.errors import InvalidSpec, RigplanError, UnsupportedPrecision
+from rigplan.estimate import hf_experts
 from rigplan.estimate.step import scale_up_domain, with_network
 from rigplan.flow.estimate import checkpoint_bytes, default_global_batch, estimate
 from rigplan.flow.fit import MEMORY_UNCERTAINTY_FRACTION
@@ -327,12 +328,18 @@ class _GpuEntry:
     skipped: list[tuple[str, int]] = field(default_factory=list)
 
 
-def _prepare_gpu(request: PlanRequest, record: GpuRecord, job: Job, cny_per_usd: float) -> _GpuEntry:
+def _prepare_gpu(request: PlanRequest, record: GpuRecord, job: Job, cny_per_usd: float,
+                 fp32_gemms: bool = False) -> _GpuEntry:
+    """`fp32_gemms`: the job may run fp32 GEMMs (hf_experts.fp32_experts_possible), which a part without an fp32
+    figure in the catalog cannot time."""
     gpu = with_network(record.to_domain(), gpus_per_node=request.gpus_per_node)
     entry = _GpuEntry(record=record, gpu=gpu)
     try:
         check_precision_on_gpu(gpu, job.precision, defaulted=request.precision is None, fp8_recipe=job.fp8_recipe)
     except UnsupportedPrecision:
+        entry.skipped.append(("precision.unsupported", 1))
+        return entry
+    if fp32_gemms and not gpu.peak("fp32"):
         entry.skipped.append(("precision.unsupported", 1))
         return entry
     offers = _offers_for(record, request.mode, request.onprem_basis, cny_per_usd)
@@ -400,7 +407,8 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
                              "gpu_types": len(records)}
     reasons: dict[str, int] = stats["infeasible_by_reason"]
     candidates: list[Candidate] = []
-    prepared = [_prepare_gpu(request, record, job, cny_per_usd) for record in records]
+    fp32_gemms = hf_experts.fp32_experts_possible(arch, job)
+    prepared = [_prepare_gpu(request, record, job, cny_per_usd, fp32_gemms) for record in records]
     keys = [entry.key for entry in prepared if entry.key is not None]
     preset = reference.framework.name if reference.framework else None
     pipeline_note = no_pipeline_note(preset)
@@ -430,8 +438,8 @@ def plan(request: PlanRequest, progress: Progress | None = None, *, catalog: Cat
                 if best.infeasible_batch:
                     reasons["batch.smaller_than_dp"] = reasons.get("batch.smaller_than_dp", 0) + best.infeasible_batch
                 for winner, over in ((best, False), (best.borderline, True)):
-                    if winner is None or winner.index < 0:
-                        continue
+                    if winner is None or winner.index < 0 or not math.isfinite(winner.step_time_s):
+                        continue  # no layout of this count that runs (a rate the part has no figure for)
                     stats["kept_over_limit"] += over
                     candidates.extend(_priced(record, gpu, count, memory.layouts, winner, entry.offers, over,
                                               tokens, ckpt_bytes, request.interruptible, reasons, overrides))

@@ -15,7 +15,7 @@ from rigplan.domain.model import Architecture
 from rigplan.domain.pipeline_layout import parse_megatron_layout
 from rigplan.domain.stages import DEFAULT_SPLIT, PipelineSplit, describe_split
 from rigplan.errors import InvalidSpec, UnsupportedPrecision
-from rigplan.estimate import linear_attention
+from rigplan.estimate import hf_experts, linear_attention
 from rigplan.estimate.linear_attention import LORA_MIXER_TARGETS
 from rigplan.flow.evidence import unquantized_experts_note
 from rigplan.flow.framework import FrameworkApplied
@@ -422,6 +422,11 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     if arch.moe is not None and spec.framework_applied is not None and spec.framework_applied.name in OWN_EXPERTS:
         job = replace(job, moe_expert_module=OWN_EXPERTS[spec.framework_applied.name])
     job = _without_peft_refused_targets(arch, job, assumptions)
+    if arch.moe is not None and float(hf_experts.expert_weights_fp32(job, layout.zero)) > 0 and not gpu.peak("fp32"):
+        raise UnsupportedPrecision(f"transformers' grouped_mm experts run fp32 GEMMs in this job (QLoRA after peft's "
+                                   f"k-bit preparation, or autocast over fp32 weights without sharding) and "
+                                   f"{gpu.name} has no fp32 rate in rigplan's catalog (no published figure); use "
+                                   "--experts-implementation eager or --framework unsloth")
     calibration = None
     if spec.calibration is not None:
         from rigplan.calibration.file import applied_note, calibration_from  # pydantic and YAML: only when asked
