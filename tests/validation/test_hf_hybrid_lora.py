@@ -1,13 +1,14 @@
-"""LoRA on hybrid models' linear-attention layers, measured exactly on CPU: what peft trains and what its adapters save.
+"""LoRA on hybrid models' linear-attention layers, measured exactly on CPU: what peft trains and what its adapters
+save.
 
 Tiny random-weight Qwen3.5 (dense; Gated DeltaNet with four input projections, gated full attention every 4th
-layer), Qwen3-Next (two input projections, MoE) and Nemotron-H (Mamba-2, attention and MLP blocks) models from
-transformers are given peft LoRA with the target modules `rigplan export --framework hf-trainer` writes. peft's
-trainable parameters must equal rigplan's adapter count exactly, and the bytes the linear-attention adapters add to
-the layers' saved tensors must equal rigplan's count to the byte, as must the attention and MLP adapters' on a
-hybrid's other layers. The frozen projections' share (what a frozen base
-saves less) is not checked here: on CPU transformers runs its torch fallbacks of the conv and the gated delta rule,
-which save other tensors than the CUDA kernels rigplan counts.
+layer), Qwen3.5 MoE, Qwen3-Next (two input projections, MoE) and Nemotron-H (Mamba-2, attention and MLP blocks)
+models from transformers are given peft LoRA with the target modules `rigplan export --framework hf-trainer` writes.
+peft's trainable parameters must equal rigplan's adapter count exactly, and the bytes the linear-attention adapters
+add to the layers' saved tensors must equal rigplan's count to the byte, as must the attention and MLP adapters' on
+a hybrid's other layers. The frozen projections' share (what a frozen base saves less) is not checked here: on CPU
+transformers runs its torch fallbacks of the conv and the gated delta rule, which save other tensors than the CUDA
+kernels rigplan counts.
 
 Needs torch, transformers and peft (pip install -e '.[frameworks]'); skipped with the reason otherwise.
 """
@@ -32,7 +33,8 @@ transformers = pytest.importorskip("transformers",
                                    reason="transformers is not installed (pip install -e '.[frameworks]')")
 peft = pytest.importorskip("peft", reason="peft is not installed (pip install -e '.[frameworks]')")
 
-if not all(hasattr(transformers, name) for name in ("Qwen3_5TextConfig", "Qwen3NextConfig", "NemotronHConfig")):
+if not all(hasattr(transformers, name) for name in ("Qwen3_5TextConfig", "Qwen3_5MoeTextConfig", "Qwen3NextConfig",
+                                                   "NemotronHConfig")):
     pytest.skip("needs transformers with Qwen3.5, Qwen3-Next and Nemotron-H (transformers >= 5)",
                 allow_module_level=True)
 
@@ -67,6 +69,16 @@ def qwen3_next(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
         moe_intermediate_size=64, shared_expert_intermediate_size=64, max_position_embeddings=4096,
         use_cache=False, attn_implementation="sdpa")
     return config, _save(config, "qwen3_next", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def qwen3_5_moe(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    config = transformers.Qwen3_5MoeTextConfig(
+        vocab_size=VOCAB, hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=64, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=32,
+        linear_value_head_dim=32, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64,
+        shared_expert_intermediate_size=64, max_position_embeddings=4096, use_cache=False, attn_implementation="sdpa")
+    return config, _save(config, "qwen3_5_moe", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +128,16 @@ def test_qwen3_5_trainable_adapters_match_peft(targets: tuple[str, ...], qwen3_5
 def test_qwen3_next_trainable_adapters_match_peft(targets: tuple[str, ...], qwen3_next: tuple[Any, Path]) -> None:
     config, path = qwen3_next
     model = build(transformers.Qwen3NextForCausalLM, config, path, targets)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert rigplan_adapters(path, targets) == pytest.approx(trainable, rel=1e-12)
+
+
+@pytest.mark.parametrize("targets", [ATTENTION + MIXER, ATTENTION + MIXER + MLP])
+def test_qwen3_5_moe_trainable_adapters_match_peft(targets: tuple[str, ...], qwen3_5_moe: tuple[Any, Path]) -> None:
+    """Qwen3.5 MoE (a model type peft does not rewrite): the mixers' and attention's module adapters, the shared
+    expert's module adapters and the routed experts' parameter adapters (target_parameters, at the rank given)."""
+    config, path = qwen3_5_moe
+    model = build(transformers.Qwen3_5MoeForCausalLM, config, path, targets)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     assert rigplan_adapters(path, targets) == pytest.approx(trainable, rel=1e-12)
 
