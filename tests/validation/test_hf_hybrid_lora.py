@@ -110,9 +110,15 @@ def build(model_class: Any, config: Any, path: Path, targets: tuple[str, ...]) -
 
 
 def rigplan_adapters(path: Path, targets: tuple[str, ...]) -> float:
-    arch = architecture_from_hf_config(path)
-    job = Job(kernels="hf", method="lora", lora_rank=RANK, lora_targets=targets)
-    own, routed = stage_lora_params(arch, job, layers=arch.num_layers, dense_layers=arch.num_dense_layers)
+    """rigplan's adapter count for the job as `rigplan estimate --framework hf` resolves it (which drops the targets
+    peft refuses: a Mamba-2 model's out_proj)."""
+    from rigplan.flow.request import EstimateRequest
+    from rigplan.flow.resolve import build_setup
+
+    setup = build_setup(EstimateRequest(model=str(path), gpu="h100-sxm", method="lora", lora_targets=list(targets),
+                                        seq=SEQ, micro_batch=BATCH, lora_rank=RANK, framework="hf"))
+    arch = setup.arch
+    own, routed = stage_lora_params(arch, setup.job, layers=arch.num_layers, dense_layers=arch.num_dense_layers)
     return float(own + routed)
 
 

@@ -265,6 +265,10 @@ class Job:
     capturable, needs the fused grouped GEMM)'), and the experts run Transformer Engine's operation fuser with one
     grouped GEMM a linear whose split sizes stay on the device (on Hopper Megatron-Bridge's Qwen3.5 spec puts
     torch.grouped_mm there), not a GEMM per expert. None: the dynamic path, a sync a layer and per-expert GEMMs."""
+    transformers_modules: bool = False
+    """The fused stack runs the model as transformers' modules with peft's adapters (Unsloth: flow.resolve sets it for
+    that preset), not Megatron-Core's; the stacks other than 'fused' always do
+    (estimate.linear_attention.transformers_modules)."""
     moe_expert_module: Literal["megatron", "te_ops", "own", "unsloth"] = "megatron"
     """Which code runs the routed experts around their grouped GEMMs where the fused grouped MLP does not
     (estimate.moe.megatron_expert_path): 'megatron', Megatron-Core's TEGroupedMLP with its clamp and per-expert

@@ -99,10 +99,18 @@ def input_projection_widths(arch: Architecture, transformers_modules: bool) -> l
 
 
 def transformers_modules(job: Job) -> bool:
-    """Whether the mixers are transformers' modules (peft on Hugging Face models; Unsloth and NeMo AutoModel on MoE
-    models, Job.moe_expert_module), not Megatron-Core's (the fused stack). A dense hybrid under Unsloth or AutoModel
-    is taken as the fused stack's: its in_proj as one module (r·h fewer adapter weights a layer per extra module)."""
-    return job.kernels != "fused" or job.moe_expert_module in ("own", "unsloth")
+    """Whether the mixers are transformers' modules (peft on Hugging Face models, Unsloth: Job.transformers_modules;
+    NeMo AutoModel on MoE models, Job.moe_expert_module), not Megatron-Core's (the fused stack). A dense hybrid under
+    NeMo AutoModel, whose own LoRA this does not follow, is taken as the fused stack's (one in_proj module)."""
+    return job.kernels != "fused" or job.transformers_modules or job.moe_expert_module in ("own", "unsloth")
+
+
+def peft_adapters(job: Job) -> bool:
+    """Whether peft attaches the job's LoRA adapters to transformers' modules: the stacks other than 'fused' and
+    Unsloth (Job.transformers_modules, moe_expert_module 'unsloth'), not Megatron-Core's LoRA or NeMo AutoModel's.
+    peft refuses an adapter on a Mamba model's out_proj (_check_lora_target_modules_mamba: transformers' fused scan
+    kernel reads that weight itself, mamba_split_conv1d_scan_combined's outproj_weight)."""
+    return job.kernels != "fused" or job.transformers_modules or job.moe_expert_module == "unsloth"
 
 
 def job_lora_linears(arch: Architecture, job: Job) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -118,9 +126,8 @@ def lora_linears(arch: Architecture, targets: tuple[str, ...], transformers_modu
     input, replicated under tp; those whose input is split by tp). Gated DeltaNet and Mamba-2: in_proj adapts every
     input projection module (input_projection_widths), out_proj the output projection (v -> h). Kimi Delta
     Attention (transformers' KimiLinearDeltaAttention): q, k and v its q_proj, k_proj and v_proj (h -> n), o its
-    o_proj (n -> h); its low-rank gate projections carry no target name rigplan takes. transformers' Mamba-2 takes no
-    adapter on out_proj (peft's _check_lora_target_modules_mamba refuses it: the fused scan kernel reads the weight
-    itself, mamba_split_conv1d_scan_combined's outproj_weight)."""
+    o_proj (n -> h); its low-rank gate projections carry no target name rigplan takes. Under peft a Mamba-2 model's
+    out_proj is no target (peft_adapters; flow.resolve drops it)."""
     la = _spec(arch)
     h = arch.hidden
     if la.kind == "kimi_delta":
@@ -128,9 +135,7 @@ def lora_linears(arch: Architecture, targets: tuple[str, ...], transformers_modu
         return [(h, n) for t in ("q", "k", "v") if t in targets], ([(n, h)] if "o" in targets else [])
     column = [(h, width) for width in input_projection_widths(arch, transformers_modules)] if "in_proj" in targets \
         else []
-    # transformers' Mamba-2 hands out_proj's weight to its fused scan kernel: peft refuses an adapter there
-    out_adapted = "out_proj" in targets and not (la.kind == "mamba2" and transformers_modules)
-    return column, ([(la.value_dim, h)] if out_adapted else [])
+    return column, ([(la.value_dim, h)] if "out_proj" in targets else [])
 
 
 def _spec(arch: Architecture) -> LinearAttention:

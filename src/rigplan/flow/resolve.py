@@ -242,8 +242,7 @@ MAMBA_OUT_PROJ_DROPPED = ("LoRA leaves out_proj of the Mamba-2 mixers out: peft 
 
 def _without_peft_refused_targets(arch: Architecture, job: Job, assumptions: list[str]) -> Job:
     """The job less the LoRA targets peft refuses on transformers' modules: out_proj on a Mamba-2 model."""
-    if not (job.is_peft and arch.has_mamba2 and "out_proj" in job.lora_targets
-            and linear_attention.transformers_modules(job)):
+    if not (job.is_peft and arch.has_mamba2 and "out_proj" in job.lora_targets and linear_attention.peft_adapters(job)):
         return job
     kept = tuple(t for t in job.lora_targets if t != "out_proj")
     if not kept:
@@ -421,6 +420,8 @@ def build_setup(spec: JobSpec, catalog: Catalog | None = None, model: ResolvedMo
     job = _context_parallel_exchange(arch, job, layout, getattr(spec, "cp_comm_type", None), assumptions)
     if arch.moe is not None and spec.framework_applied is not None and spec.framework_applied.name in OWN_EXPERTS:
         job = replace(job, moe_expert_module=OWN_EXPERTS[spec.framework_applied.name])
+    if spec.framework_applied is not None and spec.framework_applied.name == "unsloth":
+        job = replace(job, transformers_modules=True)  # Unsloth's kernels patch transformers' modules; peft's LoRA
     job = _without_peft_refused_targets(arch, job, assumptions)
     if arch.moe is not None and float(hf_experts.expert_weights_fp32(job, layout.zero)) > 0 and not gpu.peak("fp32"):
         raise UnsupportedPrecision(f"transformers' grouped_mm experts run fp32 GEMMs in this job (QLoRA after peft's "
