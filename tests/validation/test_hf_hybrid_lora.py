@@ -27,6 +27,7 @@ from rigplan.domain.layout import Layout
 from rigplan.estimate import lora_activations
 from rigplan.estimate.activations import layer_activation_bytes
 from rigplan.estimate.states import stage_lora_params
+from rigplan.measure.saved_tensors import saved_bytes_in_layers
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[frameworks]')")
 transformers = pytest.importorskip("transformers",
@@ -157,33 +158,9 @@ def test_nemotron_h_trainable_adapters_match_peft(targets: tuple[str, ...], nemo
 
 
 def saved_in_layers(model_class: Any, config: Any, path: Path, targets: tuple[str, ...]) -> int:
-    """Bytes of the distinct storages the decoder layers save in one forward (each storage once, the residual
-    stream's included; parameters not; a tensor saved on a branch the loss does not reach counts too, alike in both
-    runs of a comparison); the embedding output requires a gradient (as under gradient checkpointing
-    with peft), so the first layer saves as the others do."""
+    """Bytes of the distinct storages the decoder layers save in one forward (saved_bytes_in_layers)."""
     model = build(model_class, config, path, targets)
-    model.train()
-    model.enable_input_require_grads()
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    inside = [False]
-    saved: dict[int, int] = {}
-    held: list[Any] = []  # every packed tensor stays alive, so no freed storage's address is reused and miscounted
-
-    def pack(tensor: Any) -> Any:
-        storage = tensor.untyped_storage()
-        if inside[0] and storage.data_ptr() not in params:
-            saved[storage.data_ptr()] = storage.nbytes()
-            held.append(tensor)
-        return tensor
-
-    for layer in model.base_model.model.model.layers:
-        layer.register_forward_pre_hook(lambda _m, _a: inside.__setitem__(0, True))
-        layer.register_forward_hook(lambda _m, _a, _o: inside.__setitem__(0, False))
-    ids = torch.randint(0, VOCAB, (BATCH, SEQ))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = model(input_ids=ids, labels=ids).loss
-    del loss
-    return sum(saved.values())
+    return saved_bytes_in_layers(model, model.base_model.model.model.layers, torch.randint(0, VOCAB, (BATCH, SEQ)))
 
 
 def predicted_total(path: Path, targets: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> float:

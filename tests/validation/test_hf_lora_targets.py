@@ -4,7 +4,9 @@ fused projections.
 Tiny random-weight DeepSeek-V3 (MLA with a query rank: q_a_proj and q_b_proj), DeepSeek-V2 (MLA without one: q_proj)
 and Phi-3 (fused qkv_proj and gate_up_proj) models from transformers are given peft LoRA with the target modules
 `rigplan export --framework hf-trainer` writes; peft's trainable parameters must equal rigplan's adapter count
-exactly (states.stage_lora_params).
+exactly (states.stage_lora_params), and on the MLA models what LoRA saves less than full training must equal
+rigplan's count to the byte (lora_activations.mla_token_bytes; the MoE layers' fp32 router input,
+token_activation.hf_fp32_router_input_bytes).
 
 Needs torch, transformers and peft (pip install -e '.[frameworks]'); skipped with the reason otherwise.
 """
@@ -20,6 +22,7 @@ import pytest
 from rigplan.catalog.hf_config import architecture_from_hf_config
 from rigplan.domain.job import Job
 from rigplan.estimate.states import stage_lora_params
+from rigplan.measure.saved_tensors import saved_bytes_in_layers
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[frameworks]')")
 transformers = pytest.importorskip("transformers",
@@ -82,3 +85,48 @@ def test_trainable_adapters_match_peft(name: str, targets: tuple[str, ...], tmp_
     job = Job(kernels="hf", method="lora", lora_rank=RANK, lora_targets=targets)
     own, routed = stage_lora_params(arch, job, layers=arch.num_layers, dense_layers=arch.num_dense_layers)
     assert own + routed == pytest.approx(trainable, rel=1e-12)
+
+
+def saved_in_layers(model: Any) -> int:
+    """Bytes of the distinct storages the decoder layers save in one forward (saved_bytes_in_layers)."""
+    inner = model.base_model.model if hasattr(model, "peft_config") else model
+    return saved_bytes_in_layers(model, inner.model.layers, torch.randint(0, VOCAB, (2, 64)))
+
+
+@pytest.mark.parametrize("targets", [("q", "k", "v", "o"), ("q", "v")], ids=["q,k,v,o", "q,v"])
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "moe"])
+@pytest.mark.parametrize("name", ["deepseek_v3", "deepseek_v2"])
+def test_mla_lora_saves_what_rigplan_counts_less(name: str, dense: bool, targets: tuple[str, ...],
+                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What peft LoRA saves less than full training in MLA layers, to the byte (the attention kernel's own tensors,
+    which CPU's math SDPA keeps in fp32, are alike in both and cancel): frozen norms, linear inputs and latent
+    norms keep nothing, the adapters their fp32 inputs and lora_A's outputs (estimate.lora_activations.
+    mla_token_bytes); the MoE layers' frozen experts as peft_lora_token_bytes counts them."""
+    from rigplan.domain.layout import Layout
+    from rigplan.estimate import lora_activations
+    from rigplan.estimate.activations import layer_activation_bytes
+
+    config_class, model_class, fields = MODELS[name]
+    layers = fields["num_hidden_layers"]
+    fields = {**fields, "first_k_dense_replace": layers if dense else 1, "attn_implementation": "sdpa"}
+    config = getattr(transformers, config_class)(**fields)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config.to_dict(), default=str))
+
+    def measured(lora: bool) -> int:
+        torch.manual_seed(0)
+        model = getattr(transformers, model_class)(config).to(torch.bfloat16)
+        if lora:
+            model = peft.get_peft_model(model, peft.LoraConfig(**peft_arguments(path, targets)))
+        return saved_in_layers(model)
+
+    monkeypatch.setattr(lora_activations, "PEFT_LORA_DROPOUT", False)  # the exported adapters run at dropout 0
+    arch = architecture_from_hf_config(path)
+
+    def predicted(lora: bool) -> float:
+        extra: dict[str, Any] = {"method": "lora", "lora_rank": RANK, "lora_targets": targets} if lora else {}
+        job = Job(precision="bf16-true", seq_len=64, micro_batch=2, kernels="hf", **extra)
+        return sum(float(layer_activation_bytes(arch, job, Layout(), moe_layer=moe).saved_bytes) * count
+                   for moe, count in ((False, arch.num_dense_layers), (True, arch.num_moe_layers)) if count)
+
+    assert predicted(False) - predicted(True) == pytest.approx(measured(False) - measured(True), rel=1e-9)

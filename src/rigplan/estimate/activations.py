@@ -82,7 +82,13 @@ from rigplan.estimate import (
 from rigplan.estimate.litgpt import litgpt_token_bytes
 from rigplan.estimate.lora_activations import fused_lora_token_bytes, peft_lora_token_bytes
 from rigplan.estimate.states import expert_tp_of
-from rigplan.estimate.token_activation import LSE_BYTES, MASK_BYTES, TokenActivation, residual_bytes
+from rigplan.estimate.token_activation import (
+    LSE_BYTES,
+    MASK_BYTES,
+    TokenActivation,
+    hf_fp32_router_input_bytes,
+    residual_bytes,
+)
 from rigplan.estimate.torchtune import torchtune_token_parts
 
 
@@ -286,7 +292,7 @@ def mlp_token_bytes(arch: Architecture, job: Job, dropout: bool, moe_layer: bool
         shared += moe.latent_size
         # the shared experts' fc1 saves its own fp8 copy of the norm output (the router keeps the bf16 one)
         shared_in = q * h if moe.num_shared_experts and fp8_inputs.applies(job) else 0.0
-        router_probs = 4 * moe.num_experts
+        router_probs = 4 * moe.num_experts + hf_fp32_router_input_bytes(arch, job)
         # Permutation: an int32 row index and the fp32 routing weight of each of the k copies.
         permutation = moe.top_k * (4 + 4)
         # layernorm recompute: the pre-MLP norm of a MoE layer is a module of its own, its output freed
@@ -390,7 +396,7 @@ def _layer_activation_bytes(
 
         masks = dispatch_mask_bytes_per_token(arch, job, gate_shard(tp, layout.cp, bool(sp)))
         full_per_token = full_per_token + (masks / tp if sp else masks)
-    if job.kernels == "hf" and job.is_peft and arch.mla is None:
+    if job.kernels == "hf" and job.is_peft:
         full_per_token = full_per_token + peft_lora_token_bytes(arch, job, moe_layer).per_gpu(tp, sp)
     if job.kernels == "fused" and job.method == "lora" and not moe_layer and arch.mla is None:
         full_per_token = full_per_token + fused_lora_token_bytes(arch, job).per_gpu(tp, sp)

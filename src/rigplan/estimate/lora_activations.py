@@ -10,8 +10,8 @@ from dataclasses import replace
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
 from rigplan.estimate import fp8_inputs, linear_attention, peft_experts, peft_kbit
-from rigplan.estimate.params import mlp_lora_shapes
-from rigplan.estimate.token_activation import MASK_BYTES, TokenActivation, residual_bytes
+from rigplan.estimate.params import attention_linears, mlp_lora_shapes
+from rigplan.estimate.token_activation import MASK_BYTES, TokenActivation, hf_fp32_router_input_bytes, residual_bytes
 
 PEFT_ADAPTER_BYTES = 4
 """peft keeps LoRA weights in fp32 over a bf16 base (LoraConfig autocast_adapter_dtype=True) and casts the
@@ -65,9 +65,12 @@ def peft_lora_token_bytes(arch: Architecture, job: Job, moe_layer: bool = False)
         column_widths, row_widths = peft_kbit.adapter_inputs(arch, replace(job, lora_targets=names))
         return sum(adapter(w) for w in column_widths), sum(adapter(w) for w in row_widths)
 
-    attention_column, attention_row = adapted(tuple(t for t in job.lora_targets if t in ("q", "k", "v", "o")))
-    frozen_qk = p * (q_w + kv_w) if arch.qk_norm else 0.0
-    column, row = attention_column, attention_row - frozen_qk
+    if arch.mla is not None:
+        column, row = mla_token_bytes(arch, job, adapter)
+    else:
+        attention_column, attention_row = adapted(tuple(t for t in job.lora_targets if t in ("q", "k", "v", "o")))
+        frozen_qk = p * (q_w + kv_w) if arch.qk_norm else 0.0
+        column, row = attention_column, attention_row - frozen_qk
     if arch.linear_attention is not None:  # the mean over the layers (linear_mixer_token_bytes)
         linear_column, linear_row = linear_mixer_token_bytes(arch, job, adapter)
         column = linear_attention.blend(arch, column, linear_column)
@@ -77,7 +80,8 @@ def peft_lora_token_bytes(arch: Architecture, job: Job, moe_layer: bool = False)
         mlp_column, mlp_row = adapted(tuple(t for t in module_targets if t in mlp_targets))
         return TokenActivation(replicated_under_tp=column + ffn_share * mlp_column - (1.0 + ffn_share) * (r + p) * h,
                                split_by_tp=row + ffn_share * (mlp_row - p * arch.ffn), attention_core=0.0)
-    frozen_replicated = 2 * r * h + 2 * p * h
+    # a frozen router keeps neither the norm output nor the fp32 copy some models' routers take of it
+    frozen_replicated = 2 * r * h + 2 * p * h + hf_fp32_router_input_bytes(arch, job)
     from rigplan.estimate.moe import load_factor  # here: a dense model needs no MoE model
 
     copies = load_factor(job) * moe.top_k
@@ -92,6 +96,23 @@ def peft_lora_token_bytes(arch: Architecture, job: Job, moe_layer: bool = False)
     frozen_split = p * (routed_frozen + moe.num_shared_experts * f_sh)
     return TokenActivation(replicated_under_tp=column - frozen_replicated,
                            split_by_tp=row + shared_adapters + routed_adapters - frozen_split, attention_core=0.0)
+
+
+def mla_token_bytes(arch: Architecture, job: Job, adapter: Callable[[int], float]) -> tuple[float, float]:
+    """Per token, one multi-head latent attention block of transformers' DeepseekV3Attention under peft against full
+    training: (replicated under tp, split by tp). Each adapted linear of params.attention_linears adds
+    `adapter(d_in)` (o_proj's split, the others' replicated: the latent projections are not split); frozen, the
+    latent RMSNorms keep no normalized copy and q_b_proj and kv_b_proj no input (p·r_q twice with a query rank,
+    p·r_kv twice), and o_proj no input (p·a·d_v: the attention output is sliced to d_v and reshaped, a copy the
+    kernel does not keep). The block's input (the norm output) is in peft_lora_token_bytes' frozen set. Measured
+    exactly on CPU, DeepSeek-V2 and V3 layers (tests/validation/test_hf_lora_targets.py)."""
+    assert arch.mla is not None
+    m, p = arch.mla, job.compute_dtype_bytes
+    adapted = [lin for lin in attention_linears(arch) if set(lin.targets) & set(job.lora_targets)]
+    latent = 2 * (m.q_lora_rank + m.kv_lora_rank)
+    column = sum(adapter(lin.d_in) for lin in adapted if lin.module != "o_proj") - p * latent
+    row = sum(adapter(lin.d_in) for lin in adapted if lin.module == "o_proj") - p * arch.num_heads * m.v_head_dim
+    return column, row
 
 
 def linear_mixer_token_bytes(arch: Architecture, job: Job, adapter: Callable[[int], float]) -> tuple[float, float]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rigplan.domain.job import Job
+from rigplan.domain.model import Architecture
 
 MASK_BYTES = 1
 """Dropout masks are stored as uint8/bool (Korthikanti et al. 2022, Sec. 4.1)."""
@@ -41,3 +42,17 @@ def residual_bytes(job: Job) -> int:
             job.autocast and job.precision in ("bf16-mixed", "fp16-mixed")):
         return 4
     return job.compute_dtype_bytes
+
+
+HF_FP32_ROUTER_FAMILIES = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "dots1", "ernie4_5_moe", "glm4_moe",
+                                     "glm4v_moe_text", "glm_moe_dsa", "kimi_linear", "nemotron_h"})
+"""Model types whose transformers 5.25 router runs its gate in fp32, F.linear(hidden_states.type(torch.float32),
+self.weight.type(torch.float32)) (modeling_deepseek_v3.py DeepseekV3TopkRouter and its copies), so a router weight
+that needs a gradient keeps that fp32 copy of the layer's input."""
+
+
+def hf_fp32_router_input_bytes(arch: Architecture, job: Job) -> float:
+    """Per token, the fp32 router input an MoE layer of transformers' modules keeps in training
+    (HF_FP32_ROUTER_FAMILIES): 4·h; none on the other stacks or when LoRA freezes the router
+    (lora_activations.peft_lora_token_bytes takes it off)."""
+    return 4.0 * arch.hidden if job.kernels == "hf" and arch.family in HF_FP32_ROUTER_FAMILIES else 0.0

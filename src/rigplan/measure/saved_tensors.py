@@ -48,3 +48,40 @@ def saved_bytes_per_layer(model: Any, input_ids: Any, attention_mask: Any = None
         for ptr in storages:
             counts[ptr] = counts.get(ptr, 0) + 1
     return [sum(n for ptr, n in storages.items() if counts[ptr] == 1) for _, storages in sorted(per_layer.items())]
+
+
+def saved_bytes_in_layers(model: Any, layers: Any, input_ids: Any) -> int:
+    """Bytes of the distinct storages `layers` (a model's decoder layers) save during one forward of `input_ids`
+    (labels = inputs) and training mode: each storage once, a storage shared by layers (the residual stream)
+    included once, parameters left out. Every saved tensor is held until the end, so a freed storage's address is
+    not reused and miscounted; a tensor saved on a branch the loss does not reach counts too, alike in both runs of a
+    comparison. The embedding output is made to require a gradient (as peft's gradient checkpointing does), so the
+    first layer saves as the others do. For differences between two runs of one model (full training and LoRA)."""
+    import torch
+
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    inside = [False]
+    saved: dict[int, int] = {}
+    held: list[Any] = []
+
+    def pack(tensor: Any) -> Any:
+        storage = tensor.untyped_storage()
+        if inside[0] and storage.data_ptr() not in params:
+            saved[storage.data_ptr()] = storage.nbytes()
+            held.append(tensor)
+        return tensor
+
+    handles = []
+    for layer in layers:
+        handles.append(layer.register_forward_pre_hook(lambda _m, _a: inside.__setitem__(0, True)))
+        handles.append(layer.register_forward_hook(lambda _m, _a, _o: inside.__setitem__(0, False)))
+    model.train()
+    model.enable_input_require_grads()
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = model(input_ids=input_ids, labels=input_ids).loss
+        del loss
+    finally:
+        for handle in handles:
+            handle.remove()
+    return sum(saved.values())
