@@ -8,13 +8,22 @@ are counts (no units). Validation messages show every factor involved.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigplan.errors import InvalidSpec
 
 MlpKind = Literal["gated", "plain"]
 PositionKind = Literal["rope", "learned", "alibi", "none"]
 NormKind = Literal["rmsnorm", "layernorm"]
+
+
+class LayerLinear(NamedTuple):
+    """One linear of a layer, as transformers names the module, and the LoRA targets that adapt it."""
+
+    module: str
+    d_in: int
+    d_out: int
+    targets: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.domain.job import Job
-from rigplan.domain.model import Architecture, LinearAttention
+from rigplan.domain.model import Architecture, LayerLinear, LinearAttention
 from rigplan.estimate import comm
 from rigplan.estimate.comm import Tier
 
@@ -79,23 +79,28 @@ LORA_MIXER_TARGETS = ("in_proj", "out_proj")
 """LoRA target names of a Gated DeltaNet's or Mamba-2 mixer's linears: its input projection(s) and out_proj."""
 
 
-def input_projection_widths(arch: Architecture, transformers_modules: bool) -> list[int]:
-    """Output widths of the nn.Linear modules of a Gated DeltaNet or Mamba-2 mixer's input projection (each of
-    input h). Gated DeltaNet in transformers: Qwen3-Next in_proj_qkvz (2k + 2v) and in_proj_ba (2·H_v), Qwen3.5
-    in_proj_qkv (2k + v), in_proj_z (v), in_proj_b and in_proj_a (H_v each) (LinearAttention.input_projections);
-    in Megatron-Core one in_proj of 2k + 2v + 2·H_v. Mamba-2: in_proj (2v + 2k + H). Kimi Delta Attention: none (its
-    q, k and v projections carry the attention targets' names)."""
+def mixer_linears(arch: Architecture, transformers_modules: bool) -> list[LayerLinear]:
+    """The linears of one linear-attention mixer, as the modules are named, with the LoRA targets that adapt each.
+    Gated DeltaNet: its input projection ('in_proj') as transformers splits it, Qwen3-Next in_proj_qkvz (h -> 2k + 2v)
+    and in_proj_ba (h -> 2·H_v), Qwen3.5 in_proj_qkv (2k + v), in_proj_z (v), in_proj_b and in_proj_a (H_v each)
+    (LinearAttention.input_projections), or Megatron-Core's one in_proj (2k + 2v + 2·H_v); Mamba-2: in_proj
+    (h -> 2v + 2k + H); both out_proj (v -> h, 'out_proj'). Kimi Delta Attention (transformers'
+    KimiLinearDeltaAttention): q_proj, k_proj and v_proj (h -> n) and o_proj (n -> h), under the attention targets'
+    names; its low-rank gate projections carry no target name rigplan takes."""
     la = _spec(arch)
-    k, v, heads = la.key_dim, la.value_dim, la.num_value_heads
+    h, k, v, heads = arch.hidden, la.key_dim, la.value_dim, la.num_value_heads
     if la.kind == "kimi_delta":
-        return []
+        return [*(LayerLinear(f"{t}_proj", h, k, (t,)) for t in ("q", "k", "v")), LayerLinear("o_proj", k, h, ("o",))]
     if la.kind == "mamba2":
-        return [2 * v + 2 * k + heads]
-    if not transformers_modules:
-        return [2 * k + 2 * v + 2 * heads]
-    if la.input_projections == 4:
-        return [2 * k + v, v, heads, heads]
-    return [2 * k + 2 * v, 2 * heads]
+        inputs = [("in_proj", 2 * v + 2 * k + heads)]
+    elif not transformers_modules:
+        inputs = [("in_proj", 2 * k + 2 * v + 2 * heads)]
+    elif la.input_projections == 4:
+        inputs = [("in_proj_qkv", 2 * k + v), ("in_proj_z", v), ("in_proj_b", heads), ("in_proj_a", heads)]
+    else:
+        inputs = [("in_proj_qkvz", 2 * k + 2 * v), ("in_proj_ba", 2 * heads)]
+    return [*(LayerLinear(name, h, width, ("in_proj",)) for name, width in inputs),
+            LayerLinear("out_proj", v, h, ("out_proj",))]
 
 
 def transformers_modules(job: Job) -> bool:
@@ -122,20 +127,13 @@ def job_lora_linears(arch: Architecture, job: Job) -> tuple[list[tuple[int, int]
 
 def lora_linears(arch: Architecture, targets: tuple[str, ...], transformers_modules: bool
                  ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """(d_in, d_out) of the linears LoRA adapts in one linear-attention mixer: (those whose input is the layer's
-    input, replicated under tp; those whose input is split by tp). Gated DeltaNet and Mamba-2: in_proj adapts every
-    input projection module (input_projection_widths), out_proj the output projection (v -> h). Kimi Delta
-    Attention (transformers' KimiLinearDeltaAttention): q, k and v its q_proj, k_proj and v_proj (h -> n), o its
-    o_proj (n -> h); its low-rank gate projections carry no target name rigplan takes. Under peft a Mamba-2 model's
-    out_proj is no target (peft_adapters; flow.resolve drops it)."""
-    la = _spec(arch)
-    h = arch.hidden
-    if la.kind == "kimi_delta":
-        n = la.key_dim
-        return [(h, n) for t in ("q", "k", "v") if t in targets], ([(n, h)] if "o" in targets else [])
-    column = [(h, width) for width in input_projection_widths(arch, transformers_modules)] if "in_proj" in targets \
-        else []
-    return column, ([(la.value_dim, h)] if "out_proj" in targets else [])
+    """(d_in, d_out) of the linears LoRA adapts in one linear-attention mixer (mixer_linears): (those whose input is
+    the layer's input, replicated under tp; the output projection, whose input is split by tp). Under peft a Mamba-2
+    model's out_proj is no target (peft_adapters; flow.resolve drops it)."""
+    adapted = [lin for lin in mixer_linears(arch, transformers_modules) if set(lin.targets) & set(targets)]
+    output = ("o_proj", "out_proj")
+    return ([(lin.d_in, lin.d_out) for lin in adapted if lin.module not in output],
+            [(lin.d_in, lin.d_out) for lin in adapted if lin.module in output])
 
 
 def _spec(arch: Architecture) -> LinearAttention:

@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
 
-from rigplan.domain.model import Architecture
+from rigplan.domain.model import Architecture, LayerLinear
 from rigplan.estimate import linear_attention, sparse_attention
 
 
@@ -262,15 +261,6 @@ def mlp_lora_shapes(arch: Architecture, targets: tuple[str, ...], width: int, ff
     is) that LoRA targets adapt module by module: gate (gated MLPs only) and up (width, ffn), down (ffn, width)."""
     shapes = {"gate": (width, ffn), "up": (width, ffn), "down": (ffn, width)}
     return [shapes[t] for t in ("gate", "up", "down") if t in targets and (t != "gate" or arch.mlp == "gated")]
-
-
-class LayerLinear(NamedTuple):
-    """One linear of a layer, as transformers names the module, and the LoRA targets that adapt it."""
-
-    module: str
-    d_in: int
-    d_out: int
-    targets: tuple[str, ...]
 
 
 def attention_linears(arch: Architecture) -> list[LayerLinear]:

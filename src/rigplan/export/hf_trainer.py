@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rigplan.estimate import linear_attention
 from rigplan.estimate.params import attention_linears, dense_mlp_linears
 from rigplan.estimate.peft_experts import PEFT_MLP_NAME_REWRITE_FAMILIES
 from rigplan.export.common import MEGATRON_ONLY_RECIPES, Exported, batch_of, require, torchrun_prefix, unsupported
@@ -44,14 +45,10 @@ def target_modules(setup: TrainingSetup) -> list[str]:
     names += [lin.module for lin in dense_mlp_linears(arch) if set(lin.targets) & mlp]
     if arch.moe is not None and not arch.ffn:  # no dense MLP: the shared experts' modules carry the MLP names
         names += [PEFT_NAMES[t] for t in ("gate", "up", "down") if t in mlp and PEFT_NAMES[t] not in names]
-    la = arch.linear_attention
-    if la is not None and la.kind == "kimi_delta":
-        names += [PEFT_NAMES[t] for t in ("q", "k", "v", "o") if t in targets and PEFT_NAMES[t] not in names]
-    elif la is not None:
-        if "in_proj" in targets:
-            names += (["in_proj"] if la.kind == "mamba2" else ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
-                      if la.input_projections == 4 else ["in_proj_qkvz", "in_proj_ba"])
-        names += ["out_proj"] if "out_proj" in targets and la.kind != "mamba2" else []
+    if arch.linear_attention is not None:  # the mixers' modules the other layers have not named already
+        refused = {"out_proj"} if arch.has_mamba2 else set()
+        names += [lin.module for lin in linear_attention.mixer_linears(arch, transformers_modules=True)
+                  if set(lin.targets) & targets and lin.module not in names and lin.module not in refused]
     return names
 
 
