@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from rigplan.calibration.file import CalibrationFile, load_calibration
-from rigplan.cli.common import build_request, echo_json, guarded, model_options
+from rigplan.cli.common import build_request, choice, echo_json, guarded, model_options
 from rigplan.errors import InvalidSpec
 from rigplan.flow.request import MemoryRequest
 from rigplan.flow.resolve import build_setup
@@ -49,7 +49,7 @@ def render_rows(title: str, rows: list[dict[str, Any]]) -> Table:
 @click.command("check")
 @click.argument("model", required=False)
 @model_options
-@click.option("--method", type=click.Choice(["full", "lora"]), default="full", show_default=True)
+@click.option("--method", type=choice(["full", "lora"]), default="full", show_default=True)
 @click.option("--lora-rank", type=int, default=16, show_default=True, help="LoRA rank r.")
 @click.option("--lora-targets", default="q,v", show_default=True,
               help="Comma list of q,k,v,o,gate,up,down,in_proj,out_proj or 'all'.")
@@ -57,10 +57,10 @@ def render_rows(title: str, rows: list[dict[str, Any]]) -> Table:
 @click.option("--micro-batch", type=int, default=2, show_default=True, help="Sequences per micro-batch.")
 @click.option("--accumulation", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Micro-batches per optimizer step (gradient accumulation).")
-@click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "bf16-true"]),
+@click.option("--precision", type=choice(["fp32", "bf16-mixed", "bf16-true"]),
               help="fp32; bf16-true (bf16 weights and AdamW states); bf16-mixed (bf16 weights, fp32 masters and "
                    "states). Default: bf16-mixed for full, bf16-true for LoRA.")
-@click.option("--recompute", type=click.Choice(["none", "full"]), default="none", show_default=True,
+@click.option("--recompute", type=choice(["none", "full"]), default="none", show_default=True,
               help="Recompute each block in backward (torch.utils.checkpoint).")
 @click.option("--fsdp", is_flag=True, help="FSDP2 full sharding over the torchrun processes (default there: DDP).")
 @click.option("--steps", type=click.IntRange(1, 10_000), default=5, show_default=True, help="Measured steps.")

@@ -26,8 +26,15 @@ from rigplan.flow.framework import PRESET_FIELDS
 if TYPE_CHECKING:  # pydantic is imported only when a request needs it (flow/fields.py)
     from pydantic import BaseModel, ValidationError
 
+
+def choice(values: Any) -> click.Choice:
+    """A click choice of lowercase ids that also takes them in any case (LoRA, CNY, BF16-mixed), as model and GPU ids
+    are; the value passed on is the listed id."""
+    return click.Choice(list(values), case_sensitive=False)
+
+
 KERNELS_OPTION = click.option(
-    "--kernels", type=click.Choice(list(KERNEL_STACKS)), default="fused", show_default=True,
+    "--kernels", type=choice(list(KERNEL_STACKS)), default="fused", show_default=True,
     help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan); "
          "hf: Hugging Face transformers modules (fp32 norm copies, peft LoRA adapters in fp32); "
          "litgpt: lit-gpt's 2023 modules (fp32 RMSNorm, LoRA dropout); "
@@ -36,7 +43,7 @@ KERNELS_OPTION = click.option(
 OPTIMIZER_HELP = ("muon: one momentum per hidden-layer matrix, orthogonalised by five Newton-Schulz iterations each "
                   "step (Moonlight, Kimi K2); embeddings, head and norms on AdamW.")
 LOSS_OPTION = click.option(
-    "--loss", type=click.Choice(list(LOSS_IMPLS)), default="unfused",
+    "--loss", type=choice(list(LOSS_IMPLS)), default="unfused",
     show_default=True,
     help="Cross-entropy implementation (logit buffers): unfused = on an fp32 copy of the logits "
          "(transformers, torchtitan); fused = Megatron's vocab-parallel kernel (one fp32 copy); "
@@ -47,7 +54,7 @@ LOSS_OPTION = click.option(
          "their bf16 gradient in one kernel (torchtitan with --compile).")
 """--loss, as memory, estimate, plan and compare take it."""
 
-OPTIMIZER_OPTION = click.option("--optimizer", type=click.Choice(list(OPTIMIZERS)), default="adamw", show_default=True,
+OPTIMIZER_OPTION = click.option("--optimizer", type=choice(list(OPTIMIZERS)), default="adamw", show_default=True,
                                 help=OPTIMIZER_HELP)
 """--optimizer, as plan and compare take it (memory and estimate take it with their recipe options)."""
 
@@ -196,8 +203,8 @@ def model_options(func: F) -> F:
         click.option("--head-dim", type=int, help="Head dimension. Default: hidden / heads."),
         click.option("--ffn", type=int, help="MLP intermediate size. Default: 4 x hidden."),
         click.option("--vocab", type=int, help="Vocabulary size."),
-        click.option("--mlp", type=click.Choice(["gated", "plain"]), help="Gated (SwiGLU) or plain MLP."),
-        click.option("--positions", type=click.Choice(["rope", "learned", "alibi", "none"]), help="Position encoding."),
+        click.option("--mlp", type=choice(["gated", "plain"]), help="Gated (SwiGLU) or plain MLP."),
+        click.option("--positions", type=choice(["rope", "learned", "alibi", "none"]), help="Position encoding."),
         click.option("--tied-embeddings/--untied-embeddings", default=None, help="Share input and output embeddings."),
         click.option("--experts", type=int, help="MoE: routed experts per layer."),
         click.option("--top-k", type=int, help="MoE: experts per token."),
@@ -238,12 +245,12 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
                      help="MoE: expert all-to-all overlapped with another micro-batch's computation (Megatron-Core "
                           "1F1B EP overlap, DualPipe); uses the DeepEP dispatcher unless --moe-dispatcher says "
                           "otherwise."),
-        click.option("--a2a-overlap-schedule", type=click.Choice(["1f1b", "dualpipe"]), default="1f1b",
+        click.option("--a2a-overlap-schedule", type=choice(["1f1b", "dualpipe"]), default="1f1b",
                      show_default=True,
                      help="MoE, with --a2a-overlap: 1f1b = Megatron-Core's EP overlap (the forward of one "
                           "micro-batch beside the backward of another; hides a third of the all-to-all, "
                           "docs/methodology/moe.md); dualpipe = DeepSeek's DualPipe (hides all of it)."),
-        click.option("--moe-dispatcher", type=click.Choice(["alltoall", "deepep", "hybridep", "einsum", "allgather"]),
+        click.option("--moe-dispatcher", type=choice(["alltoall", "deepep", "hybridep", "einsum", "allgather"]),
                      help="MoE: token dispatcher. alltoall: NCCL all-to-all, every routed copy crosses the network; "
                           "deepep or hybridep: DeepEP or HybridEP (Megatron-Core's flex dispatcher backends), one "
                           "copy of a token per destination rank and one crossing per destination node, forwarded "
@@ -256,7 +263,7 @@ def moe_routing_option_list() -> list[Callable[[F], F]]:
                      help="MoE, MXFP8 on Blackwell: the routed experts run Transformer Engine's fused grouped MLP "
                           "(NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, Megatron-Bridge cutedsl_fused_grouped_mlp): SwiGLU "
                           "and quantization in the GEMM epilogues, grouped GEMMs at the dense fp8 rate."),
-        click.option("--experts-implementation", type=click.Choice(["grouped_mm", "eager"]),
+        click.option("--experts-implementation", type=choice(["grouped_mm", "eager"]),
                      help="MoE in Hugging Face transformers (from_pretrained's experts_implementation): grouped_mm, "
                           "transformers 5's default, one torch._grouped_mm per expert linear and no host wait; "
                           "eager, transformers 4's path, a Python loop over the experts with a host wait at each "
@@ -298,11 +305,11 @@ def kernel_option_list() -> list[Callable[[F], F]]:
         click.option("--autocast/--no-autocast", default=False,
                      help="torch.autocast mixed precision (Composer amp_bf16, Hugging Face Trainer bf16=True): the "
                           "residual stream stays fp32 and every matmul input is cast to bf16 first (extra traffic)."),
-        click.option("--attention-kernel", type=click.Choice(["fa2", "fa3", "cudnn", "triton", "sdpa"]),
+        click.option("--attention-kernel", type=choice(["fa2", "fa3", "cudnn", "triton", "sdpa"]),
                      help="Flash-attention kernel with --attention flash. Default: the stack's (cuDNN under "
                           "--kernels fused on Hopper/Blackwell, FlashAttention-2 on Ampere, PyTorch SDPA for "
                           "eager stacks); a kernel the GPU lacks falls back to that default."),
-        click.option("--cuda-graphs", type=click.Choice(["none", "full"]), default="none", show_default=True,
+        click.option("--cuda-graphs", type=choice(["none", "full"]), default="none", show_default=True,
                      help="full: the whole iteration replayed as one CUDA graph (Megatron-Core cuda_graph_impl "
                           "full_iteration): no host pacing of dropless MoE layers; per-module graphs are "
                           "--cuda-graph-scope."),
@@ -315,7 +322,7 @@ def kernel_option_list() -> list[Callable[[F], F]]:
                           "NVTE_FP8_DPA=1): the cuDNN kernel at its measured fp8 rate (1.26x bf16 on Blackwell, "
                           "0.90x on Hopper, cuDNN 9.19), other kernels with the matrix products in fp8 and the "
                           "softmax exponentials at their own rate; needs --precision fp8."),
-        click.option("--fp8-recipe", type=click.Choice(list(FP8_RECIPES)), default="delayed",
+        click.option("--fp8-recipe", type=choice(list(FP8_RECIPES)), default="delayed",
                      show_default=True,
                      help="fp8 scaling with --precision fp8: delayed per-tensor (Transformer Engine on Hopper), "
                           "current per-tensor (torchao float8 tensorwise, torchtitan), blockwise: fp32 scales per "
@@ -349,13 +356,13 @@ def overlap_option_list() -> list[Callable[[F], F]]:
                           "hides only with --vpp > 1 (interleaved schedule). Default off."),
         click.option("--cp-comm-overlap/--no-cp-comm-overlap", default=None,
                      help="Context-parallel ring K/V exchange overlapped with attention. Default on."),
-        click.option("--cp-comm-type", type=click.Choice(["p2p", "a2a"]), default=None,
+        click.option("--cp-comm-type", type=choice(["p2p", "a2a"]), default=None,
                      help="Context-parallel exchange: p2p, a ring of K/V blocks under attention (Transformer "
                           "Engine's default); a2a, all-to-all of q, k, v and the output around the attention "
                           "core (DeepSpeed-Ulysses, cp_comm_type a2a), which needs heads and kv-heads per "
                           "tensor-parallel rank divisible by --cp. Default: p2p, a2a for models with learned "
                           "attention sinks (gpt-oss), which Transformer Engine runs only that way."),
-        click.option("--grad-reduce-dtype", type=click.Choice(["fp32", "bf16"]),
+        click.option("--grad-reduce-dtype", type=choice(["fp32", "bf16"]),
                      help="Dtype of the data-parallel gradient reduction (fp32: Megatron with bf16, "
                           "torchtitan). Default: the gradients' own dtype."),
         click.option("--grad-bucket-params", type=float, default=None,
@@ -380,7 +387,7 @@ def job_options_without_preset(func: F) -> F:
 
 def _job_options(func: F, *, preset: bool) -> F:
     options = [
-        click.option("--method", type=click.Choice(["full", "lora", "qlora"]), default="full", show_default=True,
+        click.option("--method", type=choice(["full", "lora", "qlora"]), default="full", show_default=True,
                      help="Full training/fine-tune, LoRA, or QLoRA (NF4 base)."),
         click.option("--lora-rank", type=int, default=16, show_default=True, help="LoRA rank r."),
         click.option("--lora-targets", default="q,v", show_default=True,
@@ -391,11 +398,11 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--micro-batch", type=int, default=1, show_default=True, help="Sequences per micro-batch."),
         click.option("--global-batch", type=int,
                      help="Sequences per optimizer step (all GPUs). Default: about 4M tokens per step."),
-        click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
+        click.option("--precision", type=choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
                                                        "bf16", "fp16"]),
                      help="Precision recipe (bf16 = bf16-mixed). Default: bf16-mixed for full training, "
                           "bf16-true for LoRA/QLoRA."),
-        click.option("--optimizer", type=click.Choice(list(OPTIMIZERS)), default="adamw", show_default=True,
+        click.option("--optimizer", type=choice(list(OPTIMIZERS)), default="adamw", show_default=True,
                      help=OPTIMIZER_HELP),
         click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
                      help="ZeRO stage over the data-parallel group."),
@@ -432,7 +439,7 @@ def _job_options(func: F, *, preset: bool) -> F:
                           "(torchtitan output_weight; 1 = Megatron --account-for-loss-in-pipeline-split)."),
         *moe_routing_option_list(),
         *overlap_option_list(),
-        click.option("--recompute-method", type=click.Choice(["uniform", "block"]), default="uniform",
+        click.option("--recompute-method", type=choice(["uniform", "block"]), default="uniform",
                      show_default=True,
                      help="With --recompute full and --recompute-num-layers N (Megatron): uniform saves one "
                           "input per N layers and recomputes them all; block recomputes only the first N layers "
@@ -442,7 +449,7 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--recompute-every", type=int,
                      help="With --recompute full: checkpoint every N-th layer only (torchtitan's layer-level "
                           "selective checkpointing, selective_ac_option N)."),
-        click.option("--recompute", type=click.Choice(["none", "selective", "op", "full"]),
+        click.option("--recompute", type=choice(["none", "selective", "op", "full"]),
                      help="Activation recomputation: selective = Megatron attention-core recompute; "
                           "op = torchtitan per-op selective checkpointing; full = every layer. "
                           "Default: full for QLoRA (as its recipes run), none otherwise."),
@@ -468,8 +475,8 @@ def _job_options(func: F, *, preset: bool) -> F:
                      help="MoE with --recompute op: the routed experts' grouped-GEMM outputs join torchtitan's "
                           "per-op save list (aten._grouped_mm), so backward does not run those GEMMs again; more "
                           "memory, less recompute."),
-        click.option("--attention", type=click.Choice(["flash", "eager"]), default="flash", show_default=True),
-        click.option("--offload", type=click.Choice(["none", "optimizer", "all"]), default="none",
+        click.option("--attention", type=choice(["flash", "eager"]), default="flash", show_default=True),
+        click.option("--offload", type=choice(["none", "optimizer", "all"]), default="none",
                      show_default=True, help="CPU offload of optimizer states, or of parameters too."),
         click.option("--optimizer-in-backward", is_flag=True, help="Fuse the optimizer step into backward."),
         click.option("--activation-offload/--no-activation-offload", default=False,
@@ -482,11 +489,11 @@ def _job_options(func: F, *, preset: bool) -> F:
                           "Llama-style recipes)."),
         KERNELS_OPTION,
         *kernel_option_list(),
-        click.option("--checkpoint-load", type=click.Choice(["sharded", "full"]), default="sharded",
+        click.option("--checkpoint-load", type=choice(["sharded", "full"]), default="sharded",
                      show_default=True,
                      help="sharded: each rank reads its shard; full: the whole checkpoint is materialised on "
                           "every rank before FSDP shards it (FSDP1 full-state-dict loads; sets the load peak)."),
-        click.option("--nf4-quantizer", type=click.Choice(["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]),
+        click.option("--nf4-quantizer", type=choice(["bitsandbytes", "bitsandbytes-legacy", "torchao-unchunked"]),
                      default="bitsandbytes", show_default=True,
                      help="QLoRA: what quantizes and runs the 4-bit base (bitsandbytes-legacy: before 0.43.2, "
                           "its 4-bit matmul also saves its input; torchao before chunking needs 68 B per element "
@@ -558,12 +565,12 @@ def job_values(kwargs: dict[str, Any]) -> dict[str, Any]:
 def recipe_options(func: F) -> F:
     """The training recipe of commands that search layouts themselves (plan, compare)."""
     options = [
-        click.option("--method", type=click.Choice(["full", "lora", "qlora"]), default="full", show_default=True),
+        click.option("--method", type=choice(["full", "lora", "qlora"]), default="full", show_default=True),
         click.option("--lora-rank", type=int, default=16, show_default=True),
         click.option("--lora-targets", default="q,v", show_default=True),
         click.option("--seq", type=int, help="Sequence length (default: min(4096, model context))."),
         click.option("--global-batch", type=int, help="Sequences per step (default: about 4M tokens)."),
-        click.option("--precision", type=click.Choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
+        click.option("--precision", type=choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
                                                        "bf16", "fp16"])),
         calibration_option(),
         framework_option(),

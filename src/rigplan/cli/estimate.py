@@ -9,6 +9,7 @@ import click
 from rigplan.cli.common import (
     build_request,
     check_option,
+    choice,
     echo_json,
     exit_for_check,
     guarded,
@@ -30,7 +31,7 @@ from rigplan.report.text import render_estimate
 @click.option("--nics-per-node", type=int, help="Scale-out NICs per node.")
 @click.option("--host-power-w", type=float, default=250.0, show_default=True,
               help="Host power per GPU under load (CPUs, NICs, fans; DGX H100 runs 6.5-8.5 kW with 5.6 kW of GPUs).")
-@click.option("--storage", type=click.Choice(["auto", "nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"]),
+@click.option("--storage", type=choice(["auto", "nvme", "nvme-gen5", "raid0-4", "ceph-4", "tectonic"]),
               default="auto", show_default=True,
               help="Checkpoint storage (sets checkpoint write time); auto: node-local NVMe on one host (up to 8 "
                    "GPUs), shared ceph-4 beyond (a checkpoint on a failed node's disk is lost with it).")

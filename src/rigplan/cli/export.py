@@ -9,6 +9,7 @@ import click
 
 from rigplan.cli.common import (
     build_request,
+    choice,
     echo_json,
     fail,
     guarded,
@@ -51,7 +52,7 @@ def show_export(exported: Exported, written: list[str], as_json: bool) -> None:
         click.echo(f"wrote {path}")
 
 
-framework_option = click.option("--framework", "framework", type=click.Choice(FRAMEWORKS), required=True,
+framework_option = click.option("--framework", "framework", type=choice(FRAMEWORKS), required=True,
                                 help="megatron (Megatron-LM/NeMo args), torchtitan (job TOML), deepspeed (JSON), "
                                      "accelerate (FSDP/DDP YAML), hf-trainer (TrainingArguments JSON).")
 

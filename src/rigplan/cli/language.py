@@ -19,7 +19,8 @@ _patched = False
 
 def language_option(func: Any) -> Any:
     return click.option(
-        "--lang", type=click.Choice(i18n.LANGUAGES), default=None, expose_value=False, is_eager=True,
+        "--lang", type=click.Choice(i18n.LANGUAGES, case_sensitive=False), default=None, expose_value=False,
+        is_eager=True,
         callback=_set_language,
         help=f"Language of the output: en or zh (Chinese). Default: ${i18n.ENV_VAR}, else en. Numbers, units, "
              "flag names and model/GPU ids stay as typed; --json keys and codes stay English.")(func)

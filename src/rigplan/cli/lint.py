@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rigplan.bounds import check
-from rigplan.cli.common import echo_json, fail, guarded
+from rigplan.cli.common import choice, echo_json, fail, guarded
 from rigplan.lint import LintResult, Workload, lint_build
 from rigplan.report.text import stdout_console
 from rigplan.servers.load import resolve_build
@@ -24,7 +24,7 @@ SEVERITY_STYLE = {"error": "[bold red]error[/bold red]", "warning": "[yellow]war
 @click.option("--for", "for_model", metavar="MODEL",
               help="Check a workload on this build: catalog model id, config.json, or a size like 70b. "
                    "Without it, the build's own claims are checked.")
-@click.option("--method", type=click.Choice(["full", "lora", "qlora"]), help="Training method for --for [full].")
+@click.option("--method", type=choice(["full", "lora", "qlora"]), help="Training method for --for [full].")
 @click.option("--tokens", help="Training tokens for --for, e.g. 2T or 300B: adds the time to train.")
 @click.option("--seq", type=int, help="Sequence length for --for (default: min(4096, model context)).")
 @click.option("--quiet", "-q", is_flag=True, help="Show errors and warnings only.")

@@ -17,6 +17,7 @@ from rigplan.cli.common import (
     build_request,
     check_option,
     check_output_path,
+    choice,
     echo_json,
     exit_for_check,
     explicit_values,
@@ -111,18 +112,18 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
 @click.option("--cloud", "cloud_only", is_flag=True, help="Only rent.")
 @click.option("--onprem", "onprem_only", is_flag=True, help="Only buy.")
 @click.option("--both", "both_modes", is_flag=True, help="Rent or buy (the default).")
-@click.option("--onprem-basis", type=click.Choice(["purchase", "amortized"]), default="purchase", show_default=True,
+@click.option("--onprem-basis", type=choice(["purchase", "amortized"]), default="purchase", show_default=True,
               help="purchase: buying counts in full; amortized: the job's share of a busy owned cluster.")
 @recipe_options
 @OPTIMIZER_OPTION
 @KERNELS_OPTION
-@click.option("--currency", type=click.Choice(["usd", "cny"]), default="usd", show_default=True)
+@click.option("--currency", type=choice(["usd", "cny"]), default="usd", show_default=True)
 @click.option("--fx", "fx_cny_per_usd", type=float, help="CNY per USD (default 7.1, 2026-12).")
 @click.option("--top", type=int, default=10, show_default=True, help="Options in the ranked list.")
 @click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write the time-vs-cost plot (.png/.svg).")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown report.")
-@click.option("--export", "export_framework", type=click.Choice(FRAMEWORKS),
+@click.option("--export", "export_framework", type=choice(FRAMEWORKS),
               help="Also write the best candidate as this framework's configuration (see rigplan export).")
 @click.option("--export-dir", type=click.Path(file_okay=False), help="Folder for --export files (default: print).")
 @click.option("--force", is_flag=True, help="Overwrite existing --plot/--markdown/--export files.")

@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from rigplan.cli.common import echo_json, guarded
+from rigplan.cli.common import choice, echo_json, guarded
 from rigplan.report.text import stdout_console
 from rigplan.servers.listing import CATEGORIES, server_records, server_row, server_show
 from rigplan.servers.schema import ServerRecord
@@ -29,7 +29,7 @@ def _row(record: ServerRecord, summary: dict[str, Any]) -> list[str]:
 
 @click.group("servers", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--category", type=click.Choice(CATEGORIES), help="Only builds of this category.")
+@click.option("--category", type=choice(CATEGORIES), help="Only builds of this category.")
 @click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(),
               help="Folder with servers/ (and gpus/) overlays (repeatable; also RIGPLAN_CATALOG).")
 @click.pass_context

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from rigplan.catalog.load import load_catalog
 from rigplan.catalog.schema import as_of_text
-from rigplan.cli.common import build_request, echo_json, guarded
+from rigplan.cli.common import build_request, choice, echo_json, guarded
 from rigplan.cost.money import Money
 from rigplan.cost.scenarios import SEED_GPU_ID, SeedScenario, seed_scenario
 from rigplan.cost.tariffs import NAMED_TARIFFS
@@ -161,21 +161,21 @@ def render_seed(seed: SeedScenario, m: Money, console: Console) -> None:
 @click.option("--offers", type=click.Path(), help="YAML list of offers (provider, pricing, usd_per_gpu_hour, "
                                                   "as_of, source) replacing the catalog's.")
 @click.option("--pricing", multiple=True,
-              type=click.Choice(["on-demand", "reserved", "spot", "community", "serverless"]),
+              type=choice(["on-demand", "reserved", "spot", "community", "serverless"]),
               help="Keep only these catalog offer kinds (repeatable).")
 @click.option("--all-offers", is_flag=True, help="Also show older snapshots of the same provider and pricing.")
 @click.option("--storage-tb", type=float, default=0.0, help="Cloud storage kept during the job, TB.")
 @click.option("--storage-per-gb-month", type=float, default=0.0, help="Cloud storage price per GB-month.")
 @click.option("--egress-tb", type=float, default=0.0, help="Data moved out of the cloud, TB.")
 @click.option("--egress-per-gb", type=float, default=0.0, help="Egress price per GB.")
-@click.option("--currency", type=click.Choice(["usd", "cny"]), default="usd", show_default=True,
+@click.option("--currency", type=choice(["usd", "cny"]), default="usd", show_default=True,
               help="Currency of every money flag and of the output.")
 @click.option("--fx", type=float, default=7.1, show_default=True, help="CNY per USD (approximate, 2026-12).")
 @click.option("--tou", help='Time-of-use tariff, e.g. "peak:8h@0.12,flat:8h@0.08,valley:8h@0.04" (prices in '
               '--currency), or a named tariff in its own currency (dated, sourced; docs/methodology/cost.md): '
               + ", ".join(NAMED_TARIFFS) + ".")
 @click.option("--shiftable", is_flag=True, help="The job can run in the cheapest tariff hours first.")
-@click.option("--scenario", type=click.Choice(["seed"]), help="seed: the seed article's §4 example, then corrected.")
+@click.option("--scenario", type=choice(["seed"]), help="seed: the seed article's §4 example, then corrected.")
 @click.option("--catalog", "catalog_dirs", multiple=True, type=click.Path(), help="Catalog overlay folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @guarded

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from rigplan.cli.common import echo_json, fail, guarded
+from rigplan.cli.common import choice, echo_json, fail, guarded
 from rigplan.report.text import stdout_console
 from rigplan.validation.run import (
     SUITES,
@@ -134,7 +134,7 @@ def render(results: list[CaseResult], summaries: list[GroupSummary], verbose: bo
 
 
 @click.command("validate")
-@click.option("--suite", type=click.Choice([*SUITES, "all"]), default="all", show_default=True,
+@click.option("--suite", type=choice([*SUITES, "all"]), default="all", show_default=True,
               help="Which case suite to run.")
 @click.option("--group", help="Only cases whose group contains TEXT.")
 @click.option("--case", "case_id", help="Only the case with this id (or ids containing TEXT).")
