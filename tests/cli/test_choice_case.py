@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from tests.cli.cli_run import run_main
+from cli_run import run_main
 
 
 def _json(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> dict:
@@ -37,7 +36,7 @@ def test_currency_in_capitals_prices_in_that_currency(monkeypatch: pytest.Monkey
 
 def test_a_value_not_listed_is_one_error_line(monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_main(["memory", "llama-3.1-8b", "--gpu", "h100-sxm", "--method", "LoRAX"], monkeypatch,
+    code, _, err = run_main(["memory", "llama-3.1-8b", "--gpu", "h100-sxm", "--method", "LoRAX"], monkeypatch,
                               capsys)
     assert code == 2
     lines = err.strip().splitlines()

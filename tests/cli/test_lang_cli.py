@@ -90,6 +90,16 @@ def test_chinese_errors_are_one_line_exit_2(files, line, monkeypatch, capsys) ->
     assert not english_words(lines[0].replace(files["folder"], "FOLDER")), lines[0]
 
 
+def test_seed_correction_names_the_price_kind_in_chinese(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The corrected GPU price says what kind of price it is (a catalog price's kind, a command name in English, so
+    the untranslated-word check above passes it either way)."""
+    code, out = _zh(["tco", "--scenario", "seed"], monkeypatch)
+    assert code == 0, out
+    line = next(ln for ln in out.splitlines() if "GPU 价格" in ln)
+    kind = line.split("（", 1)[1].split("，", 1)[0]
+    assert kind in {"市场价", "标价", "估计"}, line
+
+
 def test_environment_variable_selects_chinese_and_the_flag_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RIGPLAN_LANG", "zh")
     zh = CliRunner().invoke(cli, ["memory", "llama-3.1-8b"]).output
