@@ -226,13 +226,13 @@ def test_gb200_gemm_fraction_is_the_median_of_nvidias_same_harness_ratios() -> N
 def test_the_gemm_fraction_slows_gemms_and_leaves_attention_alone() -> None:
     """A part's gemm_power_fraction scales its GEMM efficiencies and leaves the attention kernels (whose Blackwell
     curve was measured on a GB200) and memory-bound work as they are."""
-    from rigplan.estimate.stage_time import _rates
+    from rigplan.estimate.layer_terms import layer_rates
 
     gb200 = _gpu("gb200")
     full = replace(gb200, gemm_power_fraction=1.0)
     arch = load_catalog().model("llama-3.1-8b").to_domain()
     job = Job(seq_len=4096, micro_batch=1, precision="bf16-mixed")
-    slow, fast = (_rates(arch, job, Layout(tp=2, dp=4), gpu, efficiency_for(gpu), 2.0, 1.0, 1.0, 1.0)
+    slow, fast = (layer_rates(arch, job, Layout(tp=2, dp=4), gpu, efficiency_for(gpu), 2.0, 1.0, 1.0, 1.0)
                   for gpu in (gb200, full))
     for name in ("proj_eff", "mlp_eff", "head_eff"):
         assert float(getattr(slow, name)) == pytest.approx(0.91 * float(getattr(fast, name))), name

@@ -9,7 +9,7 @@ import pytest
 from rigplan.domain.layout import Layout, check_layout_for_model
 from rigplan.errors import InvalidSpec
 from rigplan.estimate import comm
-from rigplan.estimate.stage_time import attention_head_dims
+from rigplan.estimate.flops import attention_head_dims
 from rigplan.estimate.tensor_parallel import kv_replica_gather_s
 from rigplan.flow import estimate as speed
 from rigplan.flow.request import EstimateRequest
