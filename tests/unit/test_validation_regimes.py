@@ -27,12 +27,15 @@ def result(error: float, *, compare: str = "tokens_per_s_per_gpu", regime: dict[
                       compare=compare, reliability="high", notes=notes, regime=regime or {})
 
 
-def test_a_job_is_labelled_by_its_host_graphs_tokens_stack_routing_dispatcher_and_host_load() -> None:
+def test_a_job_is_labelled_by_its_host_graphs_tokens_stack_routing_dispatcher_host_load_gpu_and_tp_cp() -> None:
     eager = labels(gpu="h100-sxm", micro_batch=1, tp=2, balanced_routing=True)
     assert eager == {"host": "NVIDIA, x86 host", "CUDA graphs": "none (eager)",
                      "tokens per GPU per micro-batch": "<= 2,048",
                      "stack": "Megatron-Core (Megatron-LM, NeMo, Megatron-Bridge)", "routing": "forced balance",
-                     "dispatcher": "NCCL all-to-all, dropless", "host load": "host load 0.7 or more"}
+                     "dispatcher": "NCCL all-to-all, dropless", "host load": "host load 0.7 or more",
+                     "GPU": "h100-sxm", "tensor x context parallel": "tp x cp 2-4"}
+    assert labels(gpu="h100-sxm")["tensor x context parallel"] == "tp x cp = 1"
+    assert labels(gpu="h100-sxm", tp=4, cp=2, gpus=8)["tensor x context parallel"] == "tp x cp 8 or more"
     assert labels(gpu="h100-sxm", moe_dispatcher="deepep")["dispatcher"] == "DeepEP or HybridEP"
     assert labels(gpu="h100-sxm", a2a_overlap=True)["dispatcher"] == "DeepEP or HybridEP"
     assert labels(gpu="h100-sxm", gpus=8, ep=1)["dispatcher"].startswith("no dropless all-to-all")
@@ -77,6 +80,43 @@ def test_the_table_groups_each_axis_larger_regime_first_and_the_report_prints_it
     assert "| out of sample | 1 | 50.0% | +50.0% | 0 | 1 / 0 |" in lines
     assert "| host | NVIDIA, Grace host | 1 | 10.0% | -10.0% | 1 | 0 / 0 |" in lines
     assert regimes.markdown([]) == []
+
+
+def test_the_cross_table_gives_the_host_load_by_tp_x_cp_in_the_bands_order() -> None:
+    def labelled(load: str, sharding: str) -> dict[str, str]:
+        return {"host load": load, "tensor x context parallel": sharding}
+
+    results = [result(0.6, regime=labelled("host load 0.7 or more", "tp x cp 2-4")),
+               result(0.2, regime=labelled("host load 0.7 or more", "tp x cp = 1")),
+               result(0.4, regime=labelled("host load 0.7 or more", "tp x cp 2-4")),
+               result(-0.1, regime=labelled("host load under 0.3", "tp x cp 8 or more"))]
+    table = regimes.cross_table(results)
+    assert [(row, column, s.rows) for row, column, s in table] == [
+        ("host load under 0.3", "tp x cp 8 or more", 1), ("host load 0.7 or more", "tp x cp = 1", 1),
+        ("host load 0.7 or more", "tp x cp 2-4", 2)]
+    assert table[-1][2].median_signed == pytest.approx(0.5)
+    assert "| host load 0.7 or more | tp x cp 2-4 | 2 | 50.0% | +50.0% | 0 | 2 / 0 |" in regimes.markdown(results)
+
+
+def test_leave_one_out_quotes_each_run_from_the_others() -> None:
+    """In one cell every run's line is quoted from the other five: inside the band where the others' 10th-90th
+    percentiles hold it."""
+    import statistics
+
+    cell = {"host": "NVIDIA, x86 host", "CUDA graphs": "none (eager)", "tokens per GPU per micro-batch": "<= 2,048",
+            "dispatcher": "DeepEP or HybridEP", "host load": "host load under 0.3"}
+    errors = [0.0, 0.1, 0.2, 0.3, 0.4, 1.0]
+    check = regimes.leave_one_out([result(e, regime=cell) for e in errors])
+    assert check is not None and check.runs == 6
+    inside, misses = 0, []
+    for k, error in enumerate(errors):
+        others = errors[:k] + errors[k + 1:]
+        deciles = statistics.quantiles(others, n=10, method="inclusive")
+        inside += round(deciles[0], 3) <= error <= round(deciles[-1], 3)
+        misses.append(abs((1 + error) / (1 + statistics.median(others)) - 1))
+    assert check.inside_band == inside < 6
+    assert check.median_miss == pytest.approx(statistics.median(misses), abs=1e-3)
+    assert regimes.leave_one_out([result(0.1, regime=cell)]) is None
 
 
 def test_the_validation_report_lists_every_suite_and_the_moe_regimes() -> None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from rigplan.flow.resolve import TrainingSetup
 
 REGIME_AXES = ("host", "CUDA graphs", "tokens per GPU per micro-batch", "stack", "routing", "dispatcher",
-               "host load")
+               "host load", "GPU", "tensor x context parallel")
 ACCURACY_AXES = REGIME_AXES[:3]
 """The axes of the cells the accuracy line quotes."""
 DISPATCHER_AXIS = REGIME_AXES[5]
@@ -43,6 +43,15 @@ stack and dispatcher (docs/validation.md, MoE by regime). rigplan's host-paced s
 the GPU's times (estimate.moe_host.host_paced_s); the runs say the GPU already waits well before the host's time
 reaches its own, which that bound leaves out. The figures widen the estimate's error bar; they do not change the
 estimate."""
+GPU_AXIS, SHARDING_AXIS = REGIME_AXES[7], REGIME_AXES[8]
+"""Axes the report groups the suite by and the accuracy line does not narrow by: the part (the family a run's error
+leans with) and tp x cp (where the host paces a run, the suite's runs with tp x cp above 1 drift further from
+rigplan's step time than those without; validation.regimes.cross_table prints the two axes together). The accuracy
+line does not narrow by tp x cp: tried as a narrowing before the others, the leave-one-out check of
+validation.regimes put the quoted median 11.6% from a run's own error at the median against 10.6% without it, and
+after them 10.6% as without (2026-12-07)."""
+SHARDING_LABELS = ("tp x cp = 1", "tp x cp 2-4", "tp x cp 8 or more")
+"""The SHARDING_AXIS labels: no tensor or context parallelism, up to 4 ranks, 8 or more."""
 HOST_LOAD_BANDS = (0.3, 0.7)
 """Bounds of the host-load bands (HOST_LOAD_AXIS)."""
 HOST_LOAD_LABELS = ("host load under 0.3", "host load 0.3-0.7", "host load 0.7 or more")
@@ -109,7 +118,9 @@ def regime_of(gpu: Gpu, job: Job, layout: Layout, framework: str | None, host_lo
                     else NCCL_ALL_TO_ALL if dispatcher(job) == "alltoall" and layout.ep > 1 and not job.experts_padded
                     else ALLGATHER if dispatcher(job) == "allgather" and layout.ep * layout.expert_tp > 1
                     else NO_DROPLESS_ALL_TO_ALL)
-    labels = (host, graphs, band, stack, routing, tokens_moved, host_load_band(host_load))
+    shards = layout.tp * layout.cp
+    sharding = SHARDING_LABELS[0 if shards == 1 else 1 if shards <= 4 else 2]
+    labels = (host, graphs, band, stack, routing, tokens_moved, host_load_band(host_load), gpu.id, sharding)
     return dict(zip(REGIME_AXES, labels, strict=True))
 
 
@@ -383,23 +394,26 @@ def _pct(value: float) -> str:
     return f"{100 * value:+.0f}%"
 
 
-def quoted_figures(labels: dict[str, str]) -> tuple[str, tuple[int, float, float, float, int], int]:
+def quoted_figures(labels: dict[str, str], figures: dict[str, tuple[int, float, float, float, int]] | None = None
+                   ) -> tuple[str, tuple[int, float, float, float, int], int]:
     """(what is quoted, its figures, the runs in the job's own cell): the first of NARROWINGS whose MOE_REGIME_FIGURES
     cell (the job's cell narrowed by its dispatcher and host load, by its host load, by its dispatcher) has at least
     MIN_RUNS runs, a host load taken only where it leaves out some of the cell's runs (under full-iteration CUDA
-    graphs every run's is 0); else 'regime', the cell's, where it has; else 'all' and the whole suite's."""
+    graphs every run's is 0); else 'regime', the cell's, where it has; else 'all' and the whole suite's. `figures`:
+    other figures of the same form (default MOE_REGIME_FIGURES; the report's leave-one-out check passes its own)."""
+    table = MOE_REGIME_FIGURES if figures is None else figures
     for name, by_dispatcher, by_host_load in NARROWINGS:
         if by_host_load and HOST_LOAD_AXIS not in labels:
             continue
-        narrow = MOE_REGIME_FIGURES.get(cell_key(labels, by_dispatcher=by_dispatcher, by_host_load=by_host_load))
-        wider = MOE_REGIME_FIGURES.get(cell_key(labels, by_dispatcher=by_dispatcher), (0,))
+        narrow = table.get(cell_key(labels, by_dispatcher=by_dispatcher, by_host_load=by_host_load))
+        wider = table.get(cell_key(labels, by_dispatcher=by_dispatcher), (0,))
         if narrow and narrow[0] >= MIN_RUNS and (not by_host_load or narrow[0] < wider[0]):
             return name, narrow, narrow[0]
-    figures = MOE_REGIME_FIGURES.get(cell_key(labels))
-    seen = figures[0] if figures else 0
-    if figures and seen >= MIN_RUNS:
-        return "regime", figures, seen
-    return "all", MOE_REGIME_FIGURES[ALL_RUNS], seen
+    cell = table.get(cell_key(labels))
+    seen = cell[0] if cell else 0
+    if cell and seen >= MIN_RUNS:
+        return "regime", cell, seen
+    return "all", table[ALL_RUNS], seen
 
 
 def moe_accuracy_note(labels: dict[str, str]) -> str:

@@ -1,11 +1,12 @@
 """The MoE suite by regime: which configurations rigplan's MoE step time holds for, and which it does not.
 
-Each MoE case is labelled by seven things (CaseResult.regime, flow.regime.regime_of): six a user can read off their
-own job (the host the GPUs hang off, CUDA graphs, tokens per GPU per micro-batch, the training stack, the routing and
-the token dispatcher) and the host load rigplan's estimate gives it. The report's table groups the suite's tokens/s
-errors by each label, with the out-of-sample rows (those estimated before they were added, with nothing changed for
-them) apart; the figures each MoE estimate quotes for its own regime (flow.regime.MOE_REGIME_FIGURES) are computed
-here (regime_figures; `python tools/moe_regimes.py` writes them).
+Each MoE case is labelled by nine things (CaseResult.regime, flow.regime.regime_of): eight a user can read off their
+own job (the host the GPUs hang off, CUDA graphs, tokens per GPU per micro-batch, the training stack, the routing, the
+token dispatcher, the GPU and tp x cp) and the host load rigplan's estimate gives it. The report's table groups the
+suite's tokens/s errors by each label, with the out-of-sample rows (those estimated before they were added, with
+nothing changed for them) apart, and a cross table gives the host load by tp x cp (cross_table); the figures each MoE
+estimate quotes for its own regime (flow.regime.MOE_REGIME_FIGURES) are computed here (regime_figures; `python
+tools/moe_regimes.py` writes them).
 
 Errors here are in tokens/s, rigplan's over the measured minus one (positive: rigplan too fast): a step-time error e
 reads as 1 / (1 + e) - 1.
@@ -17,7 +18,19 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from rigplan.flow.regime import ALL_RUNS, NARROWINGS, REGIME_AXES, cell_key
+from rigplan.flow.regime import (
+    ACCURACY_AXES,
+    ALL_RUNS,
+    DISPATCHER_AXIS,
+    HOST_LOAD_AXIS,
+    HOST_LOAD_LABELS,
+    NARROWINGS,
+    REGIME_AXES,
+    SHARDING_AXIS,
+    SHARDING_LABELS,
+    cell_key,
+    quoted_figures,
+)
 from rigplan.validation.common import CaseResult
 
 OUTSIDE_CHECK = 0.35
@@ -68,6 +81,19 @@ def regime_table(results: list[CaseResult]) -> list[tuple[str, str, ErrorSummary
     return table
 
 
+def cross_table(results: list[CaseResult]) -> list[tuple[str, str, ErrorSummary]]:
+    """(host load, tp x cp, summary) for every pair of those labels present among the MoE results, in the bands'
+    order."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for r in results:
+        error = tokens_error(r)
+        if error is not None and HOST_LOAD_AXIS in r.regime and SHARDING_AXIS in r.regime:
+            groups.setdefault((r.regime[HOST_LOAD_AXIS], r.regime[SHARDING_AXIS]), []).append(error)
+    order = {label: k for k, label in enumerate((*HOST_LOAD_LABELS, *SHARDING_LABELS))}
+    return [(row, column, summarize_errors(errors))
+            for (row, column), errors in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], order[kv[0][1]]))]
+
+
 def _pct(value: float) -> str:
     return f"{100 * value:+.1f}%"
 
@@ -84,13 +110,29 @@ def markdown(results: list[CaseResult]) -> list[str]:
              "| cases | rows | median abs error | median error | within 25% | beyond 35% (fast / slow) |",
              "|---|---|---|---|---|---|"]
     for name, chosen in (("all", moe), ("out of sample", [r for r in moe if out_of_sample(r)])):
+        if not chosen:
+            continue
         s = summarize_errors([e for r in chosen if (e := tokens_error(r)) is not None])
         lines.append(f"| {name} | {s.rows} | {100 * s.median_abs:.1f}% | {_pct(s.median_signed)} | {s.within_25} | "
                      f"{s.beyond_35_fast} / {s.beyond_35_slow} |")
+    check = leave_one_out(moe)
+    if check is not None:
+        lines += ["", f"Leave one out: with each run's accuracy line quoted from the other runs alone, "
+                      f"{check.inside_band} of the {check.runs} runs ({check.inside_band / check.runs:.0%}) fall "
+                      "inside the 10th-90th percentile band quoted for them (80% if the band were as wide as it says), "
+                      f"and the quoted median misses a run's own error by {check.median_miss:.1%} at the median"
+                      + (": the band each MoE estimate prints is narrower than its errors on runs it has not seen."
+                         if check.inside_band < 0.8 * check.runs else ".")]
     lines += ["", "| by | regime | rows | median abs error | median error | within 25% | beyond 35% (fast / slow) |",
               "|---|---|---|---|---|---|---|"]
     for axis, regime, s in regime_table(moe):
         lines.append(f"| {axis} | {regime} | {s.rows} | {100 * s.median_abs:.1f}% | {_pct(s.median_signed)} | "
+                     f"{s.within_25} | {s.beyond_35_fast} / {s.beyond_35_slow} |")
+    lines += ["", f"The {HOST_LOAD_AXIS} by {SHARDING_AXIS}:", "",
+              f"| {HOST_LOAD_AXIS} | {SHARDING_AXIS} | rows | median abs error | median error | within 25% | "
+              "beyond 35% (fast / slow) |", "|---|---|---|---|---|---|---|"]
+    for row, column, s in cross_table(moe):
+        lines.append(f"| {row} | {column} | {s.rows} | {100 * s.median_abs:.1f}% | {_pct(s.median_signed)} | "
                      f"{s.within_25} | {s.beyond_35_fast} / {s.beyond_35_slow} |")
     return lines
 
@@ -117,6 +159,35 @@ def regime_figures(results: list[CaseResult]) -> dict[str, tuple[int, float, flo
         figures[key] = (len(ordered), round(statistics.median(ordered), 3), round(deciles[0], 3),
                         round(deciles[-1], 3), beyond)
     return figures
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveOneOut:
+    """Each MoE run against the accuracy line its labels would quote from the other runs alone (quoted_figures over
+    regime_figures of the rest): how many fall inside the quoted 10th-90th percentile band (80% if the band is as
+    wide as it says) and how far the quoted median is from the run's own tokens/s error."""
+
+    runs: int
+    inside_band: int
+    median_miss: float
+    """Median over the runs of |(1 + own error) / (1 + quoted median) - 1|."""
+
+
+def leave_one_out(results: list[CaseResult]) -> LeaveOneOut | None:
+    """The accuracy line's figures checked run by run on the runs left out of them (LeaveOneOut); None below two
+    runs."""
+    needed = {*ACCURACY_AXES, DISPATCHER_AXIS, HOST_LOAD_AXIS}  # what regime_figures' cells read
+    runs = [r for r in results if r.suite == "moe" and needed <= r.regime.keys() and tokens_error(r) is not None]
+    if len(runs) < 2:
+        return None
+    inside, misses = 0, []
+    for k, run in enumerate(runs):
+        _, (_, median, low, high, _), _ = quoted_figures(run.regime, regime_figures(runs[:k] + runs[k + 1:]))
+        error = tokens_error(run)
+        assert error is not None
+        inside += low <= error <= high
+        misses.append(abs((1.0 + error) / (1.0 + median) - 1.0))
+    return LeaveOneOut(runs=len(runs), inside_band=inside, median_miss=statistics.median(misses))
 
 
 def figures_source(figures: dict[str, tuple[int, float, float, float, int]]) -> str:
