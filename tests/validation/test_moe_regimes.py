@@ -12,6 +12,7 @@ import pytest
 from rigplan.flow import estimate as speed
 from rigplan.flow.regime import (
     ALL_RUNS,
+    BAND_HELD_LEAVE_ONE_OUT,
     HOST_LOAD_BANDS,
     HOST_LOAD_LABELS,
     MIN_RUNS,
@@ -23,7 +24,7 @@ from rigplan.flow.regime import (
     setup_regime,
 )
 from rigplan.flow.request import EstimateRequest
-from rigplan.validation.regimes import regime_figures, tokens_error
+from rigplan.validation.regimes import leave_one_out, regime_figures, tokens_error
 from rigplan.validation.run import run_suite
 
 X86_EAGER_SMALL = {"host": "NVIDIA, x86 host", "CUDA graphs": "none (eager)",
@@ -34,6 +35,14 @@ NCCL_CELL = "NVIDIA, x86 host | none (eager) | <= 2,048 | NCCL all-to-all, dropl
 
 def test_the_quoted_figures_are_the_suites_own() -> None:
     assert regime_figures(run_suite("moe")) == MOE_REGIME_FIGURES, "stale: run python tools/moe_regimes.py"
+
+
+def test_the_band_says_how_much_it_held_of_the_runs_left_out_of_it() -> None:
+    check = leave_one_out(run_suite("moe"))
+    assert check is not None
+    assert round(check.inside_band / check.runs, 3) == BAND_HELD_LEAVE_ONE_OUT, "stale: run python tools/moe_regimes.py"
+    assert (f"a band that held {BAND_HELD_LEAVE_ONE_OUT:.0%} of the suite's runs each left out of it"
+            in moe_accuracy_note(X86_EAGER_SMALL_NCCL))
 
 
 X86_EAGER_SMALL_CELL = "NVIDIA, x86 host; CUDA graphs: none (eager); <= 2,048 tokens per GPU per micro-batch"

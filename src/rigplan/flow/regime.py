@@ -143,6 +143,10 @@ NARROWINGS = (("dispatcher and host load", True, True), ("host load", False, Tru
 
 
 # written by `python tools/moe_regimes.py` from the MoE suite; do not edit by hand
+BAND_HELD_LEAVE_ONE_OUT = 0.647
+"""Share of the MoE suite's runs inside the 10th-90th percentile band their own accuracy line quotes when its
+figures are taken from the other runs alone (validation.regimes.leave_one_out): what the printed band holds on a run
+it was not drawn from, where 0.8 would mean it is as wide as it says."""
 MOE_REGIME_FIGURES: dict[str, tuple[int, float, float, float, int]] = {
     "NVIDIA, Grace host | full iteration | 2,049-8,192": (23, -0.13, -0.298, -0.016, 2),
     "NVIDIA, Grace host | full iteration | 2,049-8,192 | DeepEP or HybridEP": (23, -0.13, -0.298, -0.016, 2),
@@ -428,8 +432,8 @@ def moe_accuracy_note(labels: dict[str, str]) -> str:
     if quoted != "all":
         return (f"validation: on the {runs} published MoE runs in this regime ({cell}), rigplan's tokens/s came out "
                 f"{_pct(median)} against the measured at the median ({_pct(low)} to {_pct(high)} from the 10th to the "
-                f"90th percentile; + is rigplan faster), {beyond} of them beyond 35% (docs/validation.md, MoE by "
-                "regime)")
+                f"90th percentile, a band that held {BAND_HELD_LEAVE_ONE_OUT:.0%} of the suite's runs each left out "
+                f"of it; + is rigplan faster), {beyond} of them beyond 35% (docs/validation.md, MoE by regime)")
     return (f"validation: too few published MoE runs in this regime to quote ({cell}: {seen}, fewer than {MIN_RUNS}); "
             f"on all {runs}, "
             f"rigplan's tokens/s came out {_pct(median)} against the measured at the median ({_pct(low)} to "
@@ -453,7 +457,8 @@ def moe_accuracy(labels: dict[str, str], time_to_train_s: float | None = None,
     their measured_spread over the quoted runs (None without a token count)."""
     quoted, (runs, median, low, high, beyond), _ = quoted_figures(labels)
     return {"regime": dict(labels), "quoted": quoted, "runs": runs, "median_tokens_error": median,
-            "p10_tokens_error": low, "p90_tokens_error": high, "beyond_35": beyond, "note": moe_accuracy_note(labels),
+            "p10_tokens_error": low, "p90_tokens_error": high, "beyond_35": beyond,
+            "band_held_leave_one_out": BAND_HELD_LEAVE_ONE_OUT, "note": moe_accuracy_note(labels),
             "time_to_train_s_spread": measured_spread(time_to_train_s, low, high) if time_to_train_s else None,
             "gpu_hours_spread": measured_spread(gpu_hours, low, high) if gpu_hours else None}
 
