@@ -61,24 +61,23 @@ def qwen3_5(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
     return config, _save(config, "qwen3_5", tmp_path_factory)
 
 
+TINY_HYBRID_MOE: dict[str, Any] = dict(
+    vocab_size=VOCAB, hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+    linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=32, linear_value_head_dim=32, num_experts=8,
+    num_experts_per_tok=2, moe_intermediate_size=64, shared_expert_intermediate_size=64, max_position_embeddings=4096,
+    use_cache=False, attn_implementation="sdpa")
+"""The tiny Gated DeltaNet MoE shape of the Qwen3-Next and Qwen3.5 MoE models built here."""
+
+
 @pytest.fixture(scope="module")
 def qwen3_next(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
-    config = transformers.Qwen3NextConfig(
-        vocab_size=VOCAB, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=64, linear_num_key_heads=2, linear_num_value_heads=4,
-        linear_key_head_dim=32, linear_value_head_dim=32, num_experts=8, num_experts_per_tok=2,
-        moe_intermediate_size=64, shared_expert_intermediate_size=64, max_position_embeddings=4096,
-        use_cache=False, attn_implementation="sdpa")
+    config = transformers.Qwen3NextConfig(intermediate_size=512, **TINY_HYBRID_MOE)
     return config, _save(config, "qwen3_next", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def qwen3_5_moe(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
-    config = transformers.Qwen3_5MoeTextConfig(
-        vocab_size=VOCAB, hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-        head_dim=64, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=32,
-        linear_value_head_dim=32, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64,
-        shared_expert_intermediate_size=64, max_position_embeddings=4096, use_cache=False, attn_implementation="sdpa")
+    config = transformers.Qwen3_5MoeTextConfig(**TINY_HYBRID_MOE)
     return config, _save(config, "qwen3_5_moe", tmp_path_factory)
 
 

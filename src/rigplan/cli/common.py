@@ -34,7 +34,7 @@ def choice(values: Any) -> click.Choice:
 
 
 KERNELS_OPTION = click.option(
-    "--kernels", type=choice(list(KERNEL_STACKS)), default="fused", show_default=True,
+    "--kernels", type=choice(KERNEL_STACKS), default="fused", show_default=True,
     help="fused: Megatron/NeMo/TransformerEngine kernels; eager: plain PyTorch (torchtitan); "
          "hf: Hugging Face transformers modules (fp32 norm copies, peft LoRA adapters in fp32); "
          "litgpt: lit-gpt's 2023 modules (fp32 RMSNorm, LoRA dropout); "
@@ -43,7 +43,7 @@ KERNELS_OPTION = click.option(
 OPTIMIZER_HELP = ("muon: one momentum per hidden-layer matrix, orthogonalised by five Newton-Schulz iterations each "
                   "step (Moonlight, Kimi K2); embeddings, head and norms on AdamW.")
 LOSS_OPTION = click.option(
-    "--loss", type=choice(list(LOSS_IMPLS)), default="unfused",
+    "--loss", type=choice(LOSS_IMPLS), default="unfused",
     show_default=True,
     help="Cross-entropy implementation (logit buffers): unfused = on an fp32 copy of the logits "
          "(transformers, torchtitan); fused = Megatron's vocab-parallel kernel (one fp32 copy); "
@@ -54,7 +54,7 @@ LOSS_OPTION = click.option(
          "their bf16 gradient in one kernel (torchtitan with --compile).")
 """--loss, as memory, estimate, plan and compare take it."""
 
-OPTIMIZER_OPTION = click.option("--optimizer", type=choice(list(OPTIMIZERS)), default="adamw", show_default=True,
+OPTIMIZER_OPTION = click.option("--optimizer", type=choice(OPTIMIZERS), default="adamw", show_default=True,
                                 help=OPTIMIZER_HELP)
 """--optimizer, as plan and compare take it (memory and estimate take it with their recipe options)."""
 
@@ -322,7 +322,7 @@ def kernel_option_list() -> list[Callable[[F], F]]:
                           "NVTE_FP8_DPA=1): the cuDNN kernel at its measured fp8 rate (1.26x bf16 on Blackwell, "
                           "0.90x on Hopper, cuDNN 9.19), other kernels with the matrix products in fp8 and the "
                           "softmax exponentials at their own rate; needs --precision fp8."),
-        click.option("--fp8-recipe", type=choice(list(FP8_RECIPES)), default="delayed",
+        click.option("--fp8-recipe", type=choice(FP8_RECIPES), default="delayed",
                      show_default=True,
                      help="fp8 scaling with --precision fp8: delayed per-tensor (Transformer Engine on Hopper), "
                           "current per-tensor (torchao float8 tensorwise, torchtitan), blockwise: fp32 scales per "
@@ -399,10 +399,10 @@ def _job_options(func: F, *, preset: bool) -> F:
         click.option("--global-batch", type=int,
                      help="Sequences per optimizer step (all GPUs). Default: about 4M tokens per step."),
         click.option("--precision", type=choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
-                                                       "bf16", "fp16"]),
+                                                 "bf16", "fp16"]),
                      help="Precision recipe (bf16 = bf16-mixed). Default: bf16-mixed for full training, "
                           "bf16-true for LoRA/QLoRA."),
-        click.option("--optimizer", type=choice(list(OPTIMIZERS)), default="adamw", show_default=True,
+        click.option("--optimizer", type=choice(OPTIMIZERS), default="adamw", show_default=True,
                      help=OPTIMIZER_HELP),
         click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
                      help="ZeRO stage over the data-parallel group."),
@@ -571,7 +571,7 @@ def recipe_options(func: F) -> F:
         click.option("--seq", type=int, help="Sequence length (default: min(4096, model context))."),
         click.option("--global-batch", type=int, help="Sequences per step (default: about 4M tokens)."),
         click.option("--precision", type=choice(["fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp8",
-                                                       "bf16", "fp16"])),
+                                                 "bf16", "fp16"])),
         calibration_option(),
         framework_option(),
         LOSS_OPTION,

@@ -43,13 +43,12 @@ stack and dispatcher (docs/validation.md, MoE by regime). rigplan's host-paced s
 the GPU's times (estimate.moe_host.host_paced_s); the runs say the GPU already waits well before the host's time
 reaches its own, which that bound leaves out. The figures widen the estimate's error bar; they do not change the
 estimate."""
-GPU_AXIS, SHARDING_AXIS = REGIME_AXES[7], REGIME_AXES[8]
-"""Axes the report groups the suite by and the accuracy line does not narrow by: the part (the family a run's error
-leans with) and tp x cp (where the host paces a run, the suite's runs with tp x cp above 1 drift further from
-rigplan's step time than those without; validation.regimes.cross_table prints the two axes together). The accuracy
-line does not narrow by tp x cp: tried as a narrowing before the others, the leave-one-out check of
-validation.regimes put the quoted median 11.6% from a run's own error at the median against 10.6% without it, and
-after them 10.6% as without (2026-12-07)."""
+SHARDING_AXIS = REGIME_AXES[8]
+"""tp x cp: an axis the report groups the suite by, as it does by the part (REGIME_AXES[7]), and prints by host load
+(validation.regimes.cross_table): where the host paces a run, the suite's runs with tp x cp above 1 drift further from
+rigplan's step time than those without. The accuracy line does not narrow by it: tried as a narrowing before the
+others, the leave-one-out check of validation.regimes put the quoted median 11.6% from a run's own error at the
+median against 10.6% without it, and after them 10.6% as without (2026-12-07)."""
 SHARDING_LABELS = ("tp x cp = 1", "tp x cp 2-4", "tp x cp 8 or more")
 """The SHARDING_AXIS labels: no tensor or context parallelism, up to 4 ranks, 8 or more."""
 HOST_LOAD_BANDS = (0.3, 0.7)
