@@ -40,3 +40,24 @@ def nemotron_h_numel() -> Callable[[dict[str, Any]], int]:
         return sum(p.numel() for p in model.parameters())
 
     return numel
+
+
+@pytest.fixture
+def transformers_numel() -> Callable[[dict[str, Any]], int]:
+    """Parameters of transformers' causal-LM model for a config.json's keys (its model_type picks the config class),
+    built on the meta device (skips without torch or transformers, or where this transformers lacks the type)."""
+    pytest.importorskip("torch", reason="torch is not installed: pip install 'rigplan[frameworks]'")
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed: pip install "
+                                       "'rigplan[frameworks]'")
+    import torch
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    def numel(cfg: dict[str, Any]) -> int:
+        if cfg["model_type"] not in CONFIG_MAPPING_NAMES:
+            pytest.skip(f"this transformers has no {cfg['model_type']} model")
+        keys = {k: v for k, v in cfg.items() if k != "architectures"}
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**keys))
+        return sum(p.numel() for p in model.parameters())
+
+    return numel

@@ -4,15 +4,15 @@ hybrid, and the estimate and exports of the catalog model."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hf_files import config_error, read_config
 
-from rigplan.catalog.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_hf_config
+from rigplan.catalog.hf_config import SUPPORTED_MODEL_TYPES
 from rigplan.catalog.load import load_catalog
 from rigplan.domain.job import Job
 from rigplan.domain.model import Architecture
@@ -41,20 +41,6 @@ NANO_TOTAL = 31_577_937_344
 """transformers 5's NemotronHForCausalLM built on the meta device from NANO: the sum of its parameters' numel."""
 
 
-def _read(tmp_path: Path, cfg: dict[str, Any]) -> Architecture:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg), encoding="utf-8")
-    return architecture_from_hf_config(path)
-
-
-def _error(tmp_path: Path, cfg: dict[str, Any]) -> str:
-    with pytest.raises(InvalidSpec) as info:
-        _read(tmp_path, cfg)
-    message = str(info.value)
-    assert "\n" not in message and "config.json" in message
-    return message
-
-
 @pytest.fixture(scope="module")
 def nano() -> Architecture:
     return load_catalog().model("nemotron-3-nano-30b-a3b").to_domain()
@@ -65,7 +51,7 @@ def test_nemotron_h_is_a_supported_model_type() -> None:
 
 
 def test_blocks_pair_into_layers(tmp_path: Path) -> None:
-    arch = _read(tmp_path, NANO)
+    arch = read_config(tmp_path, NANO)
     assert arch.num_layers == 29  # 23 mixers each with the MoE after it, 6 mixers followed by another mixer
     assert arch.ffn == 0 and arch.positions == "none" and arch.mlp == "plain"
     assert arch.moe is not None and arch.moe.dense_layers == (2, 6, 10, 14, 18, 23)
@@ -82,11 +68,11 @@ def test_layers_block_type_reads_as_the_pattern(tmp_path: Path) -> None:
     names = {"M": "mamba", "*": "attention", "E": "moe", "-": "mlp"}
     spelled = {k: v for k, v in NANO.items() if k != "hybrid_override_pattern"}
     spelled["layers_block_type"] = [names[s] for s in NANO_PATTERN]
-    assert _read(tmp_path, spelled) == _read(tmp_path, NANO)
+    assert read_config(tmp_path, spelled) == read_config(tmp_path, NANO)
 
 
 def test_catalog_model_is_the_config_json(tmp_path: Path, nano: Architecture) -> None:
-    read = _read(tmp_path, NANO)
+    read = read_config(tmp_path, NANO)
     assert count_params(read).total == count_params(nano).total == NANO_TOTAL
     assert count_params(nano).active == 3_580_073_408  # 3,227,751,872 without the input embedding
 
@@ -107,7 +93,7 @@ def test_counts_equal_transformers_modules(tmp_path: Path, latent: int,
     the unit."""
     small = {**NANO, "hybrid_override_pattern": "MEM*EMME", "num_hidden_layers": 8, "n_routed_experts": 16,
              "vocab_size": 1024, **({"moe_latent_size": latent} if latent else {})}
-    assert count_params(_read(tmp_path, small)).total == nemotron_h_numel(small)
+    assert count_params(read_config(tmp_path, small)).total == nemotron_h_numel(small)
 
 
 def test_mamba2_scan_flops(nano: Architecture) -> None:
@@ -196,12 +182,12 @@ def test_megatron_export_writes_the_config_s_own_block_pattern() -> None:
         "block_type_name", "no_heads"])
 def test_a_bad_nemotron_h_key_is_one_line(tmp_path: Path, changes: dict[str, Any], expected: str) -> None:
     cfg = {k: v for k, v in {**NANO, **changes}.items() if v is not None}
-    assert expected in _error(tmp_path, cfg)
+    assert expected in config_error(tmp_path, cfg)
 
 
 def test_dense_nemotron_h_without_bare_mixers_reads_as_a_dense_hybrid(tmp_path: Path) -> None:
     cfg = {k: v for k, v in NANO.items() if not k.startswith(("n_routed", "n_shared", "moe_", "num_experts"))}
-    arch = _read(tmp_path, {**cfg, "hybrid_override_pattern": "M-M-*-M-", "num_hidden_layers": 8})
+    arch = read_config(tmp_path, {**cfg, "hybrid_override_pattern": "M-M-*-M-", "num_hidden_layers": 8})
     assert arch.moe is None and arch.num_layers == 4 and arch.ffn == 1856
     assert arch.num_linear_attention_layers == 3 and arch.linear_attention_share == 0.75
 

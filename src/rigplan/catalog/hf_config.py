@@ -5,8 +5,10 @@ with the family's defaults where a key is absent (e.g. GPT-2 ties its embeddings
 Every problem with the input (missing file, bad JSON, unknown model_type, a missing or mistyped
 key) raises InvalidSpec with one line that names the file and the key.
 
-Three modules: hf_reader.py (typed, bounded access to the keys), hf_families.py (one reader per
-model_type) and this one (the file, the attention windows, the Architecture).
+hf_reader.py gives typed, bounded access to the keys; the readers, one per model_type, sit in hf_families.py
+(Llama-style and the first MoE families), hf_dense_families.py, hf_moe_families.py, hf_moe_variants.py,
+hf_hybrid_families.py (Mamba-2 hybrids) and hf_remote_code_families.py (checkpoints that ship their own modeling
+code); this module reads the file, the attention windows and builds the Architecture.
 """
 
 from __future__ import annotations
@@ -15,21 +17,33 @@ import math
 from pathlib import Path
 from typing import Any
 
+from rigplan.catalog.hf_dense_families import DENSE_FAMILIES
 from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
 from rigplan.catalog.hf_hybrid_families import HYBRID_FAMILIES
 from rigplan.catalog.hf_moe_families import MOE_FAMILIES
+from rigplan.catalog.hf_moe_variants import MOE_VARIANT_FAMILIES
 from rigplan.catalog.hf_reader import Config, ConfigReader
+from rigplan.catalog.hf_remote_code_families import REMOTE_CODE_FAMILIES
 from rigplan.domain.model import Architecture, sliding_windows
 from rigplan.errors import InvalidSpec
 from rigplan.files import load_json, read_text
 
-FULL_EVERY_DEFAULT = {"gemma2": 2, "gemma3_text": 6, "gpt_oss": 2}
+FULL_EVERY_DEFAULT = {"gemma2": 2, "gemma3_text": 6, "gpt_oss": 2, "afmoe": 4, "olmo3": 4, "cohere2": 4, "exaone4": 4}
 """Period of the full-attention layers when a config.json gives sliding_window without layer_types: Hugging
-Face's Gemma2 (every other layer, layer 0 local), Gemma3 (sliding_window_pattern, default 6) and gpt-oss
-modules; the other families apply the window to every layer (Mistral)."""
+Face's Gemma2 (every other layer, layer 0 local), Gemma3 (sliding_window_pattern, default 6), gpt-oss, AFMoE
+(global_attn_every_n_layers, default 4), OLMo 3, Command R7B / Command A and EXAONE 4.0 (every 4th layer full) modules;
+the other families apply the window to every layer (Mistral)."""
 WINDOW_SWITCH = {"qwen2": "use_sliding_window", "qwen2_moe": "use_sliding_window", "qwen3": "use_sliding_window",
-                 "qwen3_moe": "use_sliding_window"}
-"""Families whose sliding_window applies only when this flag is true (Qwen configs carry a window but off)."""
+                 "qwen3_moe": "use_sliding_window", "smollm3": "use_sliding_window"}
+"""Families whose sliding_window applies only when this flag is true (Qwen and SmolLM3 configs carry a window but
+off)."""
+WINDOW_DEFAULT = {"afmoe": 1024, "olmo3": 4096, "cohere2": 4096}
+"""sliding_window of the families whose config class sets one where config.json leaves the key out (AfmoeConfig,
+Olmo3Config, Cohere2Config; an explicit null still means no window). Not EXAONE 4.0's: its 1.2B model attends
+globally and config copies of it leave the key out."""
+PERIOD_KEY = {"afmoe": "global_attn_every_n_layers"}
+"""The key that gives the full-attention period where a family does not call it sliding_window_pattern (AfmoeConfig:
+full attention on every n-th layer, n >= 1)."""
 FIRST_LOCAL_DEFAULT = {"dots1": 62}
 """Families whose sliding_window applies from layer max_window_layers on, with no switch: transformers' Dots1Config
 (max_window_layers defaults to 62, every layer of dots.llm1, so a window it carries stays off by default)."""
@@ -42,7 +56,7 @@ def attention_windows(r: ConfigReader, model_type: str, num_layers: int) -> tupl
     max_window_layers keeps the layers below it full. Other layer kinds (Llama 4's chunked attention) are
     counted as full attention, and a note says so.
     """
-    window = r.opt_int("sliding_window")
+    window = r.opt_int("sliding_window") if "sliding_window" in r.cfg else WINDOW_DEFAULT.get(model_type, 0)
     switch = WINDOW_SWITCH.get(model_type)
     if not window or (switch and not r.flag(switch, False)):
         return (), []
@@ -60,12 +74,26 @@ def attention_windows(r: ConfigReader, model_type: str, num_layers: int) -> tupl
         first_local = r.opt_int("max_window_layers", default=FIRST_LOCAL_DEFAULT.get(model_type, 0))
         windows = tuple(window if i >= first_local else 0 for i in range(num_layers))
     else:
-        every = r.opt_int("sliding_window_pattern", default=FULL_EVERY_DEFAULT.get(model_type, 0))
-        windows = sliding_windows(num_layers, window, every)
+        windows = _patterned_windows(r, model_type, num_layers, window)
     local = sum(1 for w in windows if w)
     if not local:
         return (), notes
     return windows, [*notes, f"{local} of {num_layers} layers attend to a {window}-token sliding window"]
+
+
+def _patterned_windows(r: ConfigReader, model_type: str, num_layers: int, window: int) -> tuple[int, ...]:
+    """Windows by a repeating period (sliding_window_pattern or the family's PERIOD_KEY: every n-th layer full), or by
+    EXAONE's letters ('LLLG': L a local layer, G a global one, repeated over the layers)."""
+    key = PERIOD_KEY.get(model_type, "sliding_window_pattern")
+    letters = r.cfg.get(key)
+    if isinstance(letters, str):
+        if not letters or set(letters) - {"L", "G"}:
+            raise r.fail(f"key '{r.prefix}{key}' must be a number or letters L (local) and G (global), got {letters!r}")
+        return tuple(window if letters[i % len(letters)] == "L" else 0 for i in range(num_layers))
+    every = r.opt_int(key, default=FULL_EVERY_DEFAULT.get(model_type, 0))
+    if key in PERIOD_KEY.values() and every < 1:
+        raise r.fail(f"key '{r.prefix}{key}' must be >= 1, got {every}")
+    return sliding_windows(num_layers, window, every)
 
 
 def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
@@ -98,7 +126,8 @@ def rope_attention_factor(r: ConfigReader) -> tuple[float, list[str]]:
                     if factor != 1.0 else [])
 
 
-FAMILIES = {**BASE_FAMILIES, **MOE_FAMILIES, **HYBRID_FAMILIES}
+FAMILIES = {**BASE_FAMILIES, **DENSE_FAMILIES, **MOE_FAMILIES, **MOE_VARIANT_FAMILIES, **HYBRID_FAMILIES,
+            **REMOTE_CODE_FAMILIES}
 """Every model_type rigplan reads, and its reader."""
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 

@@ -1,6 +1,8 @@
-"""config.json reader for Nemotron-H (model_type nemotron_h: NVIDIA's Nemotron-H and Nemotron 3 hybrids), whose
-layers are single blocks: a Mamba-2 mixer (M), a full-attention mixer (*), an MoE (E) or a dense MLP (-), each
-behind its own RMSNorm and residual (transformers' NemotronHConfig, hybrid_override_pattern or layers_block_type).
+"""config.json readers for the Mamba-2 hybrids: Granite 4.0 (model_type granitemoehybrid: a Mamba-2 or attention mixer
+and a feed-forward block in every layer, as rigplan's layers are) and Nemotron-H (model_type nemotron_h: NVIDIA's
+Nemotron-H and Nemotron 3 hybrids), whose layers are single blocks: a Mamba-2 mixer (M), a full-attention mixer (*),
+an MoE (E) or a dense MLP (-), each behind its own RMSNorm and residual (transformers' NemotronHConfig,
+hybrid_override_pattern or layers_block_type).
 
 rigplan's layer is a token mixer followed by a feed-forward block, so the reader pairs each mixer block with the
 feed-forward block right after it; a mixer followed by another mixer is a layer without a feed-forward block, read
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rigplan.catalog.hf_moe_families import hybrid_layout
-from rigplan.catalog.hf_reader import ConfigReader
+from rigplan.catalog.hf_reader import ConfigReader, standard
 from rigplan.domain.model import LinearAttention, MoE
 
 BLOCK_SYMBOLS = {"mamba": "M", "attention": "*", "moe": "E", "mlp": "-", "linear_attention": "M",
@@ -124,6 +126,72 @@ def _nemotron_h(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, notes
 
 
+GRANITE_MIXERS = ("mamba", "attention")
+"""The mixer kinds of Granite 4.0's layer_types (GraniteMoeHybridConfig refuses any other)."""
+GRANITE_SHARED_FFN_DEFAULT = 1024
+"""GraniteMoeHybridConfig's shared_intermediate_size when a config.json leaves it out."""
+
+
+def _granite_mamba(r: ConfigReader, hidden: int, interval: int, listed: tuple[int, ...]) -> LinearAttention:
+    """Granite 4.0's Mamba-2 mixer: mamba_n_heads heads of mamba_d_head ('auto' or absent: mamba_expand x hidden over
+    the heads, as GraniteMoeHybridConfig derives it), mamba_n_groups groups of mamba_d_state, mamba_d_conv taps."""
+    heads = r.opt_int("mamba_n_heads", default=128)
+    if heads < 1:
+        raise r.fail(f"key '{r.prefix}mamba_n_heads' must be >= 1, got {heads}")
+    raw_head = r.cfg.get("mamba_d_head")
+    if raw_head is None or raw_head == "auto":
+        width = r.opt_int("mamba_expand", default=2) * hidden
+        if width % heads:
+            raise r.fail(f"key '{r.prefix}mamba_n_heads' ({heads}) must divide mamba_expand x hidden_size ({width})")
+        head_dim = width // heads
+    else:
+        head_dim = r.req_int("mamba_d_head")
+    return LinearAttention(num_key_heads=r.opt_int("mamba_n_groups", default=1), num_value_heads=heads,
+                           key_head_dim=r.opt_int("mamba_d_state", default=256), value_head_dim=head_dim,
+                           conv_kernel=r.opt_int("mamba_d_conv", default=4), full_attention_interval=interval,
+                           full_attention_layers=listed, kind="mamba2",
+                           chunk_size=r.opt_int("mamba_chunk_size", default=256))
+
+
+def _granitemoehybrid(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Granite 4.0 (IBM; transformers GraniteMoeHybridConfig): every layer a Mamba-2 or an attention mixer (layer_types;
+    all Mamba-2 when absent, as the config class reads it) and then num_local_experts routed experts of
+    intermediate_size (top num_experts_per_tok, softmax router without bias) beside one shared MLP of
+    shared_intermediate_size, or that shared MLP alone where num_local_experts is 0 (the dense Granite 4.0 models).
+    Attention without position encoding unless position_embedding_type is 'rope'; GQA with attention_bias on every
+    projection; the Mamba-2 mixers of _granite_mamba, their conv with its bias. The embedding, residual, attention
+    and logit multipliers scale activations, not parameters. A config whose layers are all attention (Granite 4.0
+    Micro) is a plain transformer."""
+    fields = standard(r, tie_default=False)
+    layers = fields["num_layers"]
+    kinds = r.cfg.get("layer_types")
+    if kinds is None:
+        kinds = ["mamba"] * layers
+    if not isinstance(kinds, list) or len(kinds) != layers or any(k not in GRANITE_MIXERS for k in kinds):
+        raise r.fail(f"key '{r.prefix}layer_types' must name mamba or attention for each of the {layers} layers, "
+                     f"got {kinds!r}")
+    bias = r.flag("attention_bias", False)
+    rope = r.cfg.get("position_embedding_type") == "rope"
+    fields.update(qkv_bias=bias, attn_out_bias=bias, positions="rope" if rope else "none",
+                  ffn=r.opt_int("shared_intermediate_size", default=GRANITE_SHARED_FFN_DEFAULT))
+    full = [i for i, kind in enumerate(kinds) if kind == "attention"]
+    notes = [f"{layers - len(full)} Mamba-2 and {len(full)} attention layers, each with its feed-forward block"]
+    if len(full) < layers:
+        interval, listed = hybrid_layout(r, "layer_types", full, layers)
+        fields["linear_attention"] = _granite_mamba(r, fields["hidden"], interval, listed)
+        if r.flag("mamba_proj_bias", False):
+            notes.append("mamba_proj_bias: the Mamba-2 in_proj and out_proj biases not counted")
+        if not r.flag("mamba_conv_bias", True):
+            notes.append("mamba_conv_bias false: the conv bias counted all the same (a few thousand parameters)")
+    experts = r.opt_int("num_local_experts", default=8)
+    if experts:
+        fields["moe"] = MoE(num_experts=experts, top_k=r.opt_int("num_experts_per_tok", default=2),
+                            expert_ffn=r.req_int("intermediate_size"), num_shared_experts=1,
+                            shared_expert_ffn=fields["ffn"])
+    return fields, notes
+
+
 HYBRID_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] = {
+    "granitemoehybrid": _granitemoehybrid,
     "nemotron_h": _nemotron_h,
 }
