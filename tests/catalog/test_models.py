@@ -68,10 +68,31 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
                                "embedding (3.58B with it)",
     "nemotron-3-super-120b-a12b": "the Nano card's convention; 12.23B exact without the input embedding vs NVIDIA's "
                                   "12B (12.77B with it)",
+    "glm-4.7-flash": "GLM-4.5's convention; 3.58B exact without the input embedding vs the card's A3B (3.90B with it)",
 }
 """The records whose active_excludes_input_embedding is true, and why."""
 
 COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
+    ("glm-4.7-flash", "active"): (
+        0.20, "the card names it 30B-A3B (one significant figure); the exact count without the input embedding is "
+              "3.58B (19% above), 3.90B with it",
+    ),
+    ("granite-4.0-h-small", "total"): (
+        0.01, "IBM gives 32B (whole billions); the exact count is 32.21B (0.65% above), equal to transformers' "
+              "GraniteMoeHybridForCausalLM",
+    ),
+    ("granite-4.0-h-small", "active"): (
+        0.025, "IBM gives 9B active (one significant figure); the exact count with the tied embedding table counted "
+               "once is 8.80B (2.2% below)",
+    ),
+    ("trinity-mini", "active"): (
+        0.16, "the report gives 3B activated (one significant figure); the exact count with both embedding tables is "
+              "3.47B (15.8% above), 3.06B without the input one",
+    ),
+    ("trinity-large", "active"): (
+        0.03, "the card gives ~13B active (two significant figures); the exact count with both embedding tables is "
+              "13.37B (2.9% above)",
+    ),
     ("mpt-7b", "total"): (
         0.01,
         "the model card's n_parameters is 6.7B; the published shape (32 x 4096, vocab 50432, no biases, "

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hf_files import write_config
+from published_configs import H_SMALL
 
 from rigplan.catalog.hf_config import SUPPORTED_MODEL_TYPES, architecture_from_hf_config
 from rigplan.errors import InvalidSpec
@@ -17,16 +18,6 @@ from rigplan.estimate.params import count_params
 from rigplan.flow.estimate import estimate
 from rigplan.flow.request import EstimateRequest
 
-SMALL_LAYER_TYPES = ["mamba"] * 5 + ["attention"] + (["mamba"] * 9 + ["attention"]) * 3 + ["mamba"] * 4
-"""36 Mamba-2 and 4 attention layers, the tally of granite-4.0-h-small's layer_types; the order here is an assumption
-(the counts do not depend on it)."""
-H_SMALL = {  # ibm-granite/granite-4.0-h-small config.json; its card: 32B parameters, 9B active
-    "model_type": "granitemoehybrid", "hidden_size": 4096, "num_hidden_layers": 40, "num_attention_heads": 32,
-    "num_key_value_heads": 8, "num_local_experts": 72, "num_experts_per_tok": 10, "shared_intermediate_size": 1536,
-    "intermediate_size": 768, "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_n_heads": 128,
-    "mamba_n_groups": 1, "mamba_d_head": 64, "tie_word_embeddings": True, "vocab_size": 100352,
-    "position_embedding_type": "nope", "layer_types": SMALL_LAYER_TYPES,
-}
 DENSE_HYBRID = {**H_SMALL, "num_local_experts": 0, "hidden_size": 2048, "num_attention_heads": 16,
                 "num_key_value_heads": 4, "shared_intermediate_size": 8192, "mamba_n_heads": 64, "mamba_d_head": "auto"}
 ALL_ATTENTION = {**DENSE_HYBRID, "layer_types": ["attention"] * 40, "position_embedding_type": "rope"}
