@@ -17,7 +17,8 @@ from rigplan.errors import RigplanError
 from rigplan.estimate.params import count_params
 
 MODULES = ("published_configs", "test_hf_dense_families", "test_hf_remote_code_families", "test_hf_granite_hybrid",
-           "test_hf_moe_variants", "test_hf_moe_families", "test_nemotron_h", "test_nemotron_h_dense")
+           "test_hf_moe_variants", "test_hf_moe_families", "test_nemotron_h", "test_nemotron_h_dense",
+           "test_hf_vl_text_models")
 DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 """The config.json files of tests/data/hf (Llama, Mistral, Qwen, Gemma 2, GPT-2, BLOOM, MPT, OPT, Phi-3, Mixtral,
 DeepSeek-V3, gpt-oss...)."""

@@ -33,8 +33,8 @@ FULL_EVERY_DEFAULT = {"gemma2": 2, "gemma3_text": 6, "gpt_oss": 2, "afmoe": 4, "
 Face's Gemma2 (every other layer, layer 0 local), Gemma3 (sliding_window_pattern, default 6), gpt-oss, AFMoE
 (global_attn_every_n_layers, default 4), OLMo 3, Command R7B / Command A and EXAONE 4.0 (every 4th layer full) modules;
 the other families apply the window to every layer (Mistral)."""
-WINDOW_SWITCH = {"qwen2": "use_sliding_window", "qwen2_moe": "use_sliding_window", "qwen3": "use_sliding_window",
-                 "qwen3_moe": "use_sliding_window", "smollm3": "use_sliding_window"}
+WINDOW_SWITCH = {family: "use_sliding_window" for family in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "smollm3",
+                                                              "qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text")}
 """Families whose sliding_window applies only when this flag is true (Qwen and SmolLM3 configs carry a window but
 off)."""
 WINDOW_DEFAULT = {"afmoe": 1024, "olmo3": 4096, "cohere2": 4096}
@@ -132,12 +132,20 @@ FAMILIES = {**BASE_FAMILIES, **DENSE_FAMILIES, **MOE_FAMILIES, **MOE_VARIANT_FAM
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 
 TEXT_TOWER_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl_moe": "qwen3_vl_moe_text",
-                    "glm4v_moe": "glm4v_moe_text", "qwen3_5_moe": "qwen3_5_moe_text", "qwen3_5": "qwen3_5_text"}
+                    "glm4v_moe": "glm4v_moe_text", "qwen3_5_moe": "qwen3_5_moe_text", "qwen3_5": "qwen3_5_text",
+                    "qwen3_vl": "qwen3_vl_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen2_vl": "qwen2_vl_text",
+                    "mistral3": "mistral"}
 """The text model of a multimodal config whose text_config does not name its own model_type (transformers'
 Gemma3Config, Llama4Config, Qwen3VLMoeConfig, Glm4vMoeConfig, Qwen3_5MoeConfig and Qwen3_5Config build their
 text_config as Gemma3TextConfig, Llama4TextConfig, Qwen3VLMoeTextConfig, Glm4vMoeTextConfig, Qwen3_5MoeTextConfig and
-Qwen3_5TextConfig)."""
-OUTER_TIE_TYPES = frozenset({"qwen3_vl_moe", "glm4v_moe", "qwen3_5_moe", "qwen3_5"})
+Qwen3_5TextConfig; Qwen3VLConfig, Qwen2_5_VLConfig and Qwen2VLConfig as their text configs; Mistral3Config (Mistral
+Small 3.1 and later) as MistralConfig)."""
+FLAT_TEXT_TYPES = {"qwen2_vl": "qwen2_vl_text", "qwen2_5_vl": "qwen2_5_vl_text"}
+"""Multimodal configs whose text model's keys may sit at the top level, without a text_config: the Qwen2-VL and
+Qwen2.5-VL checkpoints written before transformers split the text config out (Qwen2_5_VLConfig still builds its
+text_config from them)."""
+OUTER_TIE_TYPES = frozenset({"qwen3_vl_moe", "glm4v_moe", "qwen3_5_moe", "qwen3_5", "qwen3_vl", "qwen2_5_vl",
+                             "qwen2_vl"})
 """Multimodal configs whose own tie_word_embeddings decides the output head: transformers ties the wrapper's lm_head
 by the outer flag, and the text config's default can disagree (Qwen3VLMoeTextConfig defaults to true where
 Qwen3-VL-MoE's checkpoints and the outer Qwen3VLMoeConfig are untied; Qwen3_5MoeConfig is Qwen3VLConfig's kind)."""
@@ -170,6 +178,9 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
     if not isinstance(model_type, str):
         raise InvalidSpec(f"{file}: key 'model_type' must be a string, got {model_type!r}")
     prefix = ""
+    if model_type in FLAT_TEXT_TYPES and not isinstance(cfg.get("text_config"), dict):
+        notes.append(f"text model of a '{model_type}' config (its keys at the top level); the vision tower not counted")
+        model_type = FLAT_TEXT_TYPES[model_type]
     if model_type not in FAMILIES and isinstance(cfg.get("text_config"), dict):
         text: Config = cfg["text_config"]
         inner = text.get("model_type") or TEXT_TOWER_TYPES.get(model_type)

@@ -1,15 +1,16 @@
 """config.json readers of dense families that keep a Llama-style decoder layer and change its norms, biases or MLP:
 GLM-4-0414 (glm4), OLMo 2 and OLMo 3 (olmo2, olmo3), Command R, Command R7B and Command A (cohere, cohere2), Granite 3
 dense (granite), Seed-OSS (seed_oss), EXAONE 4.0 (exaone4), SmolLM3 (smollm3), Apertus (apertus), ERNIE 4.5 dense
-(ernie4_5) and Hunyuan dense (hunyuan_v1_dense). Each returns the fields and notes on what it assumed, as the readers of
-hf_families.py do; hf_config.py joins the tables and reads the sliding windows (sliding_window with layer_types or
-sliding_window_pattern) itself."""
+(ernie4_5), Hunyuan dense (hunyuan_v1_dense) and the text models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL. Each returns the
+fields and notes on what it assumed, as the readers of hf_families.py do; hf_config.py joins the tables and reads the
+sliding windows (sliding_window with layer_types or sliding_window_pattern) itself."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
 from rigplan.catalog.hf_reader import ConfigReader, standard
 
 Reader = Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]
@@ -156,6 +157,19 @@ def _hunyuan_v1_dense(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return _dense(r, tie=False, qk_norm=True), []
 
 
+def _qwen2_vl_text(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Text model of Qwen2-VL and Qwen2.5-VL (transformers Qwen2VLTextConfig, Qwen2_5_VLTextConfig): Qwen2's layer and
+    keys (q, k and v biases); its multimodal rotary sections (rope_scaling mrope_section) carry no parameters."""
+    return BASE_FAMILIES["qwen2"](r)
+
+
+def _qwen3_vl_text(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Text model of Qwen3-VL (transformers Qwen3VLTextConfig): Qwen3's layer and keys (per-head q and k norms,
+    head_dim); its interleaved multimodal rotary sections carry no parameters; the wrapper's tie_word_embeddings decides
+    the output head (hf_config.OUTER_TIE_TYPES)."""
+    return BASE_FAMILIES["qwen3"](r)
+
+
 DENSE_FAMILIES: dict[str, Reader] = {
     "apertus": _apertus,
     "cohere": _cohere,
@@ -167,6 +181,9 @@ DENSE_FAMILIES: dict[str, Reader] = {
     "hunyuan_v1_dense": _hunyuan_v1_dense,
     "olmo2": _olmo2,
     "olmo3": _olmo3,
+    "qwen2_5_vl_text": _qwen2_vl_text,
+    "qwen2_vl_text": _qwen2_vl_text,
+    "qwen3_vl_text": _qwen3_vl_text,
     "seed_oss": _seed_oss,
     "smollm3": _smollm3,
 }
