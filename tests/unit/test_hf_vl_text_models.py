@@ -1,6 +1,7 @@
-"""Text models of the dense vision-language configs (Qwen2-VL and Qwen2.5-VL with their keys at the top level or under
-text_config, Qwen3-VL, Mistral Small 3.1's mistral3): each counts as the catalog's language model of the same shape,
-the wrapper's tie_word_embeddings decides the output head, and a note says the vision tower is not counted."""
+"""Text models of the vision-language and omni configs (Qwen2-VL and Qwen2.5-VL with their keys at the top level or
+under text_config, Qwen3-VL, Mistral Small 3.1's mistral3, Qwen3-Omni's thinker): each counts as the catalog's language
+model of the same shape, the wrapper's tie_word_embeddings decides the output head, and a note says the other towers
+are not counted."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hf_files import read_config
+from hf_files import config_error, read_config
 
 from rigplan.catalog.hf_config import SUPPORTED_MODEL_TYPES
 from rigplan.catalog.load import load_catalog
@@ -46,7 +47,22 @@ MISTRAL_SMALL_31 = {  # mistralai/Mistral-Small-3.1-24B-Instruct-2503 config.jso
 }
 
 
-@pytest.mark.parametrize("model_type", ["qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text"])
+QWEN3_OMNI_TEXT = {  # Qwen/Qwen3-Omni-30B-A3B-Instruct config.json: thinker_config.text_config (transformers 4.57)
+    "model_type": "qwen3_omni_moe_text", "attention_bias": False, "decoder_sparse_step": 1, "head_dim": 128,
+    "hidden_size": 2048, "intermediate_size": 768, "max_position_embeddings": 65536, "mlp_only_layers": [],
+    "moe_intermediate_size": 768, "norm_topk_prob": True, "num_attention_heads": 32, "num_experts": 128,
+    "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4, "rms_norm_eps": 1e-06,
+    "rope_scaling": {"interleaved": True, "mrope_interleaved": True, "mrope_section": [24, 20, 20], "type": "default"},
+    "shared_expert_intermediate_size": 0, "sliding_window": None, "vocab_size": 152064,
+}
+QWEN3_OMNI = {"architectures": ["Qwen3OmniMoeForConditionalGeneration"], "model_type": "qwen3_omni_moe",
+              "thinker_config": {"model_type": "qwen3_omni_moe_thinker", "tie_word_embeddings": False,
+                                 "text_config": QWEN3_OMNI_TEXT, "audio_config": {"d_model": 1280},
+                                 "vision_config": {"depth": 27, "hidden_size": 1152}},
+              "talker_config": {"text_config": {"hidden_size": 1024, "num_hidden_layers": 20}}}
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text", "qwen3_omni_moe_text"])
 def test_the_text_model_types_are_supported(model_type: str) -> None:
     assert model_type in SUPPORTED_MODEL_TYPES
 
@@ -66,6 +82,27 @@ def test_text_model_counts_as_the_catalog_language_model(tmp_path: Path, cfg: di
     counts, record = count_params(arch), count_params(load_catalog().model(model_id).to_domain())
     assert counts.total == record.total
     assert any("not counted" in note for note in arch.notes)
+
+
+def test_the_omni_thinker_is_qwen3_30b_a3b_with_its_wider_vocabulary(tmp_path: Path) -> None:
+    """The thinker's language model has Qwen3-30B-A3B's layers over a vocabulary of 152,064 (151,936 in the text
+    model): 128 more rows in the embedding and in the untied output head, 2 x 128 x 2,048 parameters."""
+    arch = read_config(tmp_path, QWEN3_OMNI)
+    counts = count_params(arch)
+    record = count_params(load_catalog().model("qwen3-30b-a3b").to_domain())
+    assert counts.total - record.total == 2 * 128 * 2048
+    assert counts.active_published - record.active_published == 2 * 128 * 2048
+    assert arch.moe is not None and (arch.moe.num_experts, arch.moe.top_k) == (128, 8) and not arch.tied_embeddings
+    assert any("talker" in note for note in arch.notes)
+    untyped = {**QWEN3_OMNI, "thinker_config": {**QWEN3_OMNI["thinker_config"], "text_config": {
+        k: v for k, v in QWEN3_OMNI_TEXT.items() if k != "model_type"}}}  # the thinker's text config by default
+    assert count_params(read_config(tmp_path, untyped)).total == counts.total
+
+
+def test_the_thinker_names_its_keys_in_errors(tmp_path: Path) -> None:
+    broken = {**QWEN3_OMNI, "thinker_config": {**QWEN3_OMNI["thinker_config"], "text_config": {
+        **QWEN3_OMNI_TEXT, "num_experts_per_tok": "eight"}}}
+    assert "thinker_config.text_config.num_experts_per_tok" in config_error(tmp_path, broken)
 
 
 def test_the_wrapper_decides_the_output_head(tmp_path: Path) -> None:

@@ -134,18 +134,21 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 TEXT_TOWER_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl_moe": "qwen3_vl_moe_text",
                     "glm4v_moe": "glm4v_moe_text", "qwen3_5_moe": "qwen3_5_moe_text", "qwen3_5": "qwen3_5_text",
                     "qwen3_vl": "qwen3_vl_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen2_vl": "qwen2_vl_text",
-                    "mistral3": "mistral"}
+                    "mistral3": "mistral", "qwen3_omni_moe_thinker": "qwen3_omni_moe_text"}
 """The text model of a multimodal config whose text_config does not name its own model_type (transformers'
 Gemma3Config, Llama4Config, Qwen3VLMoeConfig, Glm4vMoeConfig, Qwen3_5MoeConfig and Qwen3_5Config build their
 text_config as Gemma3TextConfig, Llama4TextConfig, Qwen3VLMoeTextConfig, Glm4vMoeTextConfig, Qwen3_5MoeTextConfig and
 Qwen3_5TextConfig; Qwen3VLConfig, Qwen2_5_VLConfig and Qwen2VLConfig as their text configs; Mistral3Config (Mistral
-Small 3.1 and later) as MistralConfig)."""
+Small 3.1 and later) as MistralConfig; Qwen3OmniMoeThinkerConfig as Qwen3OmniMoeTextConfig)."""
+THINKER_TYPES = {"qwen3_omni_moe": "thinker_config"}
+"""Omni configs whose trained language model sits one level further down, in the thinker (Qwen3-Omni: thinker_config
+holds the text_config beside the audio and vision encoders; the talker and the code-to-wave model are other parts)."""
 FLAT_TEXT_TYPES = {"qwen2_vl": "qwen2_vl_text", "qwen2_5_vl": "qwen2_5_vl_text"}
 """Multimodal configs whose text model's keys may sit at the top level, without a text_config: the Qwen2-VL and
 Qwen2.5-VL checkpoints written before transformers split the text config out (Qwen2_5_VLConfig still builds its
 text_config from them)."""
 OUTER_TIE_TYPES = frozenset({"qwen3_vl_moe", "glm4v_moe", "qwen3_5_moe", "qwen3_5", "qwen3_vl", "qwen2_5_vl",
-                             "qwen2_vl"})
+                             "qwen2_vl", "qwen3_omni_moe_thinker"})
 """Multimodal configs whose own tie_word_embeddings decides the output head: transformers ties the wrapper's lm_head
 by the outer flag, and the text config's default can disagree (Qwen3VLMoeTextConfig defaults to true where
 Qwen3-VL-MoE's checkpoints and the outer Qwen3VLMoeConfig are untied; Qwen3_5MoeConfig is Qwen3VLConfig's kind)."""
@@ -178,6 +181,11 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
     if not isinstance(model_type, str):
         raise InvalidSpec(f"{file}: key 'model_type' must be a string, got {model_type!r}")
     prefix = ""
+    thinker_key = THINKER_TYPES.get(model_type, "")
+    if isinstance(cfg.get(thinker_key), dict):
+        notes.append(f"the thinker of a '{model_type}' config; its talker and code-to-wave model not counted")
+        cfg, prefix = cfg[thinker_key], f"{thinker_key}."
+        model_type = cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else f"{model_type}_thinker"
     if model_type in FLAT_TEXT_TYPES and not isinstance(cfg.get("text_config"), dict):
         notes.append(f"text model of a '{model_type}' config (its keys at the top level); the vision tower not counted")
         model_type = FLAT_TEXT_TYPES[model_type]
@@ -189,7 +197,7 @@ def architecture_from_hf_config(path: str | Path, model_id: str | None = None) -
             outer_tie = cfg.get("tie_word_embeddings")
             if model_type in OUTER_TIE_TYPES and isinstance(outer_tie, bool):
                 text = {**text, "tie_word_embeddings": outer_tie}
-            cfg, model_type, prefix = text, inner, "text_config."
+            cfg, model_type, prefix = text, inner, prefix + "text_config."
     if model_type not in FAMILIES:
         supported = ", ".join(SUPPORTED_MODEL_TYPES)
         raise InvalidSpec(f"{file}: model_type {model_type!r} is not supported; supported: {supported}; or describe "

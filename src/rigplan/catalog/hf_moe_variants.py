@@ -135,9 +135,21 @@ def _afmoe(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, notes
 
 
+def _qwen3_omni_moe_text(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
+    """Text model of Qwen3-Omni's thinker (transformers Qwen3OmniMoeTextConfig, model_type qwen3_omni_moe_text):
+    Qwen3-MoE's layers and keys (num_experts of moe_intermediate_size, decoder_sparse_step, mlp_only_layers, per-head
+    q and k norms); its multimodal rotary sections carry no parameters; the thinker's tie_word_embeddings decides the
+    output head (hf_config.OUTER_TIE_TYPES)."""
+    fields, notes = BASE_FAMILIES["qwen3_moe"](r)
+    if r.opt_int("shared_expert_intermediate_size"):
+        notes = [*notes, "shared_expert_intermediate_size not counted (the released thinker has none)"]
+    return fields, notes
+
+
 MOE_VARIANT_FAMILIES: dict[str, Reader] = {
     "afmoe": _afmoe,
     "flex_olmo": _flex_olmo,
     "glm4_moe_lite": _glm4_moe_lite,
     "granitemoeshared": _granitemoeshared,
+    "qwen3_omni_moe_text": _qwen3_omni_moe_text,
 }
