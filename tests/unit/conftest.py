@@ -23,26 +23,6 @@ def qwen3_moe() -> Architecture:
 
 
 @pytest.fixture
-def nemotron_h_numel() -> Callable[[dict[str, Any]], int]:
-    """Parameters of transformers' NemotronHForCausalLM built on the meta device from config.json keys (skips without
-    torch, transformers or its NemotronHConfig)."""
-    pytest.importorskip("torch", reason="torch is not installed: pip install 'rigplan[frameworks]'")
-    transformers = pytest.importorskip("transformers", reason="transformers is not installed: pip install "
-                                       "'rigplan[frameworks]'")
-    if not hasattr(transformers, "NemotronHConfig"):
-        pytest.skip("this transformers has no NemotronHConfig")
-    import torch
-
-    def numel(cfg: dict[str, Any]) -> int:
-        keys = {k: v for k, v in cfg.items() if k not in ("model_type", "architectures")}
-        with torch.device("meta"):
-            model = transformers.AutoModelForCausalLM.from_config(transformers.NemotronHConfig(**keys))
-        return sum(p.numel() for p in model.parameters())
-
-    return numel
-
-
-@pytest.fixture
 def transformers_numel() -> Callable[[dict[str, Any]], int]:
     """Parameters of transformers' causal-LM model for a config.json's keys (its model_type picks the config class),
     built on the meta device (skips without torch or transformers, or where this transformers lacks the type)."""
@@ -61,3 +41,10 @@ def transformers_numel() -> Callable[[dict[str, Any]], int]:
         return sum(p.numel() for p in model.parameters())
 
     return numel
+
+
+@pytest.fixture
+def nemotron_h_numel(transformers_numel: Callable[[dict[str, Any]], int]) -> Callable[[dict[str, Any]], int]:
+    """Parameters of transformers' NemotronHForCausalLM built on the meta device from config.json keys
+    (transformers_numel with the Nemotron-H keys; skips without torch, transformers or its NemotronHConfig)."""
+    return transformers_numel

@@ -7,13 +7,10 @@ sliding windows (sliding_window with layer_types or sliding_window_pattern) itse
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
-from rigplan.catalog.hf_reader import ConfigReader, standard
-
-Reader = Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]
+from rigplan.catalog.hf_reader import ConfigReader, Reader, standard, whole_projection_qk_norm_gap
 
 
 def _dense(r: ConfigReader, *, tie: bool, head_dim: int = 0, bias_key: str = "attention_bias",
@@ -34,9 +31,8 @@ def _dense(r: ConfigReader, *, tie: bool, head_dim: int = 0, bias_key: str = "at
 def _qk_norm_gap(fields: dict[str, Any], family: str, how: str) -> str:
     """The note on q and k norms that rigplan counts per head (2 x head_dim a layer) where the family's weights span
     every head: (heads + kv heads) x head_dim a layer."""
-    head_dim = fields["head_dim"] or fields["hidden"] // fields["num_heads"]
-    more = (fields["num_heads"] + fields["num_kv_heads"] - 2) * head_dim
-    return f"q and k norms counted per head ({family} {how}: {more:,} parameters more a layer)"
+    return (f"q and k norms counted per head ({family} {how}: {whole_projection_qk_norm_gap(fields):,} parameters more "
+            "a layer)")
 
 
 def _glm4(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:

@@ -4,10 +4,9 @@ and notes on what it assumed (hf_config.py adds the attention windows and builds
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from rigplan.catalog.hf_reader import ConfigReader, moe_layer_split, standard
+from rigplan.catalog.hf_reader import ConfigReader, Reader, moe_layer_split, standard
 from rigplan.domain.model import MLA, MoE
 
 
@@ -444,7 +443,7 @@ def _mpt(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     }, notes
 
 
-FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] = {
+FAMILIES: dict[str, Reader] = {
     "bloom": _bloom,
     "deepseek_v2": deepseek_fields,
     "deepseek_v3": deepseek_fields,

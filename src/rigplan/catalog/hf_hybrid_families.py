@@ -15,11 +15,10 @@ NemotronHForCausalLM), and a pipeline stage boundary falls between layers, not b
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from rigplan.catalog.hf_moe_families import hybrid_layout
-from rigplan.catalog.hf_reader import ConfigReader, standard
+from rigplan.catalog.hf_reader import ConfigReader, Reader, standard
 from rigplan.domain.model import LinearAttention, MoE
 
 BLOCK_SYMBOLS = {"mamba": "M", "attention": "*", "moe": "E", "mlp": "-", "linear_attention": "M",
@@ -191,7 +190,7 @@ def _granitemoehybrid(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, notes
 
 
-HYBRID_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] = {
+HYBRID_FAMILIES: dict[str, Reader] = {
     "granitemoehybrid": _granitemoehybrid,
     "nemotron_h": _nemotron_h,
 }

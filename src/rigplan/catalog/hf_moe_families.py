@@ -8,7 +8,6 @@ readers of hf_families.py do; hf_config.py joins the two tables."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +19,7 @@ from rigplan.catalog.hf_families import (
     qwen_sparse_layers,
     routed_every_layer,
 )
-from rigplan.catalog.hf_reader import ConfigReader, moe_layer_split, standard
+from rigplan.catalog.hf_reader import ConfigReader, Reader, moe_layer_split, standard
 from rigplan.domain.model import LinearAttention, MoE, SparseAttention
 
 
@@ -482,7 +481,7 @@ def _kimi_linear(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, [*notes, *layout_notes, *moe_notes]
 
 
-MOE_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] = {
+MOE_FAMILIES: dict[str, Reader] = {
     "bailing_moe": _bailing_moe,
     "dbrx": _dbrx,
     "deepseek_v32": _deepseek_v32,

@@ -5,16 +5,13 @@ notes on what it assumed, as the readers of hf_families.py do; hf_config.py join
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from rigplan.catalog.hf_families import FAMILIES as BASE_FAMILIES
 from rigplan.catalog.hf_families import deepseek_fields, routed_every_layer
-from rigplan.catalog.hf_reader import ConfigReader, moe_layer_split, standard
+from rigplan.catalog.hf_reader import ConfigReader, Reader, moe_layer_split, standard, whole_projection_qk_norm_gap
 from rigplan.domain.model import MoE
-
-Reader = Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]
 
 GLM_LITE_ROUTER = {"scoring_func": "sigmoid", "topk_method": "noaux_tc"}
 """How Glm4MoeLiteTopkRouter scores and picks experts whatever the config says (its config class has neither key):
@@ -91,7 +88,7 @@ def _flex_olmo(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     num_attention_heads x head_dim and num_key_value_heads x head_dim wide, which rigplan counts per head."""
     fields = routed_every_layer(r, "num_experts", qk_norm=True)
     d = fields["head_dim"] or fields["hidden"] // fields["num_heads"]
-    missing = fields["num_layers"] * (fields["num_heads"] + fields["num_kv_heads"] - 2) * d
+    missing = fields["num_layers"] * whole_projection_qk_norm_gap(fields)
     return fields, ["norms after attention and after the MoE block (OLMo 2's placement), two a layer: the same count",
                     f"q and k norms counted per head ({2 * d} a layer); FlexOlmo's span the whole projections: "
                     f"{missing:,} parameters more in all"]

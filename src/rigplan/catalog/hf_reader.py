@@ -4,7 +4,7 @@ file and the key (hf_config.py reads the file, hf_families.py maps each model_ty
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +153,14 @@ def standard(r: ConfigReader, *, tie_default: bool) -> dict[str, Any]:
         "context_length": r.opt_int("max_position_embeddings"),
         "tied_embeddings": r.flag("tie_word_embeddings", tie_default),
     }
+
+
+Reader = Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]
+"""A model_type's reader: the Architecture fields and notes on what it assumed."""
+
+
+def whole_projection_qk_norm_gap(fields: dict[str, Any]) -> int:
+    """Parameters a layer's q and k norms hold beyond rigplan's per-head count (2 x head_dim) where the family's norms
+    span every head ((heads + kv heads) x head_dim: OLMo 2 and 3, FlexOlmo, Command R+)."""
+    head_dim = fields["head_dim"] or fields["hidden"] // fields["num_heads"]
+    return (fields["num_heads"] + fields["num_kv_heads"] - 2) * head_dim

@@ -5,10 +5,9 @@ of hf_families.py do; hf_config.py joins the tables."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from rigplan.catalog.hf_reader import ConfigReader, standard
+from rigplan.catalog.hf_reader import ConfigReader, Reader, standard
 
 
 def _chatglm(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
@@ -63,7 +62,7 @@ def _internlm3(r: ConfigReader) -> tuple[dict[str, Any], list[str]]:
     return fields, []
 
 
-REMOTE_CODE_FAMILIES: dict[str, Callable[[ConfigReader], tuple[dict[str, Any], list[str]]]] = {
+REMOTE_CODE_FAMILIES: dict[str, Reader] = {
     "chatglm": _chatglm,
     "internlm2": _internlm2,
     "internlm3": _internlm3,
