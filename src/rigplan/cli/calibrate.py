@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from rigplan.calibration.file import write_calibration
-from rigplan.cli.common import echo_json, guarded, job_options, job_values, model_options
+from rigplan.cli.common import echo_json, guarded, job_options, job_values, model_argument, model_options
 from rigplan.errors import InvalidSpec
 from rigplan.files import load_yaml, read_text
 from rigplan.measure.calibrate import fit, parse_run
@@ -26,7 +26,7 @@ def _runs_file(path: str) -> list[dict[str, Any]]:
 
 
 @click.command("calibrate")
-@click.argument("model", required=False)
+@model_argument
 @model_options
 @job_options
 @click.option("--gpus-per-node", type=int, help="GPUs per node of the measured cluster.")

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from rigplan.calibration.file import CalibrationFile, load_calibration
-from rigplan.cli.common import build_request, choice, echo_json, guarded, model_options
+from rigplan.cli.common import build_request, choice, echo_json, guarded, model_argument, model_options
 from rigplan.errors import InvalidSpec
 from rigplan.flow.request import MemoryRequest
 from rigplan.flow.resolve import build_setup
@@ -47,7 +47,7 @@ def render_rows(title: str, rows: list[dict[str, Any]]) -> Table:
 
 
 @click.command("check")
-@click.argument("model", required=False)
+@model_argument
 @model_options
 @click.option("--method", type=choice(["full", "lora"]), default="full", show_default=True)
 @click.option("--lora-rank", type=int, default=16, show_default=True, help="LoRA rank r.")

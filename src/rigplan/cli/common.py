@@ -193,6 +193,21 @@ def explicit_values(values: dict[str, Any]) -> dict[str, Any]:
             if not (k in PRESET_FIELDS and ctx.get_parameter_source(k) is click.core.ParameterSource.DEFAULT)}
 
 
+def model_argument(func: F) -> F:
+    """MODEL, the command's argument, also taken as --model MODEL (the spelling of other tools); both at once must
+    name the same model."""
+
+    @functools.wraps(func)
+    def with_model(*args: Any, model: str | None = None, model_option: str | None = None, **kwargs: Any) -> Any:
+        if model is not None and model_option is not None and model != model_option:
+            raise click.UsageError(f"MODEL is given twice, '{model}' and --model '{model_option}'; give it once")
+        return func(*args, model=model if model is not None else model_option, **kwargs)
+
+    option = click.option("--model", "model_option", metavar="MODEL",
+                          help="MODEL as an option: the same as giving it as the argument.")
+    return click.argument("model", required=False)(option(with_model))  # type: ignore[return-value]
+
+
 def model_options(func: F) -> F:
     """MODEL shape flags (they build a model without MODEL, or override fields of one)."""
     options = [

@@ -15,6 +15,7 @@ from rigplan.cli.common import (
     guarded,
     job_options,
     job_values,
+    model_argument,
     model_options,
 )
 from rigplan.flow.estimate import estimate
@@ -22,7 +23,7 @@ from rigplan.report.text import render_estimate
 
 
 @click.command("estimate")
-@click.argument("model", required=False)
+@model_argument
 @model_options
 @job_options
 @click.option("--tokens", help="Tokens to train on (e.g. 2T, 300B) for time-to-train, GPU-hours and energy.")

@@ -15,6 +15,7 @@ from rigplan.cli.common import (
     guarded,
     job_options_without_preset,
     job_values,
+    model_argument,
     model_options,
 )
 from rigplan.export import FRAMEWORKS, Exported, export
@@ -58,7 +59,7 @@ framework_option = click.option("--framework", "framework", type=choice(FRAMEWOR
 
 
 @click.command("export")
-@click.argument("model", required=False)
+@model_argument
 @model_options
 @job_options_without_preset
 @framework_option

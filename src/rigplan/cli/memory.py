@@ -15,13 +15,14 @@ from rigplan.cli.common import (
     guarded,
     job_options,
     job_values,
+    model_argument,
     model_options,
 )
 from rigplan.report.text import render_memory
 
 
 @click.command("memory")
-@click.argument("model", required=False)
+@model_argument
 @model_options
 @job_options
 @click.option("--find-max", is_flag=True, help="Also search the largest micro-batch and the longest sequence that fit.")

@@ -23,6 +23,7 @@ from rigplan.cli.common import (
     explicit_values,
     fail,
     guarded,
+    model_argument,
     model_options,
     recipe_options,
 )
@@ -91,7 +92,7 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
 
 
 @click.command("plan")
-@click.argument("model", required=False)
+@model_argument
 @model_options
 @click.option("--tokens", required=True, help="Tokens to train on, e.g. 2T or 300B.")
 @click.option("--budget", help="Most you can spend: 500k, 3M in --currency (USD by default); ¥ or 万 / 亿 mean "
