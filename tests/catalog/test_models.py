@@ -73,6 +73,14 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
 """The records whose active_excludes_input_embedding is true, and why."""
 
 COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
+    ("grok-1", "total"): (
+        0.01, "xAI gives 314B (whole billions), the 64 layers' 314.88B rounded down; with the tied embedding table "
+              "the exact count is 315.68B (0.54% above)",
+    ),
+    ("grok-1", "active"): (
+        0.07, "xAI gives '25% of the weights active' (a round share) of 314B, 78.5B; the exact count with the tied "
+              "table is 83.76B (26.5% of 315.68B, 6.7% above)",
+    ),
     ("glm-4.7-flash", "active"): (
         0.20, "the card names it 30B-A3B (one significant figure); the exact count without the input embedding is "
               "3.58B (19% above), 3.90B with it",
@@ -318,6 +326,7 @@ FAMILIES_WITHOUT_HF_READER: dict[str, str] = {
     "gpt-3": "paper family: no weights or config.json were released",
     "falcon": "Hugging Face model_type of the Falcon records; rigplan's config.json reader has no falcon reader",
     "nemotron": "Hugging Face model_type of Nemotron-4; rigplan's config.json reader has no nemotron reader",
+    "grok-1": "xAI released JAX code and a checkpoint without a config.json; the record reads run.py's config",
 }
 """Record families that are not model types of rigplan's Hugging Face config reader, and why."""
 
