@@ -113,3 +113,23 @@ def test_more_than_one_server_is_a_large_job_whatever_the_server_size() -> None:
     assert not interruptible_pricing_unsuitable(8, weeks)  # one 8-GPU server
     assert interruptible_pricing_unsuitable(8, weeks, gpus_per_node=4)  # two 4-GPU workstations
     assert not interruptible_pricing_unsuitable(64, 24.0)  # a day is not multi-week
+
+
+def test_layouts_that_fit_but_cannot_be_rented_are_not_called_unfit() -> None:
+    """2,048 H800 hold DeepSeek-V3 in some layouts, but the catalog's H800 offers rent one 8-GPU machine and it has
+    no purchase price: the plan says the offers are too small, not that nothing fits in memory (the layouts that do
+    not fit outnumber the one candidate the offers turn away)."""
+    result = plan(PlanRequest(model="deepseek-v3", tokens="14.8T", gpu=["h800-sxm"], gpus_min=2048, gpus_max=2048))
+    reasons = result.stats["infeasible_by_reason"]
+    assert result.stats["feasible"] > 0 and reasons["memory.exceeds_capacity"] > reasons["cloud.capacity"] > 0
+    assert result.infeasible == "no cloud offer rents this many GPUs"
+
+
+def test_nothing_that_fits_is_still_said_first() -> None:
+    from rigplan.flow.plan import why_nothing_runs
+
+    reasons = {"memory.exceeds_capacity": 14081, "batch.smaller_than_dp": 4788, "cloud.capacity": 1}
+    assert why_nothing_runs(reasons) == ("no layout fits this job in GPU memory; the global batch is smaller than "
+                                         "every data-parallel degree that would fit")
+    assert why_nothing_runs(reasons, fitted=6475) == "no cloud offer rents this many GPUs"
+    assert why_nothing_runs({"memory.exceeds_capacity": 5}, fitted=3) == "no layout fits this job in GPU memory"

@@ -96,7 +96,7 @@ def compare(base: PlanRequest, options: list[str]) -> Comparison:
         if not fitting:
             values.append({})
             best.append(None)
-            infeasible.append(why_nothing_runs(result.stats["infeasible_by_reason"]))
+            infeasible.append(why_nothing_runs(result.stats["infeasible_by_reason"], result.stats["feasible"]))
             over_limit.append(False)
             continue
         infeasible.append(None)

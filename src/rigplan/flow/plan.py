@@ -225,7 +225,7 @@ class PlanResult:
         if self.stats.get("eligible"):
             return None
         if not self.candidates:
-            return why_nothing_runs(self.stats["infeasible_by_reason"])
+            return why_nothing_runs(self.stats["infeasible_by_reason"], self.stats.get("feasible", 0))
         return ("no option meets both the budget and the deadline; the Pareto front shows the trade-off that "
                 "exists, each option marked with the limit it breaks")
 
@@ -582,7 +582,15 @@ NOTHING_RUNS = {
 """Why a search found nothing to price, by the code of search stats' infeasible_by_reason."""
 
 
-def why_nothing_runs(reasons: dict[str, int]) -> str:
-    """Plain words for a search that priced nothing: its most frequent reasons, in that order."""
-    found = [NOTHING_RUNS[code] for code, _ in sorted(reasons.items(), key=lambda kv: -kv[1]) if code in NOTHING_RUNS]
+PRICING_REASONS = frozenset({"price.unknown", "cloud.capacity", "cloud.interruptible_for_long_job"})
+"""Reasons that drop a layout that fits, when it is priced (counted per candidate, not per layout)."""
+
+
+def why_nothing_runs(reasons: dict[str, int], fitted: int = 0) -> str:
+    """Plain words for a search that priced nothing: its two most frequent reasons. `fitted`: the layouts that fit
+    in memory; where some did, only what kept them from being priced (PRICING_REASONS, counted per candidate) is
+    said, though the layouts that did not fit outnumber them."""
+    priced_out = {code: n for code, n in reasons.items() if code in PRICING_REASONS}
+    shown = priced_out if fitted > 0 and priced_out else reasons
+    found = [NOTHING_RUNS[code] for code, _ in sorted(shown.items(), key=lambda kv: -kv[1]) if code in NOTHING_RUNS]
     return "; ".join(found[:2]) if found else "no layout runs this job"
