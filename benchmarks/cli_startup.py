@@ -66,6 +66,16 @@ def import_times(env: dict[str, str]) -> list[tuple[int, int, str]]:
     return rows
 
 
+def with_bytecode(env: dict[str, str], pycache: str) -> dict[str, str]:
+    """`env` with Python's bytecode kept as an installed package keeps it: where PYTHONDONTWRITEBYTECODE is set, the
+    compiled modules go to `pycache` (PYTHONPYCACHEPREFIX) instead, so that a run after the first one does not
+    compile the sources again."""
+    env = dict(env)
+    if env.pop("PYTHONDONTWRITEBYTECODE", None):
+        env["PYTHONPYCACHEPREFIX"] = pycache
+    return env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
@@ -73,8 +83,7 @@ def main() -> None:
     env = dict(os.environ)
     with tempfile.TemporaryDirectory() as pycache, tempfile.TemporaryDirectory() as catalog_cache:
         env["RIGPLAN_CACHE_DIR"] = catalog_cache  # this run's own: other processes cannot evict it
-        if env.pop("PYTHONDONTWRITEBYTECODE", None):
-            env["PYTHONPYCACHEPREFIX"] = pycache
+        env = with_bytecode(env, pycache)
         memory = [sys.executable, "-c", ENTRY, *COMMAND]
         subprocess.run(memory, check=True, stdout=subprocess.DEVNULL, env=env)  # bytecode and catalog cache
         python_s, _ = wall_s([sys.executable, "-c", "pass"], runs, env)

@@ -172,14 +172,26 @@ def _builtin_from_cache() -> Catalog:
                         {k: r.to_domain() for k, r in catalog.models.items()})
         return catalog
     gpu_values, model_values = cached
-    return Catalog(gpus=LazyRecords(gpu_values, lambda: dict(_validated_builtin().gpus)),
-                   models=LazyRecords(model_values, lambda: dict(_validated_builtin().models)),
+    return Catalog(gpus=LazyRecords(gpu_values, lambda: dict(_builtin_gpus())),
+                   models=LazyRecords(model_values, lambda: dict(_builtin_models())),
                    gpu_values=gpu_values, model_values=model_values)
 
 
 @lru_cache(maxsize=1)
-def _validated_builtin() -> Catalog:
-    return _validated(())
+def _builtin_gpus() -> dict[str, GpuRecord]:
+    """The built-in GPU records, read and validated the first time a command needs them (a plan prices them and
+    never reads the model files, _builtin_models)."""
+    from rigplan.catalog.schema import GpuRecord
+
+    return _read_records(BUILTIN_DIR / "gpus", GpuRecord)
+
+
+@lru_cache(maxsize=1)
+def _builtin_models() -> dict[str, ModelRecord]:
+    """The built-in model records, read and validated the first time a command needs them."""
+    from rigplan.catalog.schema import ModelRecord
+
+    return _read_records(BUILTIN_DIR / "models", ModelRecord)
 
 
 @lru_cache(maxsize=16)
