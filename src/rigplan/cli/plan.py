@@ -46,7 +46,9 @@ def _render(data: dict[str, Any], currency: str) -> None:
     if data["infeasible"]:
         console.print(f"[red]INFEASIBLE[/red]: {data['infeasible']}")
 
-    def money(usd: float) -> str:
+    def money(usd: float | None) -> str:
+        if usd is None:  # a part rigplan has no price for (--unpriced, --cluster)
+            return "unpriced"
         return format_cny(usd * data["cny_per_usd"]) if currency == "cny" else format_usd(usd)
 
     for title, rows in (("Recommended (within the limits, cheapest first)", data["ranked"]),
@@ -58,7 +60,8 @@ def _render(data: dict[str, Any], currency: str) -> None:
         for c in rows:
             layout = layout_text(c["layout"])
             mode = c["mode"]
-            where = f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else f"buy ({mode['pricing']})"
+            where = (f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else "no price"
+                     if mode["kind"] == "unpriced" else f"buy ({mode['pricing']})")
             table.add_row(f"{c['gpus']} x {c['gpu']}", where, layout, format_duration(c["wall_time_s"]),
                           money(c["cost_usd"]), f"{100 * (c['mfu'] or 0):.0f}%",
                           format_bytes(c["memory"]["total_bytes"])
@@ -105,7 +108,11 @@ def parse_cluster(text: str) -> tuple[int, int, str | None]:
 @click.option("--cluster", help="The cluster you have: NODESxGPUS[:GPU], e.g. 6x8 or 6x8:h100-sxm; plans for "
                                 "exactly that many GPUs in nodes of that size, on that cluster (--both or --cloud to "
                                 "compare renting the same), and prices owning them as this job's share "
-                                "(--onprem-basis amortized) unless you give --onprem-basis.")
+                                "(--onprem-basis amortized) unless you give --onprem-basis; a part rigplan has no "
+                                "price for is still planned, unpriced.")
+@click.option("--unpriced", is_flag=True,
+              help="Also keep GPU types rigplan has no price for (no cloud offer, no purchase price), with their "
+                   "layout, time and memory and no cost, ranked after every priced option (--cluster implies it).")
 @click.option("--interruptible", is_flag=True,
               help="Also price spot, community and serverless offers for large multi-week jobs.")
 @click.option("--server", help="Server build (rigplan servers) to plan on: its GPU, price and power.")
@@ -173,6 +180,7 @@ def plan_command(model: str | None, gpu_ids: tuple[str, ...], catalog_dirs: tupl
         ctx = click.get_current_context()
         if ctx.get_parameter_source("onprem_basis") is click.core.ParameterSource.DEFAULT:
             kwargs["onprem_basis"] = "amortized"  # the cluster is had, not bought for this job
+        kwargs["unpriced"] = True  # the cluster is had: its layout and time matter whether or not rigplan can price it
     request = build_request(PlanRequest, model=model, gpu=gpus, catalog=list(catalog_dirs), mode=mode,
                             gpu_counts=counts,
                             **explicit_values(kwargs))

@@ -14,9 +14,12 @@ def _row(c: dict[str, Any]) -> str:
     layout = f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}" + (f" cp{lay['cp']}" if lay["cp"] > 1 else "") + (
         f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" zero{lay['zero']} mb{lay['micro_batch']} {lay['recompute']}"
     mode = c["mode"]
-    where = f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else f"owned ({mode['pricing']})"
+    where = (f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else "no price"
+             if mode["kind"] == "unpriced" else f"owned ({mode['pricing']})")
+    usd, cny = ("unpriced", "unpriced") if c["cost_usd"] is None else (format_usd(c["cost_usd"]),
+                                                                       format_cny(c["cost_cny"]))
     return (f"| {c['gpus']} x {c['gpu']} | {where} | {layout} | {format_duration(c['wall_time_s'])} | "
-            f"{format_usd(c['cost_usd'])} | {format_cny(c['cost_cny'])} | {100 * (c['mfu'] or 0):.0f}% | "
+            f"{usd} | {cny} | {100 * (c['mfu'] or 0):.0f}% | "
             f"{format_bytes(c['memory']['total_bytes'])} | {'; '.join(c['reasons'])} |")
 
 

@@ -10,7 +10,8 @@ from rigplan.units import format_tokens
 
 
 def plan_plot(data: dict[str, Any], candidates: list[dict[str, Any]], path: str | Path) -> Path:
-    """Write a PNG or SVG: every priced candidate as a point, the Pareto front as a line, constraints dashed."""
+    """Write a PNG or SVG: every priced candidate as a point, the Pareto front as a line, constraints dashed (an
+    unpriced option, --unpriced or --cluster on a part rigplan has no price for, has no cost to plot)."""
     try:
         import matplotlib
 
@@ -21,6 +22,7 @@ def plan_plot(data: dict[str, Any], candidates: list[dict[str, Any]], path: str 
     out = Path(path)
     if out.suffix.lower() not in (".png", ".svg"):
         raise InvalidSpec(f"--plot {path}: use a .png or .svg file name")
+    candidates = [c for c in candidates if c["cost_usd"] is not None]
     fig, ax = plt.subplots(figsize=(9, 6), dpi=110)
     markers = {"cloud": "o", "onprem": "s"}
     gpus = sorted({c["gpu"] for c in candidates})
@@ -28,7 +30,7 @@ def plan_plot(data: dict[str, Any], candidates: list[dict[str, Any]], path: str 
     for c in candidates:
         ax.scatter(c["wall_time_s"] / 86400, c["cost_usd"], marker=markers.get(c["mode"]["kind"], "o"),
                    color=colours[c["gpu"]], alpha=0.45, s=22, edgecolors="none")
-    front = sorted(data["pareto"], key=lambda c: c["wall_time_s"])
+    front = sorted((c for c in data["pareto"] if c["cost_usd"] is not None), key=lambda c: c["wall_time_s"])
     ax.plot([c["wall_time_s"] / 86400 for c in front], [c["cost_usd"] for c in front], "-", color="black",
             lw=1.2, label="Pareto front (time vs cost)")
     for c in front:
@@ -41,13 +43,20 @@ def plan_plot(data: dict[str, Any], candidates: list[dict[str, Any]], path: str 
         ax.axhline(data["budget_usd"], ls="--", color="tab:green", lw=1, label="budget")
     for g in gpus:
         ax.scatter([], [], color=colours[g], label=g, s=22)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    if candidates:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    else:  # nothing priced (an infeasible plan, or unpriced options only): no log scale, the axes say why
+        ax.text(0.5, 0.5, f"no priced option to plot: {data.get('infeasible') or 'every option is unpriced'}",
+                ha="center", va="center", wrap=True, transform=ax.transAxes)
+        ax.set_xticks([])
+        ax.set_yticks([])
     ax.set_xlabel("wall-clock time to train, failures and checkpoints included (days)")
     ax.set_ylabel("cost (USD)")
     ax.set_title(f"{data['model']}: {format_tokens(data['tokens'])} - circles: cloud, squares: owned")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, ncol=2, loc="upper right")
+    if candidates:
+        ax.legend(fontsize=7, ncol=2, loc="upper right")
     fig.tight_layout()
     fig.savefig(out)
     plt.close(fig)
