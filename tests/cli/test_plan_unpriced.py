@@ -25,6 +25,7 @@ def test_a_stated_cluster_of_an_unpriced_part_is_planned(monkeypatch, capsys) ->
     best = data["ranked"][0]
     assert best["gpu"] == "h800-sxm" and best["gpus"] == 8 and best["mode"]["kind"] == "unpriced"
     assert best["cost_usd"] is None and best["wall_time_s"] > 0 and best["memory"]["total_bytes"] > 0
+    assert best["reasons"] == ["fastest"]  # never 'cheapest' without a price
 
 
 def test_unpriced_keeps_the_part_and_its_absence_says_why(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]

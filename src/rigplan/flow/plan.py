@@ -562,9 +562,11 @@ def _explain(ranked: list[Candidate], eligible: list[Candidate], budget: float |
     eligible = [c for c in eligible if not c.over_limit] or eligible
     if not eligible:
         return
-    cheapest = min(eligible, key=lambda c: (c.cost_usd, c.wall_time_s))
+    priced = [c for c in eligible if math.isfinite(c.cost_usd)]  # an unpriced option is never called cheapest
+    if priced:
+        cheapest = min(priced, key=lambda c: (c.cost_usd, c.wall_time_s))
+        cheapest.reasons.append("cheapest that meets the deadline" if deadline else "cheapest")
     fastest = min(eligible, key=lambda c: (c.wall_time_s, c.cost_usd))
-    cheapest.reasons.append("cheapest that meets the deadline" if deadline else "cheapest")
     fastest.reasons.append("fastest under budget" if budget else "fastest")
     if fastest not in ranked:
         ranked.append(fastest)
