@@ -37,7 +37,7 @@ from rigplan.flow.request import PlanRequest
 from rigplan.flow.resolve import build_setup
 from rigplan.report.markdown import plan_markdown
 from rigplan.report.plots import plan_plot
-from rigplan.report.text import first_option_accuracy, layout_text, stdout_console
+from rigplan.report.text import first_option_accuracy, layout_text, purchase_text, stdout_console
 from rigplan.units import format_bytes, format_duration
 
 
@@ -59,10 +59,8 @@ def _render(data: dict[str, Any], currency: str) -> None:
             table.add_column(col, justify="right" if col in ("time", "cost", "MFU", "mem/GPU") else "left")
         for c in rows:
             layout = layout_text(c["layout"])
-            mode = c["mode"]
-            where = (f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else "no price"
-                     if mode["kind"] == "unpriced" else f"buy ({mode['pricing']})")
-            table.add_row(f"{c['gpus']} x {c['gpu']}", where, layout, format_duration(c["wall_time_s"]),
+            table.add_row(f"{c['gpus']} x {c['gpu']}", purchase_text(c["mode"]), layout,
+                          format_duration(c["wall_time_s"]),
                           money(c["cost_usd"]), f"{100 * (c['mfu'] or 0):.0f}%",
                           format_bytes(c["memory"]["total_bytes"])
                           + (" (over, within uncertainty)" if c["over_limit"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigplan.cost.money import format_cny, format_usd
-from rigplan.report.text import first_option_accuracy
+from rigplan.report.text import first_option_accuracy, purchase_text
 from rigplan.units import format_bytes, format_duration, format_tokens
 
 
@@ -13,9 +13,7 @@ def _row(c: dict[str, Any]) -> str:
     lay = c["layout"]
     layout = f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}" + (f" cp{lay['cp']}" if lay["cp"] > 1 else "") + (
         f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" zero{lay['zero']} mb{lay['micro_batch']} {lay['recompute']}"
-    mode = c["mode"]
-    where = (f"{mode['provider']} {mode['pricing']}" if mode["kind"] == "cloud" else "no price"
-             if mode["kind"] == "unpriced" else f"owned ({mode['pricing']})")
+    where = purchase_text(c["mode"], owned="owned")
     usd, cny = ("unpriced", "unpriced") if c["cost_usd"] is None else (format_usd(c["cost_usd"]),
                                                                        format_cny(c["cost_cny"]))
     return (f"| {c['gpus']} x {c['gpu']} | {where} | {layout} | {format_duration(c['wall_time_s'])} | "

@@ -63,6 +63,14 @@ def layout_text(lay: dict[str, Any]) -> str:
             + f" z{lay['zero']} mb{lay['micro_batch']} {lay['recompute']}")
 
 
+def purchase_text(mode: dict[str, Any], owned: str = "buy") -> str:
+    """A plan option's purchase mode in one cell: the cloud offer, 'no price' for a part rigplan cannot price
+    (--unpriced, --cluster), else `owned` with the on-premises basis, e.g. buy (purchase)."""
+    if mode["kind"] == "cloud":
+        return f"{mode['provider']} {mode['pricing']}"
+    return "no price" if mode["kind"] == "unpriced" else f"{owned} ({mode['pricing']})"
+
+
 def render_memory(data: dict[str, Any], console: Console | None = None) -> None:
     console = console or stdout_console(emoji=False)  # no :name: codes: names from config files print as written
     model, gpu, job, layout, per_gpu = data["model"], data["gpu"], data["job"], data["layout"], data["per_gpu"]
